@@ -1,0 +1,13 @@
+/*
+ * baton/baton.h - every public baton header at once. Prefer the module
+ * headers (baton/coro.h, baton/gen.h...) in library code; this one is for
+ * programs that use several modules.
+ */
+#ifndef BATON_BATON_H
+#define BATON_BATON_H
+
+#include <baton/error.h>
+#include <baton/coro.h>
+#include <baton/gen.h>
+
+#endif /* BATON_BATON_H */

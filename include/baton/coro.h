@@ -1,0 +1,159 @@
+/*
+ * baton/coro.h - coroutines: functions that can suspend themselves and be
+ * resumed later where they left off, with their local state intact.
+ *
+ * A coroutine is created suspended. baton_coro_resume() runs it until it
+ * calls baton_coro_yield() or returns; each direction carries one pointer.
+ * Coroutines are asymmetric, as in Lua: yield always goes back to whoever
+ * resumed, so coroutines nest (a coroutine may resume another).
+ *
+ *     static void *count(void *arg, void *in)
+ *     {
+ *         int *n = arg;
+ *         for (;;) {
+ *             ++*n;
+ *             baton_coro_yield(NULL, NULL);   // back to the resumer
+ *         }
+ *     }
+ *
+ *     int n = 0;
+ *     baton_coro_t *co;
+ *     if (baton_coro_create(&co, NULL, count, &n) != BATON_OK)
+ *         abort();
+ *     for (int i = 0; i < 3; i++)
+ *         baton_coro_resume(co, NULL, NULL);  // n == 3 afterwards
+ *     baton_coro_destroy(co);
+ *
+ * Two models share this one type (choose with baton_coro_attr.model):
+ *
+ *  - BATON_CORO_STACKFUL: the coroutine owns a stack from mmap with a guard
+ *    page below it, committed page by page as it is touched and recycled
+ *    through a per-thread pool. A switch saves a few registers; nothing is
+ *    copied. A stack overflow hits the guard page and is reported on stderr
+ *    (coroutine name, stack size) before the process aborts.
+ *
+ *  - BATON_CORO_COPYSTACK ("stackswap"): all copy-stack coroutines of a
+ *    thread run on one shared stack. When another copy-stack coroutine needs
+ *    that stack, the part the previous one used is copied to a heap buffer
+ *    sized to what it used, and copied back when it runs again. Idle
+ *    coroutines cost only what they really used (typically a few hundred
+ *    bytes), at the price of a copy per switch.
+ *
+ * Rules a caller must keep:
+ *  1. A coroutine is resumed on one thread at a time, and only while it is
+ *     suspended. A copy-stack coroutine is resumed only on the thread that
+ *     first resumed it (its frames live at that thread's stack addresses).
+ *  2. Copy-stack: the address of a local variable of a copy-stack coroutine
+ *     is valid only while that coroutine is running or is resuming another;
+ *     while it is suspended, the memory there belongs to whichever copy-stack
+ *     coroutine runs next. Pass heap memory, not &local, to other coroutines
+ *     and out through yield. Debug builds (BATON_DEBUG) return
+ *     BATON_ELOCALADDR for a resume or yield value that points into the
+ *     shared stack, and fill or poison (under AddressSanitizer) the parts of
+ *     the shared stack no coroutine owns.
+ *  3. Do not keep a pointer to thread-local storage across a yield: a
+ *     stackful coroutine may be resumed later by another thread.
+ *  4. Destroying a suspended coroutine frees its stack without unwinding
+ *     it: whatever its function still holds (memory, locks) is not released.
+ *  5. The floating-point environment (rounding mode, exception masks) is
+ *     per coroutine: a change made inside one stays with it.
+ */
+#ifndef BATON_CORO_H
+#define BATON_CORO_H
+
+#include <stddef.h>
+
+#include <baton/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct baton_coro baton_coro_t;
+
+/* The body of a coroutine. `arg` is the pointer given to create, `in` the
+ * value passed by the first resume. Its return value is what the final
+ * resume delivers; after it returns the coroutine is BATON_CORO_DEAD. */
+typedef void *(*baton_coro_fn)(void *arg, void *in);
+
+enum baton_coro_model {
+	BATON_CORO_STACKFUL = 0,
+	BATON_CORO_COPYSTACK = 1,
+};
+
+enum baton_coro_status {
+	BATON_CORO_SUSPENDED = 0, /* created, or stopped in yield */
+	BATON_CORO_RUNNING = 1,   /* executing now */
+	BATON_CORO_NORMAL = 2,    /* it resumed another coroutine, waits for it */
+	BATON_CORO_DEAD = 3,      /* its function returned */
+};
+
+/* Stack sizes for stackful coroutines. The size is the usable stack; the
+ * guard page and the coroutine's control block come on top. Pages are
+ * committed only when touched, so a large size costs address space only. */
+#define BATON_CORO_STACK_DEFAULT (64u * 1024u)
+#define BATON_CORO_STACK_MIN (16u * 1024u)
+#define BATON_CORO_STACK_MAX (1024u * 1024u * 1024u)
+
+struct baton_coro_attr {
+	enum baton_coro_model model;
+	size_t stack_size; /* stackful only; 0 means BATON_CORO_STACK_DEFAULT */
+	const char *name;  /* for diagnostics; copied (truncated to 31 bytes) */
+};
+
+#define BATON_CORO_ATTR_INIT { BATON_CORO_STACKFUL, 0, NULL }
+
+/* Create a suspended coroutine that will run fn(arg, in). `attr` may be NULL
+ * for a stackful coroutine with the default stack.
+ * Errors: BATON_EINVAL (NULL out or fn, unknown model), BATON_ESTACK (size
+ * outside [STACK_MIN, STACK_MAX]), BATON_ENOMEM. */
+BATON_API int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
+		      baton_coro_fn fn, void *arg);
+
+/* Run `co` until it yields or returns. `in` becomes the value its pending
+ * yield receives (or the `in` argument of its function, the first time); the
+ * value it yields or returns is stored in *out if `out` is not NULL.
+ * Errors: BATON_EINVAL (NULL co), BATON_EDEAD (it has returned),
+ * BATON_ERUNNING (it is running or resuming another), BATON_ETHREAD
+ * (copy-stack coroutine resumed on another thread than its first),
+ * BATON_ELOCALADDR (debug builds, see rule 2), BATON_ENOMEM (copy-stack: the
+ * save buffer of the coroutine that must leave the shared stack could not
+ * grow; nothing was switched). */
+BATON_API int baton_coro_resume(baton_coro_t *co, void *in, void **out);
+
+/* Suspend the running coroutine and return to its resumer, which receives
+ * `out`. When the coroutine is resumed again, the resumer's `in` is stored in
+ * *in if `in` is not NULL.
+ * Errors: BATON_ENOTCORO (called outside any coroutine), BATON_ELOCALADDR
+ * (debug builds, see rule 2). */
+BATON_API int baton_coro_yield(void *out, void **in);
+
+/* The status of `co` (enum baton_coro_status), or BATON_EINVAL if NULL. */
+BATON_API int baton_coro_status(const baton_coro_t *co);
+
+/* The model `co` was created with, or BATON_EINVAL if NULL. */
+BATON_API int baton_coro_model(const baton_coro_t *co);
+
+/* The coroutine running on this thread, or NULL on the thread's own stack. */
+BATON_API baton_coro_t *baton_coro_self(void);
+
+/* The name given at creation ("" if none); "" for NULL. */
+BATON_API const char *baton_coro_name(const baton_coro_t *co);
+
+/* Usable stack size in bytes: the stackful stack, or for copy-stack the
+ * bytes of the shared stack it used when it last left it. */
+BATON_API size_t baton_coro_stack_size(const baton_coro_t *co);
+
+/* Free a coroutine that is suspended or dead (see rule 4). NULL is a no-op.
+ * Errors: BATON_EBUSY (it is running or resuming another). */
+BATON_API int baton_coro_destroy(baton_coro_t *co);
+
+/* Drop the stacks this thread keeps for reuse (they are also released when
+ * the thread exits). Returns the number of bytes unmapped. */
+BATON_API size_t baton_coro_pool_trim(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_CORO_H */

@@ -1,0 +1,56 @@
+/*
+ * src/arch/arch.h - the machine-dependent part of a context switch.
+ *
+ * A context is a suspended flow of control: a stack plus the callee-saved
+ * registers of the point where it stopped. The portable code in src/coro/
+ * sees only this interface; each backend implements it:
+ *
+ *   switch_x86_64.S, switch_aarch64.S  hand-written switch (the default)
+ *   switch_ucontext.c                  swapcontext(3), chosen at configure
+ *                                      time with -DBATON_SWITCH=ucontext
+ *
+ * Rules:
+ *  - baton_arch_switch() may only target a context made by baton_arch_make()
+ *    and not yet run, or one suspended by baton_arch_switch().
+ *  - The entry function given to baton_arch_make() must never return; it
+ *    leaves its context with a final baton_arch_switch().
+ */
+#ifndef BATON_SRC_ARCH_H
+#define BATON_SRC_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#if BATON_SWITCH_UCONTEXT
+#include <ucontext.h>
+
+typedef struct baton_arch_ctx {
+	ucontext_t uc;
+	void (*entry)(void *value); /* set while the context has never run */
+} baton_arch_ctx_t;
+#else
+typedef struct baton_arch_ctx {
+	void *sp; /* the saved frame of a suspended context */
+} baton_arch_ctx_t;
+#endif
+
+/* Suspend the running context into `from`, resume `to`, hand it `value`.
+ * Returns the value passed by whoever later switches back to `from`. */
+void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			void *value);
+
+/* Prepare `ctx` so that the first switch to it calls entry(value) on the
+ * stack [lo, hi). The current FP control state becomes the context's. */
+void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+		     void (*entry)(void *value));
+
+/* The lowest stack address a suspended context still uses: everything in
+ * [baton_arch_ctx_sp(ctx), top of its stack) must be kept to resume it. */
+char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx);
+
+/* Bytes below the top of the stack that baton_arch_make() uses. */
+#define BATON_ARCH_MAKE_RESERVE 256
+
+#endif /* BATON_SRC_ARCH_H */

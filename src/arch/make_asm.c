@@ -1,0 +1,62 @@
+/*
+ * Initial frames for the hand-written switch (switch_x86_64.S and
+ * switch_aarch64.S). The frame laid out here is exactly what the switch pops,
+ * with the trampoline as the return address and the entry function in a
+ * callee-saved register the trampoline calls through.
+ */
+#include <string.h>
+
+#include "arch.h"
+
+uint64_t baton_arch_fpenv(void);
+void baton_arch_trampoline(void);
+
+char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx)
+{
+	return ctx->sp;
+}
+
+#if defined(__x86_64__)
+
+/* Slots, from the saved stack pointer up: fpenv r15 r14 r13 r12 rbx rbp ret */
+enum { X_FPENV, X_R15, X_R14, X_R13, X_R12, X_RBX, X_RBP, X_RET, X_WORDS };
+
+void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+		     void (*entry)(void *value))
+{
+	(void)lo;
+	/* After the switch's `ret` pops X_RET, rsp is `top`, which must be
+	 * 16-byte aligned for the trampoline's call. */
+	uintptr_t top = ((uintptr_t)hi - 64) & ~(uintptr_t)15;
+	uint64_t *frame = (uint64_t *)top - X_WORDS;
+
+	memset(frame, 0, X_WORDS * sizeof(uint64_t));
+	frame[X_FPENV] = baton_arch_fpenv();
+	frame[X_R12] = (uint64_t)(uintptr_t)entry;
+	frame[X_RET] = (uint64_t)(uintptr_t)baton_arch_trampoline;
+	ctx->sp = frame;
+}
+
+#elif defined(__aarch64__)
+
+/* 22 eight-byte slots: x19..x28, x29, x30, d8..d15, fpcr, pad */
+enum { A_X19 = 0, A_X29 = 10, A_X30 = 11, A_FPCR = 20, A_WORDS = 22 };
+
+void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+		     void (*entry)(void *value))
+{
+	(void)lo;
+	uintptr_t top = ((uintptr_t)hi - 64) & ~(uintptr_t)15;
+	uint64_t *frame = (uint64_t *)top - A_WORDS;
+
+	memset(frame, 0, A_WORDS * sizeof(uint64_t));
+	frame[A_X19] = (uint64_t)(uintptr_t)entry;
+	frame[A_X29] = 0; /* ends frame-pointer chains */
+	frame[A_X30] = (uint64_t)(uintptr_t)baton_arch_trampoline;
+	frame[A_FPCR] = baton_arch_fpenv();
+	ctx->sp = frame;
+}
+
+#else
+#error "no hand-written switch for this architecture; configure with -DBATON_SWITCH=ucontext"
+#endif

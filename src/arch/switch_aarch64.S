@@ -1,0 +1,95 @@
+/*
+ * Context switch for AArch64, AAPCS64.
+ *
+ * void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                         void *value);
+ *
+ * Saves the callee-saved registers (x19-x28, the frame pointer x29, the link
+ * register x30 and the low halves d8-d15 of v8-v15) and FPCR on the running
+ * stack, stores sp in from->sp, loads to->sp, restores and returns `value`
+ * in the other context.
+ *
+ * Saved frame (176 bytes, sp stays 16-byte aligned):
+ *     0 x19 x20   16 x21 x22   32 x23 x24   48 x25 x26   64 x27 x28
+ *    80 x29 x30   96 d8 d9    112 d10 d11  128 d12 d13  144 d14 d15
+ *   160 fpcr     168 unused
+ *
+ * FPCR (rounding mode, flush-to-zero...) is callee-saved. Writing it is
+ * expensive on many cores while reading it is cheap, so it is written only
+ * when the target's saved value differs from the current one.
+ */
+	.text
+	.globl	baton_arch_switch
+	.hidden	baton_arch_switch
+	.type	baton_arch_switch, %function
+	.p2align 4
+baton_arch_switch:
+	.cfi_startproc
+	sub	sp, sp, #176
+	stp	x19, x20, [sp, #0]
+	stp	x21, x22, [sp, #16]
+	stp	x23, x24, [sp, #32]
+	stp	x25, x26, [sp, #48]
+	stp	x27, x28, [sp, #64]
+	stp	x29, x30, [sp, #80]
+	stp	d8, d9, [sp, #96]
+	stp	d10, d11, [sp, #112]
+	stp	d12, d13, [sp, #128]
+	stp	d14, d15, [sp, #144]
+	mrs	x9, fpcr
+	str	x9, [sp, #160]
+	mov	x10, sp
+	str	x10, [x0]		/* from->sp */
+	ldr	x10, [x1]
+	mov	sp, x10			/* to->sp: from here on we are `to` */
+	ldr	x11, [sp, #160]
+	cmp	x11, x9
+	b.ne	1f
+0:	ldp	x19, x20, [sp, #0]
+	ldp	x21, x22, [sp, #16]
+	ldp	x23, x24, [sp, #32]
+	ldp	x25, x26, [sp, #48]
+	ldp	x27, x28, [sp, #64]
+	ldp	x29, x30, [sp, #80]
+	ldp	d8, d9, [sp, #96]
+	ldp	d10, d11, [sp, #112]
+	ldp	d12, d13, [sp, #128]
+	ldp	d14, d15, [sp, #144]
+	add	sp, sp, #176
+	mov	x0, x2
+	ret
+1:	msr	fpcr, x11
+	b	0b
+	.cfi_endproc
+	.size	baton_arch_switch, .-baton_arch_switch
+
+/*
+ * First code of a new context: baton_arch_make() puts its address in the
+ * saved x30 and the entry function in x19; the first switch left the value
+ * in x0. x29 is zero, which ends frame-pointer unwinding, and the CFI marks
+ * the return address undefined so debuggers stop here.
+ */
+	.globl	baton_arch_trampoline
+	.hidden	baton_arch_trampoline
+	.type	baton_arch_trampoline, %function
+	.p2align 4
+baton_arch_trampoline:
+	.cfi_startproc
+	.cfi_undefined x30
+	blr	x19
+	brk	#0			/* the entry function never returns */
+	.cfi_endproc
+	.size	baton_arch_trampoline, .-baton_arch_trampoline
+
+	.globl	baton_arch_fpenv
+	.hidden	baton_arch_fpenv
+	.type	baton_arch_fpenv, %function
+	.p2align 4
+baton_arch_fpenv:
+	.cfi_startproc
+	mrs	x0, fpcr
+	ret
+	.cfi_endproc
+	.size	baton_arch_fpenv, .-baton_arch_fpenv
+
+	.section .note.GNU-stack,"",%progbits

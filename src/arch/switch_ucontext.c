@@ -1,0 +1,67 @@
+/*
+ * Portable backend on swapcontext(3), selected with -DBATON_SWITCH=ucontext.
+ *
+ * It is slow: glibc's swapcontext saves and restores
+ * the signal mask with a rt_sigprocmask system call on every switch. It is
+ * here for architectures without a hand-written switch and as the baseline
+ * the benchmarks compare the assembly against.
+ *
+ * makecontext() can only pass int arguments, so the value handed over by a
+ * switch and the entry of a context's first run travel through thread-local
+ * variables, which is safe because both are read on the same thread right
+ * after the switch, before anything else can run there.
+ */
+#include <stdlib.h>
+
+#include "arch.h"
+
+static __thread void *handoff_value;
+static __thread baton_arch_ctx_t *handoff_target;
+
+static void trampoline(void)
+{
+	baton_arch_ctx_t *self = handoff_target;
+	void (*entry)(void *) = self->entry;
+
+	self->entry = NULL;
+	entry(handoff_value);
+	abort(); /* entry functions never return */
+}
+
+void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			void *value)
+{
+	handoff_value = value;
+	handoff_target = to;
+	if (swapcontext(&from->uc, &to->uc) != 0)
+		abort(); /* only fails on bad arguments, which we never pass */
+	return handoff_value;
+}
+
+void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+		     void (*entry)(void *value))
+{
+	if (getcontext(&ctx->uc) != 0)
+		abort();
+	ctx->uc.uc_stack.ss_sp = lo;
+	ctx->uc.uc_stack.ss_size = (size_t)(hi - BATON_ARCH_MAKE_RESERVE - lo);
+	ctx->uc.uc_link = NULL;
+	ctx->entry = entry;
+	makecontext(&ctx->uc, trampoline, 0);
+}
+
+char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx)
+{
+	const mcontext_t *mc = &ctx->uc.uc_mcontext;
+	char *sp;
+
+#if defined(__x86_64__)
+	sp = (char *)mc->gregs[REG_RSP];
+	sp -= 128; /* the red zone below rsp may hold live data */
+#elif defined(__aarch64__)
+	sp = (char *)mc->sp;
+#else
+#error "baton_arch_ctx_sp: add this architecture's saved stack pointer"
+#endif
+	return sp;
+}

@@ -1,0 +1,250 @@
+/*
+ * Copy-stack ("stackswap") coroutines.
+ *
+ * All copy-stack coroutines of a thread run on one shared stack S, always at
+ * the same addresses, so pointers between their own frames stay valid. S has
+ * at most one owner: the coroutine whose frames are on it now. A coroutine
+ * that yields stays on S (owner) until another copy-stack coroutine needs S;
+ * only then are the bytes it used, [its saved sp, top of S), copied to its
+ * heap buffer (sized to what it used) and the newcomer's bytes copied back.
+ * A coroutine resumed again before anyone else took S costs no copy at all.
+ *
+ * The copy must never run on the bytes it overwrites. When the coroutine
+ * leaving S is the one running (a copy-stack coroutine resuming or yielding
+ * to another copy-stack coroutine), we first switch to a small private
+ * "copier" context with its own stack, copy there, and switch on from it.
+ * Otherwise the caller runs on its own stack and copies directly. This is
+ * what lets the model work at -O2 with the stack protector on: no frame of
+ * the copying code ever lies inside the region being copied.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coro_internal.h"
+
+/* Usable size of the shared stack. Pages are committed only when touched, so
+ * this bounds the deepest copy-stack coroutine, not memory use. */
+#define SHARED_STACK_SIZE (1024u * 1024u)
+#define COPIER_STACK_SIZE (64u * 1024u)
+
+/* Uninstrumented copy of stack bytes: under AddressSanitizer the region
+ * holds other frames' redzones, which a checked memcpy would report. */
+#if BATON_ASAN
+__attribute__((no_sanitize_address, noinline,
+	       optimize("no-tree-loop-distribute-patterns")))
+static void copy_bytes(char *dst, const char *src, size_t n)
+{
+	volatile char *d = dst;
+
+	while (n--)
+		*d++ = *src++;
+}
+#else
+static void copy_bytes(char *dst, const char *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+#endif
+
+static void copier_main(void *value);
+
+static int ensure_shared(struct baton_thread *t)
+{
+	struct baton_shared_stack *s = &t->shared;
+	struct baton_coro *c = &t->copier;
+	size_t page = baton_stack_page();
+	int rc;
+
+	if (s->map)
+		return BATON_OK;
+	rc = baton_stack_map(SHARED_STACK_SIZE, 0, &s->map, &s->map_size);
+	if (rc != BATON_OK)
+		return rc;
+	rc = baton_stack_map(COPIER_STACK_SIZE, 0, &c->map, &c->map_size);
+	if (rc != BATON_OK) {
+		baton_stack_unmap(s->map, s->map_size);
+		s->map = NULL;
+		return rc;
+	}
+	s->lo = (char *)s->map + page;
+	s->hi = (char *)s->map + s->map_size;
+	s->vg_stack = baton_sanitizer_stack_register(s->lo, s->hi);
+
+	c->model = BATON_CORO_STACKFUL;
+	c->stack_lo = (char *)c->map + page;
+	c->stack_hi = (char *)c->map + c->map_size;
+	memcpy(c->name, "(copier)", sizeof("(copier)"));
+	c->vg_stack = baton_sanitizer_stack_register(c->stack_lo, c->stack_hi);
+	baton_sanitizer_fiber_init(&c->san, false);
+	baton_arch_make(&c->ctx, c->stack_lo, c->stack_hi, copier_main);
+	return BATON_OK;
+}
+
+static int reserve(struct baton_coro *co, size_t len)
+{
+	char *p;
+
+	if (len <= co->save_cap)
+		return BATON_OK;
+	p = realloc(co->save, len);
+	if (p == NULL)
+		return BATON_ENOMEM;
+	co->save = p;
+	co->save_cap = len;
+	return BATON_OK;
+}
+
+static void copy_out(struct baton_thread *t, struct baton_coro *co)
+{
+	char *sp = baton_arch_ctx_sp(&co->ctx);
+	size_t len = (size_t)(t->shared.hi - sp);
+
+	copy_bytes(co->save, sp, len);
+	co->save_len = len;
+}
+
+/* Put `co`'s frames on S. `stale` is the lowest address the previous owner
+ * used (NULL if none): debug builds mark what it left below `co`'s frames. */
+static void copy_in(struct baton_thread *t, struct baton_coro *co, char *stale)
+{
+	char *hi = t->shared.hi;
+	char *sp;
+
+	if (!co->started) {
+		baton_sanitizer_unpoison(hi - BATON_ARCH_MAKE_RESERVE,
+					 BATON_ARCH_MAKE_RESERVE);
+		baton_arch_make(&co->ctx, t->shared.lo, hi, baton_coro_entry);
+		co->started = true;
+	} else {
+		baton_sanitizer_unpoison(hi - co->save_len, co->save_len);
+		copy_bytes(hi - co->save_len, co->save, co->save_len);
+	}
+	sp = baton_arch_ctx_sp(&co->ctx);
+	if (BATON_DEBUG && stale && stale < sp) {
+		/* A pointer to a local of the coroutine that left now reads
+		 * 0xdb bytes, or trips AddressSanitizer. */
+		memset(stale, 0xdb, (size_t)(sp - stale));
+		baton_sanitizer_poison(stale, (size_t)(sp - stale));
+	}
+	t->shared.owner = co;
+}
+
+int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
+			    struct baton_coro *to, bool *via_copier)
+{
+	struct baton_coro *owner;
+	char *sp;
+	int rc;
+
+	if (to->home == 0)
+		to->home = t->serial;
+	else if (BATON_UNLIKELY(to->home != t->serial))
+		return BATON_ETHREAD;
+	owner = t->shared.owner;
+	if (BATON_LIKELY(owner == to))
+		return BATON_OK;
+	rc = ensure_shared(t);
+	if (rc != BATON_OK)
+		return rc;
+	to->stack_lo = t->shared.lo;
+	to->stack_hi = t->shared.hi;
+
+	if (owner == from) {
+		/* `from` runs on S: the copier will save it once it has
+		 * switched away. Reserve now, while failure can be returned;
+		 * our frame plus a margin bounds what it will use. */
+		if (from->status != BATON_CORO_DEAD) {
+			sp = (char *)__builtin_frame_address(0) - 1024;
+			rc = reserve(from, (size_t)(t->shared.hi - sp));
+			if (rc != BATON_OK)
+				return rc;
+		}
+		*via_copier = true;
+		return BATON_OK;
+	}
+	sp = NULL;
+	if (owner) {
+		sp = baton_arch_ctx_sp(&owner->ctx);
+		rc = reserve(owner, (size_t)(t->shared.hi - sp));
+		if (rc != BATON_OK)
+			return rc;
+		copy_out(t, owner);
+	}
+	copy_in(t, to, sp);
+	return BATON_OK;
+}
+
+void *baton_copystack_via_copier(struct baton_thread *t,
+				 struct baton_coro *from,
+				 struct baton_coro *to, void *value,
+				 bool from_dies)
+{
+	t->job_from = from;
+	t->job_to = to;
+	t->job_value = value;
+	return baton_coro_switch(from, &t->copier, value, from_dies);
+}
+
+static void copier_main(void *value)
+{
+	baton_sanitizer_entered();
+	for (;;) {
+		/* The copier belongs to one thread and never migrates. */
+		struct baton_thread *t = &baton_tls;
+		struct baton_coro *from = t->job_from, *to = t->job_to;
+		char *sp = baton_arch_ctx_sp(&from->ctx);
+
+		if (from->status != BATON_CORO_DEAD) {
+			/* prepare() reserved with a margin; should the real
+			 * frame be deeper, grow now or give up loudly. */
+			if (reserve(from, (size_t)(t->shared.hi - sp)) != BATON_OK) {
+				static const char msg[] = "baton: out of memory "
+					"saving a copy-stack coroutine\n";
+				(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+				abort();
+			}
+			copy_out(t, from);
+		}
+		copy_in(t, to, sp);
+		value = baton_coro_switch(&t->copier, to, t->job_value, false);
+		(void)value;
+	}
+}
+
+/* A copy-stack coroutine that finished: nothing of it needs saving. */
+void baton_copystack_forget(struct baton_thread *t, struct baton_coro *co)
+{
+	if (t->shared.owner == co)
+		t->shared.owner = NULL;
+}
+
+void baton_copystack_release(struct baton_thread *t, struct baton_coro *co)
+{
+	baton_copystack_forget(t, co);
+	free(co->save);
+	co->save = NULL;
+	co->save_len = co->save_cap = 0;
+}
+
+void baton_copystack_thread_exit(struct baton_thread *t)
+{
+	struct baton_shared_stack *s = &t->shared;
+	struct baton_coro *c = &t->copier;
+
+	if (!s->map)
+		return;
+	baton_sanitizer_stack_deregister(s->vg_stack);
+	baton_sanitizer_stack_deregister(c->vg_stack);
+	baton_sanitizer_fiber_fini(&c->san);
+	baton_stack_unmap(s->map, s->map_size);
+	baton_stack_unmap(c->map, c->map_size);
+	memset(s, 0, sizeof(*s));
+}
+
+bool baton_copystack_points_inside(const void *p)
+{
+	const struct baton_shared_stack *s = &baton_tls.shared;
+
+	return s->map && (const char *)p >= s->lo && (const char *)p < s->hi;
+}

@@ -1,0 +1,290 @@
+/*
+ * Coroutine life cycle: create, resume, yield, return, destroy.
+ *
+ * The two hot paths, resume and yield, check their arguments, update the
+ * status of the two coroutines involved and switch. Everything else that a
+ * switch may need (moving frames on or off the shared stack of copy-stack
+ * coroutines) is decided by one branch on the target's model.
+ *
+ * After baton_arch_switch() returns we may be on another thread (a stackful
+ * coroutine can be resumed anywhere), so no code here keeps a pointer to
+ * thread-local state across a switch: the side that switches sets
+ * t->current for the side that wakes up.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coro_internal.h"
+
+static struct baton_coro *running(struct baton_thread *t)
+{
+	return t->current ? t->current : &t->root;
+}
+
+/* Move control from `from` (running) to `to`, with copy-stack handling. */
+static int transfer(struct baton_thread *t, struct baton_coro *from,
+		    struct baton_coro *to, void *value, bool from_dies,
+		    void **result)
+{
+	bool via_copier = false;
+
+	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK)) {
+		int rc = baton_copystack_prepare(t, from, to, &via_copier);
+		if (rc != BATON_OK)
+			return rc;
+	}
+	t->current = to == &t->root ? NULL : to;
+	if (via_copier)
+		value = baton_copystack_via_copier(t, from, to, value,
+						   from_dies);
+	else
+		value = baton_coro_switch(from, to, value, from_dies);
+	*result = value;
+	return BATON_OK;
+}
+
+#if BATON_DEBUG
+#define CHECK_LOCALADDR(p) \
+	do { \
+		if (baton_copystack_points_inside(p)) \
+			return BATON_ELOCALADDR; \
+	} while (0)
+#else
+#define CHECK_LOCALADDR(p) ((void)0)
+#endif
+
+int baton_coro_resume(baton_coro_t *co, void *in, void **out)
+{
+	struct baton_thread *t = baton_thread_get();
+	struct baton_coro *from;
+	void *value;
+	int rc;
+
+	if (BATON_UNLIKELY(co == NULL))
+		return BATON_EINVAL;
+	if (BATON_UNLIKELY(co->status != BATON_CORO_SUSPENDED))
+		return co->status == BATON_CORO_DEAD ? BATON_EDEAD
+						     : BATON_ERUNNING;
+	CHECK_LOCALADDR(in);
+	from = running(t);
+	co->resumer = from;
+	co->status = BATON_CORO_RUNNING;
+	from->status = BATON_CORO_NORMAL;
+	rc = transfer(t, from, co, in, false, &value);
+	if (BATON_UNLIKELY(rc != BATON_OK)) {
+		co->status = BATON_CORO_SUSPENDED;
+		from->status = BATON_CORO_RUNNING;
+		return rc;
+	}
+	/* `co` yielded or returned; it already made us current again. */
+	if (out)
+		*out = value;
+	return BATON_OK;
+}
+
+int baton_coro_yield(void *out, void **in)
+{
+	struct baton_thread *t = baton_thread_get();
+	struct baton_coro *co = t->current;
+	struct baton_coro *to;
+	void *value;
+	int rc;
+
+	if (BATON_UNLIKELY(co == NULL))
+		return BATON_ENOTCORO;
+	CHECK_LOCALADDR(out);
+	to = co->resumer;
+	co->status = BATON_CORO_SUSPENDED;
+	to->status = BATON_CORO_RUNNING;
+	rc = transfer(t, co, to, out, false, &value);
+	if (BATON_UNLIKELY(rc != BATON_OK)) {
+		co->status = BATON_CORO_RUNNING;
+		to->status = BATON_CORO_NORMAL;
+		return rc;
+	}
+	if (in)
+		*in = value;
+	return BATON_OK;
+}
+
+/* Every coroutine starts here, on its own stack, from the trampoline. */
+void baton_coro_entry(void *value)
+{
+	struct baton_thread *t;
+	struct baton_coro *co;
+	void *ignored;
+
+	baton_sanitizer_entered();
+	co = baton_tls.current;
+	value = co->fn(co->arg, value);
+
+	/* The function may have migrated to another thread while it ran. */
+	t = baton_thread_get();
+	co->status = BATON_CORO_DEAD;
+	co->resumer->status = BATON_CORO_RUNNING;
+	/* Leaving S for a context off S: nobody needs our frames saved. (To a
+	 * copy-stack resumer, the copier sees DEAD and skips the save.) */
+	if (co->model == BATON_CORO_COPYSTACK &&
+	    co->resumer->model != BATON_CORO_COPYSTACK)
+		baton_copystack_forget(t, co);
+	for (;;) {
+		/* Only copy-stack bookkeeping can fail here, and only for lack
+		 * of memory to save another coroutine; nothing can be returned
+		 * to anyone, so this is the one place that aborts. */
+		if (transfer(t, co, co->resumer, value, true, &ignored) != BATON_OK)
+			abort();
+	}
+}
+
+static void set_name(struct baton_coro *co, const char *name)
+{
+	size_t n = name ? strnlen(name, sizeof(co->name) - 1) : 0;
+
+	memcpy(co->name, name ? name : "", n);
+	co->name[n] = '\0';
+}
+
+static void init_common(struct baton_coro *co, baton_coro_fn fn, void *arg,
+			const char *name)
+{
+	co->status = BATON_CORO_SUSPENDED;
+	co->started = false;
+	co->fn = fn;
+	co->arg = arg;
+	co->resumer = NULL;
+	set_name(co, name);
+	baton_sanitizer_fiber_init(&co->san, false);
+}
+
+static size_t control_block_size(void)
+{
+	return (sizeof(struct baton_coro) + 63) & ~(size_t)63;
+}
+
+static int create_stackful(struct baton_thread *t, baton_coro_t **out,
+			   size_t size)
+{
+	size_t page = baton_stack_page();
+	size_t usable = (size + page - 1) & ~(page - 1);
+	size_t map_size;
+	void *map;
+	struct baton_coro *co;
+	int rc;
+
+	/* The guard page comes on top of the usable size; the control block
+	 * shares the highest stack page (the first one any resume touches). */
+	map_size = page + usable + ((control_block_size() + page - 1) & ~(page - 1));
+	rc = baton_stack_take(t, map_size, &map);
+	if (rc != BATON_OK)
+		return rc;
+	co = (struct baton_coro *)((char *)map + map_size - control_block_size());
+	memset(co, 0, sizeof(*co));
+	co->model = BATON_CORO_STACKFUL;
+	co->map = map;
+	co->map_size = map_size;
+	co->stack_lo = (char *)map + page;
+	co->stack_hi = (char *)co;
+	co->stack_size = usable;
+	co->vg_stack = baton_sanitizer_stack_register(co->stack_lo, co->stack_hi);
+	*out = co;
+	return BATON_OK;
+}
+
+static int create_copystack(baton_coro_t **out)
+{
+	struct baton_coro *co = calloc(1, sizeof(*co));
+
+	if (co == NULL)
+		return BATON_ENOMEM;
+	co->model = BATON_CORO_COPYSTACK;
+	*out = co;
+	return BATON_OK;
+}
+
+int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
+		      baton_coro_fn fn, void *arg)
+{
+	static const struct baton_coro_attr defaults = BATON_CORO_ATTR_INIT;
+	struct baton_thread *t;
+	size_t size;
+	int rc;
+
+	if (out == NULL || fn == NULL)
+		return BATON_EINVAL;
+	if (attr == NULL)
+		attr = &defaults;
+	size = attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT;
+	if (attr->model != BATON_CORO_STACKFUL &&
+	    attr->model != BATON_CORO_COPYSTACK)
+		return BATON_EINVAL;
+	if (attr->model == BATON_CORO_STACKFUL &&
+	    (size < BATON_CORO_STACK_MIN || size > BATON_CORO_STACK_MAX))
+		return BATON_ESTACK;
+
+	t = baton_thread_get();
+	baton_stack_overflow_handler_install();
+	if (attr->model == BATON_CORO_STACKFUL)
+		rc = create_stackful(t, out, size);
+	else
+		rc = create_copystack(out);
+	if (rc != BATON_OK)
+		return rc;
+	init_common(*out, fn, arg, attr->name);
+	if (attr->model == BATON_CORO_STACKFUL)
+		baton_arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
+				baton_coro_entry);
+	return BATON_OK;
+}
+
+int baton_coro_destroy(baton_coro_t *co)
+{
+	struct baton_thread *t;
+
+	if (co == NULL)
+		return BATON_OK;
+	if (co->status == BATON_CORO_RUNNING || co->status == BATON_CORO_NORMAL)
+		return BATON_EBUSY;
+	t = baton_thread_get();
+	if (co->model == BATON_CORO_COPYSTACK && co->home &&
+	    co->home != t->serial)
+		return BATON_ETHREAD;
+	baton_sanitizer_fiber_fini(&co->san);
+	if (co->model == BATON_CORO_COPYSTACK) {
+		baton_copystack_release(t, co);
+		free(co);
+		return BATON_OK;
+	}
+	baton_sanitizer_stack_deregister(co->vg_stack);
+	if (!baton_stack_give(t, co->map, co->map_size))
+		baton_stack_unmap(co->map, co->map_size);
+	return BATON_OK;
+}
+
+int baton_coro_status(const baton_coro_t *co)
+{
+	return co ? co->status : BATON_EINVAL;
+}
+
+int baton_coro_model(const baton_coro_t *co)
+{
+	return co ? co->model : BATON_EINVAL;
+}
+
+baton_coro_t *baton_coro_self(void)
+{
+	return baton_tls.current;
+}
+
+const char *baton_coro_name(const baton_coro_t *co)
+{
+	return co ? co->name : "";
+}
+
+size_t baton_coro_stack_size(const baton_coro_t *co)
+{
+	if (co == NULL)
+		return 0;
+	if (co->model == BATON_CORO_COPYSTACK)
+		return co->save_len;
+	return co->stack_size;
+}

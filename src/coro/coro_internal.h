@@ -1,0 +1,134 @@
+/*
+ * src/coro/coro_internal.h - what the coroutine files share: the control
+ * block, the per-thread state and the annotated switch.
+ *
+ * Files behind include/baton/coro.h:
+ *   coro.c       create / resume / yield / destroy, the hot paths
+ *   thread.c     per-thread state: root context, alternate signal stack
+ *   stack.c      mmap'd stacks with guard pages, the pool, overflow reports
+ *   copystack.c  the shared stack of copy-stack coroutines and its copies
+ */
+#ifndef BATON_SRC_CORO_INTERNAL_H
+#define BATON_SRC_CORO_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <baton/coro.h>
+
+#include "../arch/arch.h"
+#include "../common/sanitizer.h"
+
+#define BATON_LIKELY(x) __builtin_expect(!!(x), 1)
+#define BATON_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* A stackful coroutine's control block sits at the top of its own mapping,
+ * above its stack: one allocation, and a resume touches one page for both. */
+struct baton_coro {
+	baton_arch_ctx_t ctx;	    /* saved registers while not running */
+	struct baton_coro *resumer; /* where yield and return go */
+	unsigned char status;	    /* enum baton_coro_status */
+	unsigned char model;	    /* enum baton_coro_model */
+	bool started;		    /* false until the first resume */
+	baton_coro_fn fn;
+	void *arg;
+
+	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
+	size_t stack_size;	    /* stackful: usable size asked for, in pages */
+	void *map;		    /* stackful: the whole mapping */
+	size_t map_size;
+
+	/* copy-stack only */
+	uint64_t home;		    /* serial of the thread whose stack it uses */
+	char *save;		    /* its frames while off the shared stack */
+	size_t save_len, save_cap;
+
+	struct baton_sanitizer_fiber san;
+	unsigned vg_stack;	    /* Valgrind's id for its stack */
+	char name[32];
+};
+
+/* The shared stack of a thread's copy-stack coroutines. */
+struct baton_shared_stack {
+	char *lo, *hi;		  /* usable range; a guard page lies below lo */
+	void *map;
+	size_t map_size;
+	unsigned vg_stack;
+	struct baton_coro *owner; /* whose frames are on it now, or NULL */
+};
+
+/* One per thread, created on first use (see thread.c). */
+struct baton_thread {
+	struct baton_coro *current; /* running coroutine, NULL on own stack */
+	bool ready;
+	uint64_t serial;	    /* unique for the process's lifetime */
+	struct baton_coro root;	    /* the thread's own stack as a context */
+
+	struct baton_shared_stack shared;
+
+	/* A small context that moves frames on and off the shared stack when
+	 * the coroutine leaving it is itself running there (see copystack.c). */
+	struct baton_coro copier;
+	struct baton_coro *job_from, *job_to;
+	void *job_value;
+
+	struct baton_pooled_stack *pool;
+	unsigned pool_count;
+
+	void *altstack;
+	size_t altstack_size;
+};
+
+extern __thread struct baton_thread baton_tls
+	__attribute__((tls_model("initial-exec")));
+
+void baton_thread_init(struct baton_thread *t);
+
+static inline struct baton_thread *baton_thread_get(void)
+{
+	struct baton_thread *t = &baton_tls;
+
+	if (BATON_UNLIKELY(!t->ready))
+		baton_thread_init(t);
+	return t;
+}
+
+/* Switch from `from` (the running context) to `to`, telling the sanitizers.
+ * `from_dies` means `from` will never be resumed. */
+static inline void *baton_coro_switch(struct baton_coro *from,
+				      struct baton_coro *to, void *value,
+				      bool from_dies)
+{
+	baton_sanitizer_switch_begin(&from->san, &to->san, to->stack_lo,
+				     to->stack_hi, from_dies);
+	value = baton_arch_switch(&from->ctx, &to->ctx, value);
+	baton_sanitizer_switch_end(&from->san);
+	return value;
+}
+
+/* stack.c */
+int baton_stack_map(size_t usable, size_t top_reserve, void **map,
+		    size_t *map_size);
+void baton_stack_unmap(void *map, size_t map_size);
+int baton_stack_take(struct baton_thread *t, size_t map_size, void **map);
+bool baton_stack_give(struct baton_thread *t, void *map, size_t map_size);
+void baton_stack_overflow_handler_install(void);
+size_t baton_stack_page(void);
+
+/* copystack.c */
+int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
+			    struct baton_coro *to, bool *via_copier);
+void *baton_copystack_via_copier(struct baton_thread *t,
+				 struct baton_coro *from,
+				 struct baton_coro *to, void *value,
+				 bool from_dies);
+void baton_copystack_forget(struct baton_thread *t, struct baton_coro *co);
+void baton_copystack_release(struct baton_thread *t, struct baton_coro *co);
+void baton_copystack_thread_exit(struct baton_thread *t);
+bool baton_copystack_points_inside(const void *p);
+
+/* coro.c */
+void baton_coro_entry(void *value);
+
+#endif /* BATON_SRC_CORO_INTERNAL_H */

@@ -1,0 +1,92 @@
+/*
+ * A stack overflow lands on the guard page and is reported on stderr with
+ * the coroutine's name and stack size, then the process aborts; any other
+ * fault keeps its default action. Each case runs tests/overflow_child in a
+ * fresh process (argv[1] of this test is its path); we read its stderr and
+ * how it ended.
+ */
+#include "harness.h"
+
+#include <stdio.h>
+#include <sys/wait.h>
+
+static const char *child_path;
+
+static char *run_child(const char *mode, int *status)
+{
+	static char buf[4096];
+	int fds[2];
+	pid_t pid;
+	ssize_t n, got = 0;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		execl(child_path, child_path, mode, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	buf[got] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, status, 0), pid);
+	return buf;
+}
+
+static void expect_abort_with(const char *mode, const char *s1, const char *s2)
+{
+	int status;
+	char *err = run_child(mode, &status);
+
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+		fail_msg("child did not abort (status %#x); stderr: %s", status, err);
+	if (!strstr(err, s1) || !strstr(err, s2))
+		fail_msg("unexpected report: %s", err);
+}
+
+static void stackful_overflow_is_reported(void **state)
+{
+	(void)state;
+	expect_abort_with("stackful", "stack overflow in stackful coroutine 'deep-diver'",
+			  "stack size 32768 bytes");
+}
+
+static void copystack_overflow_is_reported(void **state)
+{
+	(void)state;
+	expect_abort_with("copystack", "stack overflow in copy-stack coroutine 'cs-diver'",
+			  "stack size ");
+}
+
+static void other_faults_keep_default_action(void **state)
+{
+	int status;
+	char *err;
+
+	(void)state;
+	err = run_child("null", &status);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSEGV)
+		fail_msg("expected death by SIGSEGV, status %#x; stderr: %s", status, err);
+	assert_null(strstr(err, "stack overflow"));
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(stackful_overflow_is_reported),
+		cmocka_unit_test(copystack_overflow_is_reported),
+		cmocka_unit_test(other_faults_keep_default_action),
+	};
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_overflow PATH-TO-overflow_child\n");
+		return 2;
+	}
+	child_path = argv[1];
+	harness_watchdog(60);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
