@@ -32,7 +32,8 @@ static void *overflow(void *arg, void *in)
 static void *null_deref(void *arg, void *in)
 {
 	(void)in;
-	return (void *)(long)*(volatile int *)arg;
+	/* Not NULL, so UBSan builds fault instead of reporting a NULL load. */
+	return (void *)(long)*(volatile int *)((char *)arg + 16);
 }
 
 int main(int argc, char **argv)

@@ -2,15 +2,17 @@
  * A stack overflow lands on the guard page and is reported on stderr with
  * the coroutine's name and stack size, then the process aborts; any other
  * fault keeps its default action. Each case runs tests/overflow_child in a
- * fresh process (argv[1] of this test is its path); we read its stderr and
- * how it ended.
+ * fresh process (this test's arguments are the command that starts it,
+ * e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu overflow_child" when cross
+ * compiled); we read its stderr and how it ended.
  */
 #include "harness.h"
 
 #include <stdio.h>
 #include <sys/wait.h>
 
-static const char *child_path;
+static char **child_cmd; /* NULL-terminated, one free slot for the mode */
+static int child_argc;
 
 static char *run_child(const char *mode, int *status)
 {
@@ -25,7 +27,8 @@ static char *run_child(const char *mode, int *status)
 	if (pid == 0) {
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
-		execl(child_path, child_path, mode, (char *)NULL);
+		child_cmd[child_argc] = (char *)mode;
+		execvp(child_cmd[0], child_cmd);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -82,11 +85,14 @@ int main(int argc, char **argv)
 		cmocka_unit_test(other_faults_keep_default_action),
 	};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_overflow PATH-TO-overflow_child\n");
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_overflow [EMULATOR...] PATH-TO-overflow_child\n");
 		return 2;
 	}
-	child_path = argv[1];
+	child_argc = argc - 1;
+	child_cmd = calloc((size_t)argc + 1, sizeof(char *));
+	assert_non_null(child_cmd);
+	memcpy(child_cmd, argv + 1, (size_t)child_argc * sizeof(char *));
 	harness_watchdog(60);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,8 +49,9 @@
  *     coroutine runs next. Pass heap memory, not &local, to other coroutines
  *     and out through yield. Debug builds (BATON_DEBUG) return
  *     BATON_ELOCALADDR for a resume or yield value that points into the
- *     shared stack, and fill or poison (under AddressSanitizer) the parts of
- *     the shared stack no coroutine owns.
+ *     shared stack, and fill the parts of the shared stack that the
+ *     coroutine switched out left behind with 0xdb bytes, so a stale
+ *     pointer reads obvious garbage.
  *  3. Do not keep a pointer to thread-local storage across a yield: a
  *     stackful coroutine may be resumed later by another thread.
  *  4. Destroying a suspended coroutine frees its stack without unwinding

@@ -29,6 +29,7 @@
 typedef struct baton_arch_ctx {
 	ucontext_t uc;
 	void (*entry)(void *value); /* set while the context has never run */
+	void *value;		    /* handed over by the switch that resumes it */
 } baton_arch_ctx_t;
 #else
 typedef struct baton_arch_ctx {

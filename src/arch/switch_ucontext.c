@@ -6,16 +6,18 @@
  * here for architectures without a hand-written switch and as the baseline
  * the benchmarks compare the assembly against.
  *
- * makecontext() can only pass int arguments, so the value handed over by a
- * switch and the entry of a context's first run travel through thread-local
- * variables, which is safe because both are read on the same thread right
- * after the switch, before anything else can run there.
+ * The value handed over by a switch travels in the target context itself,
+ * not in a thread-local: a stackful coroutine may be resumed by another
+ * thread, and the code after swapcontext() returns may then run on a thread
+ * other than the one whose thread-local address was computed before it.
+ * makecontext() can only pass int arguments, so a fresh context finds itself
+ * through a thread-local set just before its first switch, read on that
+ * same thread by the trampoline.
  */
 #include <stdlib.h>
 
 #include "arch.h"
 
-static __thread void *handoff_value;
 static __thread baton_arch_ctx_t *handoff_target;
 
 static void trampoline(void)
@@ -24,18 +26,18 @@ static void trampoline(void)
 	void (*entry)(void *) = self->entry;
 
 	self->entry = NULL;
-	entry(handoff_value);
+	entry(self->value);
 	abort(); /* entry functions never return */
 }
 
 void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			void *value)
 {
-	handoff_value = value;
+	to->value = value;
 	handoff_target = to;
 	if (swapcontext(&from->uc, &to->uc) != 0)
 		abort(); /* only fails on bad arguments, which we never pass */
-	return handoff_value;
+	return from->value;
 }
 
 void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,

@@ -135,17 +135,8 @@ static inline void baton_sanitizer_stack_deregister(unsigned id)
 #endif
 }
 
-/* Mark stack memory that no live frame owns (debug builds: catches a
- * pointer to a suspended copy-stack coroutine's local) or that frames now
- * own again. */
-static inline void baton_sanitizer_poison(const void *p, size_t n)
-{
-#if BATON_ASAN
-	ASAN_POISON_MEMORY_REGION(p, n);
-#endif
-	(void)p; (void)n;
-}
-
+/* Stack memory that frames own again (copied back onto the shared stack):
+ * clear stale redzones and tell memcheck it is addressable. */
 static inline void baton_sanitizer_unpoison(const void *p, size_t n)
 {
 #if BATON_ASAN

@@ -69,6 +69,7 @@ static int ensure_shared(struct baton_thread *t)
 	}
 	s->lo = (char *)s->map + page;
 	s->hi = (char *)s->map + s->map_size;
+	s->dirty = s->hi;
 	s->vg_stack = baton_sanitizer_stack_register(s->lo, s->hi);
 
 	c->model = BATON_CORO_STACKFUL;
@@ -95,6 +96,8 @@ static int reserve(struct baton_coro *co, size_t len)
 	return BATON_OK;
 }
 
+static void mark_dirty(struct baton_shared_stack *s, char *sp);
+
 static void copy_out(struct baton_thread *t, struct baton_coro *co)
 {
 	char *sp = baton_arch_ctx_sp(&co->ctx);
@@ -102,32 +105,42 @@ static void copy_out(struct baton_thread *t, struct baton_coro *co)
 
 	copy_bytes(co->save, sp, len);
 	co->save_len = len;
+	mark_dirty(&t->shared, sp);
 }
 
-/* Put `co`'s frames on S. `stale` is the lowest address the previous owner
- * used (NULL if none): debug builds mark what it left below `co`'s frames. */
-static void copy_in(struct baton_thread *t, struct baton_coro *co, char *stale)
+/* Note that [sp, ...) may hold frames nobody will return through. */
+static void mark_dirty(struct baton_shared_stack *s, char *sp)
 {
-	char *hi = t->shared.hi;
+	if (sp < s->dirty)
+		s->dirty = sp;
+}
+
+/* Put `co`'s frames on S and make it the owner. Below its frames, S may hold
+ * what earlier owners left (down to `dirty`): under AddressSanitizer their
+ * redzones are cleared (a new frame's prologue only poisons its own
+ * redzones), and debug builds fill it with 0xdb so that a stale pointer to
+ * a suspended coroutine's local reads garbage that stands out. */
+static void copy_in(struct baton_thread *t, struct baton_coro *co)
+{
+	struct baton_shared_stack *s = &t->shared;
 	char *sp;
 
+	if (s->dirty < s->hi)
+		baton_sanitizer_unpoison(s->dirty, (size_t)(s->hi - s->dirty));
 	if (!co->started) {
-		baton_sanitizer_unpoison(hi - BATON_ARCH_MAKE_RESERVE,
+		baton_sanitizer_unpoison(s->hi - BATON_ARCH_MAKE_RESERVE,
 					 BATON_ARCH_MAKE_RESERVE);
-		baton_arch_make(&co->ctx, t->shared.lo, hi, baton_coro_entry);
+		baton_arch_make(&co->ctx, s->lo, s->hi, baton_coro_entry);
 		co->started = true;
 	} else {
-		baton_sanitizer_unpoison(hi - co->save_len, co->save_len);
-		copy_bytes(hi - co->save_len, co->save, co->save_len);
+		baton_sanitizer_unpoison(s->hi - co->save_len, co->save_len);
+		copy_bytes(s->hi - co->save_len, co->save, co->save_len);
 	}
 	sp = baton_arch_ctx_sp(&co->ctx);
-	if (BATON_DEBUG && stale && stale < sp) {
-		/* A pointer to a local of the coroutine that left now reads
-		 * 0xdb bytes, or trips AddressSanitizer. */
-		memset(stale, 0xdb, (size_t)(sp - stale));
-		baton_sanitizer_poison(stale, (size_t)(sp - stale));
-	}
-	t->shared.owner = co;
+	if (BATON_DEBUG && s->dirty < sp)
+		memset(s->dirty, 0xdb, (size_t)(sp - s->dirty));
+	s->dirty = s->hi;
+	s->owner = co;
 }
 
 int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
@@ -163,7 +176,6 @@ int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 		*via_copier = true;
 		return BATON_OK;
 	}
-	sp = NULL;
 	if (owner) {
 		sp = baton_arch_ctx_sp(&owner->ctx);
 		rc = reserve(owner, (size_t)(t->shared.hi - sp));
@@ -171,7 +183,7 @@ int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 			return rc;
 		copy_out(t, owner);
 	}
-	copy_in(t, to, sp);
+	copy_in(t, to);
 	return BATON_OK;
 }
 
@@ -205,18 +217,27 @@ static void copier_main(void *value)
 				abort();
 			}
 			copy_out(t, from);
+		} else {
+			mark_dirty(&t->shared, sp);
 		}
-		copy_in(t, to, sp);
+		copy_in(t, to);
 		value = baton_coro_switch(&t->copier, to, t->job_value, false);
 		(void)value;
 	}
 }
 
-/* A copy-stack coroutine that finished: nothing of it needs saving. */
+/* A copy-stack coroutine that finished, or is destroyed: nothing of it
+ * needs saving, but what it left on S is dirty. When it is the one running
+ * (finishing), its frames reach at most a little below ours. */
 void baton_copystack_forget(struct baton_thread *t, struct baton_coro *co)
 {
-	if (t->shared.owner == co)
-		t->shared.owner = NULL;
+	if (t->shared.owner != co)
+		return;
+	if (co->status == BATON_CORO_DEAD && t->current == co)
+		mark_dirty(&t->shared, (char *)__builtin_frame_address(0) - 1024);
+	else
+		mark_dirty(&t->shared, baton_arch_ctx_sp(&co->ctx));
+	t->shared.owner = NULL;
 }
 
 void baton_copystack_release(struct baton_thread *t, struct baton_coro *co)

@@ -56,6 +56,7 @@ struct baton_shared_stack {
 	size_t map_size;
 	unsigned vg_stack;
 	struct baton_coro *owner; /* whose frames are on it now, or NULL */
+	char *dirty;		  /* [dirty, hi) may hold stale frames */
 };
 
 /* One per thread, created on first use (see thread.c). */

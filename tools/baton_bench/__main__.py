@@ -1,0 +1,125 @@
+"""Command line: ``python -m baton_bench {run,report}`` (PYTHONPATH=tools).
+
+    python -m baton_bench run --src . --build build [--quick] [--suite NAME ...]
+        [--budget N] [--epsilon E] [--timeout S] [--median-runs K] [--seed N]
+        [--out build/results.jsonl] [--report build/report]
+    python -m baton_bench report --results build/results.jsonl
+        [--report build/report] [--readme README.md]
+
+Exit status: 0 when the run completed (missing or failed benchmarks are
+results, not errors), 2 on a usage error (bad option, unknown suite, no
+manifests, unreadable results file).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from .driver import FULL_BUDGET, FULL_MEDIAN_RUNS, QUICK_BUDGET, QUICK_MEDIAN_RUNS, Config, run
+from .manifest import ManifestError
+from .report import all_tables, load_results, replace_readme_section, write_report
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _probability(text):
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {value}")
+    return value
+
+
+def _seconds(text):
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m baton_bench",
+        description="Run baton's benchmark suites against their peers and decide, "
+                    "with the Confidence Sequence Method, which is faster.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run_cmd = commands.add_parser(
+        "run", help="run suites, write results.jsonl and the report",
+        description="Run every SRC/bench/*/suite.json (or those named by --suite). "
+                    "See docs/bench-format.md and docs/reading-verdicts.md.")
+    run_cmd.add_argument("--src", type=Path, required=True,
+                         help="repository root ({src} in manifests)")
+    run_cmd.add_argument("--build", type=Path, required=True,
+                         help="CMake build directory ({build} in manifests)")
+    run_cmd.add_argument("--quick", action="store_true",
+                         help="use the manifests' quick parameter sets and smaller budgets")
+    run_cmd.add_argument("--suite", action="append", default=[], metavar="NAME",
+                         help="run only this suite (repeatable; default: all)")
+    run_cmd.add_argument("--budget", type=_positive_int, metavar="N",
+                         help=f"most pairs of runs per comparison (default {QUICK_BUDGET} "
+                              f"with --quick, else {FULL_BUDGET})")
+    run_cmd.add_argument("--epsilon", type=_probability, default=1e-3, metavar="E",
+                         help="total error probability of each comparison (default 1e-3)")
+    run_cmd.add_argument("--timeout", type=_seconds, default=120.0, metavar="S",
+                         help="seconds before one invocation counts as failed (default 120)")
+    run_cmd.add_argument("--median-runs", type=_positive_int, metavar="K",
+                         help=f"runs per impl for its median, pair runs included (default "
+                              f"{QUICK_MEDIAN_RUNS} with --quick, else {FULL_MEDIAN_RUNS})")
+    run_cmd.add_argument("--seed", type=int, default=0,
+                         help="seed of the run-order and tie-break coin flips (default 0)")
+    run_cmd.add_argument("--out", type=Path, metavar="FILE",
+                         help="results file, rewritten (default BUILD/results.jsonl)")
+    run_cmd.add_argument("--report", type=Path, metavar="DIR",
+                         help="report directory (default BUILD/report)")
+
+    report_cmd = commands.add_parser(
+        "report", help="regenerate the report from a results file",
+        description="Rebuild report.md and its plots from results.jsonl, and "
+                    "optionally the results section of a README.")
+    report_cmd.add_argument("--results", type=Path, required=True, metavar="FILE",
+                            help="results.jsonl written by 'run'")
+    report_cmd.add_argument("--report", type=Path, metavar="DIR",
+                            help="report directory (default: beside FILE, 'report')")
+    report_cmd.add_argument("--readme", type=Path, metavar="FILE",
+                            help="also replace this file's text between "
+                                 "<!-- results:begin --> and <!-- results:end -->")
+    return parser
+
+
+def _run(args):
+    config = Config(src=args.src.resolve(), build=args.build.resolve(),
+                    out=args.out or args.build / "results.jsonl",
+                    report=args.report or args.build / "report", quick=args.quick,
+                    suites=args.suite, budget=args.budget, epsilon=args.epsilon,
+                    timeout=args.timeout, median_runs=args.median_runs, seed=args.seed)
+    run(config)
+    return 0
+
+
+def _report(args):
+    lines = load_results(args.results)
+    report_dir = args.report or args.results.parent / "report"
+    path = write_report(lines, report_dir, source=args.results)
+    print(f"report: {path}")
+    if args.readme:
+        replace_readme_section(args.readme, all_tables(lines))
+        print(f"updated: {args.readme}")
+    return 0
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args) if args.command == "run" else _report(args)
+    except (ManifestError, OSError, ValueError) as err:
+        print(f"baton_bench: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

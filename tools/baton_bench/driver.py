@@ -1,0 +1,317 @@
+"""The benchmark driver: run every suite, decide every pair, record everything.
+
+For each suite manifest and each parameter set it
+
+1. runs each "baton vs peer" pair alternately (one invocation per run) until
+   the CSM decides the win rate is above or below 1/2, or the budget of
+   pairs is spent (``compare.compare``);
+2. tops up every impl to ``median_runs`` runs, reusing the pair runs;
+3. emits a summary line per impl and a verdict line per pair,
+
+then runs the suite's ``once`` commands.  Every JSON line goes to the
+results file as soon as it exists, progress goes to the terminal, and
+nothing a single benchmark does can stop the run: failures become
+``missing``/``failed`` lines with a reason.
+"""
+
+import json
+import random
+import statistics
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .compare import Comparison, compare
+from .csm import min_decisive_count
+from .manifest import ManifestError, expand, find_manifests, load_suite, missing_reason
+from .report import write_report
+from .runner import FAILED, MISSING, OK, measurement, run_command
+from .tables import (
+    fmt, group_by_suite, impl_tables, param_label, ratio_cell, render_text, status_cell,
+    verdict_table,
+)
+
+#: Default budgets (most pairs of runs per comparison) and runs per median.
+#: 20 pairs is a little above the 15 a unanimous comparison needs at
+#: epsilon = 1e-3 (``min_decisive_count``); fewer could never give a verdict.
+QUICK_BUDGET, FULL_BUDGET = 20, 40
+QUICK_MEDIAN_RUNS, FULL_MEDIAN_RUNS = 3, 5
+
+
+@dataclass
+class Config:
+    """Everything a run needs; ``None`` budget/median_runs mean the quick
+    or full default."""
+
+    src: Path
+    build: Path
+    out: Path
+    report: Path
+    quick: bool = False
+    suites: list = field(default_factory=list)
+    budget: int = None
+    epsilon: float = 1e-3
+    timeout: float = 120.0
+    median_runs: int = None
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.budget is None:
+            self.budget = QUICK_BUDGET if self.quick else FULL_BUDGET
+        if self.median_runs is None:
+            self.median_runs = QUICK_MEDIAN_RUNS if self.quick else FULL_MEDIAN_RUNS
+
+
+class Sink:
+    """Collects the run's JSON lines and writes each to the results file at
+    once, so an interrupted run still leaves what it measured."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = self.path.open("w")
+        self.lines = []
+
+    def emit(self, line):
+        self.lines.append(line)
+        self.file.write(json.dumps(line, sort_keys=False) + "\n")
+        self.file.flush()
+
+    def close(self):
+        self.file.close()
+
+
+def run(config, out=None):
+    """Run the configured suites; write results and report; return the lines.
+    Progress goes to ``out`` (default: the current ``sys.stdout``).
+    Raises ManifestError only when a suite named on the command line does
+    not exist (a usage error); everything else is recorded and survived."""
+    out = out or sys.stdout
+    manifests = find_manifests(config.src, config.suites)
+    if not manifests:
+        raise ManifestError(f"no suite.json under {Path(config.src) / 'bench'}")
+    _warn_if_budget_too_small(config, out)
+    sink = Sink(config.out)
+    try:
+        for path in manifests:
+            _run_manifest(path, config, sink, out)
+    finally:
+        sink.close()
+    report = write_report(sink.lines, config.report, source=config.out)
+    print(f"\nresults: {config.out}\nreport:  {report}", file=out, flush=True)
+    return sink.lines
+
+
+def _warn_if_budget_too_small(config, out):
+    """Say so up front when no pair could ever be decided."""
+    needed = min_decisive_count(config.epsilon)
+    if config.budget < needed:
+        print(f"note: budget {config.budget} < {needed} pairs: at epsilon "
+              f"{config.epsilon:g} no comparison can reach a verdict", file=out)
+
+
+def _run_manifest(path, config, sink, out):
+    """Load and run one suite; any failure is recorded as a failed suite."""
+    name = Path(path).parent.name
+    try:
+        suite = load_suite(path)
+        name = suite.name
+        SuiteRunner(suite, config, sink, out).run()
+    except ManifestError as err:
+        _suite_failed(sink, out, name, str(err))
+    except Exception as err:  # the run must survive anything one suite does
+        detail = traceback.format_exception_only(type(err), err)[-1].strip()
+        _suite_failed(sink, out, name, f"driver error: {detail}")
+
+
+def _suite_failed(sink, out, name, error):
+    sink.emit({"suite": name, "kind": "suite", "status": FAILED, "error": error})
+    print(f"== {name}: FAILED: {error}", file=out, flush=True)
+
+
+class SuiteRunner:
+    """Runs one suite; see the module docstring for the steps."""
+
+    def __init__(self, suite, config, sink, out):
+        self.suite = suite
+        self.config = config
+        self.sink = sink
+        self.out = out
+        self.rng = random.Random(f"{config.seed}:{suite.name}")
+
+    def say(self, text):
+        print(text, file=self.out, flush=True)
+
+    def run(self):
+        suite, config = self.suite, self.config
+        self.sink.emit(suite.meta())
+        self.say(f"\n== {suite.name}: {suite.metric}, {suite.better} is better; "
+                 f"{len(suite.pairs)} pair(s), budget {config.budget} pairs, "
+                 f"epsilon {config.epsilon:g}")
+        for params in suite.param_sets(config.quick):
+            self._run_params(params)
+        self._run_once()
+        self._print_tables()
+
+    def _run_params(self, params):
+        """Pairs first, then top-ups, then summary and verdict lines."""
+        self.say(f"-- {param_label(params)}")
+        state = ParamRun(self, params)
+        comparisons = []
+        for a, b in self.suite.pairs:
+            result = state.unrunnable(a, b) or compare(
+                a, b, lambda a=a: state.run_impl(a), lambda b=b: state.run_impl(b),
+                better=self.suite.better, epsilon=self.config.epsilon,
+                budget=self.config.budget, rng=self.rng)
+            comparisons.append(result)
+            self.say(f"   {a} vs {b}: {_describe(result)}")
+        for name in self.suite.impls:
+            state.top_up(name, self.config.median_runs)
+        for name in self.suite.impls:
+            line = state.summary(name)
+            self.sink.emit(line)
+            self.say(f"   {name}: {_describe_summary(line)}")
+        for result in comparisons:
+            self.sink.emit({"suite": self.suite.name, "kind": "verdict", "params": params,
+                            "metric": self.suite.metric, "better": self.suite.better,
+                            "epsilon": self.config.epsilon, "budget": self.config.budget,
+                            **result.fields()})
+
+    def _run_once(self):
+        """Each ``once`` command runs a single time; its lines are recorded."""
+        base = {"src": str(self.config.src), "build": str(self.config.build)}
+        for entry in self.suite.once:
+            impl = entry.get("impl")
+            try:
+                argv = expand(entry["cmd"], {**base, **(entry.get("params") or {})})
+            except (ManifestError, KeyError, TypeError) as err:
+                self._once_failed(entry.get("cmd"), impl, FAILED, f"bad once entry: {err}")
+                continue
+            reason = missing_reason(argv, entry.get("requires") or [])
+            if reason:
+                self._once_failed(argv, impl, MISSING, reason)
+                continue
+            result = run_command(argv, self.config.timeout)
+            for line in result.lines:
+                self.sink.emit({"suite": self.suite.name, **line, "kind": "once"})
+            if not result.ok:
+                self._once_failed(argv, impl, result.status, result.error)
+            self.say(f"   once {' '.join(argv)}: {result.status}"
+                     + (f" ({result.error})" if result.error else ""))
+
+    def _once_failed(self, argv, impl, status, error):
+        self.sink.emit({"suite": self.suite.name, "kind": "once", "impl": impl, "cmd": argv,
+                        "value": None, "status": status, "error": error})
+
+    def _print_tables(self):
+        data = group_by_suite(self.sink.lines).get(self.suite.name)
+        if data is None:
+            return
+        for caption, headers, rows in impl_tables(data) if data.summaries else []:
+            self.say(f"\n{caption or data.name}:\n" + render_text(headers, rows))
+        if data.verdicts:
+            self.say("\n" + render_text(*verdict_table(data)))
+
+
+class ParamRun:
+    """The runs of one suite at one parameter set: samples per impl, and the
+    first failure of each impl (a failed impl is not run again here)."""
+
+    def __init__(self, runner, params):
+        self.runner = runner
+        self.params = params
+        self.values = {"src": str(runner.config.src), "build": str(runner.config.build),
+                       **params}
+        self.samples = {name: [] for name in runner.suite.impls}
+        self.units = {}
+        self.failures = {}
+        for name in runner.suite.impls:
+            self._check(name)
+
+    def _argv(self, name):
+        """The impl's command line for one run at these parameters."""
+        return expand(self.runner.suite.impls[name].cmd, self.values) + ["--runs", "1"]
+
+    def _check(self, name):
+        """Record impls that cannot run here (missing tool, not built, bad
+        placeholder) before any pair wastes a run on their partner."""
+        try:
+            reason = missing_reason(self._argv(name), self.runner.suite.impls[name].requires)
+        except ManifestError as err:
+            self._fail(name, FAILED, str(err))
+            return
+        if reason:
+            self._fail(name, MISSING, reason)
+
+    def unrunnable(self, a, b):
+        """A not-run Comparison if ``a`` or ``b`` is known not to run, else None."""
+        for name in (a, b):
+            if name in self.failures:
+                status, error = self.failures[name]
+                return Comparison(a, b, stopped="not run", status=status,
+                                  error=f"{name}: {error}")
+        return None
+
+    def run_impl(self, name):
+        """One invocation of impl ``name``: ``(status, value, error)``."""
+        if name in self.failures:
+            status, error = self.failures[name]
+            return status, None, error
+        suite = self.runner.suite
+        result = run_command(self._argv(name), self.runner.config.timeout)
+        for line in result.lines:
+            self.runner.sink.emit({"suite": suite.name, **line, "kind": "raw"})
+        status, value, error = measurement(result, suite.metric)
+        if status != OK:
+            return self._fail(name, status, error)
+        self.samples[name].append(value)
+        self.units.setdefault(name, _unit_of(result.lines, suite.metric))
+        return OK, value, None
+
+    def _fail(self, name, status, error):
+        self.failures[name] = (status, error)
+        return status, None, error
+
+    def top_up(self, name, runs):
+        """Run ``name`` until it has ``runs`` samples (or fails)."""
+        while len(self.samples[name]) < runs and name not in self.failures:
+            self.run_impl(name)
+
+    def summary(self, name):
+        """The impl's summary line (format of docs/bench-format.md)."""
+        suite = self.runner.suite
+        samples = self.samples[name]
+        status, error = self.failures.get(name, (OK, None))
+        line = {"suite": suite.name, "kind": "summary", "impl": name,
+                "peer": suite.impls[name].peer, "metric": suite.metric,
+                "value": statistics.median(samples) if samples else None,
+                "unit": self.units.get(name) or suite.unit, "params": self.params,
+                "runs": len(samples), "min": min(samples, default=None),
+                "max": max(samples, default=None), "samples": samples, "status": status}
+        if error:
+            line["error"] = error
+        return line
+
+
+def _unit_of(lines, metric):
+    """The ``unit`` a program reported for ``metric``, if any."""
+    return next((line.get("unit") for line in lines if line.get("metric") == metric), None)
+
+
+def _describe(result):
+    """One progress line for a comparison."""
+    text = f"{result.verdict}, A/B {ratio_cell(result.fields())}, " \
+           f"{result.wins}/{result.n} wins ({result.stopped})"
+    if result.status != OK:
+        text += f"; {result.status}: {result.error}"
+    return text
+
+
+def _describe_summary(line):
+    """One progress line for an impl's summary."""
+    if line["status"] != OK:
+        return status_cell(line)
+    unit = f" {line['unit']}" if line.get("unit") else ""
+    return (f"{fmt(line['value'], 4)}{unit} (median of {line['runs']}, "
+            f"min {fmt(line['min'], 4)}, max {fmt(line['max'], 4)})")

@@ -1,0 +1,172 @@
+"""Suite manifests (``bench/<suite>/suite.json``): loading, checking, expanding.
+
+The format is specified in ``docs/bench-format.md``.  A broken manifest must
+not stop the other suites, so every problem is raised as ``ManifestError``
+with the file and the field at fault, and the driver reports it as a failed
+suite.
+"""
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Plot layout used when a manifest has no ``plot`` entry (see report.py).
+DEFAULT_PLOTS = {"ring": {"x": "nr", "group": "n", "logx": True,
+                          "xlabel": "number of coroutines (nr)"}}
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+class ManifestError(Exception):
+    """A suite.json that cannot be used; the message names file and field."""
+
+
+@dataclass
+class Impl:
+    """One implementation of a suite: how to run it and what it needs."""
+
+    name: str
+    cmd: list
+    peer: bool = False
+    requires: list = field(default_factory=list)
+
+
+@dataclass
+class Suite:
+    """A parsed manifest.  ``path`` is the suite.json it came from."""
+
+    name: str
+    metric: str
+    better: str
+    impls: dict
+    params: dict
+    pairs: list
+    once: list
+    reference: str = None
+    seed: list = field(default_factory=list)
+    plot: dict = None
+    unit: str = None
+    path: Path = None
+
+    def param_sets(self, quick):
+        """The workload parameter sets for a quick or a full run."""
+        sets = self.params.get("quick" if quick else "full") or self.params.get("full")
+        return [dict(p) for p in sets] if sets else [{}]
+
+    def meta(self):
+        """The manifest facts the report needs, as one JSON-able dict (the
+        driver writes it as the suite's ``"kind": "suite"`` line)."""
+        return {"suite": self.name, "kind": "suite", "metric": self.metric,
+                "better": self.better, "unit": self.unit, "reference": self.reference,
+                "impls": {n: {"peer": i.peer} for n, i in self.impls.items()},
+                "pairs": self.pairs, "seed": self.seed, "plot": self.plot}
+
+
+def find_manifests(src, names=None):
+    """``SRC/bench/*/suite.json`` paths, sorted; only ``names`` if given.
+    Raises ManifestError for a requested suite that has no manifest."""
+    bench = Path(src) / "bench"
+    found = {p.parent.name: p for p in sorted(bench.glob("*/suite.json"))}
+    if not names:
+        return list(found.values())
+    unknown = [n for n in names if n not in found]
+    if unknown:
+        known = ", ".join(found) or "none"
+        raise ManifestError(f"no suite.json for {', '.join(unknown)} under {bench} "
+                            f"(found: {known})")
+    return [found[n] for n in names]
+
+
+def load_suite(path):
+    """Parse and check one manifest; raises ManifestError."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ManifestError(f"{path}: cannot read JSON: {err}") from err
+    if not isinstance(data, dict):
+        raise ManifestError(f"{path}: top level must be an object")
+    name = _require(data, "suite", str, path)
+    better = data.get("better", "lower")
+    if better not in ("lower", "higher"):
+        raise ManifestError(f"{path}: better must be \"lower\" or \"higher\", got {better!r}")
+    impls = _parse_impls(_require(data, "impls", dict, path), path)
+    reference = data.get("reference")
+    if reference is not None and reference not in impls:
+        raise ManifestError(f"{path}: reference {reference!r} is not an impl")
+    seed = data.get("seed") or []
+    return Suite(
+        name=name, metric=_require(data, "metric", str, path), better=better,
+        impls=impls, params=data.get("params") or {},
+        pairs=_parse_pairs(data.get("pairs"), impls, path),
+        once=list(data.get("once") or []), reference=reference,
+        seed=seed if isinstance(seed, list) else [seed],
+        plot=data.get("plot", DEFAULT_PLOTS.get(name)), unit=data.get("unit"),
+        path=path)
+
+
+def _require(data, key, kind, path):
+    """``data[key]``, which must exist and be of type ``kind``."""
+    value = data.get(key)
+    if not isinstance(value, kind):
+        raise ManifestError(f"{path}: field {key!r} is missing or not a {kind.__name__}")
+    return value
+
+
+def _parse_impls(raw, path):
+    """``impls`` entries: each needs a non-empty ``cmd`` list of strings."""
+    impls = {}
+    for name, spec in raw.items():
+        cmd = spec.get("cmd") if isinstance(spec, dict) else None
+        if not cmd or not all(isinstance(part, str) for part in cmd):
+            raise ManifestError(f"{path}: impl {name!r} needs \"cmd\": a list of strings")
+        impls[name] = Impl(name, list(cmd), bool(spec.get("peer", False)),
+                           list(spec.get("requires") or []))
+    if not impls:
+        raise ManifestError(f"{path}: no impls")
+    return impls
+
+
+def _parse_pairs(raw, impls, path):
+    """Explicit ``pairs``, or every baton impl against every peer."""
+    if raw is None:
+        ours = [n for n, i in impls.items() if not i.peer]
+        peers = [n for n, i in impls.items() if i.peer]
+        return [[a, b] for a in ours for b in peers]
+    for pair in raw:
+        if len(pair) != 2 or any(name not in impls for name in pair):
+            raise ManifestError(f"{path}: pair {pair!r} must name two impls")
+    return [list(pair) for pair in raw]
+
+
+def expand(cmd, values):
+    """Replace every ``{name}`` in the words of ``cmd`` by ``values[name]``.
+
+    Unlike ``str.format`` this leaves other braces alone (JSON arguments).
+    Raises ManifestError for a placeholder with no value."""
+    def substitute(match):
+        key = match.group(1)
+        if key not in values:
+            raise ManifestError(f"no value for placeholder {{{key}}} in {cmd}")
+        return str(values[key])
+    return [_PLACEHOLDER.sub(substitute, word) for word in cmd]
+
+
+def missing_reason(cmd, requires=()):
+    """Why ``cmd`` cannot run here (a required tool not on PATH, or the
+    program itself absent), or None if it looks runnable."""
+    absent = [tool for tool in requires if shutil.which(tool) is None]
+    if absent:
+        return f"{', '.join(absent)} not on PATH"
+    program = cmd[0]
+    if os.sep in program:
+        if not os.path.isfile(program):
+            return f"{program} not built"
+        if not os.access(program, os.X_OK):
+            return f"{program} is not executable"
+    elif shutil.which(program) is None:
+        return f"{program} not on PATH"
+    return None

@@ -1,0 +1,65 @@
+"""The report: tables, seed ratios, plots (PNG and SVG) or a note without
+matplotlib, and the README section."""
+
+import pytest
+
+from baton_bench import plots, report
+
+SUITE = {"suite": "ring", "kind": "suite", "metric": "msgs_per_s", "better": "higher",
+         "unit": "msgs/s", "reference": "baton",
+         "seed": [{"source": "seeds/000", "values": {"baton": 170.0, "go": 50.0},
+                   "params": {"n": 2}}],
+         "plot": {"x": "nr", "group": "n", "logx": True}}
+
+
+def _summary(impl, n, nr, value, status="ok", error=None):
+    line = {"suite": "ring", "kind": "summary", "impl": impl, "metric": "msgs_per_s",
+            "params": {"n": n, "nr": nr}, "value": value, "runs": 3, "unit": "msgs/s",
+            "min": value and value * 0.9, "max": value and value * 1.1, "status": status}
+    if error:
+        line["error"] = error
+    return line
+
+
+def _lines():
+    lines = [SUITE]
+    for n in (2, 8):
+        for nr in (16, 1024, 65536):
+            lines.append(_summary("baton", n, nr, 1.5e8 / n))
+            lines.append(_summary("go", n, nr, 5e7 / n))
+            lines.append(_summary("usched", n, nr, None, "missing", "usched not built"))
+    lines.append({"suite": "ring", "kind": "verdict", "params": {"n": 2, "nr": 16},
+                  "a": "baton", "b": "go", "ratio": 3.0, "ratio_lo": 2.5, "ratio_hi": None,
+                  "wins": 15, "n": 15, "verdict": "faster", "status": "ok"})
+    lines.append({"suite": "counters", "kind": "summary", "impl": "lua", "metric": "ns_per_op",
+                  "params": {"counters": 100}, "value": 40.0, "min": 39.0, "max": 42.0,
+                  "runs": 5, "status": "ok"})
+    return lines
+
+
+def test_report_has_tables_seed_ratios_and_missing_impls(tmp_path, monkeypatch):
+    monkeypatch.setattr(plots, "load_pyplot", lambda: None)
+    path = report.write_report(_lines(), tmp_path)
+    text = path.read_text()
+    assert "## ring" in text and "## counters" in text
+    assert "missing (usched not built)" in text
+    assert "seed ratio (seeds/000)" in text and "| 0.294 |" in text  # 50/170
+    assert "3 [2.5, ..]" in text and "faster" in text
+    assert "matplotlib is not installed" in text
+    assert not list(tmp_path.glob("*.png"))
+
+
+def test_report_plots_png_and_svg(tmp_path):
+    pytest.importorskip("matplotlib")
+    text = report.write_report(_lines(), tmp_path).read_text()
+    for stem in ("ring-n2", "ring-n8", "counters"):
+        assert (tmp_path / f"{stem}.png").stat().st_size > 0
+        assert (tmp_path / f"{stem}.svg").stat().st_size > 0
+        assert f"({stem}.png)" in text
+
+
+def test_readme_section_needs_both_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers here\n")
+    with pytest.raises(ValueError, match="results:begin"):
+        report.replace_readme_section(readme, "tables")
