@@ -42,6 +42,23 @@ typedef struct baton_arch_ctx {
 void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			void *value);
 
+#if BATON_SWITCH_UCONTEXT
+static inline int baton_arch_switch_out(baton_arch_ctx_t *from,
+					baton_arch_ctx_t *to, void *value,
+					void **out)
+{
+	*out = baton_arch_switch(from, to, value);
+	return 0;
+}
+#else
+/* As baton_arch_switch, but the value received is stored in *out and the
+ * call returns 0, so that a C function can end with
+ * `return baton_arch_switch_out(...)` as a tail call. `out` must not be
+ * NULL. */
+int baton_arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			  void *value, void **out);
+#endif
+
 /* Prepare `ctx` so that the first switch to it calls entry(value) on the
  * stack [lo, hi). The current FP control state becomes the context's. */
 void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,

@@ -18,8 +18,9 @@ char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx)
 
 #if defined(__x86_64__)
 
-/* Slots, from the saved stack pointer up: fpenv r15 r14 r13 r12 rbx rbp ret */
-enum { X_FPENV, X_R15, X_R14, X_R13, X_R12, X_RBX, X_RBP, X_RET, X_WORDS };
+/* Slots, from the saved stack pointer up: fpenv out r15 r14 r13 r12 rbx rbp
+ * ret. `out` is NULL: the first switch hands its value over in rax. */
+enum { X_FPENV, X_OUT, X_R15, X_R14, X_R13, X_R12, X_RBX, X_RBP, X_RET, X_WORDS };
 
 void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value))

@@ -3,6 +3,12 @@
  *
  * void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                         void *value);
+ * int baton_arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                           void *value, void **out);
+ *
+ * baton_arch_switch_out stores the value in *out and returns 0 instead; see
+ * switch_x86_64.S for why, and why we leave with `br x30` rather than `ret`
+ * (the return-address predictor cannot know the other context's chain).
  *
  * Saves the callee-saved registers (x19-x28, the frame pointer x29, the link
  * register x30 and the low halves d8-d15 of v8-v15) and FPCR on the running
@@ -12,7 +18,7 @@
  * Saved frame (176 bytes, sp stays 16-byte aligned):
  *     0 x19 x20   16 x21 x22   32 x23 x24   48 x25 x26   64 x27 x28
  *    80 x29 x30   96 d8 d9    112 d10 d11  128 d12 d13  144 d14 d15
- *   160 fpcr     168 unused
+ *   160 fpcr     168 out (NULL for baton_arch_switch)
  *
  * FPCR (rounding mode, flush-to-zero...) is callee-saved. Writing it is
  * expensive on many cores while reading it is cheap, so it is written only
@@ -25,6 +31,10 @@
 	.p2align 4
 baton_arch_switch:
 	.cfi_startproc
+	mov	x3, xzr			/* out = NULL: hand the value back in x0 */
+	.globl	baton_arch_switch_out
+	.hidden	baton_arch_switch_out
+baton_arch_switch_out:
 	sub	sp, sp, #176
 	stp	x19, x20, [sp, #0]
 	stp	x21, x22, [sp, #16]
@@ -37,7 +47,7 @@ baton_arch_switch:
 	stp	d12, d13, [sp, #128]
 	stp	d14, d15, [sp, #144]
 	mrs	x9, fpcr
-	str	x9, [sp, #160]
+	stp	x9, x3, [sp, #160]	/* fpcr, out */
 	mov	x10, sp
 	str	x10, [x0]		/* from->sp */
 	ldr	x10, [x1]
@@ -55,9 +65,13 @@ baton_arch_switch:
 	ldp	d10, d11, [sp, #112]
 	ldp	d12, d13, [sp, #128]
 	ldp	d14, d15, [sp, #144]
+	ldr	x3, [sp, #168]		/* out */
 	add	sp, sp, #176
 	mov	x0, x2
-	ret
+	cbz	x3, 2f
+	str	x0, [x3]
+	mov	x0, #0
+2:	br	x30
 1:	msr	fpcr, x11
 	b	0b
 	.cfi_endproc

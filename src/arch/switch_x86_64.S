@@ -3,21 +3,35 @@
  *
  * void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                         void *value);
+ * int baton_arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                           void *value, void **out);
  *
  * Saves the callee-saved state of the running context on its own stack,
  * stores the stack pointer in from->sp, loads to->sp, restores that
- * context's callee-saved state and returns `value` in it (the value appears
- * as the return value of the baton_arch_switch call that suspended it).
+ * context's callee-saved state and hands it `value`: baton_arch_switch
+ * returns it; baton_arch_switch_out stores it in *out and returns 0, which
+ * lets baton_coro_resume/yield tail-call it (see below).
  *
  * Saved frame, from the saved stack pointer upwards:
- *     0  mxcsr (4 bytes) | x87 control word (2 bytes) | 2 bytes of zero
- *     8  r15   16 r14   24 r13   32 r12   40 rbx   48 rbp   56 return address
+ *     0  mxcsr (4 bytes) | x87 control word (2 bytes) | 2 unused bytes
+ *     8  out (NULL for baton_arch_switch)
+ *    16  r15   24 r14   32 r13   40 r12   48 rbx   56 rbp   64 return address
+ *
+ * We return with pop + indirect jmp, not ret. Every switch lands at a
+ * return address the return-stack predictor never saw pushed (the other
+ * context's call site), so a ret would mispredict, and so would each ret
+ * after it up the other context's call chain. With the public resume and
+ * yield tail-calling baton_arch_switch_out, the jmp goes straight back into
+ * the caller of resume or yield: no ret executes on a resume/yield round
+ * trip, and the indirect-branch predictor learns the alternation. (On a CPU
+ * enforcing CET indirect-branch tracking this jmp would need an endbr64 at
+ * every call site; Linux does not enable IBT for user space.)
  *
  * MXCSR and the x87 control word are callee-saved, so a context that changed
  * the rounding mode must get its own back and must not leak it to others.
  * Loading them (ldmxcsr, fldcw) costs more than the rest of the switch, while
- * storing them is cheap; so we store both, compare the 8-byte slot with the
- * one the target saved, and reload only when they differ, which in practice
+ * storing them is cheap; so we store both, compare them with the values the
+ * target saved, and reload only when they differ, which in practice
  * is only when some coroutine changed its floating-point environment.
  *
  * No system call and no signal-mask change happens here. The stack pointer
@@ -32,32 +46,51 @@
 baton_arch_switch:
 	.cfi_startproc
 	endbr64
+	xorl	%ecx, %ecx		/* out = NULL: hand the value back in rax */
+	.globl	baton_arch_switch_out
+	.hidden	baton_arch_switch_out
+baton_arch_switch_out:
 	pushq	%rbp
 	pushq	%rbx
 	pushq	%r12
 	pushq	%r13
 	pushq	%r14
 	pushq	%r15
+	pushq	%rcx			/* out */
 	subq	$8, %rsp
-	movq	$0, (%rsp)
 	stmxcsr	(%rsp)
 	fnstcw	4(%rsp)
-	movq	(%rsp), %rcx		/* our FP control state, to compare */
 	movq	%rsp, (%rdi)		/* from->sp */
 	movq	(%rsi), %rsp		/* to->sp: from here on we are `to` */
-	cmpq	(%rsp), %rcx
-	jne	1f
-0:	addq	$8, %rsp
+	/* Compare our FP control state with the target's as late as possible:
+	 * reading back what stmxcsr/fnstcw just stored stalls until those
+	 * stores complete, so first do the independent pops. */
+	movl	(%rsp), %r8d		/* target's MXCSR and x87 control word */
+	movzwl	4(%rsp), %r9d
+	addq	$8, %rsp
+	popq	%rcx			/* out */
 	popq	%r15
 	popq	%r14
 	popq	%r13
 	popq	%r12
 	popq	%rbx
 	popq	%rbp
-	movq	%rdx, %rax
-	ret
-1:	ldmxcsr	(%rsp)
-	fldcw	4(%rsp)
+	movq	(%rdi), %r10		/* our saved frame */
+	cmpl	(%r10), %r8d
+	jne	1f
+	cmpw	4(%r10), %r9w
+	jne	1f
+0:	movq	%rdx, %rax
+	testq	%rcx, %rcx
+	jz	2f
+	movq	%rax, (%rcx)
+	xorl	%eax, %eax
+2:	popq	%rcx
+	jmp	*%rcx
+1:	movl	%r8d, -16(%rsp)		/* below the stack pointer but above the */
+	movw	%r9w, -12(%rsp)		/* red zone's end: nothing lives there now */
+	ldmxcsr	-16(%rsp)
+	fldcw	-12(%rsp)
 	jmp	0b
 	.cfi_endproc
 	.size	baton_arch_switch, .-baton_arch_switch

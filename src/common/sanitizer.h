@@ -38,6 +38,13 @@
 #endif
 #endif
 
+/* 1 when switches must go through baton_coro_switch() to tell a sanitizer */
+#if BATON_ASAN || BATON_TSAN
+#define BATON_SWITCH_HOOKS 1
+#else
+#define BATON_SWITCH_HOOKS 0
+#endif
+
 #if BATON_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>

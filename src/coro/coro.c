@@ -53,12 +53,57 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 #define CHECK_LOCALADDR(p) ((void)0)
 #endif
 
+/* The general path: copy-stack targets, and every switch in builds where
+ * the sanitizers must hear about it. Kept out of line so that the fast paths
+ * below have no frame of their own and can tail-call the switch. */
+static __attribute__((noinline)) int resume_slow(struct baton_thread *t,
+						 struct baton_coro *from,
+						 struct baton_coro *co,
+						 void *in, void **out)
+{
+	void *value;
+	int rc = transfer(t, from, co, in, false, &value);
+
+	if (BATON_UNLIKELY(rc != BATON_OK)) {
+		co->status = BATON_CORO_SUSPENDED;
+		from->status = BATON_CORO_RUNNING;
+		return rc;
+	}
+	/* `co` yielded or returned; it already made us current again. */
+	*out = value;
+	return BATON_OK;
+}
+
+static __attribute__((noinline)) int yield_slow(struct baton_thread *t,
+						struct baton_coro *co,
+						struct baton_coro *to,
+						void *out, void **in)
+{
+	void *value;
+	int rc = transfer(t, co, to, out, false, &value);
+
+	if (BATON_UNLIKELY(rc != BATON_OK)) {
+		co->status = BATON_CORO_RUNNING;
+		to->status = BATON_CORO_NORMAL;
+		return rc;
+	}
+	*in = value;
+	return BATON_OK;
+}
+
+/* A switch needs the slow path when the sanitizers must be told about it, or
+ * when `to` is a copy-stack coroutine whose frames are not on the stack. */
+static inline bool needs_slow_switch(const struct baton_thread *t,
+				     const struct baton_coro *to)
+{
+	return BATON_SWITCH_HOOKS ||
+	       (to->model == BATON_CORO_COPYSTACK && t->shared.owner != to);
+}
+
 int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 {
 	struct baton_thread *t = baton_thread_get();
 	struct baton_coro *from;
-	void *value;
-	int rc;
 
 	if (BATON_UNLIKELY(co == NULL))
 		return BATON_EINVAL;
@@ -67,19 +112,17 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 						     : BATON_ERUNNING;
 	CHECK_LOCALADDR(in);
 	from = running(t);
+	if (out == NULL)
+		out = &from->discard;
 	co->resumer = from;
 	co->status = BATON_CORO_RUNNING;
 	from->status = BATON_CORO_NORMAL;
-	rc = transfer(t, from, co, in, false, &value);
-	if (BATON_UNLIKELY(rc != BATON_OK)) {
-		co->status = BATON_CORO_SUSPENDED;
-		from->status = BATON_CORO_RUNNING;
-		return rc;
-	}
-	/* `co` yielded or returned; it already made us current again. */
-	if (out)
-		*out = value;
-	return BATON_OK;
+	if (BATON_UNLIKELY(needs_slow_switch(t, co)))
+		return resume_slow(t, from, co, in, out);
+	t->current = co;
+	/* Tail call: when `co` yields, the value lands in *out and we return
+	 * BATON_OK straight from the switch to our caller. */
+	return baton_arch_switch_out(&from->ctx, &co->ctx, in, out);
 }
 
 int baton_coro_yield(void *out, void **in)
@@ -87,24 +130,19 @@ int baton_coro_yield(void *out, void **in)
 	struct baton_thread *t = baton_thread_get();
 	struct baton_coro *co = t->current;
 	struct baton_coro *to;
-	void *value;
-	int rc;
 
 	if (BATON_UNLIKELY(co == NULL))
 		return BATON_ENOTCORO;
 	CHECK_LOCALADDR(out);
+	if (in == NULL)
+		in = &co->discard;
 	to = co->resumer;
 	co->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
-	rc = transfer(t, co, to, out, false, &value);
-	if (BATON_UNLIKELY(rc != BATON_OK)) {
-		co->status = BATON_CORO_RUNNING;
-		to->status = BATON_CORO_NORMAL;
-		return rc;
-	}
-	if (in)
-		*in = value;
-	return BATON_OK;
+	if (BATON_UNLIKELY(needs_slow_switch(t, to)))
+		return yield_slow(t, co, to, out, in);
+	t->current = to == &t->root ? NULL : to;
+	return baton_arch_switch_out(&co->ctx, &to->ctx, out, in);
 }
 
 /* Every coroutine starts here, on its own stack, from the trampoline. */

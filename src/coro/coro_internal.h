@@ -33,6 +33,7 @@ struct baton_coro {
 	bool started;		    /* false until the first resume */
 	baton_coro_fn fn;
 	void *arg;
+	void *discard;		    /* sink for values nobody asked for */
 
 	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
 	size_t stack_size;	    /* stackful: usable size asked for, in pages */
