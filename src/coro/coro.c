@@ -223,6 +223,8 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	co->stack_lo = (char *)map + page;
 	co->stack_hi = (char *)co;
 	co->stack_size = usable;
+	/* A recycled stack still carries its last owner's redzones. */
+	baton_sanitizer_unpoison(co->stack_lo, (size_t)(co->stack_hi - co->stack_lo));
 	co->vg_stack = baton_sanitizer_stack_register(co->stack_lo, co->stack_hi);
 	*out = co;
 	return BATON_OK;

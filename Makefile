@@ -1,0 +1,56 @@
+# The two commands of the README:
+#   make test    build and run the whole test suite (native, ASan+UBSan,
+#                valgrind subset, ucontext backend, AArch64 under qemu,
+#                install consumers, the Python tooling's tests)
+#   make bench   run the benchmark suites and write build/results.jsonl and
+#                build/report/ (QUICK=1 for the short form, SUITE=name for one)
+# Both install what they need first (Debian packages, a Python venv).
+
+BUILD   := build
+VENV    := $(BUILD)/venv
+PY      := $(VENV)/bin/python
+CMAKE   := cmake -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+JOBS    ?= 2
+CTEST   := ctest --output-on-failure -j $(JOBS)
+
+.PHONY: test bench deps-test deps-bench venv-test venv clean
+
+deps-test:
+	@tools/install-deps.sh test
+deps-bench:
+	@tools/install-deps.sh bench
+
+$(VENV)/.test-stamp: tools/requirements.txt tools/requirements-test.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q -r tools/requirements-test.txt
+	touch $@
+$(VENV)/.bench-stamp: tools/requirements.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q -r tools/requirements.txt
+	touch $@
+
+test: deps-test $(VENV)/.test-stamp
+	$(CMAKE) -S . -B $(BUILD)/native -DBATON_BUILD_BENCH=OFF
+	cmake --build $(BUILD)/native
+	cd $(BUILD)/native && $(CTEST)
+	$(CMAKE) -S . -B $(BUILD)/asan -DBATON_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DBATON_BUILD_BENCH=OFF
+	cmake --build $(BUILD)/asan
+	cd $(BUILD)/asan && $(CTEST)
+	$(CMAKE) -S . -B $(BUILD)/ucontext -DBATON_SWITCH=ucontext -DBATON_BUILD_BENCH=OFF -DBATON_TEST_VALGRIND=OFF
+	cmake --build $(BUILD)/ucontext
+	cd $(BUILD)/ucontext && $(CTEST) -L unit
+	$(CMAKE) -S . -B $(BUILD)/aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DBATON_BUILD_BENCH=OFF
+	cmake --build $(BUILD)/aarch64
+	cd $(BUILD)/aarch64 && $(CTEST)
+	$(PY) -m pytest -q -p no:cacheprovider tools/tests
+
+BENCH_ARGS := $(if $(QUICK),--quick) $(foreach s,$(SUITE),--suite $(s))
+
+bench: deps-bench $(VENV)/.bench-stamp
+	$(CMAKE) -S . -B $(BUILD)/bench -DBATON_BUILD_TESTS=OFF -DBATON_BUILD_EXAMPLES=OFF
+	cmake --build $(BUILD)/bench
+	PYTHONPATH=tools $(PY) -m baton_bench run --src . --build $(BUILD)/bench $(BENCH_ARGS) \
+		--out $(BUILD)/results.jsonl --report $(BUILD)/report
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Install the Debian packages baton's build, tests and benchmarks need, and
+# skip those already present. Run as root (or with sudo available) on
+# Debian 12. Usage: tools/install-deps.sh test|bench
+set -eu
+what=${1:-test}
+
+# Build and test: compilers, CMake, cmocka, valgrind, the AArch64 cross
+# toolchain with qemu-user, and arm64 cmocka (multiarch) for the cross tests.
+pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev valgrind
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-venv"
+# Benchmarks: the peers of docs/ and bench/*/suite.json.
+if [ "$what" = bench ]; then
+	pkgs="$pkgs g++ libboost-context-dev lua5.4 luajit2"
+fi
+
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+arm64_cmocka=yes
+dpkg-query -W -f='${Status}' libcmocka-dev:arm64 2>/dev/null | grep -q "ok installed" || arm64_cmocka=no
+
+if [ -z "$missing" ] && [ "$arm64_cmocka" = yes ]; then
+	exit 0
+fi
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+if [ "$arm64_cmocka" = no ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	$SUDO dpkg --add-architecture arm64
+fi
+$SUDO apt-get update -qq
+if [ -n "$missing" ]; then
+	echo "install-deps: installing$missing"
+	# shellcheck disable=SC2086
+	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+if [ "$arm64_cmocka" = no ]; then
+	echo "install-deps: installing libcmocka-dev:arm64"
+	$SUDO apt-get install -y -qq --no-install-recommends libcmocka-dev:arm64 >/dev/null
+fi
