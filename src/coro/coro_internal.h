@@ -76,6 +76,7 @@ struct baton_thread {
 	void *job_value;
 
 	struct baton_pooled_stack *pool;
+	unsigned next_color;	    /* cache colour of the next stack */
 	unsigned pool_count;
 
 	void *altstack;
