@@ -28,7 +28,7 @@ void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 	(void)lo;
 	/* After the switch's `ret` pops X_RET, rsp is `top`, which must be
 	 * 16-byte aligned for the trampoline's call. */
-	uintptr_t top = ((uintptr_t)hi - 64) & ~(uintptr_t)15;
+	uintptr_t top = ((uintptr_t)hi - 16) & ~(uintptr_t)15;
 	uint64_t *frame = (uint64_t *)top - X_WORDS;
 
 	memset(frame, 0, X_WORDS * sizeof(uint64_t));
@@ -47,7 +47,7 @@ void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value))
 {
 	(void)lo;
-	uintptr_t top = ((uintptr_t)hi - 64) & ~(uintptr_t)15;
+	uintptr_t top = ((uintptr_t)hi - 16) & ~(uintptr_t)15;
 	uint64_t *frame = (uint64_t *)top - A_WORDS;
 
 	memset(frame, 0, A_WORDS * sizeof(uint64_t));

@@ -144,7 +144,7 @@ static void copy_in(struct baton_thread *t, struct baton_coro *co)
 }
 
 int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
-			    struct baton_coro *to, bool *via_copier)
+			    struct baton_coro *to)
 {
 	struct baton_coro *owner;
 	char *sp;
@@ -173,8 +173,7 @@ int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 			if (rc != BATON_OK)
 				return rc;
 		}
-		*via_copier = true;
-		return BATON_OK;
+		return BATON_COPYSTACK_VIA_COPIER;
 	}
 	if (owner) {
 		sp = baton_arch_ctx_sp(&owner->ctx);

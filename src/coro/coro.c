@@ -29,9 +29,10 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 	bool via_copier = false;
 
 	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK)) {
-		int rc = baton_copystack_prepare(t, from, to, &via_copier);
-		if (rc != BATON_OK)
+		int rc = baton_copystack_prepare(t, from, to);
+		if (rc < 0)
 			return rc;
+		via_copier = rc == BATON_COPYSTACK_VIA_COPIER;
 	}
 	t->current = to == &t->root ? NULL : to;
 	if (via_copier)
@@ -117,8 +118,20 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 	co->resumer = from;
 	co->status = BATON_CORO_RUNNING;
 	from->status = BATON_CORO_NORMAL;
-	if (BATON_UNLIKELY(needs_slow_switch(t, co)))
-		return resume_slow(t, from, co, in, out);
+	if (BATON_UNLIKELY(needs_slow_switch(t, co))) {
+		/* A copy-stack target resumed from off the shared stack (the
+		 * common case): copy here, then take the fast switch. */
+		int rc = BATON_SWITCH_HOOKS || from == t->shared.owner
+				 ? BATON_COPYSTACK_VIA_COPIER
+				 : baton_copystack_prepare(t, from, co);
+		if (rc == BATON_COPYSTACK_VIA_COPIER)
+			return resume_slow(t, from, co, in, out);
+		if (BATON_UNLIKELY(rc != BATON_OK)) {
+			co->status = BATON_CORO_SUSPENDED;
+			from->status = BATON_CORO_RUNNING;
+			return rc;
+		}
+	}
 	t->current = co;
 	/* Tail call: when `co` yields, the value lands in *out and we return
 	 * BATON_OK straight from the switch to our caller. */

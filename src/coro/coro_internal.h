@@ -120,8 +120,13 @@ void baton_stack_overflow_handler_install(void);
 size_t baton_stack_page(void);
 
 /* copystack.c */
+/* Get `to`'s frames onto the shared stack for a switch from `from`. Returns
+ * BATON_OK when done (switch directly), BATON_COPYSTACK_VIA_COPIER when
+ * `from` is running on the shared stack and the copier must do it, or an
+ * error (nothing changed). */
+#define BATON_COPYSTACK_VIA_COPIER 1
 int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
-			    struct baton_coro *to, bool *via_copier);
+			    struct baton_coro *to);
 void *baton_copystack_via_copier(struct baton_thread *t,
 				 struct baton_coro *from,
 				 struct baton_coro *to, void *value,
