@@ -54,6 +54,14 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 #define CHECK_LOCALADDR(p) ((void)0)
 #endif
 
+/* A resume that could not switch leaves both coroutines as they were. */
+static int resume_undo(struct baton_coro *from, struct baton_coro *co, int rc)
+{
+	co->status = BATON_CORO_SUSPENDED;
+	from->status = BATON_CORO_RUNNING;
+	return rc;
+}
+
 /* The general path: copy-stack targets, and every switch in builds where
  * the sanitizers must hear about it. Kept out of line so that the fast paths
  * below have no frame of their own and can tail-call the switch. */
@@ -65,11 +73,8 @@ static __attribute__((noinline)) int resume_slow(struct baton_thread *t,
 	void *value;
 	int rc = transfer(t, from, co, in, false, &value);
 
-	if (BATON_UNLIKELY(rc != BATON_OK)) {
-		co->status = BATON_CORO_SUSPENDED;
-		from->status = BATON_CORO_RUNNING;
-		return rc;
-	}
+	if (BATON_UNLIKELY(rc != BATON_OK))
+		return resume_undo(from, co, rc);
 	/* `co` yielded or returned; it already made us current again. */
 	*out = value;
 	return BATON_OK;
@@ -119,18 +124,17 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 	co->status = BATON_CORO_RUNNING;
 	from->status = BATON_CORO_NORMAL;
 	if (BATON_UNLIKELY(needs_slow_switch(t, co))) {
-		/* A copy-stack target resumed from off the shared stack (the
-		 * common case): copy here, then take the fast switch. */
-		int rc = BATON_SWITCH_HOOKS || from == t->shared.owner
-				 ? BATON_COPYSTACK_VIA_COPIER
-				 : baton_copystack_prepare(t, from, co);
-		if (rc == BATON_COPYSTACK_VIA_COPIER)
+		int rc;
+
+		/* Sanitizer builds, and a copy-stack caller that must itself
+		 * leave the shared stack, take the general path. */
+		if (BATON_SWITCH_HOOKS || from == t->shared.owner)
 			return resume_slow(t, from, co, in, out);
-		if (BATON_UNLIKELY(rc != BATON_OK)) {
-			co->status = BATON_CORO_SUSPENDED;
-			from->status = BATON_CORO_RUNNING;
-			return rc;
-		}
+		/* The common case, a copy-stack target resumed from off the
+		 * shared stack: copy here, then take the fast switch. */
+		rc = baton_copystack_prepare(t, from, co);
+		if (BATON_UNLIKELY(rc != BATON_OK))
+			return resume_undo(from, co, rc);
 	}
 	t->current = co;
 	/* Tail call: when `co` yields, the value lands in *out and we return
