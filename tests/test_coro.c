@@ -171,7 +171,7 @@ static void destroy_suspended_and_unstarted(void **state)
 static void strerror_covers_every_code(void **state)
 {
 	(void)state;
-	for (int code = BATON_OK; code >= BATON_EBUSY; code--) {
+	for (int code = BATON_OK; code >= BATON_ESHUTDOWN; code--) {
 		const char *s = baton_strerror(code);
 		assert_non_null(s);
 		assert_string_not_equal(s, "unknown baton error code");

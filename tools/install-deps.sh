@@ -8,10 +8,11 @@ what=${1:-test}
 # Build and test: compilers, CMake, cmocka, valgrind, the AArch64 cross
 # toolchain with qemu-user, and arm64 cmocka (multiarch) for the cross tests.
 pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev valgrind
-      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-venv"
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-venv
+      spin chicken-bin libchicken-dev liblua5.4-dev lua5.4"
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
-	pkgs="$pkgs g++ libboost-context-dev lua5.4 luajit2"
+	pkgs="$pkgs g++ libboost-context-dev luajit2 libck-dev"
 fi
 
 missing=""

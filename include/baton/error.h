@@ -38,6 +38,14 @@ enum baton_error {
 	BATON_ESTACK = -8,    /* the requested stack is too small or too large */
 	BATON_EDONE = -9,     /* a generator is exhausted */
 	BATON_EBUSY = -10,    /* the object is in use and cannot be destroyed now */
+	BATON_ETIMEDOUT = -11,/* the deadline passed before the operation could complete */
+	BATON_ECLOSED = -12,  /* the channel (or queue) is closed */
+	BATON_EPERM = -13,    /* the caller does not hold what the call releases */
+	BATON_EAGAIN = -14,   /* the operation would block (try-variants, full queues) */
+	BATON_ENOSCHED = -15, /* the call must be made from a coroutine run by a scheduler */
+	BATON_EDEADLK = -16,  /* the call would deadlock (e.g. a re-entrant call) */
+	BATON_ESYS = -17,     /* a system call failed (see errno) */
+	BATON_ESHUTDOWN = -18,/* the object is shutting down and takes no new work */
 };
 
 /* A readable, static description of `code`; never NULL. */

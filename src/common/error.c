@@ -28,6 +28,22 @@ const char *baton_strerror(int code)
 		return "the generator is exhausted";
 	case BATON_EBUSY:
 		return "the object is in use";
+	case BATON_ETIMEDOUT:
+		return "the deadline passed before the operation completed";
+	case BATON_ECLOSED:
+		return "the channel or queue is closed";
+	case BATON_EPERM:
+		return "the caller does not hold what it tries to release";
+	case BATON_EAGAIN:
+		return "the operation would block";
+	case BATON_ENOSCHED:
+		return "not called from a coroutine run by a baton scheduler";
+	case BATON_EDEADLK:
+		return "the call would deadlock";
+	case BATON_ESYS:
+		return "a system call failed";
+	case BATON_ESHUTDOWN:
+		return "shutting down: no new work is accepted";
 	default:
 		return "unknown baton error code";
 	}
