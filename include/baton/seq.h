@@ -1,0 +1,131 @@
+/*
+ * baton/seq.h - the call sequencer: many native threads calling into one
+ * single-threaded runtime (CHICKEN Scheme, Lua, ...) that must always run
+ * on the same stack, one call at a time.
+ *
+ * A sequencer owns a dedicated stack (a stackful baton coroutine) and a
+ * lock. baton_seq_call() may be made from any thread: it takes the lock,
+ * switches onto the dedicated stack, runs fn(arg) there, switches back,
+ * releases the lock and hands back fn's result. No thread is spent on the
+ * runtime and no message is serialised: a call costs a lock and a context
+ * switch in each direction.
+ *
+ *     static void *boot(void *arg)  { runtime_init(); return NULL; }
+ *     static void *work(void *arg)  { return runtime_eval(arg); }
+ *
+ *     struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
+ *     baton_seq_t *seq;
+ *     void *res;
+ *     attr.init = boot;                       // runs on the dedicated stack
+ *     if (baton_seq_create(&seq, &attr) != BATON_OK)
+ *         abort();
+ *     baton_seq_call(seq, work, "(+ 1 2)", &res);   // from any thread
+ *     baton_seq_destroy(seq);
+ *
+ * Flat combining. A thread that finds the lock taken publishes its request
+ * in a per-thread record of the sequencer and waits (it spins briefly, then
+ * sleeps on an event count). The thread holding the lock serves its own call
+ * and then up to `batch` (K) published requests while it is still on the
+ * dedicated stack, so one switch pays for a whole batch; each served waiter
+ * gets its result without ever taking the lock. K = 0 turns combining off
+ * (a plain spin-then-sleep lock). A waiter that was not served takes the
+ * lock itself once it is free, so with K >= 1 every published request is
+ * served within a bounded number of lock holdings (docs/seq.md).
+ *
+ * Rules a caller must keep:
+ *  1. fn runs on the dedicated stack, but not necessarily on the calling
+ *     thread: with combining, another waiting thread may run it for you.
+ *     fn must not depend on the caller's thread-local storage or thread id.
+ *  2. A call made from inside fn (fn -> C -> baton_seq_call on the same
+ *     sequencer) runs directly, nested, on the dedicated stack. A call made
+ *     from a coroutine that fn resumed is not on the dedicated stack and
+ *     fails with BATON_EDEADLK instead of hanging.
+ *  3. fn may call into another sequencer. If that would close a cycle
+ *     (thread A holds S1 and wants S2 while thread B holds S2 and wants S1)
+ *     the call that detects it returns BATON_EDEADLK; no call ever hangs on
+ *     such a cycle.
+ *  4. fn must return normally: no longjmp out of it, no pthread_exit, no
+ *     yield of the dedicated coroutine.
+ *  5. Destroy only when no call is in flight; the runtime's own shutdown
+ *     should be run through baton_seq_call() first (destroy does not unwind
+ *     the dedicated stack).
+ */
+#ifndef BATON_SEQ_H
+#define BATON_SEQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <baton/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct baton_seq baton_seq_t;
+
+/* A sequenced function: runs on the dedicated stack with the lock held. */
+typedef void *(*baton_seq_fn)(void *arg);
+
+struct baton_seq_attr {
+	size_t stack_size;   /* dedicated stack size; 0 = BATON_SEQ_STACK_DEFAULT */
+	unsigned batch;      /* K: waiting calls a lock holder serves after its own; 0 = no combining */
+	baton_seq_fn init;   /* if not NULL, run once on the dedicated stack by create */
+	void *init_arg;
+	const char *name;    /* for diagnostics; copied (truncated to 31 bytes) */
+};
+
+#define BATON_SEQ_ATTR_INIT { 0, 16, NULL, NULL, NULL }
+
+#define BATON_SEQ_STACK_DEFAULT (1024u * 1024u)
+
+/* Waiting threads that can publish requests at the same time; more
+ * concurrent callers still work, the extra ones just wait for the lock
+ * without being combined. */
+#define BATON_SEQ_MAX_WAITERS 128u
+
+/* Counters of a sequencer (read with baton_seq_stats). */
+struct baton_seq_stats {
+	uint64_t calls;    /* calls run on the dedicated stack (nested ones excluded) */
+	uint64_t switches; /* times a lock holder switched onto the stack */
+	uint64_t combined; /* calls a lock holder ran for a waiting thread */
+	uint64_t sleeps;   /* times a waiter blocked on its event count */
+};
+
+/* Create a sequencer: map its stack, and run attr->init(attr->init_arg) on
+ * it if given. `attr` may be NULL for the defaults (1 MiB, K = 16).
+ * Errors: BATON_EINVAL (NULL out), BATON_ESTACK (stack size outside the
+ * limits of baton/coro.h), BATON_ENOMEM. */
+BATON_API int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr);
+
+/* Run fn(arg) on the dedicated stack under the lock, from any thread; store
+ * its return value in *result if result is not NULL.
+ * Errors: BATON_EINVAL (NULL seq or fn), BATON_EDEADLK (see rules 2 and 3;
+ * fn was not run). */
+BATON_API int baton_seq_call(baton_seq_t *seq, baton_seq_fn fn, void *arg, void **result);
+
+/* Change K at run time; it applies from the next batch on.
+ * Errors: BATON_EINVAL (NULL seq). */
+BATON_API int baton_seq_set_batch(baton_seq_t *seq, unsigned k);
+
+/* 1 if the caller runs on seq's dedicated stack now, else 0 (also for NULL). */
+BATON_API int baton_seq_on_stack(const baton_seq_t *seq);
+
+/* Copy the counters into *st. They are updated under the lock; read them
+ * when the sequencer is idle for exact figures.
+ * Errors: BATON_EINVAL (NULL argument). */
+BATON_API int baton_seq_stats(const baton_seq_t *seq, struct baton_seq_stats *st);
+
+/* The name given at creation ("" if none or NULL). */
+BATON_API const char *baton_seq_name(const baton_seq_t *seq);
+
+/* Free the sequencer and its stack. NULL is a no-op.
+ * Errors: BATON_EBUSY (a call is in flight, or the caller runs on its
+ * stack); nothing is freed then. */
+BATON_API int baton_seq_destroy(baton_seq_t *seq);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_SEQ_H */
