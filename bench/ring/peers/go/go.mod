@@ -1,0 +1,3 @@
+module baton/bench/ring
+
+go 1.19
