@@ -1,0 +1,116 @@
+/*
+ * baton/chan.h - channels: tasks hand each other messages, blocking until
+ * the other side is ready (unbuffered) or the buffer has room (buffered).
+ *
+ * A message is one pointer, as with coroutines. A channel may be used by
+ * tasks on any worker of any scheduler; operations block only the calling
+ * task, never its worker. baton_chan_select() waits for the first of several
+ * sends and receives.
+ *
+ *     static void producer(void *arg)
+ *     {
+ *         baton_chan_t *ch = arg;
+ *         for (long i = 1; i <= 3; i++)
+ *             baton_chan_send(ch, (void *)i, -1);   // waits for a receiver
+ *         baton_chan_close(ch);
+ *     }
+ *
+ *     static void consumer(void *arg)
+ *     {
+ *         baton_chan_t *ch = arg;
+ *         void *v;
+ *         while (baton_chan_recv(ch, &v, -1) == BATON_OK)
+ *             printf("%ld\n", (long)v);             // 1 2 3
+ *         // BATON_ECLOSED: closed and drained
+ *     }
+ *
+ *     baton_chan_t *ch;
+ *     baton_chan_create(&ch, 0);                    // unbuffered
+ *     baton_sched_spawn(s, NULL, producer, ch);
+ *     baton_sched_spawn(s, NULL, consumer, ch);
+ *     baton_sched_run(s);
+ *     baton_chan_destroy(ch);
+ *
+ * Timeouts: every blocking call takes timeout_ns: < 0 waits forever, 0 only
+ * tries (BATON_EAGAIN if it would block), > 0 waits at most that long
+ * (BATON_ETIMEDOUT).
+ *
+ * Rules a caller must keep:
+ *  1. Send, receive and select are called from tasks (BATON_ENOSCHED
+ *     otherwise), except with timeout 0, which never blocks and works from
+ *     any thread.
+ *  2. A message is a pointer: what it points to must outlive its receipt,
+ *     and must not be a local of a copy-stack task (see baton/coro.h).
+ *  3. Closing wakes every waiting sender and receiver with BATON_ECLOSED.
+ *     Receivers still get the buffered messages first; sending on a closed
+ *     channel and closing twice return BATON_ECLOSED.
+ *  4. Destroy a channel only when no task waits on it (BATON_EBUSY).
+ */
+#ifndef BATON_CHAN_H
+#define BATON_CHAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <baton/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct baton_chan baton_chan_t;
+
+#define BATON_CHAN_MAX_CAPACITY ((size_t)1 << 30)
+
+/* A channel buffering up to `capacity` messages (0: unbuffered).
+ * Errors: BATON_EINVAL (NULL out, capacity > BATON_CHAN_MAX_CAPACITY),
+ * BATON_ENOMEM. */
+BATON_API int baton_chan_create(baton_chan_t **out, size_t capacity);
+
+/* Send `value`. Errors: BATON_EINVAL, BATON_ECLOSED, BATON_EAGAIN
+ * (timeout 0), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+BATON_API int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns);
+
+/* Receive into *value (which may be NULL to discard). Errors: as send;
+ * BATON_ECLOSED once the channel is closed and its buffer empty. */
+BATON_API int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns);
+
+/* Close: see rule 3. Errors: BATON_EINVAL, BATON_ECLOSED (already). */
+BATON_API int baton_chan_close(baton_chan_t *ch);
+
+/* Messages buffered now, or BATON_EINVAL. */
+BATON_API long baton_chan_len(baton_chan_t *ch);
+
+/* Free the channel. NULL is a no-op. Errors: BATON_EBUSY (tasks wait). */
+BATON_API int baton_chan_destroy(baton_chan_t *ch);
+
+/* --- select ---------------------------------------------------------------- */
+enum baton_chan_dir {
+	BATON_CHAN_SEND = 0,
+	BATON_CHAN_RECV = 1,
+};
+
+struct baton_chan_op {
+	baton_chan_t *chan;
+	int dir;      /* enum baton_chan_dir */
+	void *value;  /* send: the message; recv: where the message lands */
+	int result;   /* set for the completed case: BATON_OK or BATON_ECLOSED */
+};
+
+#define BATON_CHAN_SELECT_MAX 64
+
+/* Complete exactly one of the n operations, the first that can proceed
+ * (several ready at once: one chosen at random, so none starves); store its
+ * position in *index and its outcome in ops[*index].result (BATON_OK, or
+ * BATON_ECLOSED for a closed channel). A channel may appear in several ops.
+ * Errors: BATON_EINVAL (NULL ops or index, n == 0 or > BATON_CHAN_SELECT_MAX,
+ * a NULL chan, a bad dir), BATON_EAGAIN (timeout 0, nothing ready),
+ * BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+BATON_API int baton_chan_select(struct baton_chan_op *ops, size_t n,
+				int64_t timeout_ns, size_t *index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_CHAN_H */

@@ -1,0 +1,134 @@
+/*
+ * baton/sched.h - schedulers: run many coroutines ("tasks") on one thread or
+ * on every core, switching to another task whenever one blocks.
+ *
+ * A scheduler has N workers, each a thread with its own run queue. With one
+ * worker the scheduler runs entirely on the thread that calls
+ * baton_sched_run(); with more, that thread is worker 0 and N-1 threads are
+ * started for the others. A task belongs to one worker at a time: its
+ * worker's run queue is touched only by that worker (no lock, no atomic
+ * read-modify-write); a task woken from another worker is handed over
+ * through the owner's multi-producer inbox and event count, which is also
+ * what an idle worker sleeps on. Idle workers ask busy ones for work, and the
+ * busy worker hands half of its runnable tasks over at its next dispatch.
+ *
+ *     static void hello(void *arg)
+ *     {
+ *         printf("task %ld\n", (long)arg);
+ *         baton_sched_sleep(1000000);            // 1 ms; others run meanwhile
+ *     }
+ *
+ *     baton_sched_t *s;
+ *     struct baton_sched_attr attr = BATON_SCHED_ATTR_INIT;
+ *     attr.workers = 0;                          // one per core
+ *     if (baton_sched_create(&s, &attr) != BATON_OK)
+ *         abort();
+ *     for (long i = 0; i < 100; i++)
+ *         baton_sched_spawn(s, NULL, hello, (void *)i);
+ *     baton_sched_run(s);                        // returns when all are done
+ *     baton_sched_destroy(s);
+ *
+ * Tasks block on the primitives of baton/chan.h and baton/sync.h and on
+ * baton_sched_sleep(); every blocking call takes a timeout.
+ *
+ * Rules a caller must keep:
+ *  1. The in-task calls (yield, sleep, and every blocking primitive) are made
+ *     from a task; elsewhere they return BATON_ENOSCHED.
+ *  2. Both coroutine models run as tasks. A stackful task may move to
+ *     another worker whenever it is runnable. A copy-stack task's frames live
+ *     at its worker's shared-stack addresses, so it moves only before it
+ *     first runs; after that it stays with its worker.
+ *  3. A task must not block its worker's thread in a system call or a
+ *     pthread lock for long: the other tasks of that worker wait meanwhile.
+ *  4. Do not keep pointers to thread-local storage across a blocking call:
+ *     the task may continue on another thread.
+ *  5. baton_sched_destroy() frees the tasks that had not finished without
+ *     unwinding them (as baton_coro_destroy does).
+ */
+#ifndef BATON_SCHED_H
+#define BATON_SCHED_H
+
+#include <stdint.h>
+
+#include <baton/coro.h>
+#include <baton/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct baton_sched baton_sched_t;
+
+/* The body of a task. */
+typedef void (*baton_task_fn)(void *arg);
+
+#define BATON_SCHED_MAX_WORKERS 1024
+
+struct baton_sched_attr {
+	unsigned workers; /* 0 = one per online CPU; 1 = single-thread */
+};
+#define BATON_SCHED_ATTR_INIT { 1 }
+
+/* Spawn options: the coroutine to create and where to start it. */
+#define BATON_SCHED_ANY_WORKER (-1)
+struct baton_task_attr {
+	struct baton_coro_attr coro; /* model, stack size, name */
+	int worker; /* BATON_SCHED_ANY_WORKER: the spawning task's worker,
+		       or round-robin when spawned from outside a task */
+};
+#define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER }
+
+/* Create a scheduler; attr may be NULL (one worker).
+ * Errors: BATON_EINVAL (workers > BATON_SCHED_MAX_WORKERS), BATON_ENOMEM. */
+BATON_API int baton_sched_create(baton_sched_t **out,
+				 const struct baton_sched_attr *attr);
+
+/* Create a task running fn(arg); it runs once baton_sched_run() is (or
+ * already is) running. May be called from any thread, and from tasks.
+ * Errors: BATON_EINVAL (NULL s or fn, worker out of range, bad coroutine
+ * attributes), BATON_ESTACK, BATON_ENOMEM, BATON_ESHUTDOWN (the scheduler
+ * is being destroyed). */
+BATON_API int baton_sched_spawn(baton_sched_t *s,
+				const struct baton_task_attr *attr,
+				baton_task_fn fn, void *arg);
+
+/* Run the scheduler on the calling thread (worker 0) and its other workers
+ * until every task has finished or baton_sched_stop() is called. May be
+ * called again afterwards.
+ * Errors: BATON_EINVAL, BATON_EBUSY (already running, or called from one of
+ * its own tasks), BATON_ESYS (a worker thread could not be started; the
+ * tasks then run on the workers that could). */
+BATON_API int baton_sched_run(baton_sched_t *s);
+
+/* Make baton_sched_run() return soon: tasks not finished stay where they
+ * are (a later run continues them). Any thread. Errors: BATON_EINVAL. */
+BATON_API int baton_sched_stop(baton_sched_t *s);
+
+/* Free the scheduler and the tasks that never finished (rule 5).
+ * Errors: BATON_EBUSY (it is running). NULL is a no-op. */
+BATON_API int baton_sched_destroy(baton_sched_t *s);
+
+/* Number of workers. Errors: BATON_EINVAL. */
+BATON_API int baton_sched_workers(const baton_sched_t *s);
+
+/* --- calls made from a task ---------------------------------------------- */
+
+/* Let the other runnable tasks of this worker run first.
+ * Errors: BATON_ENOSCHED. */
+BATON_API int baton_sched_yield(void);
+
+/* Block this task for at least ns nanoseconds (0 yields).
+ * Errors: BATON_ENOSCHED, BATON_EINVAL (ns < 0), BATON_ENOMEM. */
+BATON_API int baton_sched_sleep(int64_t ns);
+
+/* The scheduler of the calling task, or NULL outside tasks. */
+BATON_API baton_sched_t *baton_sched_self(void);
+
+/* The index of the worker running the calling task, or -1. */
+BATON_API int baton_sched_worker_index(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_SCHED_H */

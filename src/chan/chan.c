@@ -1,0 +1,199 @@
+/*
+ * Channels: send, receive, close.
+ *
+ * Every operation takes the channel's spinlock, tries the non-blocking step
+ * (hand the message to a waiting partner, or use the buffer) and, if that
+ * would block, links a waiter and parks the task; the partner that later
+ * completes the operation does it on the task's behalf and wakes it (the
+ * wait protocol of src/sched/sched_internal.h). Messages waiting in a
+ * waiter live in the task's heap block, never on a coroutine stack.
+ */
+#include <stdlib.h>
+
+#include "chan_internal.h"
+
+int baton_chan_create(baton_chan_t **out, size_t capacity)
+{
+	struct baton_chan *ch;
+
+	if (out == NULL || capacity > BATON_CHAN_MAX_CAPACITY)
+		return BATON_EINVAL;
+	ch = calloc(1, sizeof(*ch));
+	if (ch == NULL)
+		return BATON_ENOMEM;
+	if (capacity) {
+		ch->buf = malloc(capacity * sizeof(*ch->buf));
+		if (ch->buf == NULL) {
+			free(ch);
+			return BATON_ENOMEM;
+		}
+	}
+	ch->cap = capacity;
+	*out = ch;
+	return BATON_OK;
+}
+
+/* Wake a claimed waiter's task with `result`. */
+static void wake(struct baton_waiter *w, int result)
+{
+	w->task->wait_result = result;
+	baton_task_ready(w->task);
+}
+
+int baton_chan_try_send_locked(struct baton_chan *ch, void *value)
+{
+	struct baton_waiter *w;
+
+	if (ch->closed)
+		return BATON_ECLOSED;
+	w = baton_waitq_claim_first(&ch->recvq);
+	if (w) { /* a receiver waits: hand over directly */
+		w->value = value;
+		wake(w, BATON_OK);
+		return BATON_OK;
+	}
+	if (ch->len < ch->cap) {
+		ch->buf[(ch->head + ch->len++) % ch->cap] = value;
+		return BATON_OK;
+	}
+	return BATON_CHAN_BLOCK;
+}
+
+int baton_chan_try_recv_locked(struct baton_chan *ch, void **value)
+{
+	struct baton_waiter *w;
+
+	if (ch->len) {
+		*value = ch->buf[ch->head];
+		ch->head = (ch->head + 1) % ch->cap;
+		ch->len--;
+		/* Room now: the oldest waiting sender fills it. */
+		w = baton_waitq_claim_first(&ch->sendq);
+		if (w) {
+			ch->buf[(ch->head + ch->len++) % ch->cap] = w->value;
+			wake(w, BATON_OK);
+		}
+		return BATON_OK;
+	}
+	w = baton_waitq_claim_first(&ch->sendq);
+	if (w) { /* unbuffered: take it from the waiting sender */
+		*value = w->value;
+		wake(w, BATON_OK);
+		return BATON_OK;
+	}
+	return ch->closed ? BATON_ECLOSED : BATON_CHAN_BLOCK;
+}
+
+/* Block the calling task on one queue of `ch`; called with the lock held,
+ * returns with it released. */
+static int block_on(struct baton_task *t, struct baton_chan *ch,
+		    struct baton_waitq *q, void *value, void **received,
+		    int64_t timeout_ns)
+{
+	struct baton_waiter *w;
+	int rc;
+
+	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
+	baton_wait_begin(t);
+	w = baton_wait_add(t, q, &ch->lock);
+	w->value = value;
+	rc = baton_wait_park(t, timeout_ns);
+	if (rc == BATON_OK && received)
+		*received = t->waiters[0].value;
+	baton_wait_finish(t);
+	return rc;
+}
+
+int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	int rc;
+
+	if (ch == NULL)
+		return BATON_EINVAL;
+	t = baton_task_self();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	baton_spin_lock(&ch->lock);
+	rc = baton_chan_try_send_locked(ch, value);
+	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
+		baton_spin_unlock(&ch->lock);
+		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
+	}
+	return block_on(t, ch, &ch->sendq, value, NULL, timeout_ns);
+}
+
+int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	void *v = NULL;
+	int rc;
+
+	if (ch == NULL)
+		return BATON_EINVAL;
+	t = baton_task_self();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	baton_spin_lock(&ch->lock);
+	rc = baton_chan_try_recv_locked(ch, &v);
+	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0) {
+		rc = block_on(t, ch, &ch->recvq, NULL, &v, timeout_ns);
+	} else {
+		baton_spin_unlock(&ch->lock);
+		if (rc == BATON_CHAN_BLOCK)
+			rc = BATON_EAGAIN;
+	}
+	if (rc == BATON_OK && value)
+		*value = v;
+	return rc;
+}
+
+int baton_chan_close(baton_chan_t *ch)
+{
+	struct baton_waiter *w;
+
+	if (ch == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&ch->lock);
+	if (ch->closed) {
+		baton_spin_unlock(&ch->lock);
+		return BATON_ECLOSED;
+	}
+	ch->closed = true;
+	/* Waiting receivers exist only with an empty buffer: all get
+	 * ECLOSED. Waiting senders will never be received: ECLOSED too. */
+	while ((w = baton_waitq_claim_first(&ch->recvq)) != NULL)
+		wake(w, BATON_ECLOSED);
+	while ((w = baton_waitq_claim_first(&ch->sendq)) != NULL)
+		wake(w, BATON_ECLOSED);
+	baton_spin_unlock(&ch->lock);
+	return BATON_OK;
+}
+
+long baton_chan_len(baton_chan_t *ch)
+{
+	long n;
+
+	if (ch == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&ch->lock);
+	n = (long)ch->len;
+	baton_spin_unlock(&ch->lock);
+	return n;
+}
+
+int baton_chan_destroy(baton_chan_t *ch)
+{
+	bool busy;
+
+	if (ch == NULL)
+		return BATON_OK;
+	baton_spin_lock(&ch->lock);
+	busy = ch->sendq.head || ch->recvq.head;
+	baton_spin_unlock(&ch->lock);
+	if (busy)
+		return BATON_EBUSY;
+	free(ch->buf);
+	free(ch);
+	return BATON_OK;
+}

@@ -1,0 +1,31 @@
+/*
+ * src/chan/chan_internal.h - the channel structure and the two non-blocking
+ * steps that send, receive and select share. Both run with ch->lock held.
+ *
+ * Invariant (under the lock): a channel never has both a buffered message
+ * and a waiting receiver, nor both free buffer space and a waiting sender.
+ */
+#ifndef BATON_SRC_CHAN_INTERNAL_H
+#define BATON_SRC_CHAN_INTERNAL_H
+
+#include <baton/chan.h>
+
+#include "../sched/sched_internal.h"
+
+struct baton_chan {
+	baton_spinlock_t lock;
+	bool closed;
+	size_t cap, len, head; /* ring buffer of cap messages */
+	void **buf;
+	struct baton_waitq sendq, recvq;
+};
+
+/* Outcome of one non-blocking step. */
+enum {
+	BATON_CHAN_BLOCK = 1, /* would block: nothing happened */
+};
+
+int baton_chan_try_send_locked(struct baton_chan *ch, void *value);
+int baton_chan_try_recv_locked(struct baton_chan *ch, void **value);
+
+#endif /* BATON_SRC_CHAN_INTERNAL_H */

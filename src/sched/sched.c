@@ -1,0 +1,462 @@
+/*
+ * The scheduler: tasks, workers and the loop each worker runs.
+ *
+ * A worker's loop pops a task from its run queue and resumes the task's
+ * coroutine; when the task yields back, the worker does what the task asked
+ * for (requeue it, or release the locks it parked under) or frees it if its
+ * function returned. Every 61 dispatches, and whenever its run queue is
+ * empty, the worker also empties its inbox, fires due timers and answers a
+ * thief; with nothing at all to do it parks on its event count.
+ *
+ * Worker 0 is the thread that calls baton_sched_run(). Workers 1..N-1 are
+ * threads started by the first run and kept, parked, until destroy, so that
+ * copy-stack tasks pinned to them can continue in a later run.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "queue.h"
+#include "sched_internal.h"
+
+__thread struct baton_worker *baton_worker_self;
+
+/* How many dispatches may pass before the inbox and timers are polled even
+ * though local work remains (a prime, so it does not beat with ring sizes). */
+#define BATON_POLL_TICKS 61
+
+static void *task_main(void *arg, void *in)
+{
+	struct baton_task *t = arg;
+
+	(void)in;
+	t->fn(t->arg);
+	return NULL;
+}
+
+static bool sched_stopping(struct baton_sched *s)
+{
+	/* Acquire: pairs with the release store in sched_set_stop, so a worker
+	 * that sees stop also sees why (live == 0 or a stop request). */
+	return __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE);
+}
+
+static void sched_set_stop(struct baton_sched *s)
+{
+	/* Release: see sched_stopping. */
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < s->nworkers; i++)
+		baton_ec_inc(&s->workers[i].ec);
+}
+
+/* --- task life cycle ---------------------------------------------------- */
+static void task_free(struct baton_task *t)
+{
+	baton_coro_destroy(t->co);
+	free(t);
+}
+
+static void task_finish(struct baton_worker *w, struct baton_task *t)
+{
+	struct baton_sched *s = w->sched;
+
+	task_free(t);
+	/* Acq_rel: the last task's decrement must see every other task's
+	 * effects before it declares the run over (the caller of run reads
+	 * them after it returns). */
+	if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == 0)
+		sched_set_stop(s);
+}
+
+void baton_task_ready(struct baton_task *t)
+{
+	struct baton_worker *self = baton_worker_self;
+	struct baton_worker *owner = t->owner;
+
+	if (self == owner) {
+		baton_runq_push(self, t);
+		if (self->runq_len >= 2 && owner->sched->nworkers > 1)
+			baton_steal_wake_idle(owner->sched);
+		return;
+	}
+	baton_inbox_push_chain(owner, t, t);
+	baton_ec_inc(&owner->ec); /* after the push: see queue.h */
+}
+
+void baton_sched_task_after(struct baton_task *t, enum baton_after after)
+{
+	t->after = (unsigned char)after;
+	baton_coro_yield(NULL, NULL);
+}
+
+static void run_task(struct baton_worker *w, struct baton_task *t)
+{
+	int rc;
+
+	w->current = t;
+	t->after = BATON_AFTER_NONE;
+	rc = baton_coro_resume(t->co, NULL, NULL);
+	w->current = NULL;
+	if (BATON_UNLIKELY(rc != BATON_OK)) {
+		/* Only a copy-stack save buffer that could not grow gets here
+		 * (BATON_ENOMEM): nothing ran; try again after the others. */
+		baton_runq_push(w, t);
+		return;
+	}
+	if (baton_coro_status(t->co) == BATON_CORO_DEAD) {
+		task_finish(w, t);
+		return;
+	}
+	t->pinned = baton_coro_model(t->co) == BATON_CORO_COPYSTACK;
+	switch (t->after) {
+	case BATON_AFTER_YIELD:
+		baton_runq_push(w, t);
+		break;
+	case BATON_AFTER_PARK:
+		/* Its context is saved: now wakers may have it. */
+		for (unsigned i = 0; i < t->nlocks; i++)
+			baton_spin_unlock(t->locks[i]);
+		break;
+	default:
+		break;
+	}
+}
+
+/* --- the worker loop ------------------------------------------------------ */
+static void poll_worker(struct baton_worker *w)
+{
+	w->ticks = 0;
+	baton_inbox_take(w);
+	if (w->timers.len)
+		baton_timer_heap_fire(&w->timers, baton_clock_now());
+}
+
+static void worker_idle(struct baton_worker *w)
+{
+	struct baton_sched *s = w->sched;
+	uint32_t version = baton_ec_value(&w->ec); /* before the last checks */
+	int64_t timeout = -1, next;
+
+	/* Answer (with nothing) a thief that asked while we ran dry. */
+	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
+		baton_steal_serve(w);
+	if (!baton_inbox_empty(w) || sched_stopping(s))
+		return;
+	if (s->nworkers > 1) {
+		baton_steal_idle(w); /* may post a request and wait briefly */
+		if (!baton_inbox_empty(w) || w->runq_head || sched_stopping(s))
+			return;
+		version = baton_ec_value(&w->ec);
+		if (!baton_inbox_empty(w))
+			return;
+	}
+	next = baton_timer_heap_next(&w->timers);
+	if (next != INT64_MAX) {
+		timeout = next - baton_clock_now();
+		if (timeout <= 0)
+			return;
+	}
+	/* Relaxed: parked/nparked are hints for wake_idle; a wake-up itself
+	 * never depends on them, only on the event count. */
+	__atomic_store_n(&w->parked, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->nparked, 1, __ATOMIC_RELAXED);
+	baton_ec_wait_mp(&w->ec, version, timeout);
+	__atomic_sub_fetch(&s->nparked, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->parked, 0, __ATOMIC_RELAXED);
+}
+
+static void worker_loop(struct baton_worker *w)
+{
+	struct baton_sched *s = w->sched;
+	struct baton_task *t;
+
+	baton_worker_self = w;
+	for (;;) {
+		if (BATON_UNLIKELY(++w->ticks >= BATON_POLL_TICKS ||
+				   w->runq_head == NULL)) {
+			poll_worker(w);
+			if (sched_stopping(s))
+				break;
+			if (w->runq_head == NULL) {
+				worker_idle(w);
+				continue;
+			}
+		}
+		/* Relaxed peek; baton_steal_serve takes the request with an
+		 * acquiring exchange. */
+		if (BATON_UNLIKELY(__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED)))
+			baton_steal_serve(w);
+		t = baton_runq_pop(w);
+		if (t)
+			run_task(w, t);
+	}
+	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
+		baton_steal_serve(w);
+	baton_worker_self = NULL;
+}
+
+/* --- worker threads ------------------------------------------------------- */
+struct baton_sched_ctl {
+	int generation;	 /* bumped by each run (atomic) */
+	int destroying;	 /* (atomic) */
+	int active;	 /* helper workers inside a run (atomic) */
+	baton_ec_t start; /* bumped to start a run or to destroy */
+	baton_ec_t done;  /* bumped by each helper worker leaving a run */
+};
+
+static struct baton_sched_ctl *ctl_of(struct baton_sched *s)
+{
+	return (struct baton_sched_ctl *)(s + 1);
+}
+
+static void *worker_thread(void *arg)
+{
+	struct baton_worker *w = arg;
+	struct baton_sched *s = w->sched;
+	struct baton_sched_ctl *c = ctl_of(s);
+	int seen = 0;
+
+	for (;;) {
+		uint32_t v = baton_ec_value(&c->start);
+		/* Acquire: pairs with run's release increment of generation,
+		 * so this run's spawns and flags are visible. */
+		int gen = __atomic_load_n(&c->generation, __ATOMIC_ACQUIRE);
+
+		if (__atomic_load_n(&c->destroying, __ATOMIC_ACQUIRE))
+			break;
+		if (gen == seen) {
+			baton_ec_wait_mp(&c->start, v, -1);
+			continue;
+		}
+		seen = gen;
+		worker_loop(w);
+		/* Release: our tasks' effects happen before run returns. */
+		__atomic_sub_fetch(&c->active, 1, __ATOMIC_RELEASE);
+		baton_ec_inc(&c->done);
+	}
+	return NULL;
+}
+
+static int start_threads(struct baton_sched *s)
+{
+	for (unsigned i = 1; i < s->nworkers; i++) {
+		struct baton_worker *w = &s->workers[i];
+
+		if (w->has_thread)
+			continue;
+		if (pthread_create(&w->thread, NULL, worker_thread, w) != 0)
+			return BATON_ESYS;
+		w->has_thread = true;
+	}
+	return BATON_OK;
+}
+
+/* --- public API ----------------------------------------------------------- */
+int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
+{
+	struct baton_sched *s;
+	unsigned n = attr ? attr->workers : 1;
+
+	if (out == NULL || n > BATON_SCHED_MAX_WORKERS)
+		return BATON_EINVAL;
+	if (n == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = cpus > 0 ? (unsigned)cpus : 1;
+		if (n > BATON_SCHED_MAX_WORKERS)
+			n = BATON_SCHED_MAX_WORKERS;
+	}
+	s = calloc(1, sizeof(*s) + sizeof(struct baton_sched_ctl));
+	if (s == NULL)
+		return BATON_ENOMEM;
+	if (posix_memalign((void **)&s->workers, BATON_CACHELINE,
+			   n * sizeof(*s->workers)) != 0) {
+		free(s);
+		return BATON_ENOMEM;
+	}
+	memset(s->workers, 0, n * sizeof(*s->workers));
+	s->nworkers = n;
+	for (unsigned i = 0; i < n; i++) {
+		s->workers[i].index = i;
+		s->workers[i].sched = s;
+		baton_ec_init(&s->workers[i].ec);
+	}
+	baton_ec_init(&ctl_of(s)->start);
+	baton_ec_init(&ctl_of(s)->done);
+	*out = s;
+	return BATON_OK;
+}
+
+static struct baton_worker *pick_worker(struct baton_sched *s, int index)
+{
+	struct baton_worker *self = baton_worker_self;
+
+	if (index >= 0)
+		return &s->workers[index];
+	if (self && self->sched == s)
+		return self;
+	/* Relaxed: only spreads spawns, orders nothing. */
+	return &s->workers[__atomic_fetch_add(&s->next_worker, 1,
+					      __ATOMIC_RELAXED) % s->nworkers];
+}
+
+int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
+		      baton_task_fn fn, void *arg)
+{
+	static const struct baton_task_attr defaults = BATON_TASK_ATTR_INIT;
+	struct baton_task *t;
+	int rc;
+
+	if (s == NULL || fn == NULL)
+		return BATON_EINVAL;
+	if (attr == NULL)
+		attr = &defaults;
+	if (attr->worker < BATON_SCHED_ANY_WORKER ||
+	    (attr->worker >= 0 && (unsigned)attr->worker >= s->nworkers))
+		return BATON_EINVAL;
+	if (__atomic_load_n(&ctl_of(s)->destroying, __ATOMIC_RELAXED))
+		return BATON_ESHUTDOWN;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return BATON_ENOMEM;
+	rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
+	if (rc != BATON_OK) {
+		free(t);
+		return rc;
+	}
+	t->sched = s;
+	t->fn = fn;
+	t->arg = arg;
+	t->timeout.index = SIZE_MAX;
+	t->owner = pick_worker(s, attr->worker);
+	/* Relaxed: the count's own modification order is all that matters;
+	 * this increment precedes the push that lets the task run (and end). */
+	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);
+	baton_task_ready(t);
+	return BATON_OK;
+}
+
+int baton_sched_run(baton_sched_t *s)
+{
+	struct baton_sched_ctl *c;
+	int rc;
+
+	if (s == NULL)
+		return BATON_EINVAL;
+	if (baton_worker_self && baton_worker_self->sched == s)
+		return BATON_EBUSY;
+	c = ctl_of(s);
+	int expected = 0;
+	/* Acquire: this run sees everything the previous run left. */
+	if (!__atomic_compare_exchange_n(&s->running, &expected, 1, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return BATON_EBUSY;
+	/* Relaxed: published to the helpers by the generation release below. */
+	__atomic_store_n(&s->stop, __atomic_load_n(&s->live, __ATOMIC_ACQUIRE) == 0,
+			 __ATOMIC_RELAXED);
+	rc = start_threads(s);
+	__atomic_store_n(&c->active, (int)s->nworkers - 1, __ATOMIC_RELAXED);
+	/* Release: the helpers that see the new generation see stop/active. */
+	__atomic_add_fetch(&c->generation, 1, __ATOMIC_RELEASE);
+	baton_ec_inc(&c->start);
+	/* Helpers that could not be started never decrement `active`. */
+	for (unsigned i = 1; i < s->nworkers; i++)
+		if (!s->workers[i].has_thread)
+			__atomic_sub_fetch(&c->active, 1, __ATOMIC_RELAXED);
+	worker_loop(&s->workers[0]);
+	for (;;) {
+		uint32_t v = baton_ec_value(&c->done);
+
+		/* Acquire: pairs with each helper's release decrement. */
+		if (__atomic_load_n(&c->active, __ATOMIC_ACQUIRE) == 0)
+			break;
+		baton_ec_wait_mp(&c->done, v, -1);
+	}
+	/* Release: pairs with the next run's acquiring CAS. */
+	__atomic_store_n(&s->running, 0, __ATOMIC_RELEASE);
+	return rc;
+}
+
+int baton_sched_stop(baton_sched_t *s)
+{
+	if (s == NULL)
+		return BATON_EINVAL;
+	sched_set_stop(s);
+	return BATON_OK;
+}
+
+int baton_sched_workers(const baton_sched_t *s)
+{
+	return s ? (int)s->nworkers : BATON_EINVAL;
+}
+
+/* Tasks still queued at destroy: runnable ones are in run queues and
+ * inboxes; parked ones are known only to their primitives, so every task is
+ * also counted in `live`, and destroy reports those it could not reach. */
+static void free_queued(struct baton_worker *w)
+{
+	struct baton_task *t;
+
+	baton_inbox_take(w);
+	while ((t = baton_runq_pop(w)) != NULL) {
+		if (t->timeout.index != SIZE_MAX)
+			baton_timer_heap_remove(&w->timers, &t->timeout);
+		task_free(t);
+		w->sched->live--;
+	}
+}
+
+int baton_sched_destroy(baton_sched_t *s)
+{
+	struct baton_sched_ctl *c;
+
+	if (s == NULL)
+		return BATON_OK;
+	if (__atomic_load_n(&s->running, __ATOMIC_ACQUIRE))
+		return BATON_EBUSY;
+	c = ctl_of(s);
+	/* Release: helpers that see destroying exit their outer loop. */
+	__atomic_store_n(&c->destroying, 1, __ATOMIC_RELEASE);
+	baton_ec_inc(&c->start);
+	for (unsigned i = 1; i < s->nworkers; i++)
+		if (s->workers[i].has_thread)
+			pthread_join(s->workers[i].thread, NULL);
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		free_queued(&s->workers[i]);
+		baton_timer_heap_fini(&s->workers[i].timers);
+	}
+	if (s->live > 0)
+		fprintf(stderr, "baton: scheduler destroyed with %lld blocked "
+			"task(s) still waiting on primitives; they are leaked\n",
+			(long long)s->live);
+	free(s->workers);
+	free(s);
+	return BATON_OK;
+}
+
+/* --- calls from tasks ----------------------------------------------------- */
+int baton_sched_yield(void)
+{
+	struct baton_task *t = baton_task_self();
+
+	if (t == NULL)
+		return BATON_ENOSCHED;
+	baton_sched_task_after(t, BATON_AFTER_YIELD);
+	return BATON_OK;
+}
+
+baton_sched_t *baton_sched_self(void)
+{
+	struct baton_worker *w = baton_worker_self;
+
+	return w && w->current ? w->sched : NULL;
+}
+
+int baton_sched_worker_index(void)
+{
+	struct baton_worker *w = baton_worker_self;
+
+	return w && w->current ? (int)w->index : -1;
+}

@@ -1,0 +1,230 @@
+/*
+ * src/sched/sched_internal.h - what the scheduler shares with the blocking
+ * primitives built on it (src/chan/, src/sync/): tasks, workers, the wait
+ * protocol and the spinlock that guards every wait queue.
+ *
+ * Files behind include/baton/sched.h:
+ *   sched.c     create / spawn / run / destroy, the worker loop
+ *   steal.c     idle workers: parking, steal requests, hand-over
+ *   wait.c      park / claim / ready: how a task blocks and is woken
+ *   timer.c     the per-worker timer heap, sleep, the public timers
+ *   queue.h     the local run queue and the multi-producer inbox
+ *
+ * The wait protocol (every primitive follows it):
+ *  1. The task calls baton_wait_begin(): a new wait generation, state WAITING.
+ *  2. Under the primitive's spinlock it links one baton_waiter per operation
+ *     into the primitive's wait queue, then calls baton_wait_park() with the
+ *     lock(s) to release and an optional deadline. The locks are released by
+ *     the worker only after the task's context is saved, so no waker can
+ *     run the task before it has really stopped.
+ *  3. A waker, holding the primitive's lock, unlinks a waiter and calls
+ *     baton_wait_claim(): exactly one claimant (a waker, the timer, another
+ *     case of a select) wins; the winner sets task->wait_index to the index of the waiter it
+ *     unlinked (baton_waitq_claim_first does both), stores the result and
+ *     calls baton_task_ready(). A waker that loses the claim skips that waiter.
+ *  4. Back from park, the task unlinks the waiters still linked (timeout,
+ *     the other cases of a select) under their primitives' locks.
+ * Waiters live in the task's heap block, never on the coroutine's stack: a
+ * copy-stack coroutine's stack is not addressable while it is suspended.
+ */
+#ifndef BATON_SRC_SCHED_INTERNAL_H
+#define BATON_SRC_SCHED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pthread.h>
+
+#include <baton/coro.h>
+#include <baton/ec.h>
+#include <baton/sched.h>
+
+#define BATON_LIKELY(x) __builtin_expect(!!(x), 1)
+#define BATON_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define BATON_CACHELINE 64
+
+/* --- spinlock ---------------------------------------------------------------
+ * Guards wait queues and channel buffers for a few dozen instructions; a
+ * task never blocks while holding one (park releases it after the switch). */
+typedef struct baton_spinlock {
+	int locked;
+} baton_spinlock_t;
+
+static inline void baton_spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static inline void baton_spin_lock(baton_spinlock_t *l)
+{
+	/* Acquire: the critical section's loads happen after we own it. */
+	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)) {
+		/* Spin on a plain load so the line stays shared meanwhile. */
+		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED))
+			baton_spin_pause();
+	}
+}
+
+static inline void baton_spin_unlock(baton_spinlock_t *l)
+{
+	/* Release: the critical section's stores are visible to the next owner. */
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* --- tasks ------------------------------------------------------------------ */
+struct baton_worker;
+struct baton_task;
+
+/* One blocked operation of a task, linked in a primitive's wait queue. */
+struct baton_waiter {
+	struct baton_waiter *next, *prev; /* guarded by the primitive's lock */
+	struct baton_task *task;
+	void *value;	  /* channel: the message sent or received */
+	long amount;	  /* semaphore: units asked for */
+	int index;	  /* select: which case this waiter is */
+	bool linked;	  /* in a wait queue (guarded by its lock) */
+	/* The queue it is linked in and its lock, so the task can unlink it
+	 * after a timeout without knowing the primitive. */
+	struct baton_waitq *queue;
+	baton_spinlock_t *lock;
+};
+
+/* A FIFO of waiters, guarded by the owning primitive's spinlock. */
+struct baton_waitq {
+	struct baton_waiter *head, *tail;
+};
+
+enum baton_wait_state {
+	BATON_WAIT_IDLE = 0,	/* not blocked */
+	BATON_WAIT_WAITING = 1, /* blocked, nobody has claimed the wake-up */
+	BATON_WAIT_CLAIMED = 2, /* a waker or the timer won; result is set */
+};
+
+/* What the worker does once the task's context is saved. */
+enum baton_after {
+	BATON_AFTER_NONE = 0,  /* returned from its function, or stopped */
+	BATON_AFTER_YIELD = 1, /* runnable again: back of the run queue */
+	BATON_AFTER_PARK = 2,  /* blocked: release its locks */
+};
+
+#define BATON_TASK_MAX_LOCKS 8 /* select: one lock per distinct channel */
+#define BATON_TASK_INLINE_WAITERS 4
+
+struct baton_timer_node {
+	int64_t deadline;      /* CLOCK_MONOTONIC, ns */
+	size_t index;	       /* position in the heap; SIZE_MAX when not armed */
+	void (*fire)(struct baton_timer_node *node); /* runs on the worker */
+};
+
+struct baton_task {
+	struct baton_task *next; /* run queue or inbox link */
+	baton_coro_t *co;
+	struct baton_sched *sched;
+	struct baton_worker *owner; /* the worker that runs it next */
+	bool pinned;		    /* copy-stack and started: cannot migrate */
+	unsigned char after;	    /* enum baton_after, set before yielding */
+
+	/* wait protocol */
+	uint32_t wait_state;	    /* enum baton_wait_state, claimed by CAS */
+	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED */
+	int wait_index;		    /* select: the case that completed */
+	void *wait_value;	    /* receive: the message */
+	struct baton_timer_node timeout; /* on owner's heap while armed */
+	baton_spinlock_t *locks[BATON_TASK_MAX_LOCKS]; /* released after park */
+	unsigned nlocks;
+	struct baton_waiter *waiters;	 /* nwaiters of them */
+	unsigned nwaiters;
+	struct baton_waiter inline_waiters[BATON_TASK_INLINE_WAITERS];
+
+	baton_task_fn fn;
+	void *arg;
+};
+
+/* --- workers ---------------------------------------------------------------- */
+struct baton_timer_heap {
+	struct baton_timer_node **nodes;
+	size_t len, cap;
+};
+
+struct baton_worker {
+	/* Owner-only: the local run queue (no lock, no atomic RMW). */
+	struct baton_task *runq_head, *runq_tail;
+	size_t runq_len;
+	struct baton_task *current;
+	struct baton_timer_heap timers;
+	unsigned ticks;		    /* dispatches since inbox/timers were polled */
+	unsigned index;
+	struct baton_sched *sched;
+	pthread_t thread;
+	bool has_thread;
+
+	/* Read by other workers. */
+	size_t runq_len_pub __attribute__((aligned(BATON_CACHELINE)));
+
+	/* Written by other workers. */
+	struct baton_task *inbox __attribute__((aligned(BATON_CACHELINE)));
+	struct baton_worker *steal_req; /* a thief asking for work, or NULL */
+	int parked;		    /* 1 while waiting on ec with nothing to do */
+	baton_ec_t ec;		    /* bumped after every push into inbox */
+};
+
+struct baton_sched {
+	unsigned nworkers;
+	struct baton_worker *workers;
+	int64_t live;		/* spawned and not yet finished (atomic) */
+	int stop;		/* run must return (atomic) */
+	int running;		/* inside baton_sched_run (atomic) */
+	int nparked;		/* workers parked (atomic, a hint) */
+	unsigned next_worker;	/* round-robin for spawns from outside */
+	/* followed in the same allocation by the run control (sched.c) */
+};
+
+/* The worker running on this thread, or NULL. */
+extern __thread struct baton_worker *baton_worker_self;
+
+static inline struct baton_task *baton_task_self(void)
+{
+	struct baton_worker *w = baton_worker_self;
+
+	return w ? w->current : NULL;
+}
+
+/* sched.c */
+void baton_task_ready(struct baton_task *task);
+void baton_sched_task_after(struct baton_task *task, enum baton_after after);
+
+/* wait.c */
+void baton_wait_begin(struct baton_task *task);
+bool baton_wait_claim(struct baton_task *task);
+struct baton_waiter *baton_wait_add(struct baton_task *task,
+				    struct baton_waitq *q,
+				    baton_spinlock_t *lock);
+int baton_wait_park(struct baton_task *task, int64_t timeout_ns);
+void baton_wait_finish(struct baton_task *task);
+void baton_waitq_push(struct baton_waitq *q, struct baton_waiter *w);
+void baton_waitq_remove(struct baton_waitq *q, struct baton_waiter *w);
+struct baton_waiter *baton_waitq_claim_first(struct baton_waitq *q);
+int baton_wait_reserve(struct baton_task *task, unsigned n);
+
+/* timer.c */
+int64_t baton_clock_now(void);
+int64_t baton_deadline_after(int64_t timeout_ns);
+int baton_timer_heap_add(struct baton_timer_heap *h,
+			 struct baton_timer_node *n);
+void baton_timer_heap_remove(struct baton_timer_heap *h,
+			     struct baton_timer_node *n);
+int64_t baton_timer_heap_next(const struct baton_timer_heap *h);
+void baton_timer_heap_fire(struct baton_timer_heap *h, int64_t now);
+void baton_timer_heap_fini(struct baton_timer_heap *h);
+
+/* steal.c */
+void baton_steal_serve(struct baton_worker *w);
+void baton_steal_idle(struct baton_worker *w);
+void baton_steal_wake_idle(struct baton_sched *s);
+
+#endif /* BATON_SRC_SCHED_INTERNAL_H */
