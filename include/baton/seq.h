@@ -92,8 +92,8 @@ struct baton_seq_stats {
 	uint64_t sleeps;   /* times a waiter blocked on its event count */
 };
 
-/* Create a sequencer: map its stack, and run attr->init(attr->init_arg) on
- * it if given. `attr` may be NULL for the defaults (1 MiB, K = 16).
+/* Create a sequencer: map its stack, store it in *out, then run
+ * attr->init(attr->init_arg) on it if given (init may use *out). `attr` may be NULL for the defaults (1 MiB, K = 16).
  * Errors: BATON_EINVAL (NULL out), BATON_ESTACK (stack size outside the
  * limits of baton/coro.h), BATON_ENOMEM. */
 BATON_API int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr);
