@@ -1,0 +1,219 @@
+/*
+ * ring-baton: the ring benchmark (docs/ring.md) on baton's schedulers.
+ *
+ * Each coroutine is a task whose inbox is an unbuffered baton channel. A
+ * ring's tasks are all spawned on one worker (ring r on worker r mod W), so
+ * with several workers the rings spread over the cores while each hop stays
+ * on its worker; load balancing may still move runnable stackful tasks.
+ *
+ *   --impl 1t-stackful | 1t-copystack   one worker (the calling thread)
+ *          mt-stackful | mt-copystack   one worker per online CPU
+ *
+ * Timing starts when every task has reached its first receive and the
+ * starter task hands each ring's leader its start token, and ends when
+ * baton_sched_run() returns (every task finished). Creation is not timed.
+ */
+#include "peers/ring_common.h"
+
+#include <stdbool.h>
+
+#include <baton/chan.h>
+#include <baton/sched.h>
+
+struct member {
+	baton_chan_t *in, *right;
+	long index; /* position in its ring: 0 leads */
+};
+
+static struct rc_opts opts;
+static long blocked;	 /* tasks that reached their first receive (atomic) */
+static long errors;	 /* rounds whose message did not grow by n-1 (atomic) */
+static long failures;	 /* channel calls that failed (atomic) */
+static int64_t t_start;
+static long rss_before, rss_ready;
+static long rings;
+static struct member *members;
+
+static void note_failure(int rc)
+{
+	if (rc != BATON_OK)
+		__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+}
+
+static void member_main(void *arg)
+{
+	struct member *m = arg;
+	void *v;
+
+	/* Relaxed: a count the starter polls; channels order the messages. */
+	__atomic_add_fetch(&blocked, 1, __ATOMIC_RELAXED);
+	note_failure(baton_chan_recv(m->in, &v, -1)); /* start token or hop */
+	if (m->index == 0) {
+		for (long r = 0; r < opts.rounds; r++) {
+			long sent = r * 1000;
+
+			note_failure(baton_chan_send(m->right, (void *)sent, -1));
+			note_failure(baton_chan_recv(m->in, &v, -1));
+			if ((long)v != sent + opts.n - 1)
+				__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+		}
+		return;
+	}
+	for (long r = 0;;) {
+		note_failure(baton_chan_send(m->right, (void *)((long)v + 1), -1));
+		if (++r == opts.rounds)
+			break;
+		note_failure(baton_chan_recv(m->in, &v, -1));
+	}
+}
+
+static void starter_main(void *arg)
+{
+	(void)arg;
+	/* Relaxed: see member_main. */
+	while (__atomic_load_n(&blocked, __ATOMIC_RELAXED) < opts.coroutines)
+		baton_sched_yield();
+	rss_ready = rc_rss_bytes();
+	t_start = rc_now_ns();
+	for (long r = 0; r < rings; r++)
+		note_failure(baton_chan_send(members[r * opts.n].in, NULL, -1));
+}
+
+static void fail(const char *impl, const char *what, long at, int rc)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "%s failed at coroutine %ld of %ld: %s", what,
+		 at, opts.coroutines, baton_strerror(rc));
+	rc_fail(impl, &opts, msg);
+}
+
+/* One timed run; returns messages per second. */
+static double run_once(const char *impl, unsigned workers,
+		       enum baton_coro_model model, bool first)
+{
+	struct baton_sched_attr sattr = { workers };
+	baton_sched_t *s;
+	int64_t elapsed;
+	long c = opts.coroutines;
+	int rc;
+
+	blocked = errors = failures = 0;
+	if (first)
+		rss_before = rc_rss_bytes();
+	rc = baton_sched_create(&s, &sattr);
+	if (rc != BATON_OK)
+		fail(impl, "baton_sched_create", 0, rc);
+	members = calloc((size_t)c, sizeof(*members));
+	if (members == NULL)
+		fail(impl, "calloc", 0, BATON_ENOMEM);
+	for (long i = 0; i < c; i++) {
+		rc = baton_chan_create(&members[i].in, 0);
+		if (rc != BATON_OK)
+			fail(impl, "baton_chan_create", i, rc);
+	}
+	for (long i = 0; i < c; i++) {
+		long ring = i / opts.n, pos = i % opts.n;
+		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+
+		members[i].index = pos;
+		members[i].right = members[ring * opts.n + (pos + 1) % opts.n].in;
+		ta.coro.model = model;
+		ta.coro.stack_size = BATON_CORO_STACK_MIN;
+		ta.worker = (int)(ring % baton_sched_workers(s));
+		rc = baton_sched_spawn(s, &ta, member_main, &members[i]);
+		if (rc != BATON_OK)
+			fail(impl, "baton_sched_spawn", i, rc);
+	}
+	rc = baton_sched_spawn(s, NULL, starter_main, NULL);
+	if (rc != BATON_OK)
+		fail(impl, "baton_sched_spawn (starter)", c, rc);
+	rc = baton_sched_run(s);
+	elapsed = rc_now_ns() - t_start;
+	if (rc != BATON_OK)
+		fail(impl, "baton_sched_run", c, rc);
+	if (errors || failures) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "%ld rounds with a wrong message, %ld failed channel calls",
+			 errors, failures);
+		rc_fail(impl, &opts, msg);
+	}
+	baton_sched_destroy(s);
+	for (long i = 0; i < c; i++)
+		baton_chan_destroy(members[i].in);
+	free(members);
+	return (double)opts.n * (double)rings * (double)opts.rounds * 1e9 / (double)elapsed;
+}
+
+/* The two JSON lines of docs/bench-format.md ("peer": false). */
+static void report(const char *impl, const double *samples, double rss_per)
+{
+	long n = opts.runs;
+	double *sorted = malloc((size_t)n * sizeof(*sorted));
+	double med;
+
+	if (sorted == NULL)
+		fail(impl, "malloc", 0, BATON_ENOMEM);
+	memcpy(sorted, samples, (size_t)n * sizeof(*sorted));
+	qsort(sorted, (size_t)n, sizeof(*sorted), rc_cmp_double);
+	med = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
+	       "\"metric\":\"msgs_per_s\",\"value\":%.1f,\"unit\":\"msgs/s\",",
+	       impl, med);
+	rc_params(stdout, &opts);
+	printf(",\"runs\":%ld,\"min\":%.1f,\"max\":%.1f,\"samples\":[", n,
+	       sorted[0], sorted[n - 1]);
+	for (long i = 0; i < n; i++)
+		printf("%s%.1f", i ? "," : "", samples[i]);
+	printf("]}\n{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
+	       "\"metric\":\"rss_bytes_per_coro\",\"value\":%.1f,\"unit\":\"bytes\",",
+	       impl, rss_per);
+	rc_params(stdout, &opts);
+	printf(",\"runs\":1,\"min\":%.1f,\"max\":%.1f}\n", rss_per, rss_per);
+	fflush(stdout);
+	free(sorted);
+}
+
+int main(int argc, char **argv)
+{
+	const char *impl_arg = NULL;
+	char impl[64];
+	char *rest[64];
+	int nrest = 0;
+	unsigned workers;
+	enum baton_coro_model model;
+	double *samples;
+
+	for (int i = 0; i < argc && nrest < 63; i++) {
+		if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc)
+			impl_arg = argv[++i];
+		else
+			rest[nrest++] = argv[i];
+	}
+	rest[nrest] = NULL;
+	rc_parse_args(nrest, rest, &opts);
+	if (impl_arg == NULL)
+		rc_bad(argv[0], "--impl 1t-stackful|1t-copystack|mt-stackful|mt-copystack is required");
+	if (strcmp(impl_arg, "1t-stackful") == 0 || strcmp(impl_arg, "mt-stackful") == 0)
+		model = BATON_CORO_STACKFUL;
+	else if (strcmp(impl_arg, "1t-copystack") == 0 || strcmp(impl_arg, "mt-copystack") == 0)
+		model = BATON_CORO_COPYSTACK;
+	else
+		rc_bad(argv[0], "unknown --impl");
+	workers = impl_arg[0] == 'm' ? 0 : 1;
+	snprintf(impl, sizeof(impl), "baton-%s", impl_arg);
+	rings = opts.coroutines / opts.n;
+	samples = malloc((size_t)opts.runs * sizeof(*samples));
+	if (samples == NULL)
+		fail(impl, "malloc", 0, BATON_ENOMEM);
+	double rss_per = 0;
+	for (long r = 0; r < opts.runs; r++) {
+		samples[r] = run_once(impl, workers, model, r == 0);
+		if (r == 0)
+			rss_per = (double)(rss_ready - rss_before) / (double)opts.coroutines;
+	}
+	report(impl, samples, rss_per);
+	free(samples);
+	return 0;
+}
