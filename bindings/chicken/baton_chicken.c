@@ -122,22 +122,12 @@ out:
 int baton_chicken_call(baton_seq_fn fn, void *arg, void **result)
 {
 	baton_seq_t *seq = current_seq();
-	int rc;
 
 	if (!fn || !seq)
 		return BATON_EINVAL;
-	rc = baton_seq_call(seq, fn, arg, result);
-	if (rc == BATON_EDEADLK && baton_seq_on_stack(seq) == 1) {
-		/* A callback calling back in: we already are on the runtime's
-		 * stack and hold it, so run the nested call in place, as
-		 * CHICKEN would for nested callbacks on its own stack. */
-		void *r = fn(arg);
-
-		if (result)
-			*result = r;
-		rc = BATON_OK;
-	}
-	return rc;
+	/* From inside a callback (already on the stack) this runs fn nested,
+	 * in place: baton/seq.h rule 2. */
+	return baton_seq_call(seq, fn, arg, result);
 }
 
 void baton_chicken_call_or_die(baton_seq_fn fn, void *arg, const char *who)
