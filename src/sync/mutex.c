@@ -1,0 +1,109 @@
+/*
+ * Mutexes with FIFO hand-off. The owner is recorded under the spinlock as
+ * the task that locked it (or, for a try-lock outside any task, a tag of
+ * the calling thread). Unlock claims the oldest waiter that can still be
+ * claimed and makes its task the owner before waking it, so the mutex is
+ * never free while tasks wait: a late arrival finds it held and queues.
+ *
+ * Invariant (under the lock): owner == NULL implies an empty queue. Waiters
+ * are linked only while the mutex is held, and the unlock that finds no
+ * claimable waiter has unlinked every one (those that timed out included).
+ */
+#include <stdlib.h>
+
+#include "sync_internal.h"
+
+struct baton_mutex {
+	baton_spinlock_t lock;
+	const void *owner;	     /* task, thread tag, or NULL; under lock */
+	struct baton_waitq waiters; /* tasks in baton_mutex_lock */
+};
+
+/* Identifies a thread that holds a mutex outside any task. Its address is
+ * distinct from every live task block and every other thread's tag. */
+static __thread char thread_tag;
+
+/* Who the caller is, as an owner: its task (also from a coroutine the task
+ * resumed, so that the task keeps one identity), else its thread. */
+static const void *caller(void)
+{
+	struct baton_task *t = baton_task_self();
+
+	return t ? (const void *)t : (const void *)&thread_tag;
+}
+
+int baton_mutex_create(baton_mutex_t **out)
+{
+	struct baton_mutex *m;
+
+	if (out == NULL)
+		return BATON_EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return BATON_ENOMEM;
+	*out = m;
+	return BATON_OK;
+}
+
+int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	const void *me;
+
+	if (m == NULL)
+		return BATON_EINVAL;
+	t = baton_sync_parkable();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	me = caller();
+	baton_spin_lock(&m->lock);
+	if (m->owner == NULL) {
+		m->owner = me;
+		baton_spin_unlock(&m->lock);
+		return BATON_OK;
+	}
+	if (m->owner == me || timeout_ns == 0) {
+		int rc = m->owner == me ? BATON_EDEADLK : BATON_EAGAIN;
+
+		baton_spin_unlock(&m->lock);
+		return rc;
+	}
+	/* BATON_OK: the unlocker made us the owner before waking us. Any
+	 * other result: we were never made the owner, and are unlinked. */
+	return baton_sync_block(t, &m->waiters, &m->lock, 0, timeout_ns);
+}
+
+int baton_mutex_unlock(baton_mutex_t *m)
+{
+	struct baton_waiter *w;
+
+	if (m == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&m->lock);
+	if (m->owner != caller()) {
+		baton_spin_unlock(&m->lock);
+		return BATON_EPERM;
+	}
+	/* Skips (and unlinks) waiters whose timeout already claimed them. */
+	w = baton_waitq_claim_first(&m->waiters);
+	m->owner = w ? w->task : NULL;
+	if (w)
+		baton_sync_wake(w, BATON_OK);
+	baton_spin_unlock(&m->lock);
+	return BATON_OK;
+}
+
+int baton_mutex_destroy(baton_mutex_t *m)
+{
+	bool busy;
+
+	if (m == NULL)
+		return BATON_OK;
+	baton_spin_lock(&m->lock);
+	busy = m->owner != NULL || m->waiters.head != NULL;
+	baton_spin_unlock(&m->lock);
+	if (busy)
+		return BATON_EBUSY;
+	free(m);
+	return BATON_OK;
+}

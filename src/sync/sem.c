@@ -1,0 +1,136 @@
+/*
+ * Counting semaphores, served strictly in arrival order.
+ *
+ * Invariant (under the lock), apart from waiters whose timeout has already
+ * claimed them: the queue is empty, or its head asks for more units than
+ * are free. Every change restores it through grant(): release adds units,
+ * and a task whose wait failed (timeout, ENOMEM) runs grant() after it has
+ * unlinked itself, since it may have been the head holding others back.
+ * An acquire takes units directly only when nobody is queued.
+ */
+#include <stdlib.h>
+
+#include "sync_internal.h"
+
+struct baton_sem {
+	baton_spinlock_t lock;
+	long value;		     /* free units, >= 0; under lock */
+	struct baton_waitq waiters; /* tasks in baton_sem_acquire, FIFO */
+};
+
+/* Serve the head of the queue while its request fits. Caller holds the
+ * lock. */
+static void grant(struct baton_sem *s)
+{
+	struct baton_waiter *w;
+
+	while ((w = s->waiters.head) != NULL) {
+		struct baton_task *t = w->task;
+		long amount = w->amount;
+
+		if (amount > s->value) {
+			/* Relaxed: a waiter still linked is claimed only by its
+			 * timer. Seeing the claim late only leaves the waiter
+			 * for its task to unlink (and re-grant); seeing it, we
+			 * unlink it so it stops holding the queue back. */
+			if (__atomic_load_n(&t->wait_state, __ATOMIC_RELAXED) ==
+			    BATON_WAIT_WAITING)
+				break;
+			baton_waitq_remove(&s->waiters, w);
+			continue;
+		}
+		baton_waitq_remove(&s->waiters, w);
+		if (!baton_wait_claim(t))
+			continue; /* timed out meanwhile: skip it */
+		t->wait_index = w->index;
+		s->value -= amount;
+		baton_sync_wake(w, BATON_OK);
+	}
+}
+
+int baton_sem_create(baton_sem_t **out, long initial)
+{
+	struct baton_sem *s;
+
+	if (out == NULL || initial < 0)
+		return BATON_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return BATON_ENOMEM;
+	s->value = initial;
+	*out = s;
+	return BATON_OK;
+}
+
+int baton_sem_acquire(baton_sem_t *s, long n, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	int rc;
+
+	if (s == NULL || n < 1)
+		return BATON_EINVAL;
+	t = baton_sync_parkable();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	baton_spin_lock(&s->lock);
+	grant(s); /* drop timed-out heads first; serves only earlier waiters */
+	if (s->waiters.head == NULL && s->value >= n) {
+		s->value -= n;
+		baton_spin_unlock(&s->lock);
+		return BATON_OK;
+	}
+	if (timeout_ns == 0) {
+		baton_spin_unlock(&s->lock);
+		return BATON_EAGAIN;
+	}
+	rc = baton_sync_block(t, &s->waiters, &s->lock, n, timeout_ns);
+	if (rc != BATON_OK) {
+		/* We were perhaps the head that held the others back. */
+		baton_spin_lock(&s->lock);
+		grant(s);
+		baton_spin_unlock(&s->lock);
+	}
+	return rc;
+}
+
+int baton_sem_release(baton_sem_t *s, long n)
+{
+	long value;
+
+	if (s == NULL || n < 1)
+		return BATON_EINVAL;
+	baton_spin_lock(&s->lock);
+	if (__builtin_add_overflow(s->value, n, &value)) {
+		baton_spin_unlock(&s->lock);
+		return BATON_EINVAL;
+	}
+	s->value = value;
+	grant(s);
+	baton_spin_unlock(&s->lock);
+	return BATON_OK;
+}
+
+int baton_sem_value(baton_sem_t *s, long *out)
+{
+	if (s == NULL || out == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&s->lock);
+	*out = s->value;
+	baton_spin_unlock(&s->lock);
+	return BATON_OK;
+}
+
+int baton_sem_destroy(baton_sem_t *s)
+{
+	bool busy;
+
+	if (s == NULL)
+		return BATON_OK;
+	baton_spin_lock(&s->lock);
+	busy = s->waiters.head != NULL; /* timed-out waiters too: see wg.c */
+	baton_spin_unlock(&s->lock);
+	if (busy)
+		return BATON_EBUSY;
+	free(s);
+	return BATON_OK;
+}

@@ -1,0 +1,117 @@
+/*
+ * Wait groups: a count under a spinlock and a queue of tasks waiting for it
+ * to reach zero. The add that brings the count to zero claims and wakes
+ * every waiter while it still holds the lock, so a wait that starts later
+ * sees either the new count or is among those woken.
+ *
+ * This file also holds baton_sync_block(), the one blocking step that the
+ * three primitives share.
+ */
+#include <stdlib.h>
+
+#include "sync_internal.h"
+
+struct baton_wg {
+	baton_spinlock_t lock;
+	long count;		     /* >= 0, guarded by lock */
+	struct baton_waitq waiters; /* tasks in baton_wg_wait */
+};
+
+int baton_sync_block(struct baton_task *t, struct baton_waitq *q,
+		     baton_spinlock_t *lock, long amount, int64_t timeout_ns)
+{
+	struct baton_waiter *w;
+	int rc;
+
+	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
+	baton_wait_begin(t);
+	w = baton_wait_add(t, q, lock);
+	w->amount = amount;
+	rc = baton_wait_park(t, timeout_ns); /* releases lock once parked */
+	baton_wait_finish(t);
+	return rc;
+}
+
+int baton_wg_create(baton_wg_t **out)
+{
+	struct baton_wg *wg;
+
+	if (out == NULL)
+		return BATON_EINVAL;
+	wg = calloc(1, sizeof(*wg));
+	if (wg == NULL)
+		return BATON_ENOMEM;
+	*out = wg;
+	return BATON_OK;
+}
+
+int baton_wg_add(baton_wg_t *wg, long delta)
+{
+	struct baton_waiter *w;
+	long count;
+
+	if (wg == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&wg->lock);
+	if (__builtin_add_overflow(wg->count, delta, &count) || count < 0) {
+		baton_spin_unlock(&wg->lock);
+		return BATON_EINVAL;
+	}
+	wg->count = count;
+	if (count == 0)
+		while ((w = baton_waitq_claim_first(&wg->waiters)) != NULL)
+			baton_sync_wake(w, BATON_OK);
+	baton_spin_unlock(&wg->lock);
+	return BATON_OK;
+}
+
+int baton_wg_done(baton_wg_t *wg)
+{
+	return baton_wg_add(wg, -1);
+}
+
+int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns)
+{
+	struct baton_task *t;
+
+	if (wg == NULL)
+		return BATON_EINVAL;
+	t = baton_sync_parkable();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	baton_spin_lock(&wg->lock);
+	if (wg->count == 0 || timeout_ns == 0) {
+		int rc = wg->count == 0 ? BATON_OK : BATON_EAGAIN;
+
+		baton_spin_unlock(&wg->lock);
+		return rc;
+	}
+	return baton_sync_block(t, &wg->waiters, &wg->lock, 0, timeout_ns);
+}
+
+int baton_wg_count(baton_wg_t *wg, long *out)
+{
+	if (wg == NULL || out == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&wg->lock);
+	*out = wg->count;
+	baton_spin_unlock(&wg->lock);
+	return BATON_OK;
+}
+
+int baton_wg_destroy(baton_wg_t *wg)
+{
+	bool busy;
+
+	if (wg == NULL)
+		return BATON_OK;
+	/* A waiter that timed out is still linked until its task has run: it
+	 * will take the lock to unlink itself, so it counts as busy too. */
+	baton_spin_lock(&wg->lock);
+	busy = wg->waiters.head != NULL;
+	baton_spin_unlock(&wg->lock);
+	if (busy)
+		return BATON_EBUSY;
+	free(wg);
+	return BATON_OK;
+}
