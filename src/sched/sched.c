@@ -33,6 +33,7 @@ static void *task_main(void *arg, void *in)
 
 	(void)in;
 	t->fn(t->arg);
+	t->done = true;
 	return NULL;
 }
 
@@ -105,11 +106,11 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 		baton_runq_push(w, t);
 		return;
 	}
-	if (baton_coro_status(t->co) == BATON_CORO_DEAD) {
+	if (t->done) {
 		task_finish(w, t);
 		return;
 	}
-	t->pinned = baton_coro_model(t->co) == BATON_CORO_COPYSTACK;
+	t->pinned = t->copystack;
 	switch (t->after) {
 	case BATON_AFTER_YIELD:
 		baton_runq_push(w, t);
@@ -330,6 +331,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	t->fn = fn;
 	t->arg = arg;
 	t->timeout.index = SIZE_MAX;
+	t->copystack = attr->coro.model == BATON_CORO_COPYSTACK;
 	t->owner = pick_worker(s, attr->worker);
 	/* Relaxed: the count's own modification order is all that matters;
 	 * this increment precedes the push that lets the task run (and end). */

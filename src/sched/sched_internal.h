@@ -127,13 +127,14 @@ struct baton_task {
 	struct baton_sched *sched;
 	struct baton_worker *owner; /* the worker that runs it next */
 	bool pinned;		    /* copy-stack and started: cannot migrate */
+	bool copystack;		    /* its coroutine's model */
+	bool done;		    /* its function returned */
 	unsigned char after;	    /* enum baton_after, set before yielding */
 
 	/* wait protocol */
 	uint32_t wait_state;	    /* enum baton_wait_state, claimed by CAS */
 	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED */
 	int wait_index;		    /* select: the case that completed */
-	void *wait_value;	    /* receive: the message */
 	struct baton_timer_node timeout; /* on owner's heap while armed */
 	baton_spinlock_t *locks[BATON_TASK_MAX_LOCKS]; /* released after park */
 	unsigned nlocks;
@@ -198,18 +199,118 @@ static inline struct baton_task *baton_task_self(void)
 void baton_task_ready(struct baton_task *task);
 void baton_sched_task_after(struct baton_task *task, enum baton_after after);
 
-/* wait.c */
-void baton_wait_begin(struct baton_task *task);
-bool baton_wait_claim(struct baton_task *task);
-struct baton_waiter *baton_wait_add(struct baton_task *task,
-				    struct baton_waitq *q,
-				    baton_spinlock_t *lock);
+/* wait.c (the short steps are inline below: they are every hop's path) */
 int baton_wait_park(struct baton_task *task, int64_t timeout_ns);
-void baton_wait_finish(struct baton_task *task);
-void baton_waitq_push(struct baton_waitq *q, struct baton_waiter *w);
-void baton_waitq_remove(struct baton_waitq *q, struct baton_waiter *w);
-struct baton_waiter *baton_waitq_claim_first(struct baton_waitq *q);
-int baton_wait_reserve(struct baton_task *task, unsigned n);
+int baton_wait_reserve_many(struct baton_task *task, unsigned n);
+void baton_wait_free_many(struct baton_task *task);
+
+static inline void baton_waitq_push(struct baton_waitq *q,
+				    struct baton_waiter *w)
+{
+	w->next = NULL;
+	w->prev = q->tail;
+	if (q->tail)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+	w->linked = true;
+}
+
+static inline void baton_waitq_remove(struct baton_waitq *q,
+				      struct baton_waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		q->head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		q->tail = w->prev;
+	w->next = w->prev = NULL;
+	w->linked = false;
+}
+
+static inline bool baton_wait_claim(struct baton_task *t)
+{
+	uint32_t expected = BATON_WAIT_WAITING;
+
+	/* Acq_rel: the winner's later writes of the result are ordered after
+	 * its win, and it sees the task's state as the task left it. */
+	return __atomic_compare_exchange_n(&t->wait_state, &expected,
+					   BATON_WAIT_CLAIMED, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* Unlink waiters from the front until one's task can be claimed; return it
+ * (claimed, unlinked, wait_index set) or NULL. Caller holds the lock. A
+ * waiter whose task was already claimed (by its timeout or another case of
+ * a select) is dropped: that task unlinks its other waiters itself. */
+static inline struct baton_waiter *baton_waitq_claim_first(struct baton_waitq *q)
+{
+	struct baton_waiter *w;
+
+	while ((w = q->head) != NULL) {
+		baton_waitq_remove(q, w);
+		if (baton_wait_claim(w->task)) {
+			w->task->wait_index = w->index;
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/* Room for n waiters: inline for up to BATON_TASK_INLINE_WAITERS. */
+static inline int baton_wait_reserve(struct baton_task *t, unsigned n)
+{
+	t->nwaiters = 0;
+	t->nlocks = 0;
+	if (BATON_LIKELY(n <= BATON_TASK_INLINE_WAITERS)) {
+		t->waiters = t->inline_waiters;
+		return BATON_OK;
+	}
+	return baton_wait_reserve_many(t, n);
+}
+
+static inline void baton_wait_begin(struct baton_task *t)
+{
+	t->wait_result = BATON_OK;
+	t->wait_index = -1;
+	/* Relaxed: wakers read the state only after finding a waiter in a
+	 * queue, i.e. after taking the lock we release after parking. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
+}
+
+static inline struct baton_waiter *baton_wait_add(struct baton_task *t,
+						  struct baton_waitq *q,
+						  baton_spinlock_t *lock)
+{
+	struct baton_waiter *w = &t->waiters[t->nwaiters];
+
+	w->task = t;
+	w->index = (int)t->nwaiters++;
+	w->queue = q;
+	w->lock = lock;
+	w->value = NULL;
+	w->amount = 0;
+	baton_waitq_push(q, w);
+	for (unsigned i = 0; i < t->nlocks; i++)
+		if (t->locks[i] == lock)
+			return w;
+	t->locks[t->nlocks++] = lock;
+	return w;
+}
+
+static inline void baton_wait_finish(struct baton_task *t)
+{
+	if (BATON_UNLIKELY(t->waiters != t->inline_waiters))
+		baton_wait_free_many(t);
+	t->nwaiters = 0;
+	t->nlocks = 0;
+	/* Relaxed: only this task reads or writes its state now. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_IDLE, __ATOMIC_RELAXED);
+}
 
 /* timer.c */
 int64_t baton_clock_now(void);

@@ -12,100 +12,16 @@
 #include "queue.h"
 #include "sched_internal.h"
 
-void baton_waitq_push(struct baton_waitq *q, struct baton_waiter *w)
+int baton_wait_reserve_many(struct baton_task *t, unsigned n)
 {
-	w->next = NULL;
-	w->prev = q->tail;
-	if (q->tail)
-		q->tail->next = w;
-	else
-		q->head = w;
-	q->tail = w;
-	w->linked = true;
-}
-
-void baton_waitq_remove(struct baton_waitq *q, struct baton_waiter *w)
-{
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		q->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	else
-		q->tail = w->prev;
-	w->next = w->prev = NULL;
-	w->linked = false;
-}
-
-/* Unlink waiters from the front until one's task can be claimed; return it
- * (claimed, unlinked) or NULL. Caller holds the queue's lock. */
-struct baton_waiter *baton_waitq_claim_first(struct baton_waitq *q)
-{
-	struct baton_waiter *w;
-
-	while ((w = q->head) != NULL) {
-		baton_waitq_remove(q, w);
-		if (baton_wait_claim(w->task)) {
-			w->task->wait_index = w->index;
-			return w;
-		}
-		/* Lost to its timeout or to another case: the task unlinks
-		 * the rest of its waiters itself when it runs. */
-	}
-	return NULL;
-}
-
-int baton_wait_reserve(struct baton_task *t, unsigned n)
-{
-	t->nwaiters = 0;
-	t->nlocks = 0;
-	if (n <= BATON_TASK_INLINE_WAITERS) {
-		t->waiters = t->inline_waiters;
-		return BATON_OK;
-	}
 	t->waiters = malloc(n * sizeof(*t->waiters));
 	return t->waiters ? BATON_OK : BATON_ENOMEM;
 }
 
-void baton_wait_begin(struct baton_task *t)
+void baton_wait_free_many(struct baton_task *t)
 {
-	t->wait_result = BATON_OK;
-	t->wait_index = -1;
-	t->wait_value = NULL;
-	/* Relaxed: wakers read the state only after finding a waiter in a
-	 * queue, i.e. after taking the lock we release after parking. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
-}
-
-bool baton_wait_claim(struct baton_task *t)
-{
-	uint32_t expected = BATON_WAIT_WAITING;
-
-	/* Acq_rel: the winner's later writes of the result are ordered after
-	 * its win, and it sees the task's state as the task left it. */
-	return __atomic_compare_exchange_n(&t->wait_state, &expected,
-					   BATON_WAIT_CLAIMED, false,
-					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-}
-
-struct baton_waiter *baton_wait_add(struct baton_task *t, struct baton_waitq *q,
-				    baton_spinlock_t *lock)
-{
-	struct baton_waiter *w = &t->waiters[t->nwaiters];
-
-	w->task = t;
-	w->index = (int)t->nwaiters++;
-	w->queue = q;
-	w->lock = lock;
-	w->value = NULL;
-	w->amount = 0;
-	baton_waitq_push(q, w);
-	for (unsigned i = 0; i < t->nlocks; i++)
-		if (t->locks[i] == lock)
-			return w;
-	t->locks[t->nlocks++] = lock;
-	return w;
+	free(t->waiters);
+	t->waiters = t->inline_waiters;
 }
 
 static void timeout_fire(struct baton_timer_node *n)
@@ -134,17 +50,6 @@ static void unlink_rest(struct baton_task *t)
 			baton_waitq_remove(w->queue, w);
 		baton_spin_unlock(w->lock);
 	}
-}
-
-void baton_wait_finish(struct baton_task *t)
-{
-	if (t->waiters != t->inline_waiters)
-		free(t->waiters);
-	t->waiters = NULL;
-	t->nwaiters = 0;
-	t->nlocks = 0;
-	/* Relaxed: only this task reads or writes its state now. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_IDLE, __ATOMIC_RELAXED);
 }
 
 int baton_wait_park(struct baton_task *t, int64_t timeout_ns)
