@@ -1,0 +1,115 @@
+/*
+ * bindings/lua/baton_lua.h - one Lua 5.4 state shared by any number of
+ * native threads, through baton's call sequencer (baton/seq.h).
+ *
+ * A lua_State is not thread-safe. baton_lua_create() makes one on the
+ * dedicated stack of a sequencer (luaL_newstate and luaL_openlibs run
+ * there, through baton_seq_attr.init), and every later use of the state goes
+ * through baton_seq_call(): one thread at a time, always on that stack, with
+ * flat combining when threads contend. Lua's collector and finalizers run
+ * inside those calls, so they need nothing special.
+ *
+ *     baton_lua_t *bl;
+ *     struct baton_lua_value args[2] = { BATON_LUA_INT(2), BATON_LUA_INT(3) }, res;
+ *
+ *     if (baton_lua_create(&bl, NULL) != BATON_OK)
+ *         abort();
+ *     baton_lua_dostring(bl, "function add(a, b) return a + b end", NULL);
+ *     // from any thread:
+ *     if (baton_lua_call(bl, "add", args, 2, &res) == BATON_OK)
+ *         printf("%lld\n", res.u.i);              // 5
+ *     baton_lua_value_clear(&res);
+ *     baton_lua_destroy(bl);
+ *
+ * Rules a caller must keep:
+ *  1. Touch the lua_State only inside baton_lua_with() (or the other calls
+ *     here); never keep it and use it from a thread directly.
+ *  2. A string result is a malloc'd copy owned by the caller: release every
+ *     result with baton_lua_value_clear() (harmless on other types).
+ *  3. A Lua error is returned as BATON_LUA_ERROR with the message as a
+ *     string in *result (or *err), also to be cleared.
+ *  4. Destroy only when no thread calls any more (baton_seq_destroy's rule).
+ *
+ * Link with baton_lua (CMake target) or -lbaton_lua -lbaton -llua5.4.
+ */
+#ifndef BATON_LUA_H
+#define BATON_LUA_H
+
+#include <stddef.h>
+
+#include <baton/seq.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct lua_State;
+typedef struct baton_lua baton_lua_t;
+
+/* A Lua error was raised; the message is in the result value. */
+#define BATON_LUA_ERROR (-100)
+
+enum baton_lua_type {
+	BATON_LUA_NIL = 0,
+	BATON_LUA_INTEGER,
+	BATON_LUA_NUMBER,
+	BATON_LUA_STRING,
+	BATON_LUA_BOOLEAN,
+};
+
+struct baton_lua_value {
+	enum baton_lua_type type;
+	union {
+		long long i;
+		double n;
+		int b;
+		struct {
+			const char *ptr; /* NUL-terminated (may also contain NULs) */
+			size_t len;
+		} s;
+	} u;
+};
+
+#define BATON_LUA_INT(v) { BATON_LUA_INTEGER, { .i = (v) } }
+#define BATON_LUA_NUM(v) { BATON_LUA_NUMBER, { .n = (v) } }
+#define BATON_LUA_STR(p) { BATON_LUA_STRING, { .s = { (p), sizeof(p) - 1 } } } /* literals */
+
+/* Create a state on a new sequencer. `attr` (may be NULL) gives the stack
+ * size, K and the name; its init must be NULL (the binding's own init opens
+ * the state). Errors: BATON_EINVAL, BATON_ENOMEM, baton_seq_create's. */
+int baton_lua_create(baton_lua_t **out, const struct baton_seq_attr *attr);
+
+/* Call the global function `name` with nargs arguments (integers, numbers,
+ * strings, booleans, nil) and store its first result in *result (if not
+ * NULL). Errors: BATON_EINVAL (NULL bl or name, nargs < 0, args NULL with
+ * nargs > 0), BATON_LUA_ERROR (no such function, a Lua error, or a result
+ * of another type: message in *result), baton_seq_call's. */
+int baton_lua_call(baton_lua_t *bl, const char *name, const struct baton_lua_value *args,
+		   int nargs, struct baton_lua_value *result);
+
+/* Run a chunk of Lua source, or a file. On BATON_LUA_ERROR the message is
+ * stored in *err if err is not NULL. */
+int baton_lua_dostring(baton_lua_t *bl, const char *code, struct baton_lua_value *err);
+int baton_lua_dofile(baton_lua_t *bl, const char *path, struct baton_lua_value *err);
+
+/* Run fn(L, arg) on the dedicated stack with the state; its return value
+ * goes to *result. For anything the calls above do not cover. */
+int baton_lua_with(baton_lua_t *bl, void *(*fn)(struct lua_State *L, void *arg), void *arg,
+		   void **result);
+
+/* The sequencer (for baton_seq_set_batch, baton_seq_stats). */
+baton_seq_t *baton_lua_seq(baton_lua_t *bl);
+
+/* Free a string result; sets *v to nil. NULL is a no-op. */
+void baton_lua_value_clear(struct baton_lua_value *v);
+
+/* lua_close on the dedicated stack, then destroy the sequencer. NULL is a
+ * no-op. Errors: BATON_EBUSY (called from inside a call on this state:
+ * nothing was closed). See rule 4 for calls from other threads. */
+int baton_lua_destroy(baton_lua_t *bl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_LUA_H */
