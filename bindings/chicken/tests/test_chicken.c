@@ -118,10 +118,12 @@ static void threads_hammer_with_gc(void **state)
 {
 	pthread_t th[THREADS];
 	struct baton_chicken_gc_stats a, b;
+	struct baton_seq_stats sa, sb;
 
 	(void)state;
 	calls_per_thread = harness_scale(100000, 10000);
 	assert_int_equal(baton_chicken_gc_stats(&a), BATON_OK);
+	assert_int_equal(baton_seq_stats(baton_chicken_seq(), &sa), BATON_OK);
 	for (long t = 0; t < THREADS; t++)
 		assert_int_equal(pthread_create(&th[t], NULL, hammer, (void *)t), 0);
 	for (int t = 0; t < THREADS; t++)
@@ -130,6 +132,12 @@ static void threads_hammer_with_gc(void **state)
 	fprintf(stderr, "# %d threads x %ld calls: %lu minor, %lu major GCs, %lu ms in GC\n",
 		THREADS, calls_per_thread, b.minor - a.minor, b.major - a.major,
 		b.ms - a.ms);
+	assert_int_equal(baton_seq_stats(baton_chicken_seq(), &sb), BATON_OK);
+	fprintf(stderr, "# sequencer: %llu calls, %llu switches, %llu combined, %llu sleeps\n",
+		(unsigned long long)(sb.calls - sa.calls),
+		(unsigned long long)(sb.switches - sa.switches),
+		(unsigned long long)(sb.combined - sa.combined),
+		(unsigned long long)(sb.sleeps - sa.sleeps));
 	assert_int_equal(bad_results, 0);
 	assert_true(b.minor - a.minor >= 100);
 	assert_true(b.major - a.major >= 2);
