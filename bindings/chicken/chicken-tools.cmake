@@ -41,7 +41,16 @@ function(baton_chicken_add_scheme target scm)
     VERBATIM)
   target_sources(${target} PRIVATE ${_out})
   # Generated code: embedded mode (no main), and its warnings are CHICKEN's.
+  set(_opts -w)
+  if(BATON_SANITIZE STREQUAL "thread")
+    # Scheme compiled to C never returns until a minor GC longjmps out of
+    # the nursery: tens of thousands of nested C frames, more than
+    # ThreadSanitizer's shadow call stack holds (it aborts with a CHECK in
+    # sanitizer_stackdepot.cpp). Leave this code uninstrumented, like
+    # libchicken itself.
+    list(APPEND _opts -fno-sanitize=thread)
+  endif()
   set_source_files_properties(${_out} PROPERTIES
-    COMPILE_DEFINITIONS C_EMBEDDED COMPILE_OPTIONS -w)
+    COMPILE_DEFINITIONS C_EMBEDDED COMPILE_OPTIONS "${_opts}")
   target_link_libraries(${target} PRIVATE baton_chicken_runtime)
 endfunction()
