@@ -8,8 +8,9 @@
 #       the seed's benchmark: -O3 -d0) and compiles the C into <target>.
 #       The program may (include "baton-chicken.scm").
 #
-# Included by bindings/chicken/CMakeLists.txt and bench/seq/chicken.cmake.
-include_guard(GLOBAL)
+# Included by bindings/chicken/CMakeLists.txt and bench/seq/chicken.cmake
+# (each include sets the variables in the includer's scope; the find_*
+# results are cached, the target is made once).
 
 set(BATON_CHICKEN_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(BATON_CHICKEN_FOUND OFF)
