@@ -33,14 +33,15 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 	return BATON_OK;
 }
 
-/* Wake a claimed waiter's task with `result`. */
-static void wake(struct baton_waiter *w, int result)
+/* Wake a claimed waiter's task with `result`, once the lock is released. */
+static void wake(struct baton_wakelist *wl, struct baton_waiter *w, int result)
 {
 	w->task->wait_result = result;
-	baton_task_ready(w->task);
+	baton_wakelist_add(wl, w->task);
 }
 
-int baton_chan_try_send_locked(struct baton_chan *ch, void *value)
+int baton_chan_try_send_locked(struct baton_chan *ch, void *value,
+			       struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
 
@@ -49,7 +50,7 @@ int baton_chan_try_send_locked(struct baton_chan *ch, void *value)
 	w = baton_waitq_claim_first(&ch->recvq);
 	if (w) { /* a receiver waits: hand over directly */
 		w->value = value;
-		wake(w, BATON_OK);
+		wake(wl, w, BATON_OK);
 		return BATON_OK;
 	}
 	if (ch->len < ch->cap) {
@@ -59,7 +60,8 @@ int baton_chan_try_send_locked(struct baton_chan *ch, void *value)
 	return BATON_CHAN_BLOCK;
 }
 
-int baton_chan_try_recv_locked(struct baton_chan *ch, void **value)
+int baton_chan_try_recv_locked(struct baton_chan *ch, void **value,
+			       struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
 
@@ -71,14 +73,14 @@ int baton_chan_try_recv_locked(struct baton_chan *ch, void **value)
 		w = baton_waitq_claim_first(&ch->sendq);
 		if (w) {
 			ch->buf[(ch->head + ch->len++) % ch->cap] = w->value;
-			wake(w, BATON_OK);
+			wake(wl, w, BATON_OK);
 		}
 		return BATON_OK;
 	}
 	w = baton_waitq_claim_first(&ch->sendq);
 	if (w) { /* unbuffered: take it from the waiting sender */
 		*value = w->value;
-		wake(w, BATON_OK);
+		wake(wl, w, BATON_OK);
 		return BATON_OK;
 	}
 	return ch->closed ? BATON_ECLOSED : BATON_CHAN_BLOCK;
@@ -106,6 +108,7 @@ static int block_on(struct baton_task *t, struct baton_chan *ch,
 
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 {
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *t;
 	int rc;
 
@@ -115,9 +118,10 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&ch->lock);
-	rc = baton_chan_try_send_locked(ch, value);
+	rc = baton_chan_try_send_locked(ch, value, &wl);
 	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
 		baton_spin_unlock(&ch->lock);
+		baton_wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
 	return block_on(t, ch, &ch->sendq, value, NULL, timeout_ns);
@@ -125,6 +129,7 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 
 int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 {
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *t;
 	void *v = NULL;
 	int rc;
@@ -135,11 +140,12 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&ch->lock);
-	rc = baton_chan_try_recv_locked(ch, &v);
+	rc = baton_chan_try_recv_locked(ch, &v, &wl);
 	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0) {
 		rc = block_on(t, ch, &ch->recvq, NULL, &v, timeout_ns);
 	} else {
 		baton_spin_unlock(&ch->lock);
+		baton_wakelist_run(&wl);
 		if (rc == BATON_CHAN_BLOCK)
 			rc = BATON_EAGAIN;
 	}
@@ -150,6 +156,7 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 
 int baton_chan_close(baton_chan_t *ch)
 {
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_waiter *w;
 
 	if (ch == NULL)
@@ -163,10 +170,11 @@ int baton_chan_close(baton_chan_t *ch)
 	/* Waiting receivers exist only with an empty buffer: all get
 	 * ECLOSED. Waiting senders will never be received: ECLOSED too. */
 	while ((w = baton_waitq_claim_first(&ch->recvq)) != NULL)
-		wake(w, BATON_ECLOSED);
+		wake(&wl, w, BATON_ECLOSED);
 	while ((w = baton_waitq_claim_first(&ch->sendq)) != NULL)
-		wake(w, BATON_ECLOSED);
+		wake(&wl, w, BATON_ECLOSED);
 	baton_spin_unlock(&ch->lock);
+	baton_wakelist_run(&wl);
 	return BATON_OK;
 }
 

@@ -25,7 +25,10 @@ enum {
 	BATON_CHAN_BLOCK = 1, /* would block: nothing happened */
 };
 
-int baton_chan_try_send_locked(struct baton_chan *ch, void *value);
-int baton_chan_try_recv_locked(struct baton_chan *ch, void **value);
+/* Claimed partners are added to `wl`: ready them after unlocking. */
+int baton_chan_try_send_locked(struct baton_chan *ch, void *value,
+			       struct baton_wakelist *wl);
+int baton_chan_try_recv_locked(struct baton_chan *ch, void **value,
+			       struct baton_wakelist *wl);
 
 #endif /* BATON_SRC_CHAN_INTERNAL_H */

@@ -66,7 +66,8 @@ static void unlock_all(struct baton_chan **chans, size_t m)
 
 /* One pass of non-blocking steps, from a random start. Returns the case
  * that completed, or n. */
-static size_t try_all(struct baton_chan_op *ops, size_t n)
+static size_t try_all(struct baton_chan_op *ops, size_t n,
+		      struct baton_wakelist *wl)
 {
 	size_t start = next_random() % n;
 
@@ -77,9 +78,9 @@ static size_t try_all(struct baton_chan_op *ops, size_t n)
 		int rc;
 
 		if (op->dir == BATON_CHAN_SEND)
-			rc = baton_chan_try_send_locked(op->chan, op->value);
+			rc = baton_chan_try_send_locked(op->chan, op->value, wl);
 		else
-			rc = baton_chan_try_recv_locked(op->chan, &v);
+			rc = baton_chan_try_recv_locked(op->chan, &v, wl);
 		if (rc == BATON_CHAN_BLOCK)
 			continue;
 		op->result = rc;
@@ -94,6 +95,7 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 		      size_t *index)
 {
 	struct baton_chan *chans[BATON_CHAN_SELECT_MAX];
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *t;
 	size_t m, done;
 	int rc;
@@ -109,9 +111,10 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 		return BATON_EINVAL; /* more distinct channels than a park holds */
 	for (size_t i = 0; i < m; i++)
 		baton_spin_lock(&chans[i]->lock);
-	done = try_all(ops, n);
+	done = try_all(ops, n, &wl);
 	if (done < n || timeout_ns == 0) {
 		unlock_all(chans, m);
+		baton_wakelist_run(&wl);
 		if (done == n)
 			return BATON_EAGAIN;
 		*index = done;

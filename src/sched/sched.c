@@ -13,6 +13,7 @@
  * copy-stack tasks pinned to them can continue in a later run.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,36 @@ void baton_task_ready(struct baton_task *t)
 	}
 	baton_inbox_push_chain(owner, t, t);
 	baton_ec_inc(&owner->ec); /* after the push: see queue.h */
+}
+
+void baton_wakelist_run(struct baton_wakelist *wl)
+{
+	struct baton_task *t = wl->head, *next;
+
+	for (; t; t = next) {
+		next = t->next;
+		baton_task_ready(t);
+	}
+	wl->head = NULL;
+}
+
+/* Contended: spin a little (the holder is usually a few dozen instructions
+ * from releasing), then give the CPU away, since the holder may have been
+ * preempted and spinning would only delay it. */
+void baton_spin_lock_slow(baton_spinlock_t *l)
+{
+	for (unsigned spins = 0;; spins++) {
+		/* Relaxed: spin on a plain load so the line stays shared; the
+		 * acquiring exchange below is what takes the lock. */
+		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
+			if (spins++ < 128)
+				baton_spin_pause();
+			else
+				sched_yield();
+		}
+		if (!__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+			return;
+	}
 }
 
 void baton_sched_task_after(struct baton_task *t, enum baton_after after)

@@ -60,14 +60,13 @@ static inline void baton_spin_pause(void)
 #endif
 }
 
+void baton_spin_lock_slow(baton_spinlock_t *l);
+
 static inline void baton_spin_lock(baton_spinlock_t *l)
 {
 	/* Acquire: the critical section's loads happen after we own it. */
-	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)) {
-		/* Spin on a plain load so the line stays shared meanwhile. */
-		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED))
-			baton_spin_pause();
-	}
+	if (BATON_UNLIKELY(__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)))
+		baton_spin_lock_slow(l);
 }
 
 static inline void baton_spin_unlock(baton_spinlock_t *l)
@@ -79,6 +78,14 @@ static inline void baton_spin_unlock(baton_spinlock_t *l)
 /* --- tasks ------------------------------------------------------------------ */
 struct baton_worker;
 struct baton_task;
+
+/* Tasks claimed under a lock, readied after it is released (so that a
+ * futex wake-up system call never runs inside a spinlock). Linked through
+ * task->next, which a claimed task does not use: it is in no queue. */
+struct baton_wakelist {
+	struct baton_task *head;
+};
+#define BATON_WAKELIST_INIT { NULL }
 
 /* One blocked operation of a task, linked in a primitive's wait queue. */
 struct baton_waiter {
@@ -197,6 +204,15 @@ static inline struct baton_task *baton_task_self(void)
 
 /* sched.c */
 void baton_task_ready(struct baton_task *task);
+void baton_wakelist_run(struct baton_wakelist *wl);
+
+/* Ready `task` (claimed, result set) once the caller's locks are released. */
+static inline void baton_wakelist_add(struct baton_wakelist *wl,
+				      struct baton_task *task)
+{
+	task->next = wl->head;
+	wl->head = task;
+}
 void baton_sched_task_after(struct baton_task *task, enum baton_after after);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
