@@ -173,7 +173,7 @@ static void pass_token(int n, int (*inc)(baton_ec_t *),
 		       int (*wait)(baton_ec_t *, uint32_t, int64_t), long rounds)
 {
 	struct token t = { BATON_EC_INITIALIZER, inc, wait, n,
-			   (uint32_t)harness_scale(rounds, 20000), 0,
+			   (uint32_t)harness_scale(rounds, rounds / 20), 0,
 			   INT64_C(5000000000) * time_scale(), "" };
 	struct player p[4];
 	pthread_t th[4];

@@ -122,7 +122,10 @@ static int ec_wait(baton_ec_t *ec, uint32_t old, int64_t timeout_ns, bool slices
 		}
 		sleep = -1;
 		if (slices && now - quiet_since < EC_QUIET_NS) {
-			sleep = slice;
+			/* the last slice ends with the quiet second */
+			sleep = EC_QUIET_NS - (now - quiet_since);
+			if (slice < sleep)
+				sleep = slice;
 			slice *= EC_SLICE_SCALE;
 		}
 		if (deadline >= 0 && (sleep < 0 || sleep > deadline - now))
