@@ -45,6 +45,7 @@
 #ifndef BATON_EC_H
 #define BATON_EC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <baton/error.h>
