@@ -143,7 +143,6 @@ task relay(channel *in, channel *right, long rounds)
 // measures the RSS they added, then times all rings to completion.
 double one_run(const rc_opts &o, double *rss_per_coro)
 {
-	long rings = o.coroutines / o.n;
 	long rss0 = rc_rss_bytes();
 	auto *inbox = new channel[o.coroutines];
 
@@ -164,7 +163,6 @@ double one_run(const rc_opts &o, double *rss_per_coro)
 
 	// Every coroutine has returned (frames freed); the inboxes are empty.
 	delete[] inbox;
-	(void)rings;
 	return (double)o.coroutines * (double)o.rounds / ((double)(t1 - t0) / 1e9);
 }
 

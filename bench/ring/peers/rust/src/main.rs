@@ -25,17 +25,27 @@ struct Opts {
 
 fn usage(msg: &str) -> ! {
     eprintln!("ring-tokio: {msg}");
-    eprintln!("usage: ring-tokio --n N --coroutines C --rounds M [--runs R] [--runtime current|multi]");
+    eprintln!(
+        "usage: ring-tokio --n N --coroutines C --rounds M [--runs R] [--runtime current|multi]"
+    );
     exit(2);
 }
 
 fn parse() -> Opts {
-    let mut o = Opts { n: 0, coroutines: 0, rounds: 0, runs: 1, multi: false };
+    let mut o = Opts {
+        n: 0,
+        coroutines: 0,
+        rounds: 0,
+        runs: 1,
+        multi: false,
+    };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
         let name = args[i].as_str();
-        let value = args.get(i + 1).unwrap_or_else(|| usage(&format!("{name} needs a value")));
+        let value = args
+            .get(i + 1)
+            .unwrap_or_else(|| usage(&format!("{name} needs a value")));
         let num = || -> usize {
             match value.parse::<usize>() {
                 Ok(v) if v >= 1 => v,
@@ -65,7 +75,10 @@ fn parse() -> Opts {
         usage("--n must be at least 2 (a ring of one has no neighbour)");
     }
     if o.coroutines % o.n != 0 {
-        usage(&format!("--coroutines {} is not a multiple of --n {}", o.coroutines, o.n));
+        usage(&format!(
+            "--coroutines {} is not a multiple of --n {}",
+            o.coroutines, o.n
+        ));
     }
     o
 }
@@ -90,7 +103,10 @@ struct Countdown {
 
 impl Countdown {
     fn new(n: usize) -> Arc<Self> {
-        Arc::new(Countdown { left: AtomicUsize::new(n), zero: Notify::new() })
+        Arc::new(Countdown {
+            left: AtomicUsize::new(n),
+            zero: Notify::new(),
+        })
     }
     fn done(&self) {
         // AcqRel: the last one sees every earlier decrement's writes and
@@ -117,7 +133,8 @@ async fn one_run(o: &Opts, rss_per_coro: Option<&mut f64>) -> (f64, i64) {
     let mut starters = Vec::with_capacity(o.coroutines / n);
 
     for _ in 0..o.coroutines / n {
-        let (txs, mut rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::unbounded_channel::<usize>()).unzip();
+        let (txs, mut rxs): (Vec<_>, Vec<_>) =
+            (0..n).map(|_| mpsc::unbounded_channel::<usize>()).unzip();
         starters.push(txs[0].clone());
         for i in (0..n).rev() {
             let mut inbox = rxs.pop().unwrap();
@@ -209,7 +226,11 @@ fn main() {
     let mut sorted = samples.clone();
     sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let k = sorted.len();
-    let med = if k % 2 == 1 { sorted[k / 2] } else { (sorted[k / 2 - 1] + sorted[k / 2]) / 2.0 };
+    let med = if k % 2 == 1 {
+        sorted[k / 2]
+    } else {
+        (sorted[k / 2 - 1] + sorted[k / 2]) / 2.0
+    };
     let list: Vec<String> = samples.iter().map(|s| format!("{s:.1}")).collect();
     println!(
         "{{\"suite\":\"ring\",\"impl\":\"{impl_name}\",\"peer\":true,\"metric\":\"msgs_per_s\",\"value\":{med:.1},\"unit\":\"msgs/s\",\"params\":{params},\"runs\":{k},\"min\":{:.1},\"max\":{:.1},\"samples\":[{}]}}",
