@@ -123,7 +123,9 @@
           rdecl " " impl "(" plist ");\n"
           "struct " req " {\n" members "};\n"
           "static void *" tramp "(void *p)\n{\n"
-          "\tstruct " req " *r = p;\n\n"
+          (if (and void? (null? vars))
+              "\t(void)p;\n"
+              (string-append "\tstruct " req " *r = p;\n\n"))
           (if void?
               (string-append "\t" call ";\n")
               (string-append "\tr->ret = " call ";\n"))
