@@ -39,8 +39,9 @@
 
 #define SEQ_SLOTS BATON_SEQ_MAX_WAITERS
 #define SEQ_LINE 64
-#define SEQ_SPIN 256	      /* pause-spins of a waiter before it yields */
-#define SEQ_YIELDS 16	      /* sched_yield()s before it sleeps */
+#define SEQ_SPIN 128	      /* pause-spins of a waiter before it yields */
+#define SEQ_YIELDS 64	      /* sched_yield()s before it sleeps */
+#define SEQ_LOCK_EVERY 32     /* a combining waiter looks at the lock this seldom */
 #define SEQ_CHAIN 32	      /* longest wait-for chain the deadlock check walks */
 
 enum slot_state {
@@ -68,6 +69,7 @@ struct seq_slot {
 struct seq_thread {
 	_Atomic(struct baton_seq *) waiting_for;
 	unsigned held;		 /* sequencer locks this thread holds */
+	struct baton_seq *contended; /* our last call on it was served by combining */
 	unsigned hint;		 /* slot to try first */
 	bool hinted;
 };
@@ -83,7 +85,7 @@ struct baton_seq {
 	/* Under the lock only (the holder's data). */
 	_Atomic unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
 	uint64_t deferred[SEQ_SLOTS / 64];	  /* served slots whose owners sleep */
-	_Atomic uint64_t calls, switches, combined; /* relaxed counters */
+	_Atomic uint64_t switches, combined;	  /* relaxed counters */
 	_Atomic uint64_t sleeps;
 	baton_coro_t *co;
 	char name[32];
@@ -91,7 +93,9 @@ struct baton_seq {
 	struct seq_slot slots[SEQ_SLOTS];
 };
 
-static __thread struct seq_thread seq_self;
+/* initial-exec: the library is PIC, and the general-dynamic model would
+ * call __tls_get_addr on every lock and unlock */
+static __thread struct seq_thread seq_self __attribute__((tls_model("initial-exec")));
 /* Spreads the threads' first slot choice; orders nothing. */
 static _Atomic unsigned seq_next_hint;
 
@@ -153,7 +157,6 @@ static void serve_batch(struct baton_seq *s)
 	/* relaxed: see above */
 	atomic_store_explicit(&s->cursor, i, memory_order_relaxed);
 	count(&s->combined, n);
-	count(&s->calls, n);
 }
 
 static void *seq_main(void *arg, void *in)
@@ -164,7 +167,12 @@ static void *seq_main(void *arg, void *in)
 		struct seq_req *r = in;
 
 		r->result = r->fn(r->arg);
-		serve_batch(s);
+		count(&s->switches, 1);
+		/* relaxed: a hint; serve_batch re-reads it with acquire. A
+		 * waiter that we miss here is served by a later holder or
+		 * takes the lock itself */
+		if (__builtin_expect(atomic_load_explicit(&s->hwm, memory_order_relaxed) != 0, 0))
+			serve_batch(s);
 		baton_coro_yield(NULL, &in);
 	}
 	return NULL;
@@ -256,8 +264,6 @@ static void unlock(struct baton_seq *s)
 /* Holding the lock: switch to the stack, run r and a batch, switch back. */
 static void run_locked(struct baton_seq *s, struct seq_req *r)
 {
-	count(&s->calls, 1);
-	count(&s->switches, 1);
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
 	 * it and it always yields back) and stackful. */
 	baton_coro_resume(s->co, r, NULL);
@@ -344,6 +350,13 @@ enum wait_outcome { WAIT_SERVED, WAIT_LOCKED, WAIT_DEADLOCK };
 /* Wait until our request in `sl` was served, or we hold the lock. */
 static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, bool check)
 {
+	/* A waiter that can be served keeps off the lock line most of the
+	 * time, so that the holder's lock and unlock stay local to its core;
+	 * one that cannot (K = 0, or LOCKONLY) watches the lock all along.
+	 * relaxed: K is a tuning knob */
+	unsigned every = !check && atomic_load_explicit(&s->batch, memory_order_relaxed) > 0
+			 ? SEQ_LOCK_EVERY : 1;
+
 	for (unsigned n = 0;; n++) {
 		uint32_t v;
 
@@ -352,7 +365,8 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 		if (atomic_load_explicit(&sl->state, memory_order_acquire) == SLOT_IDLE)
 			return WAIT_SERVED;
 		/* relaxed peek before the CAS, to keep the line shared */
-		if (atomic_load_explicit(&s->lock, memory_order_relaxed) == 0 && try_lock(s))
+		if (n % every == every - 1 &&
+		    atomic_load_explicit(&s->lock, memory_order_relaxed) == 0 && try_lock(s))
 			return WAIT_LOCKED;
 		if (check && would_deadlock(s))
 			return WAIT_DEADLOCK;
@@ -394,8 +408,9 @@ static int call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **res
 		r.result = fn(arg);
 		goto done;
 	}
-	/* relaxed: if it is us, we wrote it ourselves */
-	if (atomic_load_explicit(&s->holder, memory_order_relaxed) == &seq_self)
+	/* relaxed: if it is us, we wrote it ourselves (and only a thread
+	 * that holds some lock can be its holder: keep off the lock line) */
+	if (check && atomic_load_explicit(&s->holder, memory_order_relaxed) == &seq_self)
 		return report_deadlock(s, "called off the dedicated stack by the thread that holds it "
 					  "(from a coroutine resumed inside a sequenced call?)");
 	while ((sl = claim_slot(s)) == NULL) {
@@ -414,6 +429,8 @@ static int call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **res
 	atomic_store_explicit(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING,
 			      memory_order_release);
 	out = wait_slot(s, sl, check);
+	/* next time, publish at once if combining served us this time */
+	seq_self.contended = out == WAIT_SERVED ? s : NULL;
 	if (out == WAIT_LOCKED) {
 		/* acquire: as in wait_slot; under the lock nobody else can
 		 * serve the slot now, so IDLE means a previous holder did */
@@ -449,7 +466,9 @@ int baton_seq_call(baton_seq_t *s, baton_seq_fn fn, void *arg, void **result)
 
 	if (__builtin_expect(s == NULL || fn == NULL, 0))
 		return BATON_EINVAL;
-	if (__builtin_expect(!try_lock(s), 0))
+	/* Under contention, go straight to publishing: a CAS that fails
+	 * would still take the lock line away from the holder. */
+	if (__builtin_expect(seq_self.contended == s || !try_lock(s), 0))
 		return call_slow(s, fn, arg, result);
 	r.fn = fn;
 	r.arg = arg;
@@ -541,9 +560,9 @@ int baton_seq_stats(const baton_seq_t *s, struct baton_seq_stats *st)
 		return BATON_EINVAL;
 	/* relaxed: counters; exact once the sequencer is idle and the reader
 	 * synchronised with the callers (e.g. joined them) */
-	st->calls = atomic_load_explicit(&s->calls, memory_order_relaxed);
 	st->switches = atomic_load_explicit(&s->switches, memory_order_relaxed);
 	st->combined = atomic_load_explicit(&s->combined, memory_order_relaxed);
+	st->calls = st->switches + st->combined;
 	st->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
 	return BATON_OK;
 }
