@@ -4,7 +4,5 @@
 # wake-up fails with a message. Every program starts worker threads, so all
 # carry the threads label (they also run under TSan).
 foreach(_t test_sched test_sched_timer test_chan test_select test_stress_sched)
-  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_t}.c)
-    baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
-  endif()
+  baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
 endforeach()
