@@ -95,8 +95,11 @@ BATON_API int baton_sched_spawn(baton_sched_t *s,
 /* Run the scheduler on the calling thread (worker 0) and its other workers
  * until every task has finished or baton_sched_stop() is called. May be
  * called again afterwards.
+ * A task may run another scheduler: its worker then waits for that run.
  * Errors: BATON_EINVAL, BATON_EBUSY (already running, or called from one of
- * its own tasks), BATON_ESYS (a worker thread could not be started; the
+ * its own tasks), BATON_ETHREAD (called from another thread than the last
+ * run while copy-stack tasks that ran on worker 0 are unfinished: their
+ * frames live on that thread's shared stack, see rule 2), BATON_ESYS (a worker thread could not be started; the
  * tasks then run on the workers that could). */
 BATON_API int baton_sched_run(baton_sched_t *s);
 

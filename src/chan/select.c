@@ -107,8 +107,6 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	m = lock_order(ops, n, chans);
-	if (t && timeout_ns != 0 && m > BATON_TASK_MAX_LOCKS)
-		return BATON_EINVAL; /* more distinct channels than a park holds */
 	for (size_t i = 0; i < m; i++)
 		baton_spin_lock(&chans[i]->lock);
 	done = try_all(ops, n, &wl);

@@ -64,6 +64,8 @@ static void task_finish(struct baton_worker *w, struct baton_task *t)
 {
 	struct baton_sched *s = w->sched;
 
+	if (t->pinned)
+		w->npinned--;
 	task_free(t);
 	/* Acq_rel: the last task's decrement must see every other task's
 	 * effects before it declares the run over (the caller of run reads
@@ -133,7 +135,8 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 	w->current = NULL;
 	if (BATON_UNLIKELY(rc != BATON_OK)) {
 		/* Only a copy-stack save buffer that could not grow gets here
-		 * (BATON_ENOMEM): nothing ran; try again after the others. */
+		 * (BATON_ENOMEM; run refuses a thread on which pinned tasks
+		 * could not run): nothing ran; try again after the others. */
 		baton_runq_push(w, t);
 		return;
 	}
@@ -141,7 +144,10 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 		task_finish(w, t);
 		return;
 	}
-	t->pinned = t->copystack;
+	if (BATON_UNLIKELY(t->copystack && !t->pinned)) {
+		t->pinned = true; /* its frames now live on this thread's stack */
+		w->npinned++;
+	}
 	switch (t->after) {
 	case BATON_AFTER_YIELD:
 		baton_runq_push(w, t);
@@ -163,6 +169,10 @@ static void poll_worker(struct baton_worker *w)
 	baton_inbox_take(w);
 	if (w->timers.len)
 		baton_timer_heap_fire(&w->timers, baton_clock_now());
+	/* Work arrived from elsewhere (spawns, wake-ups) while a worker
+	 * sleeps: let it ask for some. */
+	if (w->runq_len >= 2 && w->sched->nworkers > 1)
+		baton_steal_wake_idle(w->sched);
 }
 
 static void worker_idle(struct baton_worker *w)
@@ -202,6 +212,7 @@ static void worker_idle(struct baton_worker *w)
 static void worker_loop(struct baton_worker *w)
 {
 	struct baton_sched *s = w->sched;
+	struct baton_worker *outer = baton_worker_self; /* a run inside a task */
 	struct baton_task *t;
 
 	baton_worker_self = w;
@@ -226,7 +237,7 @@ static void worker_loop(struct baton_worker *w)
 	}
 	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
 		baton_steal_serve(w);
-	baton_worker_self = NULL;
+	baton_worker_self = outer;
 }
 
 /* --- worker threads ------------------------------------------------------- */
@@ -386,6 +397,13 @@ int baton_sched_run(baton_sched_t *s)
 	if (!__atomic_compare_exchange_n(&s->running, &expected, 1, false,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return BATON_EBUSY;
+	/* Copy-stack tasks that ran on worker 0 have their frames at the
+	 * addresses of that thread's shared stack: only it can continue them. */
+	if (s->workers[0].npinned > 0 && !pthread_equal(s->run_thread, pthread_self())) {
+		__atomic_store_n(&s->running, 0, __ATOMIC_RELEASE);
+		return BATON_ETHREAD;
+	}
+	s->run_thread = pthread_self();
 	/* Relaxed: published to the helpers by the generation release below. */
 	__atomic_store_n(&s->stop, __atomic_load_n(&s->live, __ATOMIC_ACQUIRE) == 0,
 			 __ATOMIC_RELAXED);

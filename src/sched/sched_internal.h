@@ -119,7 +119,6 @@ enum baton_after {
 	BATON_AFTER_PARK = 2,  /* blocked: release its locks */
 };
 
-#define BATON_TASK_MAX_LOCKS 8 /* select: one lock per distinct channel */
 #define BATON_TASK_INLINE_WAITERS 4
 
 struct baton_timer_node {
@@ -143,7 +142,8 @@ struct baton_task {
 	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED */
 	int wait_index;		    /* select: the case that completed */
 	struct baton_timer_node timeout; /* on owner's heap while armed */
-	baton_spinlock_t *locks[BATON_TASK_MAX_LOCKS]; /* released after park */
+	baton_spinlock_t **locks; /* nlocks of them, released after park */
+	baton_spinlock_t *inline_locks[BATON_TASK_INLINE_WAITERS];
 	unsigned nlocks;
 	struct baton_waiter *waiters;	 /* nwaiters of them */
 	unsigned nwaiters;
@@ -166,6 +166,7 @@ struct baton_worker {
 	struct baton_task *current;
 	struct baton_timer_heap timers;
 	unsigned ticks;		    /* dispatches since inbox/timers were polled */
+	size_t npinned;		    /* live copy-stack tasks that ran here */
 	unsigned index;
 	struct baton_sched *sched;
 	pthread_t thread;
@@ -189,6 +190,7 @@ struct baton_sched {
 	int running;		/* inside baton_sched_run (atomic) */
 	int nparked;		/* workers parked (atomic, a hint) */
 	unsigned next_worker;	/* round-robin for spawns from outside */
+	pthread_t run_thread;	/* worker 0 of the last run */
 	/* followed in the same allocation by the run control (sched.c) */
 };
 
@@ -284,6 +286,7 @@ static inline int baton_wait_reserve(struct baton_task *t, unsigned n)
 	t->nlocks = 0;
 	if (BATON_LIKELY(n <= BATON_TASK_INLINE_WAITERS)) {
 		t->waiters = t->inline_waiters;
+		t->locks = t->inline_locks;
 		return BATON_OK;
 	}
 	return baton_wait_reserve_many(t, n);

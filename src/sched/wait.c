@@ -12,16 +12,24 @@
 #include "queue.h"
 #include "sched_internal.h"
 
+/* More waiters than fit in the task (a wide select): one block holds the
+ * waiters and room for as many locks (at most one per waiter). */
 int baton_wait_reserve_many(struct baton_task *t, unsigned n)
 {
-	t->waiters = malloc(n * sizeof(*t->waiters));
-	return t->waiters ? BATON_OK : BATON_ENOMEM;
+	char *block = malloc(n * (sizeof(*t->waiters) + sizeof(*t->locks)));
+
+	if (block == NULL)
+		return BATON_ENOMEM;
+	t->waiters = (struct baton_waiter *)block;
+	t->locks = (baton_spinlock_t **)(block + n * sizeof(*t->waiters));
+	return BATON_OK;
 }
 
 void baton_wait_free_many(struct baton_task *t)
 {
 	free(t->waiters);
 	t->waiters = t->inline_waiters;
+	t->locks = t->inline_locks;
 }
 
 static void timeout_fire(struct baton_timer_node *n)
