@@ -9,5 +9,10 @@
 #include <baton/error.h>
 #include <baton/coro.h>
 #include <baton/gen.h>
+#include <baton/ec.h>
+#include <baton/sched.h>
+#include <baton/chan.h>
+#include <baton/sync.h>
+#include <baton/seq.h>
 
 #endif /* BATON_BATON_H */
