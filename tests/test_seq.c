@@ -366,6 +366,105 @@ static void test_set_batch_runtime(void **state)
 	run_threads(4, 1);
 }
 
+/* ---- combining, deterministically ------------------------------------------------ */
+
+struct gate {
+	baton_seq_t *s;
+	_Atomic int entered;
+	_Atomic long served;	/* requests that ran */
+	int waiters;
+};
+
+static void *gate_fn(void *arg)
+{
+	struct gate *g = arg;
+	struct baton_seq_stats st;
+	int spins = 0;
+
+	/* seq_cst: test handshake with the main thread */
+	atomic_store(&g->entered, 1);
+	/* hold the lock until every waiter has published and gone to sleep
+	 * (or 5 s passed, then the test still checks the results) */
+	do {
+		baton_seq_stats(g->s, &st);
+		usleep(1000);
+	} while (st.sleeps < (uint64_t)g->waiters && ++spins < 5000);
+	return NULL;
+}
+
+static void *gate_request(void *arg)
+{
+	struct gate *g = arg;
+
+	/* seq_cst: counted from whichever thread runs it */
+	atomic_fetch_add(&g->served, 1);
+	return (void *)7;
+}
+
+static void *gate_holder(void *arg)
+{
+	struct gate *g = arg;
+
+	baton_seq_call(g->s, gate_fn, g, NULL);
+	return NULL;
+}
+
+static void *gate_waiter(void *arg)
+{
+	struct gate *g = arg;
+	void *res = NULL;
+
+	if (baton_seq_call(g->s, gate_request, g, &res) != BATON_OK || res != (void *)7)
+		return (void *)1;
+	return NULL;
+}
+
+static void run_gate(unsigned k)
+{
+	struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
+	struct baton_seq_stats st;
+	struct gate g;
+	pthread_t holder, w[3];
+	void *bad;
+
+	harness_watchdog(30);
+	attr.batch = k;
+	assert_int_equal(baton_seq_create(&g.s, &attr), BATON_OK);
+	atomic_init(&g.entered, 0);
+	atomic_init(&g.served, 0);
+	g.waiters = 3;
+	assert_int_equal(pthread_create(&holder, NULL, gate_holder, &g), 0);
+	while (!atomic_load(&g.entered))
+		sched_yield();
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&w[i], NULL, gate_waiter, &g), 0);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(w[i], &bad);
+		assert_null(bad);
+	}
+	pthread_join(holder, NULL);
+	assert_int_equal(atomic_load(&g.served), 3);
+	assert_int_equal(baton_seq_stats(g.s, &st), BATON_OK);
+	fprintf(stderr, "gate k=%u: %llu switches, %llu combined, %llu sleeps\n", k,
+		(unsigned long long)st.switches, (unsigned long long)st.combined,
+		(unsigned long long)st.sleeps);
+	/* the holder's batch ran min(K, 3) of the sleeping waiters' calls */
+	if (st.sleeps >= 3)
+		assert_true(st.combined >= (k < 3 ? k : 3));
+	if (k == 0)
+		assert_int_equal(st.combined, 0);
+	assert_int_equal(st.calls, 4);
+	assert_int_equal(baton_seq_destroy(g.s), BATON_OK);
+}
+
+static void test_combining_serves_sleepers(void **state)
+{
+	(void)state;
+	run_gate(16);
+	run_gate(1);
+	run_gate(0);
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 static void *destroy_inside(void *arg)
@@ -450,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_threads_combining),
 		cmocka_unit_test(test_threads_no_combining),
 		cmocka_unit_test(test_set_batch_runtime),
+		cmocka_unit_test(test_combining_serves_sleepers),
 		cmocka_unit_test(test_errors),
 	};
 
