@@ -131,6 +131,15 @@ static void short_delay(unsigned *seed)
 		;
 }
 
+/* After a failure: release the others so that the test ends now. */
+static void end_game(struct token *t)
+{
+	uint32_t end = __atomic_load_n(&t->rounds, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&t->ec.word, end, __ATOMIC_RELEASE);
+	baton_ec_wake(&t->ec);
+}
+
 static void *play(void *arg)
 {
 	struct player *p = arg;
@@ -151,9 +160,7 @@ static void *play(void *arg)
 					 "lost wake-up: thread %d waited %lld ms for version %u to change (now %u)",
 					 p->id, (long long)(t->timeout_ns / 1000000), v,
 					 baton_ec_value(&t->ec));
-				/* release the others so the test ends now */
-				__atomic_store_n(&t->ec.word, __atomic_load_n(&t->rounds, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
-				baton_ec_wake(&t->ec);
+				end_game(t);
 				return NULL;
 			}
 			if (rc != BATON_OK) {
@@ -165,8 +172,7 @@ static void *play(void *arg)
 		if (t->data != (long)v) {
 			snprintf(t->failure, sizeof(t->failure),
 				 "thread %d saw data %ld at version %u", p->id, t->data, v);
-			__atomic_store_n(&t->ec.word, __atomic_load_n(&t->rounds, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
-			baton_ec_wake(&t->ec);
+			end_game(t);
 			return NULL;
 		}
 		t->data++;
