@@ -269,6 +269,7 @@ struct shared {
 	long calls;	     /* per thread */
 	_Atomic long errors;
 	_Atomic int stop_k;  /* set_batch test: a thread changes K while others call */
+	pthread_barrier_t start; /* all threads call at once */
 };
 
 struct worker {
@@ -296,6 +297,7 @@ static void *worker(void *arg)
 	/* the request argument lives on this thread's stack */
 	struct count_req req = { sh, 0 };
 
+	pthread_barrier_wait(&sh->start);
 	for (long i = 0; i < sh->calls; i++) {
 		void *res = NULL;
 
@@ -325,6 +327,7 @@ static void run_threads(unsigned k, int vary_k)
 	sh.calls = harness_scale(20000, 2000);
 	atomic_init(&sh.errors, 0);
 	atomic_init(&sh.stop_k, vary_k);
+	pthread_barrier_init(&sh.start, NULL, THREADS);
 	for (long i = 0; i < THREADS; i++) {
 		w[i].sh = &sh;
 		w[i].id = i;
@@ -332,6 +335,7 @@ static void run_threads(unsigned k, int vary_k)
 	}
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&sh.start);
 	assert_int_equal(atomic_load(&sh.errors), 0);
 	assert_int_equal(sh.counter, THREADS * sh.calls);
 	assert_int_equal(baton_seq_stats(sh.s, &st), BATON_OK);
