@@ -263,25 +263,41 @@ static void test_steal_after_park(void **state)
 
 /* --- run control corner cases -------------------------------------------- */
 
-/* Many short runs on 2 workers: every run must end (stop reaches the idle
- * helper worker each time). */
+/* Many short runs on 2 workers: every run must end, i.e. the stop that the
+ * last task's end raises must reach the other worker wherever it is in its
+ * idle path (parked, or asking worker 0 for work). Bounded in time. */
 static void short_task(void *arg)
 {
-	(void)arg;
-	if (baton_sched_worker_index() == 1)
+	for (intptr_t i = 0; i < (intptr_t)arg; i++)
 		baton_sched_yield();
 }
 
 static void test_many_short_runs(void **state)
 {
 	baton_sched_t *s = st_sched(2);
-	long runs = harness_scale(3000, 200);
+	int64_t until = st_now() + MS(700) * st_time_scale();
+	long r;
 
-	st_watchdog(60, "many_short_runs (run never returned: stop lost?)");
-	for (long r = 0; r < runs; r++) {
-		st_spawn(s, state, (int)(r & 1), short_task, NULL);
+	st_watchdog(60, "many_short_runs (a run never returned: the stop "
+		    "did not reach an idle worker)");
+	for (r = 0; r < 200 || st_now() < until; r++) {
+		switch (r % 3) {
+		case 0:
+			st_spawn(s, state, (int)(r & 1), short_task, NULL);
+			break;
+		case 1: /* worker 1 asks worker 0 for work as these end */
+			st_spawn(s, state, 0, short_task, (void *)2);
+			st_spawn(s, state, 0, short_task, (void *)3);
+			break;
+		default:
+			st_spawn(s, state, 1, short_task, (void *)1);
+			st_spawn(s, state, 0, short_task, (void *)4);
+			break;
+		}
 		assert_int_equal(baton_sched_run(s), BATON_OK);
 	}
+	if (getenv("BATON_TEST_VERBOSE"))
+		fprintf(stderr, "%ld short runs\n", r);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
