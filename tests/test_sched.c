@@ -352,6 +352,7 @@ struct ext {
 	baton_chan_t *ch;
 	long sum;
 	int n;
+	int started; /* the keeper runs (atomic) */
 };
 
 static void ext_child(void *arg)
@@ -368,6 +369,7 @@ static void ext_keeper(void *arg)
 	struct ext *e = arg;
 	void *v;
 
+	__atomic_store_n(&e->started, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < e->n; i++) {
 		int rc = baton_chan_recv(e->ch, &v, MS(5000));
 
@@ -384,6 +386,12 @@ static void *ext_spawner(void *arg)
 	struct ext *e = arg;
 	struct baton_task_attr a = st_tattr(e->state, BATON_SCHED_ANY_WORKER);
 
+	while (!__atomic_load_n(&e->started, __ATOMIC_ACQUIRE))
+		usleep(100);
+	/* It is running (the keeper waits for our children): a second run
+	 * and a destroy from here are refused. */
+	T_CHECK_RC(baton_sched_run(e->s), BATON_EBUSY);
+	T_CHECK_RC(baton_sched_destroy(e->s), BATON_EBUSY);
 	for (int i = 0; i < e->n; i++) {
 		if (i % 10 == 0)
 			usleep(100);
@@ -394,7 +402,7 @@ static void *ext_spawner(void *arg)
 
 static void check_spawn_from_thread(void **state, unsigned workers)
 {
-	struct ext e = { state, st_sched(workers), NULL, 0, 200 };
+	struct ext e = { state, st_sched(workers), NULL, 0, 200, 0 };
 	pthread_t th;
 
 	st_reset();
