@@ -240,6 +240,25 @@ static void worker_loop(struct baton_worker *w)
 	baton_worker_self = outer;
 }
 
+/* Tasks still queued at destroy: runnable ones are in run queues and
+ * inboxes; parked ones are known only to their primitives, so every task is
+ * also counted in `live`, and destroy reports those it could not reach.
+ * Each worker frees its own, on its own thread: a copy-stack task that ran
+ * there can only be destroyed by that thread (its frames' home). */
+static void free_queued(struct baton_worker *w)
+{
+	struct baton_task *t;
+
+	baton_inbox_take(w);
+	while ((t = baton_runq_pop(w)) != NULL) {
+		if (t->timeout.index != SIZE_MAX)
+			baton_timer_heap_remove(&w->timers, &t->timeout);
+		task_free(t);
+		/* Relaxed: destroy reads it after joining every worker. */
+		__atomic_sub_fetch(&w->sched->live, 1, __ATOMIC_RELAXED);
+	}
+}
+
 /* --- worker threads ------------------------------------------------------- */
 struct baton_sched_ctl {
 	int generation;	 /* bumped by each run (atomic) */
@@ -267,8 +286,10 @@ static void *worker_thread(void *arg)
 		 * so this run's spawns and flags are visible. */
 		int gen = __atomic_load_n(&c->generation, __ATOMIC_ACQUIRE);
 
-		if (__atomic_load_n(&c->destroying, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&c->destroying, __ATOMIC_ACQUIRE)) {
+			free_queued(w);
 			break;
+		}
 		if (gen == seen) {
 			baton_ec_wait_mp(&c->start, v, -1);
 			continue;
@@ -443,22 +464,6 @@ int baton_sched_workers(const baton_sched_t *s)
 	return s ? (int)s->nworkers : BATON_EINVAL;
 }
 
-/* Tasks still queued at destroy: runnable ones are in run queues and
- * inboxes; parked ones are known only to their primitives, so every task is
- * also counted in `live`, and destroy reports those it could not reach. */
-static void free_queued(struct baton_worker *w)
-{
-	struct baton_task *t;
-
-	baton_inbox_take(w);
-	while ((t = baton_runq_pop(w)) != NULL) {
-		if (t->timeout.index != SIZE_MAX)
-			baton_timer_heap_remove(&w->timers, &t->timeout);
-		task_free(t);
-		w->sched->live--;
-	}
-}
-
 int baton_sched_destroy(baton_sched_t *s)
 {
 	struct baton_sched_ctl *c;
@@ -475,7 +480,8 @@ int baton_sched_destroy(baton_sched_t *s)
 		if (s->workers[i].has_thread)
 			pthread_join(s->workers[i].thread, NULL);
 	for (unsigned i = 0; i < s->nworkers; i++) {
-		free_queued(&s->workers[i]);
+		if (i == 0 || !s->workers[i].has_thread)
+			free_queued(&s->workers[i]); /* the others freed theirs */
 		baton_timer_heap_fini(&s->workers[i].timers);
 	}
 	if (s->live > 0)
