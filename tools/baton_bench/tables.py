@@ -81,8 +81,9 @@ def fmt(value, digits=3):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     magnitude = abs(value)
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
-        if magnitude >= scale:
+    # From 10,000 up, in thousands (k), millions (M) or billions (G).
+    for limit, scale, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if magnitude >= limit:
             return f"{value / scale:.{digits}g}{suffix}"
     return f"{value:.{digits}g}"
 

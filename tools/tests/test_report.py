@@ -63,3 +63,11 @@ def test_readme_section_needs_both_markers(tmp_path):
     readme.write_text("no markers here\n")
     with pytest.raises(ValueError, match="results:begin"):
         report.replace_readme_section(readme, "tables")
+
+
+def test_fmt_thousands_scale():
+    from baton_bench.tables import fmt
+    assert fmt(216034.5) == "216k"
+    assert fmt(12345) == "12.3k"
+    assert fmt(9999) == "1e+04"  # below the k range: plain 3 digits
+    assert fmt(2.5e6) == "2.5M"
