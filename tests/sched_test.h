@@ -133,6 +133,19 @@ static inline void st_spawn(baton_sched_t *s, void **state, int worker,
 	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
 }
 
+/* TSan gives every coroutine a fiber with its own trace mapping: tens of
+ * thousands of live tasks exhaust the address space it reserves. */
+#if defined(__SANITIZE_THREAD__)
+#define ST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ST_TSAN 1
+#endif
+#endif
+#ifndef ST_TSAN
+#define ST_TSAN 0
+#endif
+
 /* Tiny per-thread PRNG for the stress tests (xorshift64*). */
 static inline uint64_t st_rand(uint64_t *x)
 {
