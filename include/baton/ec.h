@@ -111,7 +111,8 @@ static inline uint32_t baton_ec_value(const baton_ec_t *ec)
  * hides it: the version reads 0 and the next increment clears the bit with
  * one spurious wake. The portable form tests "new word <= 0" and clears it
  * at once. ThreadSanitizer cannot see inline asm, so TSan builds take the
- * __atomic form for both increments.
+ * __atomic form for both increments, as do compilers without asm flag
+ * outputs (GCC < 6, clang < 9) and -DBATON_EC_PORTABLE.
  */
 #if defined(__SANITIZE_THREAD__)
 #define BATON_EC_TSAN 1
@@ -120,7 +121,8 @@ static inline uint32_t baton_ec_value(const baton_ec_t *ec)
 #define BATON_EC_TSAN 1
 #endif
 #endif
-#if defined(__x86_64__) && !defined(BATON_EC_TSAN) && !defined(BATON_EC_PORTABLE)
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && \
+    !defined(BATON_EC_TSAN) && !defined(BATON_EC_PORTABLE)
 #define BATON_EC_X86_SP 1
 #endif
 
