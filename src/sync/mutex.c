@@ -75,6 +75,7 @@ int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
 
 int baton_mutex_unlock(baton_mutex_t *m)
 {
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_waiter *w;
 
 	if (m == NULL)
@@ -88,8 +89,9 @@ int baton_mutex_unlock(baton_mutex_t *m)
 	w = baton_waitq_claim_first(&m->waiters);
 	m->owner = w ? w->task : NULL;
 	if (w)
-		baton_sync_wake(w, BATON_OK);
+		baton_sync_wake(&wl, w, BATON_OK);
 	baton_spin_unlock(&m->lock);
+	baton_wakelist_run(&wl);
 	return BATON_OK;
 }
 

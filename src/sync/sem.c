@@ -19,8 +19,8 @@ struct baton_sem {
 };
 
 /* Serve the head of the queue while its request fits. Caller holds the
- * lock. */
-static void grant(struct baton_sem *s)
+ * lock, and runs `wl` once it has released it. */
+static void grant(struct baton_sem *s, struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
 
@@ -44,7 +44,7 @@ static void grant(struct baton_sem *s)
 			continue; /* timed out meanwhile: skip it */
 		t->wait_index = w->index;
 		s->value -= amount;
-		baton_sync_wake(w, BATON_OK);
+		baton_sync_wake(wl, w, BATON_OK);
 	}
 }
 
@@ -64,6 +64,7 @@ int baton_sem_create(baton_sem_t **out, long initial)
 
 int baton_sem_acquire(baton_sem_t *s, long n, int64_t timeout_ns)
 {
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *t;
 	int rc;
 
@@ -72,8 +73,16 @@ int baton_sem_acquire(baton_sem_t *s, long n, int64_t timeout_ns)
 	t = baton_sync_parkable();
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
-	baton_spin_lock(&s->lock);
-	grant(s); /* drop timed-out heads first; serves only earlier waiters */
+	for (;;) {
+		baton_spin_lock(&s->lock);
+		/* Drop timed-out heads, which may let earlier waiters through:
+		 * those must be readied, outside the lock, before we decide. */
+		grant(s, &wl);
+		if (wl.head == NULL)
+			break;
+		baton_spin_unlock(&s->lock);
+		baton_wakelist_run(&wl);
+	}
 	if (s->waiters.head == NULL && s->value >= n) {
 		s->value -= n;
 		baton_spin_unlock(&s->lock);
@@ -87,14 +96,16 @@ int baton_sem_acquire(baton_sem_t *s, long n, int64_t timeout_ns)
 	if (rc != BATON_OK) {
 		/* We were perhaps the head that held the others back. */
 		baton_spin_lock(&s->lock);
-		grant(s);
+		grant(s, &wl);
 		baton_spin_unlock(&s->lock);
+		baton_wakelist_run(&wl);
 	}
 	return rc;
 }
 
 int baton_sem_release(baton_sem_t *s, long n)
 {
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	long value;
 
 	if (s == NULL || n < 1)
@@ -105,8 +116,9 @@ int baton_sem_release(baton_sem_t *s, long n)
 		return BATON_EINVAL;
 	}
 	s->value = value;
-	grant(s);
+	grant(s, &wl);
 	baton_spin_unlock(&s->lock);
+	baton_wakelist_run(&wl);
 	return BATON_OK;
 }
 

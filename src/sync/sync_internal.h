@@ -23,15 +23,14 @@ static inline struct baton_task *baton_sync_parkable(void)
 	return t && baton_coro_self() == t->co ? t : NULL;
 }
 
-/* Hand a claimed waiter's task its result and make it runnable. The waiter
- * lives in that task, which may run (and reuse it) at once: do not touch
- * `w` afterwards. */
-static inline void baton_sync_wake(struct baton_waiter *w, int result)
+/* Hand a claimed waiter's task its result; it is made runnable by
+ * baton_wakelist_run() once the caller has released its spinlock (a wake-up
+ * may be a system call, which must not run inside a spinlock). */
+static inline void baton_sync_wake(struct baton_wakelist *wl,
+				   struct baton_waiter *w, int result)
 {
-	struct baton_task *t = w->task;
-
-	t->wait_result = result;
-	baton_task_ready(t);
+	w->task->wait_result = result;
+	baton_wakelist_add(wl, w->task);
 }
 
 /* Block task t on q, asking for `amount` (semaphores; 0 otherwise). Called

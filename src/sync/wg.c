@@ -1,8 +1,8 @@
 /*
  * Wait groups: a count under a spinlock and a queue of tasks waiting for it
- * to reach zero. The add that brings the count to zero claims and wakes
- * every waiter while it still holds the lock, so a wait that starts later
- * sees either the new count or is among those woken.
+ * to reach zero. The add that brings the count to zero claims every waiter
+ * while it still holds the lock (and readies them after releasing it), so a
+ * wait that starts later sees either the new count or is among those woken.
  *
  * This file also holds baton_sync_block(), the one blocking step that the
  * three primitives share.
@@ -47,6 +47,7 @@ int baton_wg_create(baton_wg_t **out)
 
 int baton_wg_add(baton_wg_t *wg, long delta)
 {
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_waiter *w;
 	long count;
 
@@ -60,8 +61,9 @@ int baton_wg_add(baton_wg_t *wg, long delta)
 	wg->count = count;
 	if (count == 0)
 		while ((w = baton_waitq_claim_first(&wg->waiters)) != NULL)
-			baton_sync_wake(w, BATON_OK);
+			baton_sync_wake(&wl, w, BATON_OK);
 	baton_spin_unlock(&wg->lock);
+	baton_wakelist_run(&wl);
 	return BATON_OK;
 }
 
