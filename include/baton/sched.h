@@ -64,10 +64,20 @@ typedef void (*baton_task_fn)(void *arg);
 
 #define BATON_SCHED_MAX_WORKERS 1024
 
+/* The reactor behind baton/io.h. AUTO is io_uring where the kernel and the
+ * build have it, else epoll; the environment variable BATON_IO_BACKEND
+ * (epoll or io_uring) overrides the attribute. */
+enum baton_io_backend {
+	BATON_IO_AUTO = 0,
+	BATON_IO_EPOLL = 1,
+	BATON_IO_URING = 2,
+};
+
 struct baton_sched_attr {
 	unsigned workers; /* 0 = one per online CPU; 1 = single-thread */
+	int io_backend;	  /* enum baton_io_backend */
 };
-#define BATON_SCHED_ATTR_INIT { 1 }
+#define BATON_SCHED_ATTR_INIT { 1, BATON_IO_AUTO }
 
 /* Spawn options: the coroutine to create and where to start it. */
 #define BATON_SCHED_ANY_WORKER (-1)
@@ -79,7 +89,8 @@ struct baton_task_attr {
 #define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER }
 
 /* Create a scheduler; attr may be NULL (one worker).
- * Errors: BATON_EINVAL (workers > BATON_SCHED_MAX_WORKERS), BATON_ENOMEM. */
+ * Errors: BATON_EINVAL (workers > BATON_SCHED_MAX_WORKERS, unknown
+ * io_backend), BATON_ENOMEM. */
 BATON_API int baton_sched_create(baton_sched_t **out,
 				 const struct baton_sched_attr *attr);
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../io/poller.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -50,7 +51,27 @@ static void sched_set_stop(struct baton_sched *s)
 	/* Release: see sched_stopping. */
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < s->nworkers; i++)
-		baton_ec_inc(&s->workers[i].ec);
+		baton_worker_wake(&s->workers[i]);
+}
+
+/* Make sure w notices what was just handed to it (its inbox, a stop or a
+ * steal answer): bump its event count, and if it sleeps in its poller
+ * instead, interrupt that. */
+void baton_worker_wake(struct baton_worker *w)
+{
+	const struct baton_poller_ops *pops;
+
+	baton_ec_inc(&w->ec);
+	/* Acquire: the poller pointer is published with its state. */
+	pops = __atomic_load_n(&w->pops, __ATOMIC_ACQUIRE);
+	if (pops == NULL)
+		return;
+	/* Seq_cst fence: orders what we handed over (inbox push) before the
+	 * in_poll load; pairs with the worker's fence between setting in_poll
+	 * and its last look at its inbox, so one of us sees the other. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->in_poll, __ATOMIC_RELAXED))
+		pops->wake(w);
 }
 
 /* --- task life cycle ---------------------------------------------------- */
@@ -86,7 +107,7 @@ void baton_task_ready(struct baton_task *t)
 		return;
 	}
 	baton_inbox_push_chain(owner, t, t);
-	baton_ec_inc(&owner->ec); /* after the push: see queue.h */
+	baton_worker_wake(owner); /* after the push: see queue.h */
 }
 
 void baton_wakelist_run(struct baton_wakelist *wl)
@@ -166,6 +187,8 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 static void poll_worker(struct baton_worker *w)
 {
 	w->ticks = 0;
+	if (w->pops)
+		baton_io_worker_poll(w, 0); /* edges make tasks runnable */
 	baton_inbox_take(w);
 	if (w->timers.len)
 		baton_timer_heap_fire(&w->timers, baton_clock_now());
@@ -201,10 +224,20 @@ static void worker_idle(struct baton_worker *w)
 			return;
 	}
 	/* Relaxed: parked/nparked are hints for wake_idle; a wake-up itself
-	 * never depends on them, only on the event count. */
+	 * never depends on them, only on the event count (or poller). */
 	__atomic_store_n(&w->parked, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->nparked, 1, __ATOMIC_RELAXED);
-	baton_ec_wait_mp(&w->ec, version, timeout);
+	if (w->pops) {
+		__atomic_store_n(&w->in_poll, 1, __ATOMIC_RELAXED);
+		/* Seq_cst fence: in_poll is visible before our last look at
+		 * the inbox; pairs with the fence in baton_worker_wake. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (baton_inbox_empty(w) && !sched_stopping(s))
+			baton_io_worker_poll(w, timeout);
+		__atomic_store_n(&w->in_poll, 0, __ATOMIC_RELAXED);
+	} else {
+		baton_ec_wait_mp(&w->ec, version, timeout);
+	}
 	__atomic_sub_fetch(&s->nparked, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->parked, 0, __ATOMIC_RELAXED);
 }
@@ -288,6 +321,7 @@ static void *worker_thread(void *arg)
 
 		if (__atomic_load_n(&c->destroying, __ATOMIC_ACQUIRE)) {
 			free_queued(w);
+			baton_io_worker_fini(w);
 			break;
 		}
 		if (gen == seen) {
@@ -323,7 +357,9 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 	struct baton_sched *s;
 	unsigned n = attr ? attr->workers : 1;
 
-	if (out == NULL || n > BATON_SCHED_MAX_WORKERS)
+	if (out == NULL || n > BATON_SCHED_MAX_WORKERS ||
+	    (attr && (attr->io_backend < BATON_IO_AUTO ||
+		      attr->io_backend > BATON_IO_URING)))
 		return BATON_EINVAL;
 	if (n == 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -342,6 +378,7 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 	}
 	memset(s->workers, 0, n * sizeof(*s->workers));
 	s->nworkers = n;
+	s->io_backend = attr ? attr->io_backend : BATON_IO_AUTO;
 	for (unsigned i = 0; i < n; i++) {
 		s->workers[i].index = i;
 		s->workers[i].sched = s;
@@ -480,8 +517,10 @@ int baton_sched_destroy(baton_sched_t *s)
 		if (s->workers[i].has_thread)
 			pthread_join(s->workers[i].thread, NULL);
 	for (unsigned i = 0; i < s->nworkers; i++) {
-		if (i == 0 || !s->workers[i].has_thread)
+		if (i == 0 || !s->workers[i].has_thread) {
 			free_queued(&s->workers[i]); /* the others freed theirs */
+			baton_io_worker_fini(&s->workers[i]);
+		}
 		baton_timer_heap_fini(&s->workers[i].timers);
 	}
 	if (s->live > 0)

@@ -180,6 +180,12 @@ struct baton_worker {
 	struct baton_worker *steal_req; /* a thief asking for work, or NULL */
 	int parked;		    /* 1 while waiting on ec with nothing to do */
 	baton_ec_t ec;		    /* bumped after every push into inbox */
+	int in_poll;		    /* 1 while asleep in the poller (atomic) */
+	/* The reactor (src/io/), set by this worker on first use, read by
+	 * wakers (atomic pointer). */
+	const struct baton_poller_ops *pops;
+	void *poller;
+	struct baton_io *dead_ios;  /* closed elsewhere, freed here (atomic) */
 };
 
 struct baton_sched {
@@ -191,6 +197,7 @@ struct baton_sched {
 	int nparked;		/* workers parked (atomic, a hint) */
 	unsigned next_worker;	/* round-robin for spawns from outside */
 	pthread_t run_thread;	/* worker 0 of the last run */
+	int io_backend;		/* enum baton_io_backend asked for */
 	/* followed in the same allocation by the run control (sched.c) */
 };
 
@@ -205,6 +212,7 @@ static inline struct baton_task *baton_task_self(void)
 }
 
 /* sched.c */
+void baton_worker_wake(struct baton_worker *w);
 void baton_task_ready(struct baton_task *task);
 void baton_wakelist_run(struct baton_wakelist *wl);
 
@@ -341,6 +349,10 @@ void baton_timer_heap_remove(struct baton_timer_heap *h,
 int64_t baton_timer_heap_next(const struct baton_timer_heap *h);
 void baton_timer_heap_fire(struct baton_timer_heap *h, int64_t now);
 void baton_timer_heap_fini(struct baton_timer_heap *h);
+
+/* io (src/io/io.c): the worker side of the reactor */
+void baton_io_worker_poll(struct baton_worker *w, int64_t timeout_ns);
+void baton_io_worker_fini(struct baton_worker *w);
 
 /* steal.c */
 void baton_steal_serve(struct baton_worker *w);

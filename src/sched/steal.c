@@ -69,7 +69,7 @@ void baton_steal_serve(struct baton_worker *w)
 	baton_runq_publish(w);
 	if (give_head) {
 		baton_inbox_push_chain(thief, give_head, give_tail);
-		baton_ec_inc(&thief->ec); /* after the push: see queue.h */
+		baton_worker_wake(thief); /* after the push: see queue.h */
 	}
 }
 
@@ -116,7 +116,7 @@ void baton_steal_wake_idle(struct baton_sched *s)
 		if (__atomic_load_n(&w->parked, __ATOMIC_RELAXED) &&
 		    __atomic_compare_exchange_n(&w->parked, &one, 0, false,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-			baton_ec_inc(&w->ec);
+			baton_worker_wake(w);
 			return;
 		}
 	}

@@ -1,0 +1,123 @@
+/*
+ * baton/io.h - blocking I/O for tasks: accept, read, write, connect and
+ * wait on file descriptors, where "blocking" stops only the calling task
+ * while its worker runs the others.
+ *
+ * Each worker of a scheduler has a reactor: epoll(7), or io_uring(7) where
+ * the kernel has it and the scheduler asks for it (sched.h's io_backend).
+ * A descriptor is wrapped in a handle once; operations on the handle try
+ * the system call first and, when it would block, park the task until the
+ * reactor reports the descriptor ready (or the timeout passes).
+ *
+ *     static void echo(void *arg)
+ *     {
+ *         baton_io_t *conn = arg;
+ *         char buf[4096];
+ *         size_t n;
+ *
+ *         // read what comes, write it back, until EOF or 30 s of silence
+ *         while (baton_io_read(conn, buf, sizeof buf, 30000000000LL, &n) ==
+ *                    BATON_OK && n > 0)
+ *             if (baton_io_write(conn, buf, n, -1, NULL) != BATON_OK)
+ *                 break;
+ *         baton_io_close(conn);
+ *     }
+ *
+ *     static void server(void *arg)
+ *     {
+ *         baton_io_t *lis;
+ *         int fd;
+ *         baton_io_listen_tcp(&lis, "127.0.0.1", 8080, 128);
+ *         while (baton_io_accept(lis, &fd, -1) == BATON_OK) {
+ *             baton_io_t *conn;
+ *             if (baton_io_open(&conn, fd, true) == BATON_OK)
+ *                 baton_sched_spawn(baton_sched_self(), NULL, echo, conn);
+ *         }
+ *     }
+ *
+ * Timeouts as everywhere in baton: < 0 waits forever, 0 only tries
+ * (BATON_EAGAIN), > 0 waits at most that many nanoseconds
+ * (BATON_ETIMEDOUT). A failed system call returns BATON_ESYS with errno
+ * set.
+ *
+ * Rules a caller must keep:
+ *  1. Open, accept, read, write, connect and wait are called from tasks
+ *     (BATON_ENOSCHED otherwise). The descriptor becomes non-blocking.
+ *  2. One reader and one writer at a time per handle: two tasks reading the
+ *     same handle at once is allowed, but which one gets the data is not
+ *     specified.
+ *  3. baton_io_close() refuses (BATON_EBUSY) while a task waits on the
+ *     handle; close it from the task that uses it. Do not close the
+ *     descriptor behind the handle's back.
+ */
+#ifndef BATON_IO_H
+#define BATON_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <baton/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct baton_io baton_io_t;
+
+/* Which readiness to wait for (baton_io_wait). */
+#define BATON_IO_READABLE 1
+#define BATON_IO_WRITABLE 2
+
+/* Wrap fd (made non-blocking) for this task's scheduler; with owns_fd, the
+ * handle closes fd when it is closed.
+ * Errors: BATON_EINVAL (fd < 0, NULL out), BATON_ENOSCHED, BATON_ENOMEM,
+ * BATON_ESYS (fcntl, or the reactor refused the descriptor). */
+BATON_API int baton_io_open(baton_io_t **out, int fd, bool owns_fd);
+
+/* Read up to len bytes; *n = bytes read (0 at end of file). */
+BATON_API int baton_io_read(baton_io_t *io, void *buf, size_t len,
+			    int64_t timeout_ns, size_t *n);
+
+/* Write all len bytes (partial writes are continued); *n (may be NULL) =
+ * bytes written, also when an error or the timeout cut it short. */
+BATON_API int baton_io_write(baton_io_t *io, const void *buf, size_t len,
+			     int64_t timeout_ns, size_t *n);
+
+/* Accept a connection on a listening handle: *fd is non-blocking and
+ * close-on-exec. Errors: as read; BATON_ESYS with errno EMFILE/ENFILE when
+ * the process is out of descriptors (the listener stays usable). */
+BATON_API int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns);
+
+/* Connect a socket handle. Errors: as read; BATON_ESYS with the
+ * connection's errno (ECONNREFUSED...). */
+BATON_API int baton_io_connect(baton_io_t *io, const struct sockaddr *addr,
+			       socklen_t len, int64_t timeout_ns);
+
+/* Wait until the handle is readable and/or writable (an OR of
+ * BATON_IO_READABLE and BATON_IO_WRITABLE), or has an error or hang-up. */
+BATON_API int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns);
+
+/* The descriptor, or BATON_EINVAL. */
+BATON_API int baton_io_fd(const baton_io_t *io);
+
+/* Stop watching the descriptor, close it if owned, free the handle. NULL
+ * is a no-op. Errors: BATON_EBUSY (a task waits on it: rule 3). */
+BATON_API int baton_io_close(baton_io_t *io);
+
+/* A listening TCP socket on host:port (host NULL = any IPv4 address),
+ * SO_REUSEADDR, as a handle. From a task.
+ * Errors: BATON_EINVAL, BATON_ENOSCHED, BATON_ESYS (socket/bind/listen). */
+BATON_API int baton_io_listen_tcp(baton_io_t **out, const char *host,
+				  unsigned short port, int backlog);
+
+/* The backend a worker of the calling task uses: "epoll", "io_uring", or
+ * NULL outside tasks or before the first handle. */
+BATON_API const char *baton_io_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_IO_H */

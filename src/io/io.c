@@ -1,0 +1,402 @@
+/*
+ * Blocking I/O for tasks (include/baton/io.h) on top of the worker's poller.
+ *
+ * Every operation tries its system call first. On EAGAIN it looks at the
+ * handle's remembered readiness under the handle's lock: an edge that
+ * arrived since the call returned means "try again"; otherwise the task
+ * links a waiter and parks (the wait protocol of sched_internal.h). The
+ * poller's baton_io_edge() sets the readiness and claims the waiters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "poller.h"
+
+/* --- the worker side ------------------------------------------------------- */
+static const struct baton_poller_ops *choose_backend(struct baton_sched *s)
+{
+	const char *env = getenv("BATON_IO_BACKEND");
+	int want = s->io_backend;
+
+	if (env && strcmp(env, "epoll") == 0)
+		want = BATON_IO_EPOLL;
+	else if (env && strcmp(env, "io_uring") == 0)
+		want = BATON_IO_URING;
+	/* AUTO tries io_uring first; worker_poller falls back to epoll. */
+	return want == BATON_IO_EPOLL ? &baton_poller_epoll : &baton_poller_uring;
+}
+
+/* The calling worker's poller, created on first use. */
+static int worker_poller(struct baton_worker *w)
+{
+	const struct baton_poller_ops *ops;
+	int rc;
+
+	if (w->pops)
+		return BATON_OK;
+	ops = choose_backend(w->sched);
+	rc = ops->create(w);
+	if (rc != BATON_OK && ops != &baton_poller_epoll) {
+		ops = &baton_poller_epoll; /* io_uring unavailable: fall back */
+		rc = ops->create(w);
+	}
+	if (rc != BATON_OK)
+		return rc;
+	/* Release: wakers that see the pointer see the poller's state. */
+	__atomic_store_n(&w->pops, ops, __ATOMIC_RELEASE);
+	return BATON_OK;
+}
+
+static void free_dead(struct baton_worker *w)
+{
+	struct baton_io *io, *next;
+
+	if (__atomic_load_n(&w->dead_ios, __ATOMIC_RELAXED) == NULL)
+		return;
+	/* Acquire: pairs with the release CAS of the closing thread. */
+	io = __atomic_exchange_n(&w->dead_ios, NULL, __ATOMIC_ACQUIRE);
+	for (; io; io = next) {
+		next = (struct baton_io *)io->waiters[0].head;
+		free(io);
+	}
+}
+
+void baton_io_worker_poll(struct baton_worker *w, int64_t timeout_ns)
+{
+	w->pops->poll(w, timeout_ns);
+	/* After the poll: no event of this round can name a dead handle. */
+	free_dead(w);
+}
+
+void baton_io_worker_fini(struct baton_worker *w)
+{
+	if (w->pops == NULL)
+		return;
+	free_dead(w);
+	w->pops->destroy(w);
+	w->pops = NULL;
+}
+
+const char *baton_io_backend(void)
+{
+	struct baton_worker *w = baton_worker_self;
+
+	return w && w->current && w->pops ? w->pops->name : NULL;
+}
+
+/* --- edges and waits ----------------------------------------------------- */
+void baton_io_edge(struct baton_io *io, unsigned events, bool hup)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_waiter *wt;
+
+	baton_spin_lock(&io->lock);
+	io->ready |= events;
+	if (hup)
+		io->hup = true;
+	for (int dir = 0; dir < 2; dir++) {
+		if (!hup && !(events & (1u << dir)))
+			continue;
+		while ((wt = baton_waitq_claim_first(&io->waiters[dir])) != NULL) {
+			wt->task->wait_result = BATON_OK;
+			baton_wakelist_add(&wl, wt->task);
+		}
+	}
+	baton_spin_unlock(&io->lock);
+	baton_wakelist_run(&wl);
+}
+
+/* The call said EAGAIN: wait for an edge in `dir` (0 read, 1 write), unless
+ * one came meanwhile. Returns BATON_OK to try the call again. */
+static int wait_edge(struct baton_io *io, int dir, int64_t deadline)
+{
+	struct baton_task *t = baton_task_self();
+	unsigned bit = 1u << dir;
+	int64_t timeout = -1;
+
+	if (t == NULL)
+		return BATON_ENOSCHED;
+	if (deadline >= 0) {
+		timeout = deadline - baton_clock_now();
+		if (timeout <= 0)
+			return BATON_ETIMEDOUT;
+	}
+	baton_spin_lock(&io->lock);
+	if (io->ready & bit || io->hup) {
+		/* An edge arrived since the call: use it up and retry. */
+		io->ready &= ~bit;
+		baton_spin_unlock(&io->lock);
+		return BATON_OK;
+	}
+	baton_wait_reserve(t, 1);
+	baton_wait_begin(t);
+	baton_wait_add(t, &io->waiters[dir], &io->lock);
+	int rc = baton_wait_park(t, timeout);
+	baton_wait_finish(t);
+	return rc;
+}
+
+/* A deadline for timeout_ns (< 0: none), or 0 meaning "do not wait". */
+static int64_t deadline_of(int64_t timeout_ns)
+{
+	return timeout_ns < 0 ? -1 : timeout_ns == 0 ? 0 : baton_deadline_after(timeout_ns);
+}
+
+static int would_block(struct baton_io *io, int dir, int64_t deadline,
+		       int64_t timeout_ns)
+{
+	if (timeout_ns == 0)
+		return BATON_EAGAIN;
+	return wait_edge(io, dir, deadline);
+}
+
+/* --- the public operations ---------------------------------------------- */
+int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
+{
+	struct baton_worker *w = baton_worker_self;
+	struct baton_io *io;
+	int flags, rc;
+
+	if (out == NULL || fd < 0)
+		return BATON_EINVAL;
+	if (w == NULL || w->current == NULL)
+		return BATON_ENOSCHED;
+	rc = worker_poller(w);
+	if (rc != BATON_OK)
+		return rc;
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (!(flags & O_NONBLOCK) &&
+			  fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0))
+		return BATON_ESYS;
+	io = calloc(1, sizeof(*io));
+	if (io == NULL)
+		return BATON_ENOMEM;
+	io->fd = fd;
+	io->owns_fd = owns_fd;
+	io->home = w;
+	rc = w->pops->add(w, io);
+	if (rc != BATON_OK) {
+		free(io);
+		return rc;
+	}
+	*out = io;
+	return BATON_OK;
+}
+
+int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
+		  size_t *n)
+{
+	int64_t deadline = deadline_of(timeout_ns);
+
+	if (io == NULL || (buf == NULL && len) || n == NULL)
+		return BATON_EINVAL;
+	for (;;) {
+		ssize_t r = read(io->fd, buf, len);
+		int rc;
+
+		if (r >= 0) {
+			*n = (size_t)r;
+			return BATON_OK;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return BATON_ESYS;
+		rc = would_block(io, 0, deadline, timeout_ns);
+		if (rc != BATON_OK)
+			return rc;
+	}
+}
+
+int baton_io_write(baton_io_t *io, const void *buf, size_t len,
+		   int64_t timeout_ns, size_t *n)
+{
+	int64_t deadline = deadline_of(timeout_ns);
+	size_t done = 0;
+	int rc = BATON_OK;
+
+	if (io == NULL || (buf == NULL && len))
+		return BATON_EINVAL;
+	while (done < len) {
+		ssize_t r = send(io->fd, (const char *)buf + done, len - done,
+				 MSG_NOSIGNAL);
+
+		if (r < 0 && errno == ENOTSOCK)
+			r = write(io->fd, (const char *)buf + done, len - done);
+		if (r >= 0) {
+			done += (size_t)r;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			rc = BATON_ESYS;
+			break;
+		}
+		rc = would_block(io, 1, deadline, timeout_ns);
+		if (rc != BATON_OK)
+			break;
+	}
+	if (n)
+		*n = done;
+	return rc;
+}
+
+int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
+{
+	int64_t deadline = deadline_of(timeout_ns);
+
+	if (listener == NULL || fd == NULL)
+		return BATON_EINVAL;
+	for (;;) {
+		int c = accept4(listener->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int rc;
+
+		if (c >= 0) {
+			*fd = c;
+			return BATON_OK;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return BATON_ESYS;
+		rc = would_block(listener, 0, deadline, timeout_ns);
+		if (rc != BATON_OK)
+			return rc;
+	}
+}
+
+int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
+		     int64_t timeout_ns)
+{
+	int64_t deadline = deadline_of(timeout_ns);
+	int err = 0, rc;
+	socklen_t elen = sizeof(err);
+
+	if (io == NULL || addr == NULL)
+		return BATON_EINVAL;
+	if (connect(io->fd, addr, len) == 0)
+		return BATON_OK;
+	if (errno != EINPROGRESS && errno != EINTR)
+		return BATON_ESYS;
+	do {
+		rc = would_block(io, 1, deadline, timeout_ns);
+		if (rc != BATON_OK)
+			return rc;
+		if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
+			return BATON_ESYS;
+		/* Still in progress: the edge was an earlier one. */
+	} while (err == EINPROGRESS || err == EALREADY);
+	if (err) {
+		errno = err;
+		return BATON_ESYS;
+	}
+	return BATON_OK;
+}
+
+int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
+{
+	struct baton_task *t = baton_task_self();
+	int rc;
+
+	if (io == NULL || events == 0 ||
+	    (events & ~(BATON_IO_READABLE | BATON_IO_WRITABLE)))
+		return BATON_EINVAL;
+	if (t == NULL)
+		return BATON_ENOSCHED;
+	baton_spin_lock(&io->lock);
+	if ((io->ready & (unsigned)events) || io->hup) {
+		baton_spin_unlock(&io->lock);
+		return BATON_OK;
+	}
+	if (timeout_ns == 0) {
+		baton_spin_unlock(&io->lock);
+		return BATON_EAGAIN;
+	}
+	baton_wait_reserve(t, 2);
+	baton_wait_begin(t);
+	if (events & BATON_IO_READABLE)
+		baton_wait_add(t, &io->waiters[0], &io->lock);
+	if (events & BATON_IO_WRITABLE)
+		baton_wait_add(t, &io->waiters[1], &io->lock);
+	rc = baton_wait_park(t, timeout_ns);
+	baton_wait_finish(t);
+	return rc;
+}
+
+int baton_io_fd(const baton_io_t *io)
+{
+	return io ? io->fd : BATON_EINVAL;
+}
+
+int baton_io_close(baton_io_t *io)
+{
+	struct baton_worker *home, *self = baton_worker_self;
+	bool busy;
+
+	if (io == NULL)
+		return BATON_OK;
+	baton_spin_lock(&io->lock);
+	busy = io->waiters[0].head || io->waiters[1].head;
+	baton_spin_unlock(&io->lock);
+	if (busy)
+		return BATON_EBUSY;
+	home = io->home;
+	home->pops->del(home, io);
+	if (io->owns_fd)
+		close(io->fd);
+	if (self == home && self->current) {
+		/* Its poller is not running (we are a task on that worker),
+		 * and no later poll can report the deleted descriptor. */
+		free(io);
+		return BATON_OK;
+	}
+	/* Another thread's poller may hold this handle in the batch of
+	 * events it is working through: the home worker frees it after its
+	 * next poll. The waiter list is free now: reuse it as the link. */
+	struct baton_io *head = __atomic_load_n(&home->dead_ios, __ATOMIC_RELAXED);
+	do {
+		io->waiters[0].head = (struct baton_waiter *)head;
+		/* Release: our writes to the handle happen before its free. */
+	} while (!__atomic_compare_exchange_n(&home->dead_ios, &head, io, true,
+					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	baton_worker_wake(home);
+	return BATON_OK;
+}
+
+int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port,
+			int backlog)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, one = 1, rc;
+
+	if (out == NULL || backlog < 1)
+		return BATON_EINVAL;
+	if (baton_task_self() == NULL)
+		return BATON_ENOSCHED;
+	if (host == NULL)
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return BATON_EINVAL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return BATON_ESYS;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, backlog) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return BATON_ESYS;
+	}
+	rc = baton_io_open(out, fd, true);
+	if (rc != BATON_OK)
+		close(fd);
+	return rc;
+}

@@ -1,0 +1,61 @@
+/*
+ * src/io/poller.h - the reactor behind include/baton/io.h: the interface the
+ * scheduler's workers use, and the two backends that implement it.
+ *
+ *   epoll.c    epoll(7), edge-triggered, one registration per handle
+ *   uring.c    io_uring(7) multishot poll requests (when liburing is found)
+ *
+ * A worker gets a poller the first time a task opens a handle on it. From
+ * then on, when the worker has nothing to run, it sleeps in the poller
+ * (which also ends at its earliest timer) instead of on its event count;
+ * a thread that hands it a task interrupts that sleep (baton_worker_wake).
+ * Readiness is edge-triggered: a handle remembers "readable"/"writable"
+ * until an operation on it runs into EAGAIN, and the task that waits for
+ * it is readied by whichever worker's poller sees the edge.
+ */
+#ifndef BATON_SRC_IO_POLLER_H
+#define BATON_SRC_IO_POLLER_H
+
+#include <baton/io.h>
+
+#include "../sched/sched_internal.h"
+
+enum {
+	BATON_IO_IN = 1,  /* readable, or a listener has a connection */
+	BATON_IO_OUT = 2, /* writable, or a connect finished */
+};
+
+struct baton_io {
+	int fd;
+	bool owns_fd;
+	struct baton_worker *home; /* whose poller reports its edges */
+	baton_spinlock_t lock;	   /* guards ready and the waiters */
+	unsigned ready;		   /* BATON_IO_IN/OUT seen and not yet used */
+	bool hup;		   /* error or hang-up: every wait returns */
+	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
+	unsigned pending;	   /* io_uring: poll requests in flight */
+};
+
+struct baton_poller_ops {
+	const char *name;
+	/* A poller for worker w; BATON_ESYS if the backend cannot run here. */
+	int (*create)(struct baton_worker *w);
+	/* Start reporting edges of io on w's poller. */
+	int (*add)(struct baton_worker *w, struct baton_io *io);
+	/* Stop reporting them (before the fd is closed). */
+	void (*del)(struct baton_worker *w, struct baton_io *io);
+	/* Wait up to timeout_ns (< 0: no limit, 0: just look) for edges or a
+	 * wake-up; ready the tasks that waited for the edges seen. */
+	void (*poll)(struct baton_worker *w, int64_t timeout_ns);
+	/* Interrupt a poll in progress on another thread. */
+	void (*wake)(struct baton_worker *w);
+	void (*destroy)(struct baton_worker *w);
+};
+
+extern const struct baton_poller_ops baton_poller_epoll;
+extern const struct baton_poller_ops baton_poller_uring;
+
+/* io.c: an edge was seen on io; ready its waiters. Any thread. */
+void baton_io_edge(struct baton_io *io, unsigned events, bool hup);
+
+#endif /* BATON_SRC_IO_POLLER_H */

@@ -1,0 +1,301 @@
+/*
+ * tests/test_io.c - the reactor (baton/io.h): tasks blocking on sockets and
+ * pipes while their worker runs others, timeouts, errors, and many
+ * connections at once, in both coroutine models, on 1 and 2 workers, with
+ * the backend chosen by BATON_IO_BACKEND (CTest runs this file once per
+ * backend).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#include <baton/io.h>
+#include <baton/sched.h>
+#include <baton/sync.h>
+
+static int failures;
+static char failure[256];
+
+#define CHECK(cond) \
+	do { \
+		if (!(cond) && __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED) == 1) \
+			snprintf(failure, sizeof(failure), "%s:%d: %s", __FILE__, __LINE__, #cond); \
+	} while (0)
+
+static void verdict(void)
+{
+	if (failures)
+		fail_msg("%d failed check(s) in tasks, first: %s", failures, failure);
+}
+
+static baton_sched_t *make_sched(unsigned workers)
+{
+	struct baton_sched_attr a = BATON_SCHED_ATTR_INIT;
+	baton_sched_t *s;
+
+	a.workers = workers;
+	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
+	failures = 0;
+	return s;
+}
+
+static void spawn(baton_sched_t *s, void **state, baton_task_fn fn, void *arg)
+{
+	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
+
+	a.coro = *ATTR(state);
+	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
+}
+
+/* --- echo over TCP: one server task per connection ------------------------ */
+#define CLIENTS 50
+#define ROUNDS 20
+
+struct echo {
+	baton_io_t *listener;
+	unsigned short port;
+	void **state;
+	long echoed;	/* bytes the clients got back right (atomic) */
+	baton_wg_t *clients;
+};
+
+static void echo_conn(void *arg)
+{
+	baton_io_t *c = arg;
+	char buf[512];
+	size_t n;
+
+	while (baton_io_read(c, buf, sizeof(buf), 5000000000LL, &n) == BATON_OK && n > 0)
+		CHECK(baton_io_write(c, buf, n, 5000000000LL, NULL) == BATON_OK);
+	CHECK(baton_io_close(c) == BATON_OK);
+}
+
+static void echo_server(void *arg)
+{
+	struct echo *e = arg;
+
+	for (int i = 0; i < CLIENTS; i++) {
+		int fd;
+		baton_io_t *c;
+
+		CHECK(baton_io_accept(e->listener, &fd, 5000000000LL) == BATON_OK);
+		CHECK(baton_io_open(&c, fd, true) == BATON_OK);
+		spawn(baton_sched_self(), e->state, echo_conn, c);
+	}
+	CHECK(baton_io_close(e->listener) == BATON_OK);
+}
+
+static void echo_client(void *arg)
+{
+	struct echo *e = arg;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(e->port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	baton_io_t *c;
+	char msg[64], back[64];
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CHECK(baton_io_open(&c, fd, true) == BATON_OK);
+	CHECK(baton_io_connect(c, (struct sockaddr *)&sa, sizeof(sa), 5000000000LL) == BATON_OK);
+	for (int r = 0; r < ROUNDS; r++) {
+		size_t len = (size_t)snprintf(msg, sizeof(msg), "hello %p %d", (void *)c, r);
+		size_t got = 0, n;
+
+		CHECK(baton_io_write(c, msg, len, 5000000000LL, NULL) == BATON_OK);
+		while (got < len) {
+			if (baton_io_read(c, back + got, len - got, 5000000000LL, &n) != BATON_OK || n == 0)
+				break;
+			got += n;
+		}
+		CHECK(got == len && memcmp(msg, back, len) == 0);
+		if (got == len)
+			__atomic_add_fetch(&e->echoed, (long)len, __ATOMIC_RELAXED);
+	}
+	CHECK(baton_io_close(c) == BATON_OK);
+	baton_wg_done(e->clients);
+}
+
+static void echo_start(void *arg)
+{
+	struct echo *e = arg;
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+
+	CHECK(baton_io_listen_tcp(&e->listener, "127.0.0.1", 0, 128) == BATON_OK);
+	getsockname(baton_io_fd(e->listener), (struct sockaddr *)&sa, &len);
+	e->port = ntohs(sa.sin_port);
+	CHECK(baton_io_backend() != NULL);
+	spawn(baton_sched_self(), e->state, echo_server, e);
+	for (int i = 0; i < CLIENTS; i++)
+		spawn(baton_sched_self(), e->state, echo_client, e);
+}
+
+static void check_echo(void **state, unsigned workers)
+{
+	baton_sched_t *s = make_sched(workers);
+	struct echo e = { .state = state };
+
+	harness_watchdog(60);
+	assert_int_equal(baton_wg_create(&e.clients), BATON_OK);
+	assert_int_equal(baton_wg_add(e.clients, CLIENTS), BATON_OK);
+	spawn(s, state, echo_start, &e);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	verdict();
+	assert_true(e.echoed > 0);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	assert_int_equal(baton_wg_destroy(e.clients), BATON_OK);
+	alarm(0);
+}
+
+static void test_echo_1(void **state) { check_echo(state, 1); }
+static void test_echo_2(void **state) { check_echo(state, 2); }
+
+/* --- timeouts, try, errors -------------------------------------------------- */
+static void timeouts_task(void *arg)
+{
+	int p[2];
+	baton_io_t *r, *w;
+	char c;
+	size_t n;
+	int64_t t0;
+	struct timespec ts;
+
+	(void)arg;
+	CHECK(pipe(p) == 0);
+	CHECK(baton_io_open(&r, p[0], true) == BATON_OK);
+	CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
+	CHECK(baton_io_read(r, &c, 1, 0, &n) == BATON_EAGAIN);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	CHECK(baton_io_read(r, &c, 1, 20000000, &n) == BATON_ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	CHECK(ts.tv_sec * 1000000000LL + ts.tv_nsec - t0 >= 20000000);
+	CHECK(baton_io_wait(r, BATON_IO_READABLE, 0) == BATON_EAGAIN);
+	CHECK(baton_io_wait(w, BATON_IO_WRITABLE, 1000000000) == BATON_OK);
+	CHECK(baton_io_write(w, "x", 1, -1, &n) == BATON_OK && n == 1);
+	CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
+	CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 1 && c == 'x');
+	CHECK(baton_io_close(w) == BATON_OK);
+	CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 0); /* EOF */
+	CHECK(baton_io_close(r) == BATON_OK);
+	/* Arguments and a refused connection. */
+	CHECK(baton_io_read(NULL, &c, 1, 0, &n) == BATON_EINVAL);
+	CHECK(baton_io_wait(NULL, BATON_IO_READABLE, 0) == BATON_EINVAL);
+	CHECK(baton_io_open(&r, -1, false) == BATON_EINVAL);
+	CHECK(baton_io_listen_tcp(&r, "not an address", 0, 1) == BATON_EINVAL);
+	{
+		baton_io_t *lis, *c2;
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+		int fd;
+
+		/* a port that was just free: nobody listens there */
+		CHECK(baton_io_listen_tcp(&lis, "127.0.0.1", 0, 1) == BATON_OK);
+		getsockname(baton_io_fd(lis), (struct sockaddr *)&sa, &len);
+		CHECK(baton_io_close(lis) == BATON_OK);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		CHECK(baton_io_open(&c2, fd, true) == BATON_OK);
+		CHECK(baton_io_connect(c2, (struct sockaddr *)&sa, len, 1000000000) == BATON_ESYS &&
+		      errno == ECONNREFUSED);
+		CHECK(baton_io_close(c2) == BATON_OK);
+	}
+}
+
+static void test_timeouts(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(30);
+	spawn(s, state, timeouts_task, NULL);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	verdict();
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	alarm(0);
+}
+
+/* --- a task blocked in read is woken by a write from another worker ------ */
+struct cross {
+	baton_io_t *r;
+	int wfd;
+	int ready; /* (atomic) */
+};
+
+static void cross_reader(void *arg)
+{
+	struct cross *x = arg;
+	char c;
+	size_t n;
+
+	__atomic_store_n(&x->ready, 1, __ATOMIC_RELEASE);
+	CHECK(baton_io_read(x->r, &c, 1, 10000000000LL, &n) == BATON_OK && n == 1);
+	CHECK(baton_io_close(x->r) == BATON_OK);
+}
+
+static void *cross_writer(void *arg)
+{
+	struct cross *x = arg;
+
+	while (!__atomic_load_n(&x->ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	usleep(20000); /* let the reader park and its worker sleep in poll */
+	(void)!write(x->wfd, "y", 1);
+	return NULL;
+}
+
+static void cross_open(void *arg)
+{
+	struct cross *x = arg;
+	int p[2];
+
+	CHECK(pipe(p) == 0);
+	x->wfd = p[1];
+	CHECK(baton_io_open(&x->r, p[0], true) == BATON_OK);
+	cross_reader(x);
+}
+
+static void test_wake_from_thread(void **state)
+{
+	baton_sched_t *s = make_sched(2);
+	struct cross x = { 0 };
+	pthread_t th;
+
+	harness_watchdog(30);
+	spawn(s, state, cross_open, &x);
+	assert_int_equal(pthread_create(&th, NULL, cross_writer, &x), 0);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	pthread_join(th, NULL);
+	close(x.wfd);
+	verdict();
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	alarm(0);
+}
+
+static void test_outside_task(void **state)
+{
+	baton_io_t *io;
+
+	(void)state;
+	assert_int_equal(baton_io_open(&io, 0, false), BATON_ENOSCHED);
+	assert_int_equal(baton_io_listen_tcp(&io, NULL, 0, 1), BATON_ENOSCHED);
+	assert_null(baton_io_backend());
+	assert_int_equal(baton_io_close(NULL), BATON_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		MODEL_TESTS(test_echo_1),
+		MODEL_TESTS(test_echo_2),
+		MODEL_TESTS(test_timeouts),
+		MODEL_TESTS(test_wake_from_thread),
+		cmocka_unit_test(test_outside_task),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
