@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""The http suite's runner: one server, one load generator, JSON lines out.
+
+    run_http.py --impl NAME --keepalive true|false --cores 1|2 --duration S
+                --connections C --port P --build DIR --src DIR [--runs R]
+                [--warmup S] [--httpd PATH]
+
+It starts the server of ``--impl`` on 127.0.0.1:P (configuration generated
+into a temporary directory from the templates beside this file), waits until
+the port accepts, checks the body with one plain GET, runs a warm-up and then
+``--runs`` timed loads, stops the server and prints three JSON lines
+(docs/bench-format.md): ``req_per_s``, ``p50_ms`` and ``p99_ms``, each the
+median of the runs with min, max and samples.
+
+Load: ``wrk -t1 -cC -dSs --latency`` for keep-alive, ``ab -c C -t S`` (one
+connection per request, HTTP/1.0) without.  With ``--cores 1`` the server is
+pinned to CPU 1 and the load generator to CPU 0 (``taskset``), one worker;
+with ``--cores 2`` the server gets two workers and nothing is pinned.
+
+A server or tool that is not installed (or baton-httpd not built) gives the
+three lines with ``"status": "missing"`` and the reason, exit status 0: the
+driver passes that status on.  Any other failure (server does not start,
+wrong body, load generator errors) is one line on standard error and exit
+status 1.  Every step is bounded in time (an alarm covers the whole run) and
+the server's process group is always stopped: SIGTERM, then SIGKILL.
+
+Python 3 standard library only; see docs/http-bench.md.
+"""
+
+import argparse
+import ctypes
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BODY = b"Hello, World!\n"
+IMPLS = ("baton-c", "baton-lua", "baton-scheme", "nginx", "nginx-lua", "guile", "h2o")
+START_TIMEOUT = 10.0      # seconds for a server to accept on its port
+STOP_TIMEOUT = 5.0        # seconds between SIGTERM and SIGKILL
+SERVER_CPU, CLIENT_CPU = "1", "0"
+NGINX_MODULE_DIRS = ("/usr/share/nginx/modules", "/usr/lib/nginx/modules")
+SBIN = ("/usr/sbin", "/usr/local/sbin", "/sbin")
+
+
+class Missing(Exception):
+    """The impl cannot run here (not installed, not built); the message is
+    the reason the report shows."""
+
+
+class Failed(Exception):
+    """The impl could run but this measurement failed; one-line reason."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM, SIGINT or the run's alarm: unwind so the server is stopped."""
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def find_tool(name):
+    """``name`` on PATH, or in an sbin directory (nginx lives in /usr/sbin,
+    which a non-root PATH may lack); None if absent."""
+    path = shutil.which(name)
+    if path:
+        return path
+    for directory in SBIN:
+        candidate = os.path.join(directory, name)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def need_tool(name, package):
+    path = find_tool(name)
+    if not path:
+        raise Missing(f"{name} not installed (Debian package {package})")
+    return path
+
+
+def fill(template, values):
+    """The template file with every ``@NAME@`` replaced from ``values``."""
+    with open(os.path.join(HERE, template)) as f:
+        text = f.read()
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", str(value))
+    leftover = re.search(r"@[A-Z_]+@", text)
+    if leftover:
+        raise Failed(f"{template}: no value for {leftover.group(0)}")
+    return text
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def find_guile():
+    """guile-3.0, or a ``guile`` that is version 3."""
+    path = find_tool("guile-3.0")
+    if path:
+        return path
+    path = find_tool("guile")
+    if path:
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        if re.search(r"\b3\.\d+", out.splitlines()[0] if out else ""):
+            return path
+    raise Missing("guile-3.0 not installed (Debian package guile-3.0)")
+
+
+def server_command(args, tmp):
+    """``(argv, env)`` that runs the server of ``args.impl``; writes its
+    configuration into ``tmp``.  Raises Missing when it cannot run here."""
+    workers = args.cores
+    port = args.port
+    if args.impl.startswith("baton-"):
+        httpd = args.httpd or os.path.join(args.build, "baton-httpd")
+        if not os.access(httpd, os.X_OK):
+            print(f"run_http: {httpd} does not exist", file=sys.stderr)
+            raise Missing("baton-httpd not built")
+        handler = {"baton-c": ["hello"],
+                   "baton-lua": ["lua", os.path.join(args.src, "bench/http/baton-hello.lua")],
+                   "baton-scheme": ["scheme", os.path.join(args.src, "bench/http/baton-hello.scm")],
+                   }[args.impl]
+        return [httpd, "--port", str(port), "--workers", str(workers), "--handler",
+                *handler], None
+    if args.impl in ("nginx", "nginx-lua"):
+        nginx = need_tool("nginx", "nginx")
+        modules, content = "", 'return 200 "Hello, World!\\n";'
+        if args.impl == "nginx-lua":
+            modules = _lua_modules()
+            content = 'content_by_lua_block { ngx.say("Hello, World!") }'
+        conf = os.path.join(tmp, "nginx.conf")
+        write(conf, fill("nginx.conf.in", {"LOAD_MODULES": modules, "WORKERS": workers,
+                                           "TMP": tmp, "PORT": port, "CONTENT": content}))
+        return [nginx, "-p", tmp, "-c", conf, "-e", "stderr"], None
+    if args.impl == "h2o":
+        h2o = need_tool("h2o", "h2o")
+        with open(os.path.join(tmp, "hello.txt"), "wb") as f:
+            f.write(BODY)
+        conf = os.path.join(tmp, "h2o.conf")
+        user = "user: root" if os.geteuid() == 0 else ""
+        write(conf, fill("h2o.conf.in", {"USER": user, "WORKERS": workers, "TMP": tmp,
+                                         "PORT": port}))
+        return [h2o, "-c", conf], None
+    if args.impl == "guile":
+        guile = find_guile()
+        if workers != 1:
+            raise Missing("Guile's web server is single-threaded: no 2-worker form")
+        # Auto-compile the script into the temporary directory, not ~/.cache.
+        env = dict(os.environ, XDG_CACHE_HOME=tmp)
+        return [guile, os.path.join(HERE, "guile-hello.scm"), str(port)], env
+    raise Failed(f"unknown impl {args.impl}")
+
+
+def _lua_modules():
+    """``load_module`` lines for the NDK and lua-nginx-module."""
+    for directory in NGINX_MODULE_DIRS:
+        lua = os.path.join(directory, "ngx_http_lua_module.so")
+        ndk = os.path.join(directory, "ndk_http_module.so")
+        if os.path.isfile(lua) and os.path.isfile(ndk):
+            return f"load_module {ndk};\nload_module {lua};"
+    raise Missing("lua-nginx-module not installed (Debian package libnginx-mod-http-lua)")
+
+
+def _die_with_parent():
+    """In the server child: SIGKILL it if the runner dies (PR_SET_PDEATHSIG),
+    a last resort should the runner itself be SIGKILLed."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class Server:
+    """A server process in its own process group, its output in a log file."""
+
+    def __init__(self, argv, env, tmp, pin):
+        self.log_path = os.path.join(tmp, "server.log")
+        self.log = open(self.log_path, "wb")
+        if pin:
+            argv = ["taskset", "-c", SERVER_CPU, *argv]
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, cwd=tmp, env=env,
+                                     start_new_session=True, preexec_fn=_die_with_parent)
+
+    def log_tail(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                lines = [l.strip() for l in f.read().decode(errors="replace").splitlines()]
+        except OSError:
+            return ""
+        lines = [l for l in lines if l]
+        return lines[-1][:200] if lines else ""
+
+    def wait_ready(self, port, timeout):
+        """Return when 127.0.0.1:port accepts; Failed if the server exits or
+        does not accept within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.proc.poll()
+            if status is not None:
+                raise Failed(f"server exited with status {status} before accepting: "
+                             f"{self.log_tail() or 'no output'}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise Failed(f"server did not accept on port {port} within {timeout:g} s: "
+                             f"{self.log_tail() or 'no output'}")
+            time.sleep(0.05)
+
+    def stop(self):
+        """SIGTERM the process group, SIGKILL it after STOP_TIMEOUT."""
+        try:
+            if self.proc.poll() is None:
+                _signal_group(self.proc.pid, signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    pass
+            # The leader may be gone while its workers linger: kill the group.
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=STOP_TIMEOUT)
+        finally:
+            self.log.close()
+
+
+def _signal_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def port_in_use(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def check_body(port):
+    """One plain HTTP/1.1 GET; Failed unless 200 with the hello body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/")
+        resp = conn.getresponse()
+        body = resp.read()
+    except (OSError, http.client.HTTPException) as err:
+        raise Failed(f"GET / failed: {err}") from err
+    finally:
+        conn.close()
+    if resp.status != 200 or body.rstrip(b"\r\n") != BODY.rstrip(b"\n"):
+        raise Failed(f"GET / gave {resp.status} {body[:60]!r}, want 200 {BODY!r}")
+
+
+_TIME_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+
+
+def parse_wrk(text):
+    """``(req_per_s, p50_ms, p99_ms)`` from ``wrk --latency`` output."""
+    rate = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
+    total = re.search(r"^\s*(\d+) requests in", text, re.M)
+    pct = {m.group(1): float(m.group(2)) * _TIME_UNITS[m.group(3)]
+           for m in re.finditer(r"^\s*(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s|m|h)\s*$", text, re.M)}
+    if not rate or not total or "50" not in pct or "99" not in pct:
+        raise Failed(f"cannot parse wrk output: {_last(text)}")
+    requests = int(total.group(1))
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    if bad and int(bad.group(1)):
+        raise Failed(f"wrk: {bad.group(1)} of {requests} responses were not 2xx/3xx")
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
+                       text)
+    if errors and sum(map(int, errors.groups())) > max(1, requests // 100):
+        raise Failed(f"wrk: {errors.group(0)} over {requests} requests")
+    if requests == 0:
+        raise Failed("wrk: no request completed")
+    return float(rate.group(1)), pct["50"], pct["99"]
+
+
+def parse_ab(text):
+    """``(req_per_s, p50_ms, p99_ms)`` from ``ab`` output (ms percentiles
+    are whole milliseconds there)."""
+    rate = re.search(r"^Requests per second:\s+([\d.]+)", text, re.M)
+    complete = re.search(r"^Complete requests:\s+(\d+)", text, re.M)
+    failed = re.search(r"^Failed requests:\s+(\d+)", text, re.M)
+    pct = {m.group(1): float(m.group(2))
+           for m in re.finditer(r"^\s*(50|99)%\s+(\d+)\s*$", text, re.M)}
+    if not rate or not complete or "50" not in pct or "99" not in pct:
+        raise Failed(f"cannot parse ab output: {_last(text)}")
+    done = int(complete.group(1))
+    bad = re.search(r"^Non-2xx responses:\s+(\d+)", text, re.M)
+    if bad and int(bad.group(1)):
+        raise Failed(f"ab: {bad.group(1)} of {done} responses were not 2xx")
+    if failed and int(failed.group(1)) > max(1, done // 100):
+        raise Failed(f"ab: {failed.group(1)} of {done} requests failed")
+    if done == 0:
+        raise Failed("ab: no request completed")
+    return float(rate.group(1)), pct["50"], pct["99"]
+
+
+def _last(text):
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+def load_command(args, seconds, tools):
+    """The load generator's argv for ``seconds`` of load, and its parser."""
+    url = f"http://127.0.0.1:{args.port}/"
+    if args.keepalive:
+        argv = [tools["wrk"], "-t1", f"-c{args.connections}", f"-d{seconds}s", "--latency", url]
+        parse = parse_wrk
+    else:
+        # -t bounds the time; -n (after -t, which would set 50000) sizes
+        # ab's per-request table above what S seconds can complete; -r keeps
+        # going on a receive error (counted in "Failed requests"); -s bounds
+        # one request's wait.
+        requests = max(1000, 60000 * seconds)
+        argv = [tools["ab"], "-q", "-r", "-s", "5", "-c", str(args.connections),
+                "-t", str(seconds), "-n", str(requests), url]
+        parse = parse_ab
+    if args.cores == 1:
+        argv = [tools["taskset"], "-c", CLIENT_CPU, *argv]
+    return argv, parse
+
+
+def run_load(argv, parse, seconds):
+    """Run the load generator (bounded: ``seconds`` + 30 s) and parse it."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace",
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=seconds + 30)
+    except subprocess.TimeoutExpired:
+        raise Failed(f"{os.path.basename(argv[0])} did not finish in {seconds + 30} s")
+    finally:
+        if proc.poll() is None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if proc.returncode != 0:
+        raise Failed(f"{' '.join(argv[:4])}... exit {proc.returncode}: {_last(out)}")
+    return parse(out)
+
+
+def lines(args, samples=None, status="ok", error=None):
+    """The three JSON lines: per metric, median/min/max/samples, or null
+    values with a status and reason."""
+    params = {"keepalive": args.keepalive, "cores": args.cores}
+    metrics = (("req_per_s", "req/s"), ("p50_ms", "ms"), ("p99_ms", "ms"))
+    out = []
+    for i, (metric, unit) in enumerate(metrics):
+        line = {"suite": "http", "impl": args.impl, "peer": not args.impl.startswith("baton-"),
+                "metric": metric, "unit": unit, "params": params}
+        if samples:
+            values = [s[i] for s in samples]
+            line.update(value=statistics.median(values), runs=len(values),
+                        min=min(values), max=max(values), samples=values)
+        else:
+            line.update(value=None, runs=0, status=status, error=error)
+        out.append(line)
+    return out
+
+
+def measure(args, tmp):
+    """Start, check, load, stop: the samples ``[(req/s, p50, p99)]``."""
+    tools = {}
+    need = ["wrk"] if args.keepalive else ["ab"]
+    if args.cores == 1:
+        need.append("taskset")
+    package = {"wrk": "wrk", "ab": "apache2-utils", "taskset": "util-linux"}
+    for tool in need:
+        tools[tool] = need_tool(tool, package[tool])
+    argv, env = server_command(args, tmp)
+    if args.cores == 1:
+        cpus = os.sched_getaffinity(0)
+        if not {int(SERVER_CPU), int(CLIENT_CPU)} <= cpus:
+            raise Failed(f"cores=1 pins to CPUs {CLIENT_CPU} and {SERVER_CPU}; "
+                         f"allowed here: {sorted(cpus)}")
+    if port_in_use(args.port):
+        raise Failed(f"port {args.port} on 127.0.0.1 is already in use")
+    server = Server(argv, env, tmp, pin=args.cores == 1)
+    try:
+        server.wait_ready(args.port, START_TIMEOUT)
+        check_body(args.port)
+        if args.warmup > 0:
+            run_load(*load_command(args, args.warmup, tools), args.warmup)
+        samples = []
+        for _ in range(args.runs):
+            samples.append(run_load(*load_command(args, args.duration, tools), args.duration))
+        if server.proc.poll() is not None:
+            raise Failed(f"server exited during the load: {server.log_tail() or 'no output'}")
+        return samples
+    finally:
+        server.stop()
+
+
+def _bool(text):
+    value = text.strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return value in ("true", "1", "yes")
+
+
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--impl", required=True, choices=IMPLS)
+    p.add_argument("--keepalive", type=_bool, required=True, metavar="true|false")
+    p.add_argument("--cores", type=int, required=True, choices=(1, 2))
+    p.add_argument("--duration", type=_positive, default=5, metavar="S",
+                   help="seconds of load per run (whole seconds; default 5)")
+    p.add_argument("--connections", type=_positive, default=100, metavar="C")
+    p.add_argument("--port", type=_positive, default=18480, metavar="P")
+    p.add_argument("--build", default="build", metavar="DIR",
+                   help="CMake build directory holding baton-httpd")
+    p.add_argument("--src", default=os.path.dirname(os.path.dirname(HERE)), metavar="DIR",
+                   help="repository root (handler files)")
+    p.add_argument("--runs", type=_positive, default=1, metavar="R",
+                   help="timed loads against one server start (default 1)")
+    p.add_argument("--warmup", type=int, default=1, metavar="S",
+                   help="seconds of untimed load first (0: none; default 1)")
+    p.add_argument("--httpd", metavar="PATH", help="baton-httpd (default BUILD/baton-httpd)")
+    args = p.parse_args(argv)
+    if args.port > 65535:
+        p.error("--port must be <= 65535")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM):
+        signal.signal(sig, _interrupt)
+    # The whole run is bounded: start, warm-up, loads, stop, with slack.
+    budget = START_TIMEOUT + 2 * STOP_TIMEOUT + 30 + args.warmup + args.runs * (args.duration + 5)
+    signal.alarm(int(budget))
+    try:
+        with tempfile.TemporaryDirectory(prefix="baton-http-") as tmp:
+            result = lines(args, measure(args, tmp))
+    except Missing as err:
+        result = lines(args, status="missing", error=str(err))
+    except Failed as err:
+        print(f"run_http: {args.impl}: {err}", file=sys.stderr)
+        return 1
+    except Interrupted as err:
+        print(f"run_http: {args.impl}: interrupted ({err}; budget {budget:g} s)",
+              file=sys.stderr)
+        return 1
+    finally:
+        signal.alarm(0)
+    for line in result:
+        print(json.dumps(line), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
