@@ -1,0 +1,232 @@
+/*
+ * baton/stage.h - stages and resource pools: a program drawn as explicit
+ * processing steps, each with its own bounded queue, a concurrency limit and
+ * the resources it must hold before a task is spent on an item.
+ *
+ * A generic pool of tasks can only throttle CPU. A stage knows what its step
+ * needs: before one of its items gets a task, the stage's dispatcher takes a
+ * concurrency slot of the stage and then every resource pool the stage
+ * declares ("database connections", "in-flight requests"), in one global
+ * order. Only then is a task started to run the handler; when the handler
+ * returns, the resources go back (unless the stage declared them KEEP: they
+ * then stay held until the program releases them, usually in a later stage).
+ * A full queue refuses new items (backpressure) instead of growing. Limits,
+ * queue length and pool capacities can be changed while items flow, and each
+ * stage counts what it did (docs/stages.md draws a server this way).
+ *
+ *     static void parse(void *item, void *ctx) { ... baton_stage_submit(
+ *             (baton_stage_t *)ctx, item, -1); }     // on to the next stage
+ *     static void query(void *item, void *ctx) { ... }  // holds a db unit
+ *
+ *     baton_pool_t *db;
+ *     baton_stage_t *s_query, *s_parse;
+ *     baton_pool_create(&db, "db connections", 2);
+ *     struct baton_stage_need need = { db, 1, 0 };
+ *     struct baton_stage_attr a = BATON_STAGE_ATTR_INIT;
+ *     a.name = "query"; a.fn = query; a.concurrency = 8;
+ *     a.queue_capacity = 64; a.needs = &need; a.nneeds = 1;
+ *     baton_stage_create(&s_query, sched, &a);
+ *     a = (struct baton_stage_attr)BATON_STAGE_ATTR_INIT;
+ *     a.name = "parse"; a.fn = parse; a.ctx = s_query;
+ *     baton_stage_create(&s_parse, sched, &a);
+ *     ...
+ *     if (baton_stage_submit(s_parse, req, 0) != BATON_OK)
+ *         reply_busy(req);                    // full: the producer is told
+ *     ...
+ *     baton_stage_close(s_parse);              // from a task: then drain
+ *     baton_stage_drain(s_parse, -1);
+ *     baton_stage_close(s_query);
+ *     baton_stage_drain(s_query, -1);
+ *
+ * Timeouts, as in baton/sync.h: < 0 waits forever, 0 only tries
+ * (BATON_EAGAIN), > 0 waits at most that long (BATON_ETIMEDOUT).
+ *
+ * Rules a caller must keep:
+ *  1. Submit, pool acquire and drain block only in a task's own coroutine;
+ *     from anywhere else they work with timeout 0 only (BATON_ENOSCHED
+ *     otherwise). Release, close, the setters and snapshots work from any
+ *     thread.
+ *  2. Items flow only while the stage's scheduler runs. A stage starts its
+ *     dispatcher task when items arrive and lets it finish when the stage is
+ *     idle, so baton_sched_run() returns once every stage has drained. Run
+ *     the scheduler until the stages you destroy are idle.
+ *  3. A handler must not wait without a timeout for anything that needs a
+ *     resource its own stage holds (for instance submit with timeout -1 to a
+ *     full stage whose items wait for the same pool): that is a cycle.
+ *     Acquiring pools in one global order (creation order) prevents cycles
+ *     among dispatchers, not among handlers.
+ *  4. A KEEP resource is released by the program with baton_pool_release()
+ *     (any thread, any task): the stage does not know when its use ends.
+ *  5. Destroy a stage when it is idle: nothing queued, nothing running, no
+ *     submitter or drainer waiting (BATON_EBUSY otherwise). Destroy a pool
+ *     when no stage lists it, no unit is in use and nobody waits.
+ */
+#ifndef BATON_STAGE_H
+#define BATON_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <baton/error.h>
+#include <baton/sched.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BATON_NAME_MAX 48 /* bytes of a stage or pool name, without NUL */
+
+/* --- resource pools -------------------------------------------------------- */
+typedef struct baton_pool baton_pool_t;
+
+struct baton_pool_stats {
+	const char *name; /* the pool's, valid until it is destroyed */
+	long capacity;	  /* units it may hand out now */
+	long in_use;	  /* units held now (may exceed a shrunk capacity) */
+	long waiters;	  /* acquirers blocked now */
+	uint64_t acquired; /* successful acquisitions so far */
+	uint64_t refused;  /* acquisitions that timed out or would block */
+};
+
+/* A pool of `capacity` units named `name` (1..BATON_NAME_MAX bytes).
+ * Errors: BATON_EINVAL (NULL out or name, bad name, capacity < 0),
+ * BATON_ENOMEM. */
+BATON_API int baton_pool_create(baton_pool_t **out, const char *name,
+				long capacity);
+
+/* Take n units (n >= 1) at once, behind earlier acquirers (FIFO). n may
+ * exceed the capacity now: it is served if the capacity grows enough.
+ * Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0, not grantable now),
+ * BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+BATON_API int baton_pool_acquire(baton_pool_t *p, long n, int64_t timeout_ns);
+
+/* Give back n units and serve the waiters that now fit.
+ * Errors: BATON_EINVAL (NULL p, n < 1), BATON_EPERM (n exceeds the units
+ * in use; nothing is released). */
+BATON_API int baton_pool_release(baton_pool_t *p, long n);
+
+/* Change the capacity (>= 0). Growing serves waiters at once; shrinking
+ * below the units in use takes nothing back: new acquisitions wait until
+ * enough have been released. Errors: BATON_EINVAL. */
+BATON_API int baton_pool_set_capacity(baton_pool_t *p, long capacity);
+
+/* Fill *out; every field from the same instant. Errors: BATON_EINVAL. */
+BATON_API int baton_pool_snapshot(baton_pool_t *p, struct baton_pool_stats *out);
+
+/* Free it. NULL is a no-op. Errors: BATON_EBUSY (units in use, waiters, or
+ * a stage lists it). */
+BATON_API int baton_pool_destroy(baton_pool_t *p);
+
+/* --- stages ---------------------------------------------------------------- */
+typedef struct baton_stage baton_stage_t;
+
+/* The step: runs in its own task, once per item. */
+typedef void (*baton_stage_fn)(void *item, void *ctx);
+
+/* Keep the units after the handler returns (rule 4). */
+#define BATON_STAGE_KEEP 1u
+#define BATON_STAGE_MAX_NEEDS 8
+
+/* A resource the stage holds while (KEEP: from before) its handler runs. */
+struct baton_stage_need {
+	baton_pool_t *pool;
+	long units;	/* >= 1 */
+	unsigned flags; /* 0 or BATON_STAGE_KEEP */
+};
+
+struct baton_stage_attr {
+	const char *name;	/* 1..BATON_NAME_MAX bytes, copied */
+	baton_stage_fn fn;	/* the handler */
+	void *ctx;		/* its second argument */
+	size_t queue_capacity;	/* items waiting at most (>= 1) */
+	unsigned concurrency;	/* handlers running at most (>= 1) */
+	const struct baton_stage_need *needs; /* nneeds of them, copied */
+	size_t nneeds;		/* <= BATON_STAGE_MAX_NEEDS, distinct pools */
+	struct baton_task_attr task; /* dispatcher and handler tasks */
+};
+#define BATON_STAGE_ATTR_INIT \
+	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT }
+
+#define BATON_STAGE_MAX_CAPACITY ((size_t)1 << 24)
+
+/* Counters of one stage. A snapshot is taken under the stage's lock, so its
+ * fields belong to one instant: submitted == completed + running + queued
+ * (an item whose resources are being acquired is still queued), and the
+ * submit calls that returned == submitted + rejected (+ failures that are
+ * not refusals: EINVAL, ENOSCHED, ENOMEM). Pools have their own snapshots.
+ * Times are sums: divide by completed (handler_ns) or by completed +
+ * running (wait_ns) for means. */
+struct baton_stage_stats {
+	const char *name;      /* the stage's, valid until it is destroyed */
+	size_t queued;	       /* items in the queue now */
+	size_t queue_limit;    /* items it may hold now */
+	unsigned running;      /* handlers running now */
+	unsigned concurrency;  /* handlers that may run at once now */
+	int closed;	       /* 1 once baton_stage_close() was called */
+	uint64_t submitted;    /* items accepted */
+	uint64_t rejected;     /* submits refused: full, timed out or closed */
+	uint64_t completed;    /* handlers returned */
+	uint64_t handler_ns;   /* sum of handler times (call..return) */
+	uint64_t wait_ns;      /* sum of queue waits (accepted..handed to its
+				  task), resource waits included */
+};
+
+/* Create a stage whose tasks run on scheduler s. attr is required (fn).
+ * Errors: BATON_EINVAL (NULL argument, bad name, capacity 0 or above
+ * BATON_STAGE_MAX_CAPACITY, concurrency 0, too many needs, a NULL pool,
+ * units < 1, unknown flags, a pool listed twice), BATON_ENOMEM. */
+BATON_API int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
+				 const struct baton_stage_attr *attr);
+
+/* Queue `item` (any pointer, NULL too). With the queue full, wait up to
+ * timeout_ns for room; waiting submitters are admitted in arrival order.
+ * Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
+ * BATON_ESHUTDOWN (closed, before or while waiting), BATON_ENOSCHED,
+ * BATON_ENOMEM (no dispatcher task could be started; nothing queued).
+ * EAGAIN, ETIMEDOUT and ESHUTDOWN count as rejected. */
+BATON_API int baton_stage_submit(baton_stage_t *st, void *item,
+				 int64_t timeout_ns);
+
+/* Stop taking items: later submits and those waiting return
+ * BATON_ESHUTDOWN; queued items are still processed. Any thread.
+ * Errors: BATON_EINVAL, BATON_ESHUTDOWN (already closed). */
+BATON_API int baton_stage_close(baton_stage_t *st);
+
+/* Wait until nothing is queued or running (the stage is idle; after close
+ * it stays so). Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0, not idle),
+ * BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+BATON_API int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns);
+
+/* Change how many handlers may run at once (>= 1). Raising starts queued
+ * items at once; lowering lets running handlers finish. Errors: EINVAL. */
+BATON_API int baton_stage_set_concurrency(baton_stage_t *st, unsigned n);
+
+/* Change how many items the queue may hold (1..queue_capacity given at
+ * creation). Lowering below the items queued refuses new ones until the
+ * queue is shorter. Errors: BATON_EINVAL. */
+BATON_API int baton_stage_set_queue_limit(baton_stage_t *st, size_t n);
+
+/* Fill *out (see struct baton_stage_stats). Errors: BATON_EINVAL. */
+BATON_API int baton_stage_snapshot(baton_stage_t *st,
+				   struct baton_stage_stats *out);
+
+/* Free an idle stage (rule 5). NULL is a no-op. Errors: BATON_EBUSY. */
+BATON_API int baton_stage_destroy(baton_stage_t *st);
+
+/* Write the snapshots of `stages` and `pools` (either list may be empty)
+ * as one JSON object into buf, NUL-terminated:
+ *   {"stages":[{"name":"parse","queued":0,...}],"pools":[{...}]}
+ * *len receives the length of the whole text (without the NUL) even when
+ * it does not fit; buf NULL with size 0 only asks for it (BATON_OK).
+ * Errors: BATON_EINVAL (NULL len, a NULL list with a count, a NULL entry,
+ * NULL buf with size > 0, or size <= *len: the text did not fit; buf then
+ * holds a truncated, NUL-terminated prefix). */
+BATON_API int baton_stage_json(baton_stage_t *const *stages, size_t nstages,
+			       baton_pool_t *const *pools, size_t npools,
+			       char *buf, size_t size, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_STAGE_H */

@@ -1,0 +1,488 @@
+/*
+ * Stages: a bounded ring of items, one dispatcher task that turns the head
+ * item into a running handler task, and the counters.
+ *
+ * Everything mutable lives under the stage's spinlock; a task blocks on one
+ * of three wait queues of the stage (the wait protocol of
+ * src/sched/sched_internal.h, through baton_stage_block):
+ *   producers   submitters finding the queue full; the waiter carries the
+ *               item, and whoever frees a slot moves that item into the
+ *               ring and wakes its producer (FIFO hand-off: nobody barges)
+ *   dispatcher  the dispatcher, waiting for an item or a concurrency slot
+ *   drainers    tasks in baton_stage_drain, woken when the stage is idle
+ *
+ * The dispatcher, per item at the head of the ring, in this order:
+ *   1. waits until fewer than `concurrency` handlers run (stage-local, so
+ *      waiting here holds nothing another stage could want);
+ *   2. acquires every pool the stage needs, in the pools' creation order
+ *      (one global order: two dispatchers cannot each hold what the other
+ *      waits for), blocking only itself;
+ *   3. pops the item (its slot goes to the oldest waiting producer) and
+ *      starts a handler task for it: the task is spent last.
+ * It exists only while the stage has work: the submit that finds no
+ * dispatcher (`active` false) spawns one, and the dispatcher returns once
+ * nothing is queued or running, so a scheduler's run ends when its stages
+ * are idle. Being the only popper, it may read the head before popping it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage_internal.h"
+
+struct entry {
+	void *item;
+	int64_t t0; /* accepted, CLOCK_MONOTONIC ns */
+};
+
+struct baton_stage {
+	baton_spinlock_t lock;
+	struct entry *ring;	/* cap entries; count of them from head */
+	size_t cap, head, count, limit;
+	unsigned running, concurrency;
+	bool closed;
+	bool active;		/* a dispatcher task exists (or is spawning) */
+	struct baton_waitq producers, dispatcher, drainers;
+	uint64_t submitted, rejected, completed, handler_ns, wait_ns;
+
+	/* Fixed at creation. */
+	baton_sched_t *sched;
+	baton_stage_fn fn;
+	void *ctx;
+	struct baton_task_attr task;
+	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
+	size_t nneeds;
+	char name[BATON_NAME_MAX + 1];
+};
+
+/* A handler task's argument. */
+struct job {
+	struct baton_stage *st;
+	void *item;
+};
+
+/* --- under the lock ---------------------------------------------------------- */
+
+static void push(struct baton_stage *st, void *item, int64_t now)
+{
+	struct entry *e = &st->ring[(st->head + st->count) % st->cap];
+
+	e->item = item;
+	e->t0 = now;
+	st->count++;
+	st->submitted++;
+}
+
+/* The helpers that wake tasks claim them into `wl`; the caller readies
+ * them with baton_wakelist_run() once it has released the lock. */
+
+/* Wake the dispatcher if it waits: it re-checks what it waits for. */
+static void poke(struct baton_stage *st, struct baton_wakelist *wl)
+{
+	struct baton_waiter *w = baton_waitq_claim_first(&st->dispatcher);
+
+	if (w)
+		baton_sync_wake(wl, w, BATON_OK);
+}
+
+/* Move waiting producers' items into free slots, oldest first. */
+static void admit(struct baton_stage *st, int64_t now,
+		  struct baton_wakelist *wl)
+{
+	struct baton_waiter *w;
+
+	while (!st->closed && st->count < st->limit &&
+	       (w = baton_waitq_claim_first(&st->producers)) != NULL) {
+		push(st, w->value, now);
+		baton_sync_wake(wl, w, BATON_OK);
+	}
+}
+
+/* True if the caller must spawn a dispatcher once the lock is released. */
+static bool kick(struct baton_stage *st)
+{
+	if (st->active || st->count == 0)
+		return false;
+	st->active = true;
+	return true;
+}
+
+static bool idle(const struct baton_stage *st)
+{
+	/* running > 0 implies active: the dispatcher outlives its handlers. */
+	return !st->active && st->count == 0;
+}
+
+/* --- the dispatcher and the handlers ----------------------------------------- */
+
+static void run_handler(struct baton_stage *st, void *item)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	int64_t start = baton_clock_now(), end;
+
+	st->fn(item, st->ctx);
+	end = baton_clock_now();
+	for (size_t i = st->nneeds; i-- > 0;)
+		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
+			baton_pool_release(st->needs[i].pool,
+					   st->needs[i].units);
+	baton_spin_lock(&st->lock);
+	st->running--;
+	st->completed++;
+	st->handler_ns += (uint64_t)(end - start);
+	poke(st, &wl);
+	/* Last touch of st: once it is idle, a drainer may destroy it. */
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+}
+
+static void handler_task(void *arg)
+{
+	struct job job = *(struct job *)arg;
+
+	free(arg);
+	run_handler(job.st, job.item);
+}
+
+/* Give the item its task; without memory for one, the dispatcher runs the
+ * handler itself (the item is already counted as running). */
+static void start(struct baton_stage *st, void *item)
+{
+	struct job *job = malloc(sizeof(*job));
+
+	if (job != NULL) {
+		job->st = st;
+		job->item = item;
+		if (baton_sched_spawn(st->sched, &st->task, handler_task,
+				      job) == BATON_OK)
+			return;
+		free(job);
+	}
+	run_handler(st, item);
+}
+
+/* Block the dispatcher until poked; called and returns with the lock. */
+static void dispatcher_wait(struct baton_stage *st, struct baton_task *self)
+{
+	/* No timeout: no timer to allocate, so the only result is BATON_OK. */
+	baton_stage_block(self, &st->dispatcher, &st->lock, 0, NULL, -1);
+	baton_spin_lock(&st->lock);
+}
+
+static void dispatch(void *arg)
+{
+	struct baton_stage *st = arg;
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_task *self = baton_task_self();
+	struct baton_waiter *w;
+	void *item;
+	int64_t t0, now;
+
+	baton_spin_lock(&st->lock);
+	for (;;) {
+		if (st->count == 0 && st->running == 0)
+			break;
+		if (st->count == 0 || st->running >= st->concurrency) {
+			dispatcher_wait(st, self);
+			continue;
+		}
+		item = st->ring[st->head].item;
+		t0 = st->ring[st->head].t0;
+		baton_spin_unlock(&st->lock);
+		for (size_t i = 0; i < st->nneeds; i++)
+			/* No timeout: the only result is BATON_OK. */
+			baton_pool_acquire(st->needs[i].pool,
+					   st->needs[i].units, -1);
+		baton_spin_lock(&st->lock);
+		while (st->running >= st->concurrency) /* lowered meanwhile */
+			dispatcher_wait(st, self);
+		st->head = (st->head + 1) % st->cap;
+		st->count--;
+		st->running++;
+		now = baton_clock_now();
+		st->wait_ns += (uint64_t)(now - t0);
+		admit(st, now, &wl);
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+		start(st, item);
+		baton_spin_lock(&st->lock);
+	}
+	st->active = false;
+	while ((w = baton_waitq_claim_first(&st->drainers)) != NULL)
+		baton_sync_wake(&wl, w, BATON_OK);
+	/* Last touch of st: a drainer may destroy it once it has the lock. */
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+}
+
+/* Spawn the dispatcher that kick() asked for. On failure nobody
+ * dispatches: the next submit, close or drain kicks again. */
+static int spawn_dispatcher(struct baton_stage *st)
+{
+	int rc = baton_sched_spawn(st->sched, &st->task, dispatch, st);
+
+	if (rc != BATON_OK) {
+		baton_spin_lock(&st->lock);
+		st->active = false;
+		baton_spin_unlock(&st->lock);
+	}
+	return rc;
+}
+
+/* --- the public calls ---------------------------------------------------------- */
+
+int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
+		       const struct baton_stage_attr *attr)
+{
+	struct baton_stage *st;
+	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS];
+	size_t n;
+
+	if (out == NULL || s == NULL || attr == NULL || attr->fn == NULL ||
+	    attr->queue_capacity == 0 ||
+	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY ||
+	    attr->concurrency == 0 || attr->nneeds > BATON_STAGE_MAX_NEEDS ||
+	    (attr->nneeds > 0 && attr->needs == NULL))
+		return BATON_EINVAL;
+	n = attr->nneeds;
+	/* Sort by creation id (insertion sort: at most 8) and check each. */
+	for (size_t i = 0; i < n; i++) {
+		struct baton_stage_need nd = attr->needs[i];
+		size_t j = i;
+
+		if (nd.pool == NULL || nd.units < 1 ||
+		    (nd.flags & ~BATON_STAGE_KEEP))
+			return BATON_EINVAL;
+		for (; j > 0 && needs[j - 1].pool->id > nd.pool->id; j--)
+			needs[j] = needs[j - 1];
+		needs[j] = nd;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (needs[i].pool == needs[i - 1].pool)
+			return BATON_EINVAL;
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return BATON_ENOMEM;
+	if (!baton_stage_name_copy(st->name, attr->name)) {
+		free(st);
+		return BATON_EINVAL;
+	}
+	st->ring = calloc(attr->queue_capacity, sizeof(*st->ring));
+	if (st->ring == NULL) {
+		free(st);
+		return BATON_ENOMEM;
+	}
+	st->cap = st->limit = attr->queue_capacity;
+	st->concurrency = attr->concurrency;
+	st->sched = s;
+	st->fn = attr->fn;
+	st->ctx = attr->ctx;
+	st->task = attr->task;
+	memcpy(st->needs, needs, n * sizeof(needs[0]));
+	st->nneeds = n;
+	for (size_t i = 0; i < n; i++) {
+		baton_spin_lock(&needs[i].pool->lock);
+		needs[i].pool->users++;
+		baton_spin_unlock(&needs[i].pool->lock);
+	}
+	*out = st;
+	return BATON_OK;
+}
+
+/* A submit whose dispatcher could not be spawned takes its item back. No
+ * dispatcher ran since the submit pushed it (it set `active` itself and
+ * only a dispatcher pops or clears it), so the ring only grew at the tail
+ * and the item is still at position `pos`. */
+static void unsubmit(struct baton_stage *st, size_t pos)
+{
+	baton_spin_lock(&st->lock);
+	for (size_t i = pos; i + 1 < st->count; i++)
+		st->ring[(st->head + i) % st->cap] =
+			st->ring[(st->head + i + 1) % st->cap];
+	st->count--;
+	st->submitted--;
+	baton_spin_unlock(&st->lock);
+}
+
+int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_task *t;
+	size_t pos;
+	bool spawn;
+	int rc;
+
+	if (st == NULL)
+		return BATON_EINVAL;
+	t = baton_sync_parkable();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	baton_spin_lock(&st->lock);
+	if (st->closed) {
+		st->rejected++;
+		baton_spin_unlock(&st->lock);
+		return BATON_ESHUTDOWN;
+	}
+	if (st->count < st->limit) {
+		pos = st->count;
+		push(st, item, baton_clock_now());
+		if (pos == 0)
+			poke(st, &wl); /* a dispatcher idle between handlers */
+		spawn = kick(st);
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+		if (spawn && (rc = spawn_dispatcher(st)) != BATON_OK) {
+			unsubmit(st, pos);
+			return rc;
+		}
+		return BATON_OK;
+	}
+	if (timeout_ns == 0) {
+		st->rejected++;
+		baton_spin_unlock(&st->lock);
+		return BATON_EAGAIN;
+	}
+	/* Full: wait for a slot; the one who frees it moves our item in. */
+	rc = baton_stage_block(t, &st->producers, &st->lock, 0, item,
+			       timeout_ns);
+	if (rc == BATON_ETIMEDOUT) {
+		baton_spin_lock(&st->lock);
+		st->rejected++;
+		baton_spin_unlock(&st->lock);
+	}
+	return rc; /* ESHUTDOWN: close counted it */
+}
+
+int baton_stage_close(baton_stage_t *st)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_waiter *w;
+	bool spawn;
+
+	if (st == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&st->lock);
+	if (st->closed) {
+		baton_spin_unlock(&st->lock);
+		return BATON_ESHUTDOWN;
+	}
+	st->closed = true;
+	while ((w = baton_waitq_claim_first(&st->producers)) != NULL) {
+		st->rejected++;
+		baton_sync_wake(&wl, w, BATON_ESHUTDOWN);
+	}
+	spawn = kick(st);
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+	if (spawn)
+		spawn_dispatcher(st); /* on failure, drain kicks again */
+	return BATON_OK;
+}
+
+int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	int rc;
+
+	if (st == NULL)
+		return BATON_EINVAL;
+	t = baton_sync_parkable();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	baton_spin_lock(&st->lock);
+	if (idle(st)) {
+		baton_spin_unlock(&st->lock);
+		return BATON_OK;
+	}
+	if (kick(st)) { /* items left by a failed spawn */
+		baton_spin_unlock(&st->lock);
+		if ((rc = spawn_dispatcher(st)) != BATON_OK)
+			return rc;
+		baton_spin_lock(&st->lock);
+	}
+	if (timeout_ns == 0) {
+		baton_spin_unlock(&st->lock);
+		return BATON_EAGAIN;
+	}
+	if (idle(st)) { /* the new dispatcher may already have finished */
+		baton_spin_unlock(&st->lock);
+		return BATON_OK;
+	}
+	return baton_stage_block(t, &st->drainers, &st->lock, 0, NULL,
+				 timeout_ns);
+}
+
+int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+	if (st == NULL || n == 0)
+		return BATON_EINVAL;
+	baton_spin_lock(&st->lock);
+	st->concurrency = n;
+	poke(st, &wl);
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+	return BATON_OK;
+}
+
+int baton_stage_set_queue_limit(baton_stage_t *st, size_t n)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	bool spawn;
+
+	if (st == NULL || n == 0 || n > st->cap)
+		return BATON_EINVAL;
+	baton_spin_lock(&st->lock);
+	st->limit = n;
+	admit(st, baton_clock_now(), &wl);
+	poke(st, &wl);
+	spawn = kick(st);
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+	if (spawn)
+		spawn_dispatcher(st); /* on failure, the next call kicks */
+	return BATON_OK;
+}
+
+int baton_stage_snapshot(baton_stage_t *st, struct baton_stage_stats *out)
+{
+	if (st == NULL || out == NULL)
+		return BATON_EINVAL;
+	baton_spin_lock(&st->lock);
+	out->name = st->name;
+	out->queued = st->count;
+	out->queue_limit = st->limit;
+	out->running = st->running;
+	out->concurrency = st->concurrency;
+	out->closed = st->closed;
+	out->submitted = st->submitted;
+	out->rejected = st->rejected;
+	out->completed = st->completed;
+	out->handler_ns = st->handler_ns;
+	out->wait_ns = st->wait_ns;
+	baton_spin_unlock(&st->lock);
+	return BATON_OK;
+}
+
+int baton_stage_destroy(baton_stage_t *st)
+{
+	bool busy;
+
+	if (st == NULL)
+		return BATON_OK;
+	baton_spin_lock(&st->lock);
+	/* Waiters that timed out too: they take the lock to unlink. */
+	busy = !idle(st) || st->running > 0 || st->producers.head != NULL ||
+	       st->drainers.head != NULL || st->dispatcher.head != NULL;
+	baton_spin_unlock(&st->lock);
+	if (busy)
+		return BATON_EBUSY;
+	for (size_t i = 0; i < st->nneeds; i++) {
+		baton_spin_lock(&st->needs[i].pool->lock);
+		st->needs[i].pool->users--;
+		baton_spin_unlock(&st->needs[i].pool->lock);
+	}
+	free(st->ring);
+	free(st);
+	return BATON_OK;
+}
