@@ -111,13 +111,14 @@ static void arrive(void)
 }
 
 /* From a task: wait until `n` tasks have arrived, then long enough for the
- * last one to reach its blocking call and park (it does nothing else in
- * between, so a few ms is plenty even on a loaded machine). */
+ * last one to reach its blocking call and park. On one worker it has parked
+ * before we run again; on two it runs beside us and does nothing else in
+ * between, so 20 ms is plenty unless its thread is preempted for that long. */
 static void await_arrivals(int n)
 {
 	while (__atomic_load_n(&arrived, __ATOMIC_RELAXED) < n)
 		baton_sched_sleep(MS / 2);
-	baton_sched_sleep(5 * MS * time_scale());
+	baton_sched_sleep((cur->workers > 1 ? 20 : 5) * MS * time_scale());
 }
 
 /* Order in which tasks got the mutex, written while holding it. */
@@ -495,7 +496,7 @@ static void sem_head_main(void *arg)
 	long v;
 
 	(void)arg;
-	head_reqs[0].timeout = 50 * MS * time_scale();
+	head_reqs[0].timeout = 100 * MS * time_scale();
 	for (int i = 0; i < 2; i++) {
 		spawn(sem_fifo_waiter, (void *)&head_reqs[i]);
 		await_arrivals(i + 1);
