@@ -48,6 +48,7 @@ enum slot_state {
 	SLOT_IDLE = 0,	   /* no request, or its result is ready */
 	SLOT_PENDING = 1,  /* a request a lock holder may run */
 	SLOT_LOCKONLY = 2, /* its owner only waits for the lock (no combining) */
+	SLOT_GRANTED = 3,  /* K = 0 hand-off: the releaser passed the lock to its owner */
 };
 
 struct seq_req {
@@ -61,6 +62,7 @@ struct seq_req {
 struct seq_slot {
 	_Atomic unsigned owner;	 /* 0 free, 1 claimed by a waiting thread */
 	_Atomic unsigned state;	 /* enum slot_state */
+	_Atomic unsigned hot;	 /* its owner is spinning (on a CPU, most likely) */
 	struct seq_req req;	 /* written by the owner before PENDING, result by the server */
 	baton_ec_t ec;		 /* the owner sleeps here: completion or "lock is free" */
 } __attribute__((aligned(SEQ_LINE)));
@@ -84,7 +86,7 @@ struct baton_seq {
 
 	/* Under the lock only (the holder's data). */
 	_Atomic unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
-	uint64_t deferred[SEQ_SLOTS / 64];	  /* served slots whose owners sleep */
+	uint64_t served[SEQ_SLOTS / 64];	  /* slots served in this holding */
 	_Atomic uint64_t switches, combined;	  /* relaxed counters */
 	_Atomic uint64_t sleeps;
 	baton_coro_t *co;
@@ -98,6 +100,26 @@ struct baton_seq {
 static __thread struct seq_thread seq_self __attribute__((tls_model("initial-exec")));
 /* Spreads the threads' first slot choice; orders nothing. */
 static _Atomic unsigned seq_next_hint;
+
+/*
+ * The full fence of the two Dekker halves (unlock / going to sleep).
+ * ThreadSanitizer does not model atomic_thread_fence (and GCC warns); there,
+ * an RMW on one shared word stands in for it, a seq_cst operation TSan does
+ * understand (slower, and only in TSan builds).
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SEQ_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SEQ_TSAN 1
+#endif
+#endif
+#if SEQ_TSAN
+static _Atomic unsigned seq_tsan_fence_word;
+#define seq_fence() atomic_fetch_add_explicit(&seq_tsan_fence_word, 0, memory_order_seq_cst)
+#else
+#define seq_fence() atomic_thread_fence(memory_order_seq_cst)
+#endif
 
 static inline void cpu_relax(void)
 {
@@ -126,7 +148,7 @@ static void serve_batch(struct baton_seq *s)
 	/* acquire: pairs with the release in claim_slot, so slots below hwm
 	 * are initialised before we read them */
 	unsigned hwm = atomic_load_explicit(&s->hwm, memory_order_acquire);
-	/* relaxed: written under the lock; nudge_one reads it as a hint */
+	/* relaxed: written under the lock; unlock reads it as a hint */
 	unsigned i = atomic_load_explicit(&s->cursor, memory_order_relaxed), n = 0;
 
 	if (k == 0 || hwm == 0)
@@ -144,15 +166,11 @@ static void serve_batch(struct baton_seq *s)
 		sl->req.result = sl->req.fn(sl->req.arg);
 		n++;
 		/* release: the result is visible to the owner once it reads
-		 * IDLE (its acquire load in wait_slot) */
+		 * IDLE (its acquire load in wait_slot). No atomic RMW here:
+		 * the store may complete in the background, and only owners
+		 * that sleep get an event-count increment, from unlock() */
 		atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_release);
-		if (baton_ec_has_waiters(&sl->ec))
-			/* it sleeps: wake it after the lock is released */
-			s->deferred[(sl - s->slots) / 64] |= 1ull << ((sl - s->slots) % 64);
-		else
-			/* a release RMW on a line we own now: cheap, and it
-			 * covers an owner that is just about to sleep */
-			baton_ec_inc(&sl->ec);
+		s->served[(sl - s->slots) / 64] |= 1ull << ((sl - s->slots) % 64);
 	}
 	/* relaxed: see above */
 	atomic_store_explicit(&s->cursor, i, memory_order_relaxed);
@@ -180,6 +198,13 @@ static void *seq_main(void *arg, void *in)
 
 /* ---- the lock ----------------------------------------------------------- */
 
+static inline void became_holder(struct baton_seq *s)
+{
+	/* relaxed: read only by the deadlock check, which re-validates */
+	atomic_store_explicit(&s->holder, &seq_self, memory_order_relaxed);
+	seq_self.held++;
+}
+
 static inline bool try_lock(struct baton_seq *s)
 {
 	unsigned zero = 0;
@@ -191,74 +216,128 @@ static inline bool try_lock(struct baton_seq *s)
 						     memory_order_acquire,
 						     memory_order_relaxed))
 		return false;
-	/* relaxed: read only by the deadlock check, which re-validates */
-	atomic_store_explicit(&s->holder, &seq_self, memory_order_relaxed);
-	seq_self.held++;
+	became_holder(s);
 	return true;
 }
 
-/* Nudge one PENDING or LOCKONLY slot (round robin) so that its owner wakes
- * and takes the free lock. */
-static void nudge_one(struct baton_seq *s)
+static inline bool waiting(unsigned st)
+{
+	return st == SLOT_PENDING || st == SLOT_LOCKONLY;
+}
+
+/* A waiting slot whose owner is spinning (so it takes over at once), round
+ * robin from the cursor, or NULL. Under the lock. Handing the lock to a
+ * thread that yielded its CPU or sleeps would leave it idle for a
+ * scheduler round or a futex wake-up per call; those take the lock when
+ * they find it free, or are nudged by unlock. */
+static struct seq_slot *next_waiter(struct baton_seq *s)
 {
 	/* acquire: as in serve_batch */
 	unsigned hwm = atomic_load_explicit(&s->hwm, memory_order_acquire);
-	/* relaxed: a hint for fairness only, raced on by releasers */
+	/* relaxed: written only under the lock (we hold it) */
 	unsigned start = atomic_load_explicit(&s->cursor, memory_order_relaxed);
-	struct seq_slot *fallback = NULL;
 
 	for (unsigned j = 0; j < hwm; j++) {
-		struct seq_slot *sl = &s->slots[(start + j) % hwm];
-		/* relaxed: the ec increment below is what the owner waits
-		 * for; the state only picks whom to nudge */
-		unsigned st = atomic_load_explicit(&sl->state, memory_order_relaxed);
-
-		if (st == SLOT_IDLE)
-			continue;
-		if (baton_ec_has_waiters(&sl->ec)) {
-			baton_ec_inc(&sl->ec);
-			return;
+		unsigned i = (start + j) % hwm;
+		/* relaxed: a candidate only; the caller's CAS or event
+		 * count increment is what counts */
+		if (waiting(atomic_load_explicit(&s->slots[i].state, memory_order_relaxed)) &&
+		    atomic_load_explicit(&s->slots[i].hot, memory_order_relaxed)) {
+			atomic_store_explicit(&s->cursor, (i + 1) % hwm, memory_order_relaxed);
+			return &s->slots[i];
 		}
-		if (fallback == NULL)
-			fallback = sl;
 	}
-	/* Nobody flagged yet: one of them is between announcing itself and
-	 * sleeping; the increment makes its wait return at once. */
-	if (fallback)
-		baton_ec_inc(&fallback->ec);
+	return NULL;
 }
 
+/*
+ * Release the lock, or with K = 0 hand it to the next waiter (round
+ * robin), so that without combining every waiter still gets its turn.
+ * Then, only if some waiter announced that it may sleep, wake the owners
+ * of the slots served in this holding, and the new holder or one waiter
+ * (who comes to take the free lock). The plain release store plus the
+ * seq_cst fence before the sleepers load is one half of a Dekker pair; the
+ * other is in wait_slot (sleepers++, fence, then state and lock loads):
+ * either the sleeper sees our stores (IDLE, GRANTED, lock 0) or we see it.
+ */
 static void unlock(struct baton_seq *s)
 {
-	uint64_t deferred[SEQ_SLOTS / 64];
+	uint64_t served[SEQ_SLOTS / 64];
+	struct seq_slot *heir = NULL;
 	bool any = false;
 
 	for (unsigned w = 0; w < SEQ_SLOTS / 64; w++) {
-		deferred[w] = s->deferred[w];
-		s->deferred[w] = 0;
-		any |= deferred[w] != 0;
+		served[w] = s->served[w];
+		s->served[w] = 0;
+		any |= served[w] != 0;
 	}
 	seq_self.held--;
+	/* relaxed: read only by the deadlock check */
 	atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-	/* seq_cst exchange: releases our run to the next holder and, as the
-	 * store half of the Dekker pair with wait_slot (sleepers++ then lock
-	 * load), is ordered before the sleepers load below */
-	atomic_exchange_explicit(&s->lock, 0, memory_order_seq_cst);
-	/* seq_cst: the load half of that pair */
-	if (atomic_load_explicit(&s->sleepers, memory_order_seq_cst) != 0)
-		nudge_one(s);
+	/* relaxed: K is a tuning knob. hwm != 0 only after contention */
+	if (atomic_load_explicit(&s->batch, memory_order_relaxed) == 0 &&
+	    atomic_load_explicit(&s->hwm, memory_order_relaxed) != 0 &&
+	    (heir = next_waiter(s)) != NULL) {
+		unsigned st = atomic_load_explicit(&heir->state, memory_order_relaxed);
+
+		/* release: hands our run (runtime state, stack) to the heir,
+		 * like the release store of the lock below; the CAS fails
+		 * only if the owner withdrew a LOCKONLY request */
+		if (!waiting(st) ||
+		    !atomic_compare_exchange_strong_explicit(&heir->state, &st, SLOT_GRANTED,
+							     memory_order_release,
+							     memory_order_relaxed))
+			heir = NULL;
+	}
+	if (heir == NULL)
+		/* release: our run happens before the next holder's */
+		atomic_store_explicit(&s->lock, 0, memory_order_release);
+	/* seq_cst fence: orders the stores above before the sleepers load */
+	seq_fence();
+	/* relaxed: the fence did the ordering */
+	if (__builtin_expect(atomic_load_explicit(&s->sleepers, memory_order_relaxed) == 0, 1))
+		return;
 	if (any)
 		for (unsigned w = 0; w < SEQ_SLOTS / 64; w++)
-			while (deferred[w]) {
-				unsigned b = (unsigned)__builtin_ctzll(deferred[w]);
+			while (served[w]) {
+				unsigned b = (unsigned)__builtin_ctzll(served[w]);
 
-				deferred[w] &= deferred[w] - 1;
+				served[w] &= served[w] - 1;
 				/* release (inside): the slot memory stays
 				 * valid (it belongs to the sequencer); a late
 				 * increment on a reused slot is a spurious
 				 * wake-up its new owner tolerates */
 				baton_ec_inc(&s->slots[w * 64 + b].ec);
 			}
+	if (heir != NULL) {
+		baton_ec_inc(&heir->ec);
+	} else {
+		/* Nudge one sleeper to come and take the free lock, unless a
+		 * waiter is awake and spinning: it will take the lock (or go
+		 * through the sleep protocol, which sees the free lock), and
+		 * a futex wake on every release would cost more than the
+		 * calls. The lock is not ours any more: the scan only picks
+		 * a candidate. */
+		unsigned hwm = atomic_load_explicit(&s->hwm, memory_order_acquire);
+		/* relaxed: a fairness hint, raced on by releasers */
+		unsigned start = atomic_load_explicit(&s->cursor, memory_order_relaxed);
+		struct seq_slot *sleeper = NULL;
+
+		for (unsigned j = 0; j < hwm; j++) {
+			struct seq_slot *sl = &s->slots[(start + j) % hwm];
+
+			/* relaxed: only picks whom to wake */
+			if (!waiting(atomic_load_explicit(&sl->state, memory_order_relaxed)))
+				continue;
+			/* relaxed: a hint, see above */
+			if (atomic_load_explicit(&sl->hot, memory_order_relaxed))
+				return;
+			if (sleeper == NULL)
+				sleeper = sl;
+		}
+		if (sleeper != NULL)
+			baton_ec_inc(&sleeper->ec);
+	}
 }
 
 /* Holding the lock: switch to the stack, run r and a batch, switch back. */
@@ -358,12 +437,19 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 			 ? SEQ_LOCK_EVERY : 1;
 
 	for (unsigned n = 0;; n++) {
+		unsigned st;
 		uint32_t v;
 
-		/* acquire: pairs with the server's release of IDLE; the
-		 * result is ours to read */
-		if (atomic_load_explicit(&sl->state, memory_order_acquire) == SLOT_IDLE)
+		/* acquire: pairs with the server's release of IDLE (the
+		 * result is ours to read) or the releaser's of GRANTED (its
+		 * run happens before ours) */
+		st = atomic_load_explicit(&sl->state, memory_order_acquire);
+		if (st == SLOT_IDLE)
 			return WAIT_SERVED;
+		if (st == SLOT_GRANTED) {
+			became_holder(s);
+			return WAIT_LOCKED;
+		}
 		/* relaxed peek before the CAS, to keep the line shared */
 		if (n % every == every - 1 &&
 		    atomic_load_explicit(&s->lock, memory_order_relaxed) == 0 && try_lock(s))
@@ -371,20 +457,28 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 		if (check && would_deadlock(s))
 			return WAIT_DEADLOCK;
 		if (n < SEQ_SPIN) {
+			if (n == 0)
+				/* relaxed: a hint for unlock's hand-off choice */
+				atomic_store_explicit(&sl->hot, 1, memory_order_relaxed);
 			cpu_relax();
 			continue;
 		}
+		if (n == SEQ_SPIN)
+			/* relaxed: as above */
+			atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
 		if (n < SEQ_SPIN + SEQ_YIELDS) {
 			sched_yield();
 			continue;
 		}
-		/* seq_cst RMW: the first half of the Dekker pair with
-		 * unlock(); the lock load below cannot pass it */
-		atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_seq_cst);
+		/* relaxed RMW + seq_cst fence: our half of the Dekker pair
+		 * with unlock(); the loads below cannot pass the fence */
+		atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_relaxed);
+		seq_fence();
 		v = baton_ec_value(&sl->ec);
-		/* acquire as above; seq_cst: the second half of the pair */
-		if (atomic_load_explicit(&sl->state, memory_order_acquire) != SLOT_IDLE &&
-		    atomic_load_explicit(&s->lock, memory_order_seq_cst) != 0) {
+		/* acquire: as above. relaxed lock load: the fence orders it;
+		 * if it is still held, its holder will see us in sleepers */
+		st = atomic_load_explicit(&sl->state, memory_order_acquire);
+		if (waiting(st) && atomic_load_explicit(&s->lock, memory_order_relaxed) != 0) {
 			atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
 			/* with a lock held we re-check for cycles now and then */
 			baton_ec_wait_mp(&sl->ec, v, check ? 1000000 : -1);
@@ -429,6 +523,8 @@ static int call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **res
 	atomic_store_explicit(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING,
 			      memory_order_release);
 	out = wait_slot(s, sl, check);
+	/* relaxed: as in wait_slot */
+	atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
 	/* next time, publish at once if combining served us this time */
 	seq_self.contended = out == WAIT_SERVED ? s : NULL;
 	if (out == WAIT_LOCKED) {
@@ -445,11 +541,23 @@ static int call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **res
 	} else if (out == WAIT_SERVED) {
 		r.result = sl->req.result;
 	} else {
-		/* relaxed: LOCKONLY slots are never touched by holders */
-		atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
+		unsigned st = SLOT_LOCKONLY;
+
+		/* relaxed: withdraw; it fails only if a releaser granted us
+		 * the lock meanwhile (acquire then: its run before ours), and
+		 * then there is no deadlock any more: run as a holder */
+		if (!atomic_compare_exchange_strong_explicit(&sl->state, &st, SLOT_IDLE,
+							     memory_order_acquire,
+							     memory_order_relaxed)) {
+			became_holder(s);
+			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
+			run_locked(s, &r);
+			goto out;
+		}
 		release_slot(sl);
 		return report_deadlock(s, "a cycle of sequencers waiting for each other");
 	}
+out:
 	release_slot(sl);
 	if (check)
 		/* relaxed: our own variable, re-set before every check */
