@@ -1,0 +1,373 @@
+/*
+ * One connection: a loop of read and parse, body, handle, write.
+ *
+ * What is read accumulates in c->in, the current request first; its head is
+ * parsed in place (the parser keeps no state, so each read re-parses the
+ * head; heads are small). A chunked body is decoded in place right behind
+ * the head. Responses go to c->out and are written when no further complete
+ * request is already buffered, so a pipelined batch costs one write.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server_internal.h"
+
+#define IN_INITIAL 8192
+#define OUT_INITIAL 8192
+#define INLINE_BODY_MAX (64 * 1024) /* larger bodies are written directly */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Room for `more` bytes after in_len, within `limit` bytes in all. */
+static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
+{
+	size_t cap = c->in_cap ? c->in_cap : IN_INITIAL;
+	char *p;
+
+	if (c->in_len + more <= c->in_cap)
+		return true;
+	if (c->in_len + more > limit)
+		return false;
+	while (cap < c->in_len + more)
+		cap *= 2;
+	if (cap > limit)
+		cap = limit;
+	p = realloc(c->in, cap);
+	if (p == NULL)
+		return false;
+	c->in = p;
+	c->in_cap = cap;
+	return true;
+}
+
+static bool out_reserve(struct http_conn *c, size_t more)
+{
+	size_t cap = c->out_cap ? c->out_cap : OUT_INITIAL;
+	char *p;
+
+	if (c->out_len + more <= c->out_cap)
+		return true;
+	while (cap < c->out_len + more)
+		cap *= 2;
+	p = realloc(c->out, cap);
+	if (p == NULL)
+		return false;
+	c->out = p;
+	c->out_cap = cap;
+	return true;
+}
+
+static int flush(struct http_conn *c)
+{
+	struct baton_http_server *srv = c->srv;
+	int64_t t0;
+	int rc;
+
+	if (c->out_len == 0)
+		return BATON_OK;
+	baton_http_step_begin(srv, STEP_WRITE);
+	t0 = now_ns();
+	rc = baton_io_write(c->io, c->out, c->out_len, srv->a.write_timeout_ns, NULL);
+	baton_http_step_end(srv, STEP_WRITE, t0, rc == BATON_OK);
+	c->out_len = 0;
+	return rc;
+}
+
+/* Read more into c->in (up to `limit` in all) before `deadline` (< 0:
+ * none). BATON_OK with *n = 0 at end of file. */
+static int read_more(struct http_conn *c, size_t limit, int64_t deadline, size_t *n)
+{
+	int64_t timeout = -1;
+
+	if (!in_reserve(c, 4096 < limit - c->in_len ? 4096 : limit - c->in_len, limit))
+		return BATON_ENOMEM;
+	if (deadline >= 0) {
+		timeout = deadline - now_ns();
+		if (timeout <= 0)
+			return BATON_ETIMEDOUT;
+	}
+	return baton_io_read(c->io, c->in + c->in_len, c->in_cap - c->in_len, timeout, n);
+}
+
+/* Queue a canned error response; the connection closes after it. */
+static void answer_error(struct http_conn *c, int status)
+{
+	if (out_reserve(c, 512))
+		c->out_len += baton_http_format_error(c->out + c->out_len, 512, status);
+	flush(c);
+}
+
+/* The next head, complete in c->in: its length (> 0), 0 to close quietly
+ * (EOF, idle timeout, shutdown), or -status to answer and close. */
+static long read_head(struct http_conn *c, struct baton_http_request *req)
+{
+	struct baton_http_server *srv = c->srv;
+	size_t limit = srv->lim.max_target + srv->lim.max_header_bytes + 1024;
+	int64_t deadline = -1;
+	long n = 0;
+
+	for (;;) {
+		size_t got;
+		int rc;
+
+		if (c->in_len) {
+			n = baton_http_parse_head(c->in, c->in_len, &srv->lim, req, NULL);
+			if (n != BATON_HTTP_NEED_MORE)
+				return n;
+			if (deadline < 0)
+				deadline = now_ns() + srv->a.header_timeout_ns;
+		}
+		/* About to wait for the client: what we owe it goes first. */
+		if (flush(c) != BATON_OK)
+			return 0;
+		if (c->in_len == 0) {
+			/* Between requests: idle, closed by shutdown. */
+			if (!baton_http_conn_set_idle(c, true))
+				return 0;
+			rc = read_more(c, limit, now_ns() + srv->a.idle_timeout_ns, &got);
+			baton_http_conn_set_idle(c, false);
+			if (rc != BATON_OK || got == 0)
+				return 0; /* idle timeout, EOF or error: just close */
+		} else {
+			rc = read_more(c, limit, deadline, &got);
+			if (rc == BATON_ETIMEDOUT)
+				return -408;
+			if (rc == BATON_ENOMEM)
+				return -431; /* over the head limit without an answer */
+			if (rc != BATON_OK || got == 0)
+				return 0;
+		}
+		c->in_len += got;
+	}
+}
+
+/* The body after a head of `head` bytes: on success *body and *len point into
+ * c->in and *end is where the next request starts. */
+static int read_body(struct http_conn *c, const struct baton_http_request *req, size_t head,
+		     char **body, size_t *len, size_t *end)
+{
+	struct baton_http_server *srv = c->srv;
+	size_t limit = head + (size_t)srv->lim.max_body + 64 * 1024;
+	int64_t deadline = now_ns() + srv->a.header_timeout_ns;
+	size_t got;
+	int rc;
+
+	*body = c->in + head;
+	*len = 0;
+	*end = head;
+	if (req->content_length <= 0 && !req->chunked)
+		return BATON_OK;
+	/* Expect: 100-continue: say go on, unless the body is already here. */
+	if (req->expect_continue && c->in_len == head) {
+		if (!out_reserve(c, sizeof(BATON_HTTP_CONTINUE)))
+			return -500;
+		memcpy(c->out + c->out_len, BATON_HTTP_CONTINUE, sizeof(BATON_HTTP_CONTINUE) - 1);
+		c->out_len += sizeof(BATON_HTTP_CONTINUE) - 1;
+		if (flush(c) != BATON_OK)
+			return -400;
+	}
+	if (!req->chunked) {
+		size_t need = head + (size_t)req->content_length;
+
+		if (!in_reserve(c, need > c->in_len ? need - c->in_len : 0, need))
+			return -413;
+		while (c->in_len < need) {
+			rc = read_more(c, need, deadline, &got);
+			if (rc != BATON_OK || got == 0)
+				return rc == BATON_ETIMEDOUT ? -408 : -400;
+			c->in_len += got;
+		}
+		*len = (size_t)req->content_length;
+		*end = need;
+		return BATON_OK;
+	}
+	/* Chunked: decode in place; the output never overtakes the input. */
+	struct baton_http_chunked dec;
+	size_t in_pos = head, out_pos = head;
+
+	baton_http_chunked_init(&dec, &srv->lim);
+	for (;;) {
+		size_t consumed, produced;
+
+		rc = baton_http_chunked_feed(&dec, c->in + in_pos, c->in_len - in_pos, &consumed,
+					     c->in + out_pos, c->in_len - out_pos, &produced);
+		in_pos += consumed;
+		out_pos += produced;
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			break;
+		rc = read_more(c, limit, deadline, &got);
+		if (rc != BATON_OK || got == 0)
+			return rc == BATON_ETIMEDOUT ? -408 : rc == BATON_ENOMEM ? -413 : -400;
+		c->in_len += got;
+	}
+	*len = out_pos - head;
+	*end = in_pos;
+	return BATON_OK;
+}
+
+/* Format the response into c->out (the body inline if small, else written
+ * right away). */
+static int respond(struct http_conn *c, const struct baton_http_request *req,
+		   struct baton_http_resp *resp, bool keep)
+{
+	struct baton_http_field extra[BATON_HTTP_MAX_EXTRA + 1];
+	size_t nextra = 0, head_cap, n;
+	bool inline_body = resp->body_len <= INLINE_BODY_MAX;
+
+	if (resp->content_type)
+		extra[nextra++] = (struct baton_http_field){ "Content-Type", resp->content_type, 12,
+							     (unsigned)strlen(resp->content_type) };
+	for (size_t i = 0; i < resp->nextra && i < BATON_HTTP_MAX_EXTRA; i++)
+		extra[nextra++] = (struct baton_http_field){
+			resp->extra_names[i], resp->extra_values[i],
+			(unsigned short)strlen(resp->extra_names[i]),
+			(unsigned)strlen(resp->extra_values[i]) };
+	head_cap = 512;
+	for (size_t i = 0; i < nextra; i++)
+		head_cap += extra[i].name_len + extra[i].value_len + 4;
+	if (!out_reserve(c, head_cap + (inline_body ? resp->body_len : 0)))
+		return BATON_ENOMEM;
+	n = baton_http_format_head(c->out + c->out_len, head_cap, resp->status,
+				   (int64_t)resp->body_len, keep, extra, nextra);
+	if (n == 0)
+		return BATON_EINVAL; /* a bad header from the handler */
+	c->out_len += n;
+	if (req->is_head || resp->body_len == 0)
+		return BATON_OK;
+	if (inline_body) {
+		memcpy(c->out + c->out_len, resp->body, resp->body_len);
+		c->out_len += resp->body_len;
+		return BATON_OK;
+	}
+	if (flush(c) != BATON_OK)
+		return BATON_ESYS;
+	return baton_io_write(c->io, resp->body, resp->body_len, c->srv->a.write_timeout_ns, NULL);
+}
+
+static bool is_stats(const struct baton_http_request *req)
+{
+	return req->target_len == 7 && memcmp(req->target, "/_stats", 7) == 0;
+}
+
+/* Run the handler (or static files, or /_stats) under the handler pool. */
+static int handle(struct http_conn *c, const struct baton_http_request *req,
+		  const char *body, size_t body_len, struct baton_http_resp *resp,
+		  char *scratch, size_t scratch_cap)
+{
+	struct baton_http_server *srv = c->srv;
+	struct baton_http_req view = {
+		req->method, req->method_len, req->target, req->target_len,
+		req->version_minor, body, body_len, req,
+	};
+	int64_t t0;
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->scratch = scratch;
+	resp->scratch_cap = scratch_cap;
+	if (srv->a.stats && is_stats(req) && req->method_id == BATON_HTTP_GET) {
+		size_t len;
+
+		if (baton_http_server_stats_json(srv, scratch, scratch_cap, &len) != BATON_OK)
+			return BATON_ENOMEM;
+		resp->status = 200;
+		resp->content_type = "application/json";
+		resp->body = scratch;
+		resp->body_len = len;
+		return BATON_OK;
+	}
+	if (srv->static_dir && (req->method_id == BATON_HTTP_GET ||
+				req->method_id == BATON_HTTP_HEAD)) {
+		rc = baton_http_static(srv, req, resp);
+		if (rc != 0)
+			return rc > 0 ? BATON_OK : rc;
+	}
+	/* The handler step: queue for a slot of the handlers pool. */
+	rc = baton_pool_acquire(srv->handlers, 1, srv->a.header_timeout_ns);
+	if (rc != BATON_OK) {
+		baton_http_step_reject(srv, STEP_HANDLE);
+		return rc;
+	}
+	baton_http_step_begin(srv, STEP_HANDLE);
+	t0 = now_ns();
+	rc = srv->a.handler(srv->a.ctx, &view, resp);
+	baton_pool_release(srv->handlers, 1);
+	baton_http_step_end(srv, STEP_HANDLE, t0, rc == BATON_OK);
+	if (rc == BATON_OK && resp->status == 0)
+		resp->status = 200;
+	return rc;
+}
+
+void baton_http_conn_main(void *arg)
+{
+	struct http_conn *c = arg;
+	struct baton_http_server *srv = c->srv;
+	struct baton_http_field fields[128];
+	size_t nf = srv->lim.max_fields < 128 ? srv->lim.max_fields : 128;
+	char scratch[4096];
+
+	for (;;) {
+		struct baton_http_request req = { .fields = fields, .fields_cap = nf };
+		struct baton_http_resp resp;
+		char *body;
+		size_t body_len, end;
+		long head;
+		int64_t t0 = now_ns();
+		bool keep;
+		int rc;
+
+		head = read_head(c, &req);
+		if (head == 0)
+			break;
+		if (head < 0) {
+			baton_http_step_reject(srv, STEP_READ);
+			answer_error(c, (int)-head);
+			break;
+		}
+		baton_http_step_begin(srv, STEP_READ);
+		rc = read_body(c, &req, (size_t)head, &body, &body_len, &end);
+		if (rc != BATON_OK) {
+			baton_http_step_end(srv, STEP_READ, t0, false);
+			answer_error(c, rc <= -400 ? -rc : 400);
+			break;
+		}
+		baton_http_step_end(srv, STEP_READ, t0, true);
+		/* The in-flight cap: a request holds a unit until answered. */
+		if (baton_pool_acquire(srv->inflight, 1, srv->a.header_timeout_ns) != BATON_OK) {
+			answer_error(c, 503);
+			break;
+		}
+		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch));
+		pthread_mutex_lock(&srv->lock);
+		keep = req.keep_alive && !srv->shutting;
+		pthread_mutex_unlock(&srv->lock);
+		if (rc != BATON_OK) {
+			baton_pool_release(srv->inflight, 1);
+			if (resp.release && resp.body)
+				resp.release(resp.body);
+			answer_error(c, rc == BATON_ETIMEDOUT ? 503 : rc <= -400 ? -rc : 500);
+			break;
+		}
+		rc = respond(c, &req, &resp, keep);
+		if (resp.release && resp.body)
+			resp.release(resp.body);
+		baton_pool_release(srv->inflight, 1);
+		if (rc != BATON_OK || !keep)
+			break;
+		/* Pipelining: what follows this request moves to the front. */
+		memmove(c->in, c->in + end, c->in_len - end);
+		c->in_len -= end;
+	}
+	flush(c);
+	baton_io_close(c->io);
+}

@@ -1,0 +1,379 @@
+/*
+ * The server's life cycle: create (bind and listen at once, so that errors
+ * reach the caller), the acceptor task, shutdown, limits, statistics.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server_internal.h"
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* --- step counters ---------------------------------------------------------- */
+void baton_http_step_begin(struct baton_http_server *srv, int step)
+{
+	/* Relaxed: counters order nothing (see server_internal.h). */
+	__atomic_add_fetch(&srv->steps[step].running, 1, __ATOMIC_RELAXED);
+}
+
+void baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok)
+{
+	struct http_step *st = &srv->steps[step];
+
+	/* Relaxed: as above. */
+	__atomic_sub_fetch(&st->running, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(ok ? &st->completed : &st->rejected, 1, __ATOMIC_RELAXED);
+	if (t0)
+		__atomic_add_fetch(&st->ns, (uint64_t)(now_ns() - t0), __ATOMIC_RELAXED);
+}
+
+/* A request refused at this step before it started it. */
+void baton_http_step_reject(struct baton_http_server *srv, int step)
+{
+	/* Relaxed: as above. */
+	__atomic_add_fetch(&srv->steps[step].rejected, 1, __ATOMIC_RELAXED);
+}
+
+/* --- the connection list -------------------------------------------------- */
+/* Mark a connection idle (between requests) or busy. Returns false when it
+ * becomes idle while the server shuts down: the caller closes it. */
+bool baton_http_conn_set_idle(struct http_conn *c, bool idle)
+{
+	struct baton_http_server *srv = c->srv;
+	bool ok;
+
+	pthread_mutex_lock(&srv->lock);
+	c->idle = idle;
+	ok = !(idle && srv->shutting);
+	pthread_mutex_unlock(&srv->lock);
+	return ok;
+}
+
+static void conn_link(struct baton_http_server *srv, struct http_conn *c)
+{
+	pthread_mutex_lock(&srv->lock);
+	c->prev = NULL;
+	c->next = srv->list;
+	if (srv->list)
+		srv->list->prev = c;
+	srv->list = c;
+	srv->nconns++;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static void conn_unlink(struct baton_http_server *srv, struct http_conn *c)
+{
+	pthread_mutex_lock(&srv->lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv->list = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	srv->nconns--;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* The connection task: wraps baton_http_conn_main with the bookkeeping. */
+static void conn_task(void *arg)
+{
+	struct http_conn *c = arg;
+	struct baton_http_server *srv = c->srv;
+
+	baton_http_conn_main(c);
+	conn_unlink(srv, c);
+	free(c->in);
+	free(c->out);
+	free(c);
+	baton_pool_release(srv->conns, 1);
+}
+
+/* --- the acceptor --------------------------------------------------------- */
+static bool shutting(struct baton_http_server *srv)
+{
+	bool s;
+
+	pthread_mutex_lock(&srv->lock);
+	s = srv->shutting;
+	pthread_mutex_unlock(&srv->lock);
+	return s;
+}
+
+static void acceptor(void *arg)
+{
+	struct baton_http_server *srv = arg;
+	baton_io_t *lis;
+	int one = 1;
+
+	if (baton_io_open(&lis, srv->lfd, true) != BATON_OK) {
+		fprintf(stderr, "baton-httpd: cannot watch the listening socket: %s\n",
+			strerror(errno));
+		close(srv->lfd);
+		goto out;
+	}
+	while (!shutting(srv)) {
+		struct http_conn *c;
+		int fd, rc;
+		int64_t t0;
+
+		/* The connection cap: accept pauses while it is reached. */
+		rc = baton_pool_acquire(srv->conns, 1, 200000000);
+		if (rc == BATON_ETIMEDOUT)
+			continue;
+		if (rc != BATON_OK)
+			break;
+		baton_http_step_begin(srv, STEP_ACCEPT);
+		t0 = now_ns();
+		/* Bounded wait so that shutdown is noticed promptly. */
+		rc = baton_io_accept(lis, &fd, 200000000);
+		if (rc != BATON_OK) {
+			baton_pool_release(srv->conns, 1);
+			baton_http_step_end(srv, STEP_ACCEPT, 0, rc == BATON_ETIMEDOUT);
+			if (rc == BATON_ESYS && (errno == EMFILE || errno == ENFILE ||
+						 errno == ENOBUFS || errno == ENOMEM))
+				baton_sched_sleep(10000000); /* out of fds: back off */
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (c)
+			c->srv = srv, c->fd = fd;
+		if (c == NULL || baton_io_open(&c->io, fd, true) != BATON_OK) {
+			free(c);
+			close(fd);
+			baton_pool_release(srv->conns, 1);
+			baton_http_step_end(srv, STEP_ACCEPT, t0, false);
+			continue;
+		}
+		conn_link(srv, c);
+		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+
+		ta.coro = srv->a.coro;
+		if (baton_sched_spawn(srv->sched, &ta, conn_task, c) != BATON_OK) {
+			conn_unlink(srv, c);
+			baton_io_close(c->io);
+			free(c);
+			baton_pool_release(srv->conns, 1);
+			baton_http_step_end(srv, STEP_ACCEPT, t0, false);
+			continue;
+		}
+		baton_http_step_end(srv, STEP_ACCEPT, t0, true);
+	}
+	baton_io_close(lis);
+out:
+	pthread_mutex_lock(&srv->lock);
+	srv->acceptor_done = true;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* --- public API --------------------------------------------------------------- */
+static int listen_socket(struct baton_http_server *srv)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(srv->a.port) };
+	socklen_t len = sizeof(sa);
+	int one = 1, fd;
+
+	if (srv->host == NULL)
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (inet_pton(AF_INET, srv->host, &sa.sin_addr) != 1)
+		return BATON_EINVAL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return BATON_ESYS;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, srv->a.backlog) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return BATON_ESYS;
+	}
+	srv->lfd = fd;
+	srv->port = ntohs(sa.sin_port);
+	return BATON_OK;
+}
+
+static bool attr_valid(const struct baton_http_server_attr *a)
+{
+	return a->handler && a->max_target > 0 && a->max_header_bytes > 0 &&
+	       a->max_fields > 0 && a->max_body >= 0 && a->header_timeout_ns > 0 &&
+	       a->idle_timeout_ns > 0 && a->write_timeout_ns > 0 &&
+	       a->max_connections > 0 && a->handler_concurrency > 0 &&
+	       a->max_inflight > 0 && a->backlog > 0;
+}
+
+static void server_free(struct baton_http_server *srv)
+{
+	baton_pool_destroy(srv->conns);
+	baton_pool_destroy(srv->handlers);
+	baton_pool_destroy(srv->inflight);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv->host);
+	free(srv->static_dir);
+	free(srv);
+}
+
+int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
+			     const struct baton_http_server_attr *attr)
+{
+	static const char *names[NSTEPS] = { "accept", "read", "handle", "write" };
+	struct baton_http_server *srv;
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	int rc;
+
+	if (out == NULL || s == NULL || attr == NULL || !attr_valid(attr))
+		return BATON_EINVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (srv == NULL)
+		return BATON_ENOMEM;
+	srv->sched = s;
+	srv->a = *attr;
+	srv->lfd = -1;
+	pthread_mutex_init(&srv->lock, NULL);
+	for (int i = 0; i < NSTEPS; i++)
+		srv->steps[i].name = names[i];
+	srv->lim = (struct baton_http_limits){ attr->max_target, attr->max_header_bytes,
+					       attr->max_fields, attr->max_body };
+	rc = BATON_ENOMEM;
+	if ((attr->host && (srv->host = strdup(attr->host)) == NULL) ||
+	    (attr->static_dir && (srv->static_dir = strdup(attr->static_dir)) == NULL))
+		goto fail;
+	if ((rc = baton_pool_create(&srv->conns, "connections", attr->max_connections)) ||
+	    (rc = baton_pool_create(&srv->handlers, "handlers", attr->handler_concurrency)) ||
+	    (rc = baton_pool_create(&srv->inflight, "in-flight", attr->max_inflight)))
+		goto fail;
+	rc = listen_socket(srv);
+	if (rc != BATON_OK)
+		goto fail;
+	ta.coro = attr->coro;
+	rc = baton_sched_spawn(s, &ta, acceptor, srv);
+	if (rc != BATON_OK) {
+		close(srv->lfd);
+		goto fail;
+	}
+	*out = srv;
+	return BATON_OK;
+fail:
+	server_free(srv);
+	return rc;
+}
+
+int baton_http_server_port(const baton_http_server_t *srv)
+{
+	return srv ? srv->port : BATON_EINVAL;
+}
+
+int baton_http_server_shutdown(baton_http_server_t *srv)
+{
+	if (srv == NULL)
+		return BATON_EINVAL;
+	pthread_mutex_lock(&srv->lock);
+	srv->shutting = true;
+	/* Idle connections wait in read: end that read with EOF. Busy ones
+	 * answer their request with Connection: close, then end. */
+	for (struct http_conn *c = srv->list; c; c = c->next)
+		if (c->idle)
+			shutdown(c->fd, SHUT_RD);
+	pthread_mutex_unlock(&srv->lock);
+	return BATON_OK;
+}
+
+int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurrency,
+				 long max_inflight, long max_connections)
+{
+	int rc = BATON_OK;
+
+	if (srv == NULL)
+		return BATON_EINVAL;
+	if (handler_concurrency > 0)
+		rc = baton_pool_set_capacity(srv->handlers, handler_concurrency);
+	if (rc == BATON_OK && max_inflight > 0)
+		rc = baton_pool_set_capacity(srv->inflight, max_inflight);
+	if (rc == BATON_OK && max_connections > 0)
+		rc = baton_pool_set_capacity(srv->conns, max_connections);
+	return rc;
+}
+
+int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t size,
+				 size_t *len)
+{
+	baton_pool_t *pools[3];
+	size_t plen = 0, n;
+	char *p;
+	int rc;
+
+	if (srv == NULL || len == NULL || (buf == NULL && size))
+		return BATON_EINVAL;
+	pools[0] = srv->conns;
+	pools[1] = srv->handlers;
+	pools[2] = srv->inflight;
+	/* {"steps":[...],"stages":[],"pools":[...]}: the steps by hand, the
+	 * pools by the stage module's writer. */
+	char steps[1024];
+	size_t sl = 0;
+
+	sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl, "{\"steps\":[");
+	for (int i = 0; i < NSTEPS; i++) {
+		struct http_step *st = &srv->steps[i];
+
+		/* Relaxed: see server_internal.h. */
+		sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl,
+			"%s{\"name\":\"%s\",\"running\":%ld,\"completed\":%llu,"
+			"\"rejected\":%llu,\"ns\":%llu}", i ? "," : "", st->name,
+			__atomic_load_n(&st->running, __ATOMIC_RELAXED),
+			(unsigned long long)__atomic_load_n(&st->completed, __ATOMIC_RELAXED),
+			(unsigned long long)__atomic_load_n(&st->rejected, __ATOMIC_RELAXED),
+			(unsigned long long)__atomic_load_n(&st->ns, __ATOMIC_RELAXED));
+	}
+	sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl, "],");
+	rc = baton_stage_json(NULL, 0, pools, 3, NULL, 0, &plen);
+	if (rc != BATON_OK)
+		return rc;
+	/* plen is the text of {"stages":[],"pools":[...]}: drop its "{". */
+	*len = sl + plen - 1;
+	if (size <= *len) {
+		if (size)
+			buf[0] = '\0';
+		return BATON_EINVAL;
+	}
+	memcpy(buf, steps, sl);
+	p = malloc(plen + 1);
+	if (p == NULL)
+		return BATON_ENOMEM;
+	rc = baton_stage_json(NULL, 0, pools, 3, p, plen + 1, &n);
+	if (rc == BATON_OK)
+		memcpy(buf + sl, p + 1, plen); /* includes its NUL */
+	free(p);
+	return rc;
+}
+
+int baton_http_server_destroy(baton_http_server_t *srv)
+{
+	bool busy;
+
+	if (srv == NULL)
+		return BATON_OK;
+	pthread_mutex_lock(&srv->lock);
+	busy = srv->nconns > 0 || !srv->acceptor_done;
+	pthread_mutex_unlock(&srv->lock);
+	if (busy)
+		return BATON_EBUSY;
+	server_free(srv);
+	return BATON_OK;
+}

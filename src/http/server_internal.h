@@ -1,0 +1,82 @@
+/*
+ * src/http/server_internal.h - what the server's files share.
+ *
+ *   server.c   create / shutdown / destroy, the acceptor, the statistics
+ *   conn.c     one connection: read and parse, body, handle, write
+ *   static.c   files from the static directory
+ *
+ * The steps of a request are counted as stages (docs/stages.md): accept,
+ * read (read and parse a head and its body), handle, write. The handle step
+ * runs in the connection's task once it holds a unit of the "handlers"
+ * pool, so the pools are where requests queue; the "in-flight" pool caps
+ * requests between parsed and written, the "connections" pool makes the
+ * acceptor pause.
+ */
+#ifndef BATON_SRC_HTTP_SERVER_INTERNAL_H
+#define BATON_SRC_HTTP_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <baton/http.h>
+#include <baton/io.h>
+#include <baton/stage.h>
+
+#include "http_parse.h"
+
+enum { STEP_ACCEPT, STEP_READ, STEP_HANDLE, STEP_WRITE, NSTEPS };
+
+/* Counters of one step; updated with relaxed atomics (they order nothing,
+ * a snapshot is a best-effort instant). */
+struct http_step {
+	const char *name;
+	long running;		/* now */
+	uint64_t completed, rejected, ns;
+};
+
+struct http_conn;
+
+struct baton_http_server {
+	baton_sched_t *sched;
+	struct baton_http_server_attr a;
+	struct baton_http_limits lim;
+	char *host, *static_dir;
+	int lfd;
+	unsigned short port;
+	baton_pool_t *conns, *handlers, *inflight;
+	struct http_step steps[NSTEPS];
+
+	pthread_mutex_t lock;	/* guards the list and shutting */
+	struct http_conn *list; /* open connections */
+	long nconns;
+	bool shutting;
+	bool acceptor_done;
+};
+
+struct http_conn {
+	struct baton_http_server *srv;
+	struct http_conn *prev, *next; /* srv->list */
+	baton_io_t *io;
+	int fd;
+	bool idle;		/* between requests (guarded by srv->lock) */
+	char *in;		/* what was read: the current request first */
+	size_t in_len, in_cap;
+	char *out;		/* responses not yet written */
+	size_t out_len, out_cap;
+};
+
+/* server.c */
+void baton_http_step_begin(struct baton_http_server *srv, int step);
+void baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok);
+void baton_http_step_reject(struct baton_http_server *srv, int step);
+bool baton_http_conn_set_idle(struct http_conn *c, bool idle);
+
+/* conn.c */
+void baton_http_conn_main(void *arg);
+
+/* static.c: 1 if a file answered (resp filled, body to free), 0 if the
+ * path is not a file there, -status on a refused path. */
+int baton_http_static(struct baton_http_server *srv, const struct baton_http_request *req,
+		      struct baton_http_resp *resp);
+
+#endif /* BATON_SRC_HTTP_SERVER_INTERNAL_H */

@@ -1,0 +1,181 @@
+/*
+ * libFuzzer target for the HTTP/1.1 request parser (src/http/http_parse.h).
+ *
+ * Input: one control byte, then the bytes a client sent. The control byte
+ * picks the limits (defaults or tiny ones, so that every limit is reached)
+ * and where the input is split. Invariants checked (abort on violation;
+ * ASan/UBSan catch memory and arithmetic faults):
+ *  - the head parser answers need-more, a length in (0, len], or one of the
+ *    statuses it documents; never EINVAL for valid arguments;
+ *  - a prefix gives need-more or the same answer as the whole input: the
+ *    answer does not depend on how reads split the bytes;
+ *  - every pointer of a parsed request lies inside the head;
+ *  - the chunked decoder gives the same status, consumption and body
+ *    whether fed in one piece, in two at the split point, byte by byte into
+ *    a 1-byte output, or in place.
+ * Build and run: docs/http-parser.md.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_parse.h"
+
+#define CHECK(x) do { if (!(x)) abort(); } while (0)
+
+static int known_status(long r)
+{
+	switch (r) {
+	case -400: case -413: case -414: case -417: case -431: case -501: case -505:
+		return 1;
+	}
+	return 0;
+}
+
+static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_limits *lim,
+		       struct baton_http_request *req, struct baton_http_field *fields, size_t cap)
+{
+	/* an exact-size copy, so that a read past n is an ASan error */
+	char *buf = malloc(n ? n : 1);
+	const char *why = NULL;
+	long r;
+
+	memcpy(buf, data, n);
+	req->fields = fields;
+	req->fields_cap = cap;
+	r = baton_http_parse_head(buf, n, lim, req, &why);
+	CHECK(r >= 0 || why != NULL);
+	if (r > 0) {
+		const char *lo = buf, *hi = buf + r;
+		CHECK(req->method >= lo && req->method + req->method_len <= hi && req->method_len > 0);
+		CHECK(req->target >= lo && req->target + req->target_len <= hi && req->target_len > 0);
+		CHECK(req->target_len <= lim->max_target);
+		CHECK(req->version_minor == 0 || req->version_minor == 1);
+		CHECK(req->nfields <= cap && req->nfields <= lim->max_fields);
+		for (size_t i = 0; i < req->nfields; i++) {
+			const struct baton_http_field *f = &req->fields[i];
+			CHECK(f->name >= lo && f->name + f->name_len <= hi && f->name_len > 0);
+			CHECK(f->value >= lo && f->value + f->value_len <= hi);
+		}
+		CHECK(!(req->chunked && req->content_length >= 0));
+		CHECK(req->content_length <= lim->max_body);
+		CHECK(!req->host || (req->host >= lo && req->host + req->host_len <= hi));
+		CHECK(req->version_minor == 0 || req->host);
+	}
+	free(buf);
+	return r;
+}
+
+struct decoded {
+	int status;
+	size_t consumed, produced;
+	uint64_t hash;
+};
+
+static void hash_bytes(uint64_t *h, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		*h = (*h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+}
+
+/* Feed pieces of `piece` bytes (0: all at once, except one cut at `split`)
+ * into an output of out_cap bytes at a time. */
+static struct decoded decode(const struct baton_http_limits *lim, const uint8_t *in, size_t n,
+			     size_t split, size_t piece, size_t out_cap)
+{
+	struct baton_http_chunked c;
+	struct decoded d = { 0, 0, 0, 0xcbf29ce484222325ull };
+	char *copy = malloc(n ? n : 1), *out = malloc(out_cap);
+
+	memcpy(copy, in, n);
+	baton_http_chunked_init(&c, lim);
+	for (;;) {
+		size_t avail = n - d.consumed, cons, prod;
+		if (piece)
+			avail = avail < piece ? avail : piece;
+		else if (d.consumed < split)
+			avail = split - d.consumed;
+		d.status = baton_http_chunked_feed(&c, copy + d.consumed, avail, &cons, out,
+						   out_cap, &prod);
+		CHECK(cons <= avail && prod <= out_cap);
+		CHECK(d.status == 0 || d.status == 1 || d.status == -400 || d.status == -413 ||
+		      d.status == -431);
+		hash_bytes(&d.hash, out, prod);
+		d.consumed += cons;
+		d.produced += prod;
+		CHECK((int64_t)d.produced <= lim->max_body);
+		if (d.status != 0 || (cons == 0 && prod == 0 && avail == n - d.consumed))
+			break;
+	}
+	CHECK(baton_http_chunked_done(&c) == (d.status == 1));
+	free(copy);
+	free(out);
+	return d;
+}
+
+static struct decoded decode_in_place(const struct baton_http_limits *lim, const uint8_t *in,
+				      size_t n)
+{
+	struct baton_http_chunked c;
+	struct decoded d = { 0, 0, 0, 0xcbf29ce484222325ull };
+	char *buf = malloc(n ? n : 1);
+	size_t cons, prod;
+
+	memcpy(buf, in, n);
+	baton_http_chunked_init(&c, lim);
+	d.status = baton_http_chunked_feed(&c, buf, n, &cons, buf, n, &prod);
+	d.consumed = cons;
+	d.produced = prod;
+	hash_bytes(&d.hash, buf, prod);
+	free(buf);
+	return d;
+}
+
+static void same(struct decoded a, struct decoded b)
+{
+	CHECK(a.status == b.status && a.produced == b.produced && a.hash == b.hash);
+	/* consumption agrees except after an error, where it stops at the
+	 * offending byte in both cases */
+	CHECK(a.consumed == b.consumed);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const struct baton_http_limits deflim = BATON_HTTP_LIMITS_DEFAULT;
+	static const struct baton_http_limits tiny = { 12, 48, 4, 40 };
+	static struct baton_http_field fields[128];
+	struct baton_http_request req;
+	const struct baton_http_limits *lim;
+	size_t split, body_off = 0;
+	long whole, part;
+
+	if (size < 1)
+		return 0;
+	lim = (data[0] & 0x80) ? &tiny : &deflim;
+	data++;
+	size--;
+	split = size ? (size_t)(data[-1] & 0x7f) * size / 127 : 0;
+
+	whole = parse_copy(data, size, lim, &req, fields, 128);
+	CHECK(whole == 0 || (whole > 0 && (size_t)whole <= size) || known_status(whole));
+	part = parse_copy(data, split, lim, &req, fields, 128);
+	CHECK(part == 0 || part == whole || (part > 0 && (size_t)part <= split &&
+	      (size_t)part == (size_t)whole));
+	if (whole > 0) {
+		/* re-parse to get the request of the whole input */
+		parse_copy(data, size, lim, &req, fields, 128);
+		body_off = (size_t)whole;
+		if (!req.chunked)
+			return 0;
+	}
+
+	/* the chunked decoder on what follows the head (or on everything) */
+	const uint8_t *b = data + body_off;
+	size_t bn = size - body_off, bsplit = split > body_off ? split - body_off : 0;
+	struct decoded one = decode(lim, b, bn, bn, 0, 4096);
+	same(one, decode(lim, b, bn, bsplit, 0, 4096));
+	if (bn < 2048)
+		same(one, decode(lim, b, bn, 0, 1, 1));
+	same(one, decode_in_place(lim, b, bn));
+	return 0;
+}
