@@ -178,9 +178,11 @@ def _lua_modules():
     raise Missing("lua-nginx-module not installed (Debian package libnginx-mod-http-lua)")
 
 
-def _die_with_parent():
-    """In the server child: SIGKILL it if the runner dies (PR_SET_PDEATHSIG),
-    a last resort should the runner itself be SIGKILLed."""
+def _server_preexec():
+    """In the server child: a process group of its own (in the runner's
+    session, so the guard below may join it), and SIGKILL when the runner
+    dies (PR_SET_PDEATHSIG; the guard covers the server's own children)."""
+    os.setpgid(0, 0)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
@@ -198,7 +200,26 @@ class Server:
         self.argv = argv
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, cwd=tmp, env=env,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     preexec_fn=_server_preexec)
+        self.guard = self._start_guard()
+
+    def _start_guard(self):
+        """A shell in the server's process group that reads a pipe only the
+        runner holds open, and SIGKILLs that group when it reads end of file:
+        if the runner is SIGKILLed (the driver's timeout kills the runner's
+        group, which the server left), the server and its workers go too."""
+        read_end, self.guard_pipe = os.pipe()
+        pgid = self.proc.pid
+        try:
+            return subprocess.Popen(["sh", "-c", "read x; kill -KILL 0"], stdin=read_end,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    preexec_fn=lambda: os.setpgid(0, pgid))
+        except (OSError, subprocess.SubprocessError):
+            _signal_group(pgid, signal.SIGKILL)
+            self.proc.wait()
+            raise
+        finally:
+            os.close(read_end)
 
     def log_tail(self):
         try:
@@ -240,7 +261,9 @@ class Server:
             # The leader may be gone while its workers linger: kill the group.
             _signal_group(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=STOP_TIMEOUT)
+            self.guard.wait(timeout=STOP_TIMEOUT)
         finally:
+            os.close(self.guard_pipe)
             self.log.close()
 
 
@@ -346,16 +369,16 @@ def load_command(args, seconds, tools):
 
 def run_load(argv, parse, seconds):
     """Run the load generator (bounded: ``seconds`` + 30 s) and parse it."""
+    # In the runner's process group, so that the driver's timeout reaches it.
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace",
-                            start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
     try:
         out, _ = proc.communicate(timeout=seconds + 30)
     except subprocess.TimeoutExpired:
         raise Failed(f"{os.path.basename(argv[0])} did not finish in {seconds + 30} s")
     finally:
         if proc.poll() is None:
-            _signal_group(proc.pid, signal.SIGKILL)
+            proc.kill()
             proc.wait()
     if proc.returncode != 0:
         raise Failed(f"{' '.join(argv[:4])}... exit {proc.returncode}: {_last(out)}")
