@@ -52,6 +52,14 @@ static int worker_poller(struct baton_worker *w)
 	return BATON_OK;
 }
 
+/* On w's thread: free a closed handle, unless the backend still has
+ * requests naming it (io_uring), in which case it frees it later. */
+static void release_io(struct baton_worker *w, struct baton_io *io)
+{
+	if (w->pops->release == NULL || w->pops->release(w, io))
+		free(io);
+}
+
 static void free_dead(struct baton_worker *w)
 {
 	struct baton_io *io, *next;
@@ -62,7 +70,7 @@ static void free_dead(struct baton_worker *w)
 	io = __atomic_exchange_n(&w->dead_ios, NULL, __ATOMIC_ACQUIRE);
 	for (; io; io = next) {
 		next = (struct baton_io *)io->waiters[0].head;
-		free(io);
+		release_io(w, io);
 	}
 }
 
@@ -353,7 +361,7 @@ int baton_io_close(baton_io_t *io)
 	if (self == home && self->current) {
 		/* Its poller is not running (we are a task on that worker),
 		 * and no later poll can report the deleted descriptor. */
-		free(io);
+		release_io(self, io);
 		return BATON_OK;
 	}
 	/* Another thread's poller may hold this handle in the batch of

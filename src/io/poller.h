@@ -33,7 +33,7 @@ struct baton_io {
 	unsigned ready;		   /* BATON_IO_IN/OUT seen and not yet used */
 	bool hup;		   /* error or hang-up: every wait returns */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
-	unsigned pending;	   /* io_uring: poll requests in flight */
+	unsigned pending;	   /* io_uring: poll requests in flight, UR_DEAD */
 };
 
 struct baton_poller_ops {
@@ -42,8 +42,13 @@ struct baton_poller_ops {
 	int (*create)(struct baton_worker *w);
 	/* Start reporting edges of io on w's poller. */
 	int (*add)(struct baton_worker *w, struct baton_io *io);
-	/* Stop reporting them (before the fd is closed). */
+	/* Stop reporting them (before the fd is closed). Any thread. */
 	void (*del)(struct baton_worker *w, struct baton_io *io);
+	/* On w's thread, for a handle del() was called on and whose fd is
+	 * closed: true if io.c may free it now; false if requests still name
+	 * it, and the backend frees it when the last one ends. NULL: always
+	 * true. */
+	bool (*release)(struct baton_worker *w, struct baton_io *io);
 	/* Wait up to timeout_ns (< 0: no limit, 0: just look) for edges or a
 	 * wake-up; ready the tasks that waited for the edges seen. */
 	void (*poll)(struct baton_worker *w, int64_t timeout_ns);

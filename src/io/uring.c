@@ -1,11 +1,340 @@
 /*
- * The io_uring backend. Built only when liburing was found (config.h's
- * BATON_HAVE_LIBURING); without it, creating this poller fails and the
- * worker uses epoll.
+ * The io_uring backend: one ring per worker, touched only by that worker's
+ * thread. Every handle has one multishot poll request (POLLIN | POLLOUT |
+ * POLLRDHUP) whose completions are its edges; an eventfd, also watched by
+ * a multishot poll, is what other threads write to interrupt a worker
+ * asleep in io_uring_enter().
+ *
+ * Handle lifetime. A poll request names its handle by address (user_data)
+ * and its completions can arrive in any later round, so a closed handle
+ * must outlive its request. Per handle, and only on the home thread:
+ * io->pending counts the poll requests in flight (0 or 1) and carries
+ * UR_DEAD once io.c has given the handle up (release). del() on the home
+ * thread queues the poll's removal at once (so the descriptor's file, which
+ * the request keeps alive, goes promptly); del() on another thread does
+ * nothing, and release(), which io.c calls on the home thread for handles
+ * closed elsewhere, queues it then. Completions for dead handles are
+ * ignored; the last one (no IORING_CQE_F_MORE) frees the handle. A live
+ * handle whose multishot request ended (a full completion queue, a
+ * cancellation) gets a new one.
+ *
+ * Built only when liburing was found (config.h's BATON_HAVE_LIBURING);
+ * without it, or where the kernel refuses io_uring, creating this poller
+ * fails and the worker uses epoll.
  */
 #include "poller.h"
 
-#if !BATON_HAVE_LIBURING
+#if BATON_HAVE_LIBURING
+#include <errno.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define UR_SQ_ENTRIES 256
+#define UR_CQ_ENTRIES 4096 /* room for a burst of edges of many handles */
+#define UR_DEAD 0x80000000u /* in io->pending: closed, free at the last CQE */
+
+/* user_data values that are not handles (handles are aligned pointers). */
+#define UD_WAKE 0u   /* the eventfd's poll */
+#define UD_REMOVE 1u /* a poll removal's own completion */
+
+struct uring_poller {
+	struct io_uring ring;
+	int evfd;
+	unsigned limbo; /* dead handles still waiting for their last CQE */
+};
+
+/* An SQE, submitting what is queued if the submission queue is full. */
+static struct io_uring_sqe *get_sqe(struct uring_poller *p)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+
+	while (sqe == NULL) {
+		io_uring_submit(&p->ring);
+		sqe = io_uring_get_sqe(&p->ring);
+	}
+	return sqe;
+}
+
+static void arm_wake(struct uring_poller *p)
+{
+	struct io_uring_sqe *sqe = get_sqe(p);
+
+	io_uring_prep_poll_multishot(sqe, p->evfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, UD_WAKE);
+}
+
+static void arm(struct uring_poller *p, struct baton_io *io)
+{
+	struct io_uring_sqe *sqe = get_sqe(p);
+
+	io_uring_prep_poll_multishot(sqe, io->fd, POLLIN | POLLOUT | POLLRDHUP);
+	io_uring_sqe_set_data(sqe, io);
+	io->pending++;
+}
+
+static void queue_remove(struct uring_poller *p, struct baton_io *io)
+{
+	struct io_uring_sqe *sqe = get_sqe(p);
+
+	io_uring_prep_poll_remove(sqe, (__u64)(uintptr_t)io);
+	io_uring_sqe_set_data64(sqe, UD_REMOVE);
+}
+
+/* The setups to try, best first. COOP_TASKRUN: completions are posted when
+ * the worker enters the kernel, not by interrupting it; a worker asleep in
+ * io_uring_enter is still woken (and TASKRUN_FLAG tells a peek when it
+ * must enter). Not SINGLE_ISSUER/DEFER_TASKRUN: worker 0 runs on whichever
+ * thread calls baton_sched_run, which may differ from run to run. */
+static int ring_init(struct io_uring *ring)
+{
+	static const unsigned tries[] = {
+		IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN |
+			IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
+		IORING_SETUP_CQSIZE,
+		0,
+	};
+	int rc = -ENOSYS;
+
+	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		struct io_uring_params params = {
+			.flags = tries[i],
+			.cq_entries = UR_CQ_ENTRIES,
+		};
+
+		rc = io_uring_queue_init_params(UR_SQ_ENTRIES, ring, &params);
+		if (rc == 0) {
+			/* Multishot poll needs 5.13, which brought RSRC_TAGS;
+			 * timed waits need EXT_ARG (5.11). */
+			if ((params.features & IORING_FEAT_RSRC_TAGS) &&
+			    (params.features & IORING_FEAT_EXT_ARG))
+				return 0;
+			io_uring_queue_exit(ring);
+			return -ENOSYS;
+		}
+		if (rc != -EINVAL)
+			break; /* ENOSYS, EPERM (sysctl), ENOMEM: give up */
+	}
+	return rc;
+}
+
+static int ur_create(struct baton_worker *w)
+{
+	struct uring_poller *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (p == NULL)
+		return BATON_ENOMEM;
+	rc = ring_init(&p->ring);
+	if (rc < 0) {
+		free(p);
+		errno = -rc;
+		return BATON_ESYS;
+	}
+	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->evfd < 0) {
+		int e = errno;
+
+		io_uring_queue_exit(&p->ring);
+		free(p);
+		errno = e;
+		return BATON_ESYS;
+	}
+	arm_wake(p);
+	rc = io_uring_submit(&p->ring);
+	if (rc < 0) {
+		io_uring_queue_exit(&p->ring);
+		close(p->evfd);
+		free(p);
+		errno = -rc;
+		return BATON_ESYS;
+	}
+	w->poller = p;
+	return BATON_OK;
+}
+
+/* On the home thread (baton_io_open): submitted with the next poll. The
+ * request checks the descriptor when it is armed, so an edge between the
+ * caller's EAGAIN and the submission is not lost. */
+static int ur_add(struct baton_worker *w, struct baton_io *io)
+{
+	arm(w->poller, io);
+	return BATON_OK;
+}
+
+static void ur_del(struct baton_worker *w, struct baton_io *io)
+{
+	struct uring_poller *p = w->poller;
+
+	if (baton_worker_self != w)
+		return; /* another thread's: release() removes it at home */
+	queue_remove(p, io);
+	io->pending |= UR_DEAD;
+	/* Now, not at the next poll: the request holds the descriptor's
+	 * file open, and the peer of a socket is waiting for our close. */
+	io_uring_submit(&p->ring);
+}
+
+/* On the home thread, after del() and the descriptor's close. */
+static bool ur_release(struct baton_worker *w, struct baton_io *io)
+{
+	struct uring_poller *p = w->poller;
+
+	if (!(io->pending & UR_DEAD)) { /* closed on another thread */
+		queue_remove(p, io);
+		io->pending |= UR_DEAD;
+		io_uring_submit(&p->ring);
+	}
+	if ((io->pending & ~UR_DEAD) == 0)
+		return true; /* no request names it: io.c frees it */
+	p->limbo++;
+	return false;
+}
+
+/* A completion of io's poll request. */
+static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
+			const struct io_uring_cqe *cqe, bool edges)
+{
+	bool more = cqe->flags & IORING_CQE_F_MORE;
+	int res = cqe->res;
+
+	if (!more)
+		io->pending--;
+	if (io->pending & UR_DEAD) {
+		if ((io->pending & ~UR_DEAD) == 0) {
+			p->limbo--;
+			free(io);
+		}
+		return;
+	}
+	if (!edges)
+		return; /* destroy: nothing to report, nothing to re-arm */
+	if (res > 0) {
+		unsigned ready = 0;
+
+		if (res & (POLLIN | POLLRDHUP))
+			ready |= BATON_IO_IN;
+		if (res & POLLOUT)
+			ready |= BATON_IO_OUT;
+		baton_io_edge(io, ready, res & (POLLERR | POLLHUP));
+	}
+	if (more)
+		return;
+	if (res >= 0 || res == -ECANCELED) {
+		arm(p, io); /* the multishot ended (full CQ, cancelled) */
+	} else {
+		/* The kernel refused to watch it: wake its waiters, whose
+		 * next system call reports the problem. */
+		baton_io_edge(io, BATON_IO_IN | BATON_IO_OUT, true);
+	}
+}
+
+/* Handle every completion in the queue; edges false: only account for
+ * them (destroy). Returns how many there were. */
+static unsigned reap(struct uring_poller *p, bool edges)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(&p->ring, head, cqe) {
+		uint64_t ud = cqe->user_data;
+
+		n++;
+		if (ud == UD_REMOVE)
+			continue; /* the poll's own last CQE does the work */
+		if (ud == UD_WAKE) {
+			uint64_t v;
+
+			/* One read empties the counter (not a semaphore). */
+			(void)!read(p->evfd, &v, sizeof(v));
+			if (!(cqe->flags & IORING_CQE_F_MORE) && edges)
+				arm_wake(p);
+			continue;
+		}
+		on_poll_cqe(p, (struct baton_io *)(uintptr_t)ud, cqe, edges);
+	}
+	io_uring_cq_advance(&p->ring, n);
+	return n;
+}
+
+static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
+{
+	struct uring_poller *p = w->poller;
+	struct io_uring *ring = &p->ring;
+	struct io_uring_cqe *cqe;
+
+	if (io_uring_cq_ready(ring)) {
+		/* Already something to do: only hand over what is queued. */
+		if (io_uring_sq_ready(ring))
+			io_uring_submit(ring);
+	} else if (timeout_ns == 0) {
+		/* Peek: enter the kernel only if there is something to
+		 * submit, completions to run (TASKRUN) or an overflow. */
+		if (io_uring_sq_ready(ring) ||
+		    (IO_URING_READ_ONCE(*ring->sq.kflags) &
+		     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)))
+			io_uring_submit_and_get_events(ring);
+	} else if (timeout_ns < 0) {
+		io_uring_submit_and_wait(ring, 1);
+	} else {
+		struct __kernel_timespec ts = {
+			.tv_sec = timeout_ns / 1000000000,
+			.tv_nsec = timeout_ns % 1000000000,
+		};
+
+		/* -ETIME, -EINTR: nothing came, or a signal; the caller
+		 * looks at its clock and inbox either way. */
+		io_uring_submit_and_wait_timeout(ring, &cqe, 1, &ts, NULL);
+	}
+	reap(p, true);
+	/* Re-armed requests go now rather than at the next poll. */
+	if (io_uring_sq_ready(ring))
+		io_uring_submit(ring);
+}
+
+static void ur_wake(struct baton_worker *w)
+{
+	struct uring_poller *p = w->poller;
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is full: a wake-up is pending anyway. */
+	(void)!write(p->evfd, &one, sizeof(one));
+}
+
+static void ur_destroy(struct baton_worker *w)
+{
+	struct uring_poller *p = w->poller;
+
+	/* Dead handles whose removal is under way: their last CQEs come
+	 * promptly (the removals are submitted); wait a little for them
+	 * so they can be freed, then give up on stragglers (none known). */
+	for (int i = 0; i < 100 && p->limbo; i++) {
+		struct __kernel_timespec ts = { .tv_nsec = 10000000 };
+		struct io_uring_cqe *cqe;
+
+		io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1, &ts, NULL);
+		reap(p, false);
+	}
+	io_uring_queue_exit(&p->ring);
+	close(p->evfd);
+	free(p);
+	w->poller = NULL;
+}
+
+const struct baton_poller_ops baton_poller_uring = {
+	.name = "io_uring",
+	.create = ur_create,
+	.add = ur_add,
+	.del = ur_del,
+	.release = ur_release,
+	.poll = ur_poll,
+	.wake = ur_wake,
+	.destroy = ur_destroy,
+};
+
+#else /* !BATON_HAVE_LIBURING */
 static int ur_unavailable(struct baton_worker *w)
 {
 	(void)w;
