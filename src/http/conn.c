@@ -308,6 +308,37 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	return rc;
 }
 
+const char *baton_http_req_header(const struct baton_http_req *req, const char *name,
+				  size_t *len)
+{
+	const struct baton_http_field *f;
+
+	if (req == NULL || req->head_ == NULL || name == NULL)
+		return NULL;
+	f = baton_http_find_field(req->head_, name);
+	if (f && len)
+		*len = f->value_len;
+	return f ? f->value : NULL;
+}
+
+int baton_http_req_field(const struct baton_http_req *req, size_t i, const char **name,
+			 size_t *name_len, const char **value, size_t *value_len)
+{
+	const struct baton_http_request *r;
+
+	if (req == NULL || req->head_ == NULL || name == NULL || name_len == NULL ||
+	    value == NULL || value_len == NULL)
+		return BATON_EINVAL;
+	r = req->head_;
+	if (i >= r->nfields)
+		return BATON_EINVAL;
+	*name = r->fields[i].name;
+	*name_len = r->fields[i].name_len;
+	*value = r->fields[i].value;
+	*value_len = r->fields[i].value_len;
+	return BATON_OK;
+}
+
 void baton_http_conn_main(void *arg)
 {
 	struct http_conn *c = arg;

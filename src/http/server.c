@@ -136,18 +136,20 @@ static void acceptor(void *arg)
 			continue;
 		if (rc != BATON_OK)
 			break;
-		baton_http_step_begin(srv, STEP_ACCEPT);
-		t0 = now_ns();
 		/* Bounded wait so that shutdown is noticed promptly. */
 		rc = baton_io_accept(lis, &fd, 200000000);
 		if (rc != BATON_OK) {
 			baton_pool_release(srv->conns, 1);
-			baton_http_step_end(srv, STEP_ACCEPT, 0, rc == BATON_ETIMEDOUT);
+			if (rc != BATON_ETIMEDOUT)
+				baton_http_step_reject(srv, STEP_ACCEPT);
 			if (rc == BATON_ESYS && (errno == EMFILE || errno == ENFILE ||
 						 errno == ENOBUFS || errno == ENOMEM))
 				baton_sched_sleep(10000000); /* out of fds: back off */
 			continue;
 		}
+		/* The accept step: from a connection to its task. */
+		baton_http_step_begin(srv, STEP_ACCEPT);
+		t0 = now_ns();
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = calloc(1, sizeof(*c));
 		if (c)

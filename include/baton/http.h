@@ -1,0 +1,164 @@
+/*
+ * baton/http.h - an HTTP/1.1 server (RFC 9112) on baton's schedulers: one
+ * task per connection, blocking I/O through the reactor (baton/io.h), and
+ * the steps of a request drawn as stages with their own limits
+ * (baton/stage.h): accept, read and parse, handle, write.
+ *
+ * A handler has the shape of Guile's: the request and its body in; status,
+ * headers and body out. It runs in the connection's task, once the handler
+ * step's pool grants it a slot, so the number of handlers running at once is
+ * limited separately from the number of connections doing I/O.
+ *
+ *     static int hello(void *ctx, const struct baton_http_req *req,
+ *                      struct baton_http_resp *resp)
+ *     {
+ *         resp->status = 200;
+ *         resp->content_type = "text/plain";
+ *         resp->body = "Hello, World!\n";
+ *         resp->body_len = 14;
+ *         return BATON_OK;
+ *     }
+ *
+ *     struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+ *     a.port = 8080;
+ *     a.handler = hello;
+ *     baton_http_server_t *srv;
+ *     baton_http_server_create(&srv, sched, &a);  // then baton_sched_run()
+ *     ...
+ *     baton_http_server_shutdown(srv);            // any thread: drain
+ *
+ * What the server does on its own: persistent connections and pipelining,
+ * Content-Length and chunked request bodies, Expect: 100-continue, HEAD,
+ * Date/Connection/Content-Length on every response, and the limits of
+ * RFC 9110/9112 with their statuses: target too long 414, header section too
+ * large or too many fields 431, body too large 413, a header-read deadline
+ * 408, an idle keep-alive timeout (silent close), a cap on connections
+ * (accept pauses). Requests that could smuggle (Content-Length with
+ * Transfer-Encoding, differing Content-Lengths, bad chunk sizes, obs-fold,
+ * bare LF) get 400 and the connection is closed.
+ *
+ * Rules a caller must keep:
+ *  1. A handler returns BATON_OK with resp filled in, or an error code
+ *     (answered with 500). It may block (it runs in a task), but holds a
+ *     handler slot meanwhile.
+ *  2. resp->body must stay valid until the response is written: static
+ *     memory, resp->scratch (resp->scratch_cap bytes the server lends), or
+ *     memory freed by resp->release(resp->body) after the write.
+ *  3. The request's pointers are valid only during the handler call.
+ *  4. Destroy the server after baton_sched_run() returned (after shutdown).
+ */
+#ifndef BATON_HTTP_H
+#define BATON_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <baton/error.h>
+#include <baton/sched.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct baton_http_server baton_http_server_t;
+
+struct baton_http_req {
+	const char *method;
+	size_t method_len;
+	const char *target;
+	size_t target_len;
+	int version_minor;	/* 0 or 1 */
+	const char *body;	/* the decoded body (chunked or not) */
+	size_t body_len;
+	const void *head_;	/* internal: use baton_http_req_header() */
+};
+
+#define BATON_HTTP_MAX_EXTRA 8
+
+struct baton_http_resp {
+	int status;			/* 100..999; 200 if left 0 */
+	const char *content_type;	/* NULL: no Content-Type */
+	const char *extra_names[BATON_HTTP_MAX_EXTRA];
+	const char *extra_values[BATON_HTTP_MAX_EXTRA];
+	size_t nextra;
+	const void *body;
+	size_t body_len;
+	void (*release)(const void *body); /* called after the write, if set */
+	char *scratch;			/* lent by the server, scratch_cap bytes */
+	size_t scratch_cap;
+};
+
+typedef int (*baton_http_handler_fn)(void *ctx, const struct baton_http_req *req,
+				     struct baton_http_resp *resp);
+
+struct baton_http_server_attr {
+	const char *host;		/* NULL: 0.0.0.0 */
+	unsigned short port;		/* 0: any free port (see _port()) */
+	baton_http_handler_fn handler;
+	void *ctx;
+	const char *static_dir;		/* serve GET/HEAD files from here first; NULL: off */
+	int stats;			/* 1: GET /_stats answers the stage snapshot */
+	size_t max_target;		/* 414 above it */
+	size_t max_header_bytes;	/* 431 above it */
+	size_t max_fields;		/* 431 above it */
+	int64_t max_body;		/* 413 above it */
+	int64_t header_timeout_ns;	/* 408 when a head takes longer */
+	int64_t idle_timeout_ns;	/* keep-alive connections idle longer are closed */
+	int64_t write_timeout_ns;	/* a client that does not read is dropped */
+	long max_connections;		/* accept pauses at this many */
+	long handler_concurrency;	/* handlers running at once */
+	long max_inflight;		/* requests between parsed and written */
+	int backlog;
+	struct baton_coro_attr coro;	/* connection tasks */
+};
+
+#define BATON_HTTP_SERVER_ATTR_INIT { \
+	NULL, 8080, NULL, NULL, NULL, 0, \
+	8192, 32768, 100, 1048576, \
+	10000000000LL, 60000000000LL, 30000000000LL, \
+	10000, 256, 4096, 1024, BATON_CORO_ATTR_INIT }
+
+/* Bind and listen now (errors are reported here), and spawn the acceptor
+ * on scheduler s; connections are served once s runs. From any thread.
+ * Errors: BATON_EINVAL (NULL, no handler, a limit <= 0), BATON_ESYS
+ * (socket/bind/listen, errno set), BATON_ENOMEM. */
+BATON_API int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
+				       const struct baton_http_server_attr *attr);
+
+/* The port listened on. */
+BATON_API int baton_http_server_port(const baton_http_server_t *srv);
+
+/* Stop accepting; requests in flight are answered (Connection: close),
+ * idle connections are closed; the tasks then end, so baton_sched_run()
+ * returns. Any thread, also a signal handler's thread via a task. */
+BATON_API int baton_http_server_shutdown(baton_http_server_t *srv);
+
+/* Change limits while serving: handler concurrency, in-flight cap,
+ * connection cap (<= 0 leaves one unchanged). Errors: BATON_EINVAL. */
+BATON_API int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurrency,
+					   long max_inflight, long max_connections);
+
+/* The stage snapshot as JSON (the body of GET /_stats), NUL-terminated;
+ * *len = its length even if it did not fit (BATON_EINVAL then). */
+BATON_API int baton_http_server_stats_json(baton_http_server_t *srv, char *buf,
+					   size_t size, size_t *len);
+
+/* Free the server. Errors: BATON_EBUSY (connections still open). */
+BATON_API int baton_http_server_destroy(baton_http_server_t *srv);
+
+/* The value of request header `name` (case-insensitive), or NULL; its
+ * length in *len. Only inside a handler. */
+BATON_API const char *baton_http_req_header(const struct baton_http_req *req,
+					    const char *name, size_t *len);
+
+/* The i-th request header field (0-based): BATON_OK with its name and
+ * value, BATON_EINVAL past the last one. Only inside a handler. */
+BATON_API int baton_http_req_field(const struct baton_http_req *req, size_t i,
+				   const char **name, size_t *name_len,
+				   const char **value, size_t *value_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_HTTP_H */

@@ -1,0 +1,218 @@
+/*
+ * baton-httpd: the HTTP/1.1 server of baton/http.h as a program.
+ *
+ *   baton-httpd --port 8080 --workers 2 --handler hello
+ *   baton-httpd --port 8080 --handler lua bench/http/baton-hello.lua
+ *   baton-httpd --port 8080 --handler scheme bench/http/baton-hello.scm
+ *
+ * SIGTERM and SIGINT stop accepting and drain the requests in flight; the
+ * process then exits 0.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <baton/http.h>
+#include <baton/sched.h>
+
+#include "handlers.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: baton-httpd [options]\n"
+		"  --port N                 port to listen on (default 8080; 0 = any)\n"
+		"  --address A              IPv4 address to bind (default 0.0.0.0)\n"
+		"  --workers N              scheduler workers (default 1; 0 = one per CPU)\n"
+		"  --handler hello          the built-in hello-world handler (default)\n"
+		"  --handler lua FILE       handle(method, target, body) defined in FILE\n"
+		"  --handler scheme FILE    (handle method target body) defined in FILE\n"
+		"  --static DIR             serve GET/HEAD files under DIR before the handler\n"
+		"  --stats                  answer GET /_stats with the stage snapshot (JSON)\n"
+		"  --max-connections N      accept pauses at N open connections (10000)\n"
+		"  --handler-concurrency N  handlers running at once (256)\n"
+		"  --max-inflight N         requests between parsed and written (4096)\n"
+		"  --max-body BYTES         413 above it (1048576)\n"
+		"  --max-header-bytes BYTES 431 above it (32768)\n"
+		"  --max-target BYTES       414 above it (8192)\n"
+		"  --header-timeout MS      408 when a request head takes longer (10000)\n"
+		"  --idle-timeout MS        close keep-alive connections idle longer (60000)\n"
+		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n");
+}
+
+static long parse_num(const char *opt, const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = s ? strtol(s, &end, 10) : 0;
+	if (s == NULL || errno || *end || v < min || v > max) {
+		fprintf(stderr, "baton-httpd: %s wants an integer in [%ld, %ld]\n", opt, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+struct signal_ctx {
+	sigset_t set;
+	baton_http_server_t *srv;
+};
+
+/* Signals are taken synchronously on this thread, which may then call
+ * anything (a handler could not take the server's lock). */
+static void *signal_thread(void *arg)
+{
+	struct signal_ctx *sc = arg;
+	int sig;
+
+	if (sigwait(&sc->set, &sig) == 0) {
+		fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+		baton_http_server_shutdown(sc->srv);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
+	const char *kind = "hello", *file = NULL;
+	struct signal_ctx sc;
+	baton_sched_t *s;
+	pthread_t th;
+	void *ctx = NULL;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(o, "--stats")) {
+			a.stats = 1;
+			continue;
+		} else if (!strcmp(o, "--handler")) {
+			if (v == NULL) {
+				kind = NULL;
+				break;
+			}
+			kind = argv[++i];
+			if (!strcmp(kind, "lua") || !strcmp(kind, "scheme")) {
+				if (i + 1 >= argc) {
+					fprintf(stderr, "baton-httpd: --handler %s needs a FILE\n", kind);
+					return 2;
+				}
+				file = argv[++i];
+			}
+			continue;
+		} else if (!strcmp(o, "--port")) {
+			a.port = (unsigned short)parse_num(o, v, 0, 65535);
+		} else if (!strcmp(o, "--address")) {
+			a.host = v;
+		} else if (!strcmp(o, "--workers")) {
+			sa.workers = (unsigned)parse_num(o, v, 0, BATON_SCHED_MAX_WORKERS);
+		} else if (!strcmp(o, "--static")) {
+			a.static_dir = v;
+		} else if (!strcmp(o, "--max-connections")) {
+			a.max_connections = parse_num(o, v, 1, 10000000);
+		} else if (!strcmp(o, "--handler-concurrency")) {
+			a.handler_concurrency = parse_num(o, v, 1, 1000000);
+		} else if (!strcmp(o, "--max-inflight")) {
+			a.max_inflight = parse_num(o, v, 1, 10000000);
+		} else if (!strcmp(o, "--max-body")) {
+			a.max_body = parse_num(o, v, 0, 1L << 40);
+		} else if (!strcmp(o, "--max-header-bytes")) {
+			a.max_header_bytes = (size_t)parse_num(o, v, 256, 1 << 24);
+		} else if (!strcmp(o, "--max-target")) {
+			a.max_target = (size_t)parse_num(o, v, 16, 1 << 24);
+		} else if (!strcmp(o, "--header-timeout")) {
+			a.header_timeout_ns = parse_num(o, v, 1, 86400000) * 1000000;
+		} else if (!strcmp(o, "--idle-timeout")) {
+			a.idle_timeout_ns = parse_num(o, v, 1, 86400000) * 1000000;
+		} else if (!strcmp(o, "--io")) {
+			if (v && !strcmp(v, "epoll"))
+				sa.io_backend = BATON_IO_EPOLL;
+			else if (v && !strcmp(v, "io_uring"))
+				sa.io_backend = BATON_IO_URING;
+			else {
+				fprintf(stderr, "baton-httpd: --io wants epoll or io_uring\n");
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "baton-httpd: unknown option '%s'\n", o);
+			usage(stderr);
+			return 2;
+		}
+		if (v == NULL) {
+			fprintf(stderr, "baton-httpd: %s needs a value\n", o);
+			return 2;
+		}
+		i++;
+	}
+	if (kind == NULL) {
+		fprintf(stderr, "baton-httpd: --handler needs a value\n");
+		return 2;
+	}
+
+	if (!strcmp(kind, "hello")) {
+		a.handler = httpd_hello;
+#if BATON_HTTPD_LUA
+	} else if (!strcmp(kind, "lua")) {
+		a.handler = httpd_lua;
+		ctx = httpd_lua_load(file);
+#endif
+#if BATON_HTTPD_SCHEME
+	} else if (!strcmp(kind, "scheme")) {
+		a.handler = httpd_scheme;
+		ctx = httpd_scheme_load(file);
+#endif
+	} else if (!strcmp(kind, "lua") || !strcmp(kind, "scheme")) {
+		fprintf(stderr, "baton-httpd: built without the %s handler (its binding's "
+			"development package was missing)\n", kind);
+		return 2;
+	} else {
+		fprintf(stderr, "baton-httpd: unknown handler '%s' (hello, lua FILE, scheme FILE)\n", kind);
+		return 2;
+	}
+	if (a.handler != httpd_hello && ctx == NULL)
+		return 1;
+	a.ctx = ctx;
+
+	/* Block the signals in every thread; signal_thread takes them. */
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGTERM);
+	sigaddset(&sc.set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((rc = baton_sched_create(&s, &sa)) != BATON_OK ||
+	    (rc = baton_http_server_create(&sc.srv, s, &a)) != BATON_OK) {
+		fprintf(stderr, "baton-httpd: cannot start: %s%s%s\n", baton_strerror(rc),
+			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "");
+		return 1;
+	}
+	fprintf(stderr, "baton-httpd: listening on %s:%d, %d worker(s), handler %s\n",
+		a.host ? a.host : "0.0.0.0", baton_http_server_port(sc.srv),
+		baton_sched_workers(s), kind);
+	pthread_create(&th, NULL, signal_thread, &sc);
+	rc = baton_sched_run(s);
+	/* Drained: the signal thread may still wait if run ended otherwise. */
+	pthread_cancel(th);
+	pthread_join(th, NULL);
+	baton_http_server_destroy(sc.srv);
+	baton_sched_destroy(s);
+#if BATON_HTTPD_LUA
+	if (!strcmp(kind, "lua"))
+		httpd_lua_unload(ctx);
+#endif
+#if BATON_HTTPD_SCHEME
+	if (!strcmp(kind, "scheme"))
+		httpd_scheme_unload(ctx);
+#endif
+	return rc == BATON_OK ? 0 : 1;
+}
