@@ -393,6 +393,12 @@ void baton_http_conn_main(void *arg)
 		if (resp.release && resp.body)
 			resp.release(resp.body);
 		baton_pool_release(srv->inflight, 1);
+		if (rc == BATON_EINVAL || rc == BATON_ENOMEM) {
+			/* A header the handler gave is not valid HTTP, or no
+			 * memory for the response: nothing was queued. */
+			answer_error(c, 500);
+			break;
+		}
 		if (rc != BATON_OK || !keep)
 			break;
 		/* Pipelining: what follows this request moves to the front. */

@@ -22,6 +22,7 @@
         baton-chicken)
 
 (define handler #f)
+(define nul (string #\nul))
 
 ;; 1 when FILE's last value is a procedure, else 0 (the reason on stderr).
 (define-sequenced-callback (httpd_scheme_load_file (c-string path)) int
@@ -75,7 +76,7 @@
                 (if (string=? name "status")
                     (loop (cdr hs) (or (string->number value) 500) parts)
                     (loop (cdr hs) status
-                          (cons (string-append name "\x00;" value "\x00;") parts))))
+                          (cons (string-append name nul value nul) parts))))
               (let* ((head (apply string-append (reverse parts)))
                      (text (if (string? rbody) rbody ""))
                      (hl (string-length head))
