@@ -5,138 +5,38 @@
  * the short version:
  *
  *  - Fast path (nobody else calling): CAS the lock 0 -> 1, resume the
- *    coroutine with a request that lives on the caller's stack, release the
- *    lock with an exchange, look whether anybody sleeps. Two atomic RMWs and
- *    one switch in each direction.
+ *    coroutine with a request that lives on the caller's stack, release
+ *    with a store and a fence, look whether anybody sleeps.
  *  - A caller that finds the lock taken claims a slot (one cache line of
  *    the sequencer), writes fn/arg there, marks it PENDING and spins on the
- *    slot's state and on the lock word; after a while it sleeps on the
- *    slot's event count.
+ *    slot's state (and now and then on the lock word); after a while it
+ *    sleeps on the slot's event count (wait.c).
  *  - The lock holder, still on the dedicated stack after its own call,
  *    scans the slots [0, hwm) round robin from a cursor and runs up to K
  *    PENDING requests, writing each result and setting the slot IDLE.
  *  - A waiter whose slot went IDLE has its result. A waiter that sees the
  *    lock free takes it and runs its own request (plus a batch).
- *  - Release: exchange the lock to 0, then, if a waiter announced that it
- *    may sleep, nudge one PENDING slot so that its owner comes to take the
- *    lock; the Dekker pair (sleepers RMW / lock load against lock exchange
- *    / sleepers load, all seq_cst) guarantees that either the sleeper sees
- *    the free lock or the releaser sees the sleeper.
+ *  - Release: store the lock 0 (or, with K = 0, hand it to a spinning
+ *    waiter), fence, and only if a waiter announced that it may sleep, wake
+ *    the served slots' owners and the heir or one waiter. The Dekker pair
+ *    (sleepers++ / fence / state and lock loads against lock store / fence
+ *    / sleepers load) guarantees that either the sleeper sees the free lock
+ *    or its result, or the releaser sees the sleeper.
+ *
+ * Files: seq_internal.h (the structures), seq.c (the stack, the lock, life
+ * cycle), wait.c (slots, waiting, deadlock detection).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <baton/coro.h>
-#include <baton/ec.h>
-#include <baton/seq.h>
-
-#define SEQ_SLOTS BATON_SEQ_MAX_WAITERS
-#define SEQ_LINE 64
-#define SEQ_SPIN 128	      /* pause-spins of a waiter before it yields */
-#define SEQ_YIELDS 64	      /* sched_yield()s before it sleeps */
-#define SEQ_LOCK_EVERY 32     /* a combining waiter looks at the lock this seldom */
-#define SEQ_CHAIN 32	      /* longest wait-for chain the deadlock check walks */
-
-enum slot_state {
-	SLOT_IDLE = 0,	   /* no request, or its result is ready */
-	SLOT_PENDING = 1,  /* a request a lock holder may run */
-	SLOT_LOCKONLY = 2, /* its owner only waits for the lock (no combining) */
-	SLOT_GRANTED = 3,  /* K = 0 hand-off: the releaser passed the lock to its owner */
-};
-
-struct seq_req {
-	baton_seq_fn fn;
-	void *arg;
-	void *result;
-};
-
-/* One waiter's record: everything a holder touches to serve it sits in
- * this one cache line, so serving costs one line transfer each way. */
-struct seq_slot {
-	_Atomic unsigned owner;	 /* 0 free, 1 claimed by a waiting thread */
-	_Atomic unsigned state;	 /* enum slot_state */
-	_Atomic unsigned hot;	 /* its owner is spinning (on a CPU, most likely) */
-	struct seq_req req;	 /* written by the owner before PENDING, result by the server */
-	baton_ec_t ec;		 /* the owner sleeps here: completion or "lock is free" */
-} __attribute__((aligned(SEQ_LINE)));
-
-/* Per thread: what it holds and waits for, for the deadlock check. */
-struct seq_thread {
-	_Atomic(struct baton_seq *) waiting_for;
-	unsigned held;		 /* sequencer locks this thread holds */
-	struct baton_seq *contended; /* our last call on it was served by combining */
-	unsigned hint;		 /* slot to try first */
-	bool hinted;
-};
-
-struct baton_seq {
-	/* The lock line: written by every acquisition and release. */
-	_Atomic unsigned lock;			  /* 0 free, 1 held */
-	_Atomic(struct seq_thread *) holder;	  /* the holding thread, for EDEADLK */
-	_Atomic unsigned sleepers;		  /* waiters that may be asleep */
-	_Atomic unsigned batch;			  /* K */
-	_Atomic unsigned hwm;			  /* slots [0, hwm) have been used */
-
-	/* Under the lock only (the holder's data). */
-	_Atomic unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
-	uint64_t served[SEQ_SLOTS / 64];	  /* slots served in this holding */
-	_Atomic uint64_t switches, combined;	  /* relaxed counters */
-	_Atomic uint64_t sleeps;
-	baton_coro_t *co;
-	char name[32];
-
-	struct seq_slot slots[SEQ_SLOTS];
-};
+#include "seq_internal.h"
 
 /* initial-exec: the library is PIC, and the general-dynamic model would
  * call __tls_get_addr on every lock and unlock */
-static __thread struct seq_thread seq_self __attribute__((tls_model("initial-exec")));
-/* Spreads the threads' first slot choice; orders nothing. */
-static _Atomic unsigned seq_next_hint;
-
-/*
- * The full fence of the two Dekker halves (unlock / going to sleep).
- * ThreadSanitizer does not model atomic_thread_fence (and GCC warns); there,
- * an RMW on one shared word stands in for it, a seq_cst operation TSan does
- * understand (slower, and only in TSan builds).
- */
-#if defined(__SANITIZE_THREAD__)
-#define SEQ_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SEQ_TSAN 1
-#endif
-#endif
+__thread struct seq_thread seq_self __attribute__((tls_model("initial-exec")));
 #if SEQ_TSAN
-static _Atomic unsigned seq_tsan_fence_word;
-#define seq_fence() atomic_fetch_add_explicit(&seq_tsan_fence_word, 0, memory_order_seq_cst)
-#else
-#define seq_fence() atomic_thread_fence(memory_order_seq_cst)
+_Atomic unsigned seq_tsan_fence_word;
 #endif
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield" ::: "memory");
-#endif
-}
-
-/* A relaxed increment by the lock holder (single writer at a time; the
- * lock orders successive holders), readable racily by baton_seq_stats. */
-static inline void count(_Atomic uint64_t *c, uint64_t n)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
 
 /* ---- on the dedicated stack --------------------------------------------- */
 
@@ -168,7 +68,7 @@ static void serve_batch(struct baton_seq *s)
 		/* release: the result is visible to the owner once it reads
 		 * IDLE (its acquire load in wait_slot). No atomic RMW here:
 		 * the store may complete in the background, and only owners
-		 * that sleep get an event-count increment, from unlock() */
+		 * that sleep get an event-count increment, from seq_unlock() */
 		atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_release);
 		s->served[(sl - s->slots) / 64] |= 1ull << ((sl - s->slots) % 64);
 	}
@@ -197,33 +97,6 @@ static void *seq_main(void *arg, void *in)
 }
 
 /* ---- the lock ----------------------------------------------------------- */
-
-static inline void became_holder(struct baton_seq *s)
-{
-	/* relaxed: read only by the deadlock check, which re-validates */
-	atomic_store_explicit(&s->holder, &seq_self, memory_order_relaxed);
-	seq_self.held++;
-}
-
-static inline bool try_lock(struct baton_seq *s)
-{
-	unsigned zero = 0;
-
-	/* acquire: everything the previous holder did (stack, runtime state,
-	 * results) happens before our run; relaxed on failure: we learn
-	 * nothing from a failed attempt */
-	if (!atomic_compare_exchange_strong_explicit(&s->lock, &zero, 1,
-						     memory_order_acquire,
-						     memory_order_relaxed))
-		return false;
-	became_holder(s);
-	return true;
-}
-
-static inline bool waiting(unsigned st)
-{
-	return st == SLOT_PENDING || st == SLOT_LOCKONLY;
-}
 
 /* A waiting slot whose owner is spinning (so it takes over at once), round
  * robin from the cursor, or NULL. Under the lock. Handing the lock to a
@@ -260,7 +133,7 @@ static struct seq_slot *next_waiter(struct baton_seq *s)
  * other is in wait_slot (sleepers++, fence, then state and lock loads):
  * either the sleeper sees our stores (IDLE, GRANTED, lock 0) or we see it.
  */
-static void unlock(struct baton_seq *s)
+void seq_unlock(struct baton_seq *s)
 {
 	uint64_t served[SEQ_SLOTS / 64];
 	struct seq_slot *heir = NULL;
@@ -341,231 +214,12 @@ static void unlock(struct baton_seq *s)
 }
 
 /* Holding the lock: switch to the stack, run r and a batch, switch back. */
-static void run_locked(struct baton_seq *s, struct seq_req *r)
+void seq_run_locked(struct baton_seq *s, struct seq_req *r)
 {
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
 	 * it and it always yields back) and stackful. */
 	baton_coro_resume(s->co, r, NULL);
-	unlock(s);
-}
-
-/* ---- waiting ------------------------------------------------------------ */
-
-static struct seq_slot *claim_slot(struct baton_seq *s)
-{
-	struct seq_thread *me = &seq_self;
-
-	if (!me->hinted) {
-		/* relaxed: only spreads threads over slots */
-		me->hint = atomic_fetch_add_explicit(&seq_next_hint, 1,
-						     memory_order_relaxed) % SEQ_SLOTS;
-		me->hinted = true;
-	}
-	for (unsigned j = 0; j < SEQ_SLOTS; j++) {
-		unsigned i = (me->hint + j) % SEQ_SLOTS;
-		struct seq_slot *sl = &s->slots[i];
-		unsigned zero = 0;
-		unsigned hwm;
-
-		/* relaxed peek, then acquire CAS: pairs with the previous
-		 * owner's release of the slot, so its last use is over */
-		if (atomic_load_explicit(&sl->owner, memory_order_relaxed) != 0 ||
-		    !atomic_compare_exchange_strong_explicit(&sl->owner, &zero, 1,
-							     memory_order_acquire,
-							     memory_order_relaxed))
-			continue;
-		me->hint = i;
-		/* relaxed load, release CAS: holders that see the new hwm
-		 * (acquire) see the slot as we leave it */
-		hwm = atomic_load_explicit(&s->hwm, memory_order_relaxed);
-		while (hwm <= i &&
-		       !atomic_compare_exchange_weak_explicit(&s->hwm, &hwm, i + 1,
-							      memory_order_release,
-							      memory_order_relaxed))
-			;
-		return sl;
-	}
-	return NULL;
-}
-
-static void release_slot(struct seq_slot *sl)
-{
-	/* release: our last reads of the slot happen before its next owner's
-	 * acquire CAS */
-	atomic_store_explicit(&sl->owner, 0, memory_order_release);
-}
-
-/* Is there a cycle: we wait for s, whose holder waits for ..., held by us? */
-static bool would_deadlock(struct baton_seq *s)
-{
-	struct seq_thread *me = &seq_self;
-
-	/* seq_cst store then seq_cst loads: of two threads closing a cycle
-	 * at the same time, at least one sees the other's waiting_for */
-	atomic_store_explicit(&me->waiting_for, s, memory_order_seq_cst);
-	for (int depth = 0; s != NULL && depth < SEQ_CHAIN; depth++) {
-		struct seq_thread *h = atomic_load_explicit(&s->holder, memory_order_seq_cst);
-
-		if (h == me)
-			return true;
-		if (h == NULL)
-			return false;
-		s = atomic_load_explicit(&h->waiting_for, memory_order_seq_cst);
-	}
-	return false;
-}
-
-static int report_deadlock(struct baton_seq *s, const char *why)
-{
-	/* relaxed: our own variable; nobody needs to see this in order */
-	atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
-	fprintf(stderr, "baton_seq_call(%s): %s; returning BATON_EDEADLK\n",
-		s->name[0] ? s->name : "unnamed", why);
-	return BATON_EDEADLK;
-}
-
-enum wait_outcome { WAIT_SERVED, WAIT_LOCKED, WAIT_DEADLOCK };
-
-/* Wait until our request in `sl` was served, or we hold the lock. */
-static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, bool check)
-{
-	/* A waiter that can be served keeps off the lock line most of the
-	 * time, so that the holder's lock and unlock stay local to its core;
-	 * one that cannot (K = 0, or LOCKONLY) watches the lock all along.
-	 * relaxed: K is a tuning knob */
-	unsigned every = !check && atomic_load_explicit(&s->batch, memory_order_relaxed) > 0
-			 ? SEQ_LOCK_EVERY : 1;
-
-	for (unsigned n = 0;; n++) {
-		unsigned st;
-		uint32_t v;
-
-		/* acquire: pairs with the server's release of IDLE (the
-		 * result is ours to read) or the releaser's of GRANTED (its
-		 * run happens before ours) */
-		st = atomic_load_explicit(&sl->state, memory_order_acquire);
-		if (st == SLOT_IDLE)
-			return WAIT_SERVED;
-		if (st == SLOT_GRANTED) {
-			became_holder(s);
-			return WAIT_LOCKED;
-		}
-		/* relaxed peek before the CAS, to keep the line shared */
-		if (n % every == every - 1 &&
-		    atomic_load_explicit(&s->lock, memory_order_relaxed) == 0 && try_lock(s))
-			return WAIT_LOCKED;
-		if (check && would_deadlock(s))
-			return WAIT_DEADLOCK;
-		if (n < SEQ_SPIN) {
-			if (n == 0)
-				/* relaxed: a hint for unlock's hand-off choice */
-				atomic_store_explicit(&sl->hot, 1, memory_order_relaxed);
-			cpu_relax();
-			continue;
-		}
-		if (n == SEQ_SPIN)
-			/* relaxed: as above */
-			atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
-		if (n < SEQ_SPIN + SEQ_YIELDS) {
-			sched_yield();
-			continue;
-		}
-		/* relaxed RMW + seq_cst fence: our half of the Dekker pair
-		 * with unlock(); the loads below cannot pass the fence */
-		atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_relaxed);
-		seq_fence();
-		v = baton_ec_value(&sl->ec);
-		/* acquire: as above. relaxed lock load: the fence orders it;
-		 * if it is still held, its holder will see us in sleepers */
-		st = atomic_load_explicit(&sl->state, memory_order_acquire);
-		if (waiting(st) && atomic_load_explicit(&s->lock, memory_order_relaxed) != 0) {
-			atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
-			/* with a lock held we re-check for cycles now and then */
-			baton_ec_wait_mp(&sl->ec, v, check ? 1000000 : -1);
-		}
-		/* relaxed: only a count; the loop re-reads state and lock */
-		atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
-		n = 0;
-	}
-}
-
-/* The lock is taken: publish, wait, and get served or take the lock. */
-static int call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result)
-{
-	struct seq_req r = { fn, arg, NULL };
-	bool check = seq_self.held > 0;
-	struct seq_slot *sl;
-	enum wait_outcome out;
-
-	if (baton_coro_self() == s->co) {
-		/* nested: we are the holder, on the stack; run it directly */
-		r.result = fn(arg);
-		goto done;
-	}
-	/* relaxed: if it is us, we wrote it ourselves (and only a thread
-	 * that holds some lock can be its holder: keep off the lock line) */
-	if (check && atomic_load_explicit(&s->holder, memory_order_relaxed) == &seq_self)
-		return report_deadlock(s, "called off the dedicated stack by the thread that holds it "
-					  "(from a coroutine resumed inside a sequenced call?)");
-	while ((sl = claim_slot(s)) == NULL) {
-		/* more waiters than slots: wait for the lock without one */
-		if (try_lock(s)) {
-			run_locked(s, &r);
-			goto done;
-		}
-		if (check && would_deadlock(s))
-			return report_deadlock(s, "a cycle of sequencers waiting for each other");
-		sched_yield();
-	}
-	sl->req.fn = fn;
-	sl->req.arg = arg;
-	/* release: fn and arg are visible to a holder that sees PENDING */
-	atomic_store_explicit(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING,
-			      memory_order_release);
-	out = wait_slot(s, sl, check);
-	/* relaxed: as in wait_slot */
-	atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
-	/* next time, publish at once if combining served us this time */
-	seq_self.contended = out == WAIT_SERVED ? s : NULL;
-	if (out == WAIT_LOCKED) {
-		/* acquire: as in wait_slot; under the lock nobody else can
-		 * serve the slot now, so IDLE means a previous holder did */
-		if (atomic_load_explicit(&sl->state, memory_order_acquire) != SLOT_IDLE) {
-			/* relaxed: we hold the lock; no holder scans now */
-			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
-			run_locked(s, &r);
-		} else {
-			r.result = sl->req.result;
-			unlock(s);
-		}
-	} else if (out == WAIT_SERVED) {
-		r.result = sl->req.result;
-	} else {
-		unsigned st = SLOT_LOCKONLY;
-
-		/* relaxed: withdraw; it fails only if a releaser granted us
-		 * the lock meanwhile (acquire then: its run before ours), and
-		 * then there is no deadlock any more: run as a holder */
-		if (!atomic_compare_exchange_strong_explicit(&sl->state, &st, SLOT_IDLE,
-							     memory_order_acquire,
-							     memory_order_relaxed)) {
-			became_holder(s);
-			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
-			run_locked(s, &r);
-			goto out;
-		}
-		release_slot(sl);
-		return report_deadlock(s, "a cycle of sequencers waiting for each other");
-	}
-out:
-	release_slot(sl);
-	if (check)
-		/* relaxed: our own variable, re-set before every check */
-		atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
-done:
-	if (result)
-		*result = r.result;
-	return BATON_OK;
+	seq_unlock(s);
 }
 
 int baton_seq_call(baton_seq_t *s, baton_seq_fn fn, void *arg, void **result)
@@ -577,10 +231,10 @@ int baton_seq_call(baton_seq_t *s, baton_seq_fn fn, void *arg, void **result)
 	/* Under contention, go straight to publishing: a CAS that fails
 	 * would still take the lock line away from the holder. */
 	if (__builtin_expect(seq_self.contended == s || !try_lock(s), 0))
-		return call_slow(s, fn, arg, result);
+		return seq_call_slow(s, fn, arg, result);
 	r.fn = fn;
 	r.arg = arg;
-	run_locked(s, &r);
+	seq_run_locked(s, &r);
 	if (result)
 		*result = r.result;
 	return BATON_OK;

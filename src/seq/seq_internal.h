@@ -1,0 +1,155 @@
+/*
+ * src/seq/seq_internal.h - what seq.c and wait.c share: the sequencer, its
+ * slots, the per-thread record, the lock's inline halves.
+ */
+#ifndef BATON_SRC_SEQ_INTERNAL_H
+#define BATON_SRC_SEQ_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <baton/coro.h>
+#include <baton/ec.h>
+#include <baton/seq.h>
+
+#define SEQ_SLOTS BATON_SEQ_MAX_WAITERS
+#define SEQ_LINE 64
+#define SEQ_SPIN 128	      /* pause-spins of a waiter before it yields */
+#define SEQ_YIELDS 64	      /* sched_yield()s before it sleeps */
+#define SEQ_LOCK_EVERY 32     /* a combining waiter looks at the lock this seldom */
+#define SEQ_CHAIN 32	      /* longest wait-for chain the deadlock check walks */
+
+enum slot_state {
+	SLOT_IDLE = 0,	   /* no request, or its result is ready */
+	SLOT_PENDING = 1,  /* a request a lock holder may run */
+	SLOT_LOCKONLY = 2, /* its owner only waits for the lock (no combining) */
+	SLOT_GRANTED = 3,  /* K = 0 hand-off: the releaser passed the lock to its owner */
+};
+
+struct seq_req {
+	baton_seq_fn fn;
+	void *arg;
+	void *result;
+};
+
+/* One waiter's record: everything a holder touches to serve it sits in
+ * this one cache line, so serving costs one line transfer each way. */
+struct seq_slot {
+	_Atomic unsigned owner;	 /* 0 free, 1 claimed by a waiting thread */
+	_Atomic unsigned state;	 /* enum slot_state */
+	_Atomic unsigned hot;	 /* its owner is spinning (on a CPU, most likely) */
+	struct seq_req req;	 /* written by the owner before PENDING, result by the server */
+	baton_ec_t ec;		 /* the owner sleeps here: completion or "lock is free" */
+} __attribute__((aligned(SEQ_LINE)));
+
+/* Per thread: what it holds and waits for, for the deadlock check. */
+struct seq_thread {
+	_Atomic(struct baton_seq *) waiting_for;
+	unsigned held;		 /* sequencer locks this thread holds */
+	struct baton_seq *contended; /* our last call on it was served by combining */
+	unsigned hint;		 /* slot to try first */
+	bool hinted;
+};
+
+struct baton_seq {
+	/* The lock line: written by every acquisition and release. */
+	_Atomic unsigned lock;			  /* 0 free, 1 held */
+	_Atomic(struct seq_thread *) holder;	  /* the holding thread, for EDEADLK */
+	_Atomic unsigned sleepers;		  /* waiters that may be asleep */
+	_Atomic unsigned batch;			  /* K */
+	_Atomic unsigned hwm;			  /* slots [0, hwm) have been used */
+
+	/* Under the lock only (the holder's data). */
+	_Atomic unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
+	uint64_t served[SEQ_SLOTS / 64];	  /* slots served in this holding */
+	_Atomic uint64_t switches, combined;	  /* relaxed counters */
+	_Atomic uint64_t sleeps;
+	baton_coro_t *co;
+	char name[32];
+
+	struct seq_slot slots[SEQ_SLOTS];
+};
+
+/* initial-exec: the library is PIC, and the general-dynamic model would
+ * call __tls_get_addr on every lock and unlock */
+
+extern __thread struct seq_thread seq_self __attribute__((tls_model("initial-exec")));
+
+/*
+ * The full fence of the two Dekker halves (unlock / going to sleep).
+ * ThreadSanitizer does not model atomic_thread_fence (and GCC warns); there,
+ * an RMW on one shared word stands in for it, a seq_cst operation TSan does
+ * understand (slower, and only in TSan builds).
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SEQ_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SEQ_TSAN 1
+#endif
+#endif
+#if SEQ_TSAN
+extern _Atomic unsigned seq_tsan_fence_word;
+#define seq_fence() atomic_fetch_add_explicit(&seq_tsan_fence_word, 0, memory_order_seq_cst)
+#else
+#define seq_fence() atomic_thread_fence(memory_order_seq_cst)
+#endif
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+/* A relaxed increment by the lock holder (single writer at a time; the
+ * lock orders successive holders), readable racily by baton_seq_stats. */
+static inline void count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+static inline void became_holder(struct baton_seq *s)
+{
+	/* relaxed: read only by the deadlock check, which re-validates */
+	atomic_store_explicit(&s->holder, &seq_self, memory_order_relaxed);
+	seq_self.held++;
+}
+
+static inline bool try_lock(struct baton_seq *s)
+{
+	unsigned zero = 0;
+
+	/* acquire: everything the previous holder did (stack, runtime state,
+	 * results) happens before our run; relaxed on failure: we learn
+	 * nothing from a failed attempt */
+	if (!atomic_compare_exchange_strong_explicit(&s->lock, &zero, 1,
+						     memory_order_acquire,
+						     memory_order_relaxed))
+		return false;
+	became_holder(s);
+	return true;
+}
+
+static inline bool waiting(unsigned st)
+{
+	return st == SLOT_PENDING || st == SLOT_LOCKONLY;
+}
+
+enum wait_outcome { WAIT_SERVED, WAIT_LOCKED, WAIT_DEADLOCK };
+
+/* seq.c */
+void seq_unlock(struct baton_seq *s);
+void seq_run_locked(struct baton_seq *s, struct seq_req *r);
+
+/* wait.c: the lock is taken; publish, wait, get served or take it */
+int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result);
+
+#endif /* BATON_SRC_SEQ_INTERNAL_H */

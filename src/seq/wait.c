@@ -1,0 +1,231 @@
+/*
+ * Waiting for a taken sequencer (see seq.c and docs/seq.md): claim a slot,
+ * publish the request, spin / yield / sleep until a holder served it, the
+ * lock was handed to us or we could take it; the nested and the deadlock
+ * cases.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
+#include <stdio.h>
+
+#include "seq_internal.h"
+
+/* Spreads the threads' first slot choice; orders nothing. */
+static _Atomic unsigned seq_next_hint;
+
+static struct seq_slot *claim_slot(struct baton_seq *s)
+{
+	struct seq_thread *me = &seq_self;
+
+	if (!me->hinted) {
+		/* relaxed: only spreads threads over slots */
+		me->hint = atomic_fetch_add_explicit(&seq_next_hint, 1,
+						     memory_order_relaxed) % SEQ_SLOTS;
+		me->hinted = true;
+	}
+	for (unsigned j = 0; j < SEQ_SLOTS; j++) {
+		unsigned i = (me->hint + j) % SEQ_SLOTS;
+		struct seq_slot *sl = &s->slots[i];
+		unsigned zero = 0;
+		unsigned hwm;
+
+		/* relaxed peek, then acquire CAS: pairs with the previous
+		 * owner's release of the slot, so its last use is over */
+		if (atomic_load_explicit(&sl->owner, memory_order_relaxed) != 0 ||
+		    !atomic_compare_exchange_strong_explicit(&sl->owner, &zero, 1,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		me->hint = i;
+		/* relaxed load, release CAS: holders that see the new hwm
+		 * (acquire) see the slot as we leave it */
+		hwm = atomic_load_explicit(&s->hwm, memory_order_relaxed);
+		while (hwm <= i &&
+		       !atomic_compare_exchange_weak_explicit(&s->hwm, &hwm, i + 1,
+							      memory_order_release,
+							      memory_order_relaxed))
+			;
+		return sl;
+	}
+	return NULL;
+}
+
+static void release_slot(struct seq_slot *sl)
+{
+	/* release: our last reads of the slot happen before its next owner's
+	 * acquire CAS */
+	atomic_store_explicit(&sl->owner, 0, memory_order_release);
+}
+
+/* Is there a cycle: we wait for s, whose holder waits for ..., held by us? */
+static bool would_deadlock(struct baton_seq *s)
+{
+	struct seq_thread *me = &seq_self;
+
+	/* seq_cst store then seq_cst loads: of two threads closing a cycle
+	 * at the same time, at least one sees the other's waiting_for */
+	atomic_store_explicit(&me->waiting_for, s, memory_order_seq_cst);
+	for (int depth = 0; s != NULL && depth < SEQ_CHAIN; depth++) {
+		struct seq_thread *h = atomic_load_explicit(&s->holder, memory_order_seq_cst);
+
+		if (h == me)
+			return true;
+		if (h == NULL)
+			return false;
+		s = atomic_load_explicit(&h->waiting_for, memory_order_seq_cst);
+	}
+	return false;
+}
+
+static int report_deadlock(struct baton_seq *s, const char *why)
+{
+	/* relaxed: our own variable; nobody needs to see this in order */
+	atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
+	fprintf(stderr, "baton_seq_call(%s): %s; returning BATON_EDEADLK\n",
+		s->name[0] ? s->name : "unnamed", why);
+	return BATON_EDEADLK;
+}
+
+/* Wait until our request in `sl` was served, or we hold the lock. */
+static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, bool check)
+{
+	/* A waiter that can be served keeps off the lock line most of the
+	 * time, so that the holder's lock and unlock stay local to its core;
+	 * one that cannot (K = 0, or LOCKONLY) watches the lock all along.
+	 * relaxed: K is a tuning knob */
+	unsigned every = !check && atomic_load_explicit(&s->batch, memory_order_relaxed) > 0
+			 ? SEQ_LOCK_EVERY : 1;
+
+	for (unsigned n = 0;; n++) {
+		unsigned st;
+		uint32_t v;
+
+		/* acquire: pairs with the server's release of IDLE (the
+		 * result is ours to read) or the releaser's of GRANTED (its
+		 * run happens before ours) */
+		st = atomic_load_explicit(&sl->state, memory_order_acquire);
+		if (st == SLOT_IDLE)
+			return WAIT_SERVED;
+		if (st == SLOT_GRANTED) {
+			became_holder(s);
+			return WAIT_LOCKED;
+		}
+		/* relaxed peek before the CAS, to keep the line shared */
+		if (n % every == every - 1 &&
+		    atomic_load_explicit(&s->lock, memory_order_relaxed) == 0 && try_lock(s))
+			return WAIT_LOCKED;
+		if (check && would_deadlock(s))
+			return WAIT_DEADLOCK;
+		if (n < SEQ_SPIN) {
+			if (n == 0)
+				/* relaxed: a hint for unlock's hand-off choice */
+				atomic_store_explicit(&sl->hot, 1, memory_order_relaxed);
+			cpu_relax();
+			continue;
+		}
+		if (n == SEQ_SPIN)
+			/* relaxed: as above */
+			atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
+		if (n < SEQ_SPIN + SEQ_YIELDS) {
+			sched_yield();
+			continue;
+		}
+		/* relaxed RMW + seq_cst fence: our half of the Dekker pair
+		 * with seq_unlock(); the loads below cannot pass the fence */
+		atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_relaxed);
+		seq_fence();
+		v = baton_ec_value(&sl->ec);
+		/* acquire: as above. relaxed lock load: the fence orders it;
+		 * if it is still held, its holder will see us in sleepers */
+		st = atomic_load_explicit(&sl->state, memory_order_acquire);
+		if (waiting(st) && atomic_load_explicit(&s->lock, memory_order_relaxed) != 0) {
+			atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
+			/* with a lock held we re-check for cycles now and then */
+			baton_ec_wait_mp(&sl->ec, v, check ? 1000000 : -1);
+		}
+		/* relaxed: only a count; the loop re-reads state and lock */
+		atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
+		n = 0;
+	}
+}
+
+/* The lock is taken: publish, wait, and get served or take the lock. */
+int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result)
+{
+	struct seq_req r = { fn, arg, NULL };
+	bool check = seq_self.held > 0;
+	struct seq_slot *sl;
+	enum wait_outcome out;
+
+	if (baton_coro_self() == s->co) {
+		/* nested: we are the holder, on the stack; run it directly */
+		r.result = fn(arg);
+		goto done;
+	}
+	/* relaxed: if it is us, we wrote it ourselves (and only a thread
+	 * that holds some lock can be its holder: keep off the lock line) */
+	if (check && atomic_load_explicit(&s->holder, memory_order_relaxed) == &seq_self)
+		return report_deadlock(s, "called off the dedicated stack by the thread that holds it "
+					  "(from a coroutine resumed inside a sequenced call?)");
+	while ((sl = claim_slot(s)) == NULL) {
+		/* more waiters than slots: wait for the lock without one */
+		if (try_lock(s)) {
+			seq_run_locked(s, &r);
+			goto done;
+		}
+		if (check && would_deadlock(s))
+			return report_deadlock(s, "a cycle of sequencers waiting for each other");
+		sched_yield();
+	}
+	sl->req.fn = fn;
+	sl->req.arg = arg;
+	/* release: fn and arg are visible to a holder that sees PENDING */
+	atomic_store_explicit(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING,
+			      memory_order_release);
+	out = wait_slot(s, sl, check);
+	/* relaxed: as in wait_slot */
+	atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
+	/* next time, publish at once if combining served us this time */
+	seq_self.contended = out == WAIT_SERVED ? s : NULL;
+	if (out == WAIT_LOCKED) {
+		/* acquire: as in wait_slot; under the lock nobody else can
+		 * serve the slot now, so IDLE means a previous holder did */
+		if (atomic_load_explicit(&sl->state, memory_order_acquire) != SLOT_IDLE) {
+			/* relaxed: we hold the lock; no holder scans now */
+			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
+			seq_run_locked(s, &r);
+		} else {
+			r.result = sl->req.result;
+			seq_unlock(s);
+		}
+	} else if (out == WAIT_SERVED) {
+		r.result = sl->req.result;
+	} else {
+		unsigned st = SLOT_LOCKONLY;
+
+		/* relaxed: withdraw; it fails only if a releaser granted us
+		 * the lock meanwhile (acquire then: its run before ours), and
+		 * then there is no deadlock any more: run as a holder */
+		if (!atomic_compare_exchange_strong_explicit(&sl->state, &st, SLOT_IDLE,
+							     memory_order_acquire,
+							     memory_order_relaxed)) {
+			became_holder(s);
+			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
+			seq_run_locked(s, &r);
+			goto out;
+		}
+		release_slot(sl);
+		return report_deadlock(s, "a cycle of sequencers waiting for each other");
+	}
+out:
+	release_slot(sl);
+	if (check)
+		/* relaxed: our own variable, re-set before every check */
+		atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
+done:
+	if (result)
+		*result = r.result;
+	return BATON_OK;
+}
