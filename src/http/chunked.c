@@ -43,7 +43,7 @@ void baton_http_chunked_init(struct baton_http_chunked *c, const struct baton_ht
 		return;
 	memset(c, 0, sizeof(*c));
 	c->state = S_SIZE0;
-	c->max_body = lim ? lim->max_body : 1048576;
+	c->max_body = lim ? (lim->max_body > 0 ? lim->max_body : 0) : 1048576;
 	c->max_trailer_bytes = lim ? lim->max_header_bytes : 32768;
 	c->max_trailer_fields = lim ? lim->max_fields : 100;
 }

@@ -12,7 +12,8 @@
  *  - every pointer of a parsed request lies inside the head;
  *  - the chunked decoder gives the same status, consumption and body
  *    whether fed in one piece, in two at the split point, byte by byte into
- *    a 1-byte output, or in place.
+ *    a 1-byte output, 7 bytes at a time into a 3-byte output, or in place;
+ *  - parsed fields are accepted as extra fields of a response head.
  * Build and run: docs/http-parser.md.
  */
 #include <stdint.h>
@@ -61,6 +62,13 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 		CHECK(req->content_length <= lim->max_body);
 		CHECK(!req->host || (req->host >= lo && req->host + req->host_len <= hi));
 		CHECK(req->version_minor == 0 || req->host);
+		const struct baton_http_field *h = baton_http_find_field(req, "HOST");
+		CHECK(h ? h->value == req->host : req->host == NULL);
+		/* a parsed field is a valid extra field of a response head */
+		static char out[1 << 16];
+		size_t on = baton_http_format_head(out, sizeof(out), 200, req->content_length,
+						   req->keep_alive, req->fields, req->nfields);
+		CHECK(on > 0 || (size_t)r > sizeof(out) / 2);
 	}
 	free(buf);
 	return r;
@@ -176,6 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	same(one, decode(lim, b, bn, bsplit, 0, 4096));
 	if (bn < 2048)
 		same(one, decode(lim, b, bn, 0, 1, 1));
+	same(one, decode(lim, b, bn, 0, 7, 3));
 	same(one, decode_in_place(lim, b, bn));
 	return 0;
 }
