@@ -50,6 +50,7 @@ STOP_TIMEOUT = 5.0        # seconds between SIGTERM and SIGKILL
 SERVER_CPU, CLIENT_CPU = "1", "0"
 NGINX_MODULE_DIRS = ("/usr/share/nginx/modules", "/usr/lib/nginx/modules")
 SBIN = ("/usr/sbin", "/usr/local/sbin", "/sbin")
+HTTPD_DIRS = (".", "bin", "httpd", "src/httpd")   # where under --build to look
 
 
 class Missing(Exception):
@@ -129,9 +130,12 @@ def server_command(args, tmp):
     workers = args.cores
     port = args.port
     if args.impl.startswith("baton-"):
-        httpd = args.httpd or os.path.join(args.build, "baton-httpd")
-        if not os.access(httpd, os.X_OK):
-            print(f"run_http: {httpd} does not exist", file=sys.stderr)
+        httpd = args.httpd or next(
+            (path for path in (os.path.join(args.build, d, "baton-httpd") for d in HTTPD_DIRS)
+             if os.access(path, os.X_OK)), None)
+        if not httpd or not os.access(httpd, os.X_OK):
+            print(f"run_http: no baton-httpd {'at ' + httpd if httpd else 'under ' + args.build}",
+                  file=sys.stderr)
             raise Missing("baton-httpd not built")
         handler = {"baton-c": ["hello"],
                    "baton-lua": ["lua", os.path.join(args.src, "bench/http/baton-hello.lua")],
@@ -469,7 +473,9 @@ def parse_args(argv):
                    help="timed loads against one server start (default 1)")
     p.add_argument("--warmup", type=int, default=1, metavar="S",
                    help="seconds of untimed load first (0: none; default 1)")
-    p.add_argument("--httpd", metavar="PATH", help="baton-httpd (default BUILD/baton-httpd)")
+    p.add_argument("--httpd", metavar="PATH",
+                   help="baton-httpd (default: the first of BUILD/baton-httpd, "
+                        "BUILD/bin/, BUILD/httpd/, BUILD/src/httpd/)")
     args = p.parse_args(argv)
     if args.port > 65535:
         p.error("--port must be <= 65535")
