@@ -22,6 +22,7 @@
  * without it, or where the kernel refuses io_uring, creating this poller
  * fails and the worker uses epoll.
  */
+#include "config.h"
 #include "poller.h"
 
 #if BATON_HAVE_LIBURING
@@ -36,9 +37,11 @@
 #define UR_CQ_ENTRIES 4096 /* room for a burst of edges of many handles */
 #define UR_DEAD 0x80000000u /* in io->pending: closed, free at the last CQE */
 
-/* user_data values that are not handles (handles are aligned pointers). */
-#define UD_WAKE 0u   /* the eventfd's poll */
-#define UD_REMOVE 1u /* a poll removal's own completion */
+/* user_data: a handle's address names its poll request (handles are
+ * aligned); the address with UD_CANCEL names a cancellation of it; 0 is
+ * the eventfd's poll. */
+#define UD_WAKE 0u
+#define UD_CANCEL 1u
 
 struct uring_poller {
 	struct io_uring ring;
@@ -75,12 +78,18 @@ static void arm(struct uring_poller *p, struct baton_io *io)
 	io->pending++;
 }
 
-static void queue_remove(struct uring_poller *p, struct baton_io *io)
+/* Cancel the poll request whose user_data is ud. Not POLL_REMOVE: that
+ * fails (-EALREADY) and leaves the request armed while a wake-up of it is
+ * being turned into a completion; ASYNC_CANCEL marks it and lets that
+ * completion end it. Only the numbers are used: a cancel that arrives
+ * after the handle was freed and its address reused ends the new handle's
+ * request, which is then re-armed like any ended multishot. */
+static void queue_cancel(struct uring_poller *p, uint64_t ud)
 {
 	struct io_uring_sqe *sqe = get_sqe(p);
 
-	io_uring_prep_poll_remove(sqe, (__u64)(uintptr_t)io);
-	io_uring_sqe_set_data64(sqe, UD_REMOVE);
+	io_uring_prep_cancel64(sqe, ud, 0);
+	io_uring_sqe_set_data64(sqe, ud | UD_CANCEL);
 }
 
 /* The setups to try, best first. COOP_TASKRUN: completions are posted when
@@ -170,7 +179,7 @@ static void ur_del(struct baton_worker *w, struct baton_io *io)
 
 	if (baton_worker_self != w)
 		return; /* another thread's: release() removes it at home */
-	queue_remove(p, io);
+	queue_cancel(p, (uintptr_t)io);
 	io->pending |= UR_DEAD;
 	/* Now, not at the next poll: the request holds the descriptor's
 	 * file open, and the peer of a socket is waiting for our close. */
@@ -183,7 +192,7 @@ static bool ur_release(struct baton_worker *w, struct baton_io *io)
 	struct uring_poller *p = w->poller;
 
 	if (!(io->pending & UR_DEAD)) { /* closed on another thread */
-		queue_remove(p, io);
+		queue_cancel(p, (uintptr_t)io);
 		io->pending |= UR_DEAD;
 		io_uring_submit(&p->ring);
 	}
@@ -242,8 +251,13 @@ static unsigned reap(struct uring_poller *p, bool edges)
 		uint64_t ud = cqe->user_data;
 
 		n++;
-		if (ud == UD_REMOVE)
-			continue; /* the poll's own last CQE does the work */
+		if (ud & UD_CANCEL) {
+			/* The poll's own last CQE does the rest; -EALREADY
+			 * (the request was busy, not marked): try again. */
+			if (cqe->res == -EALREADY)
+				queue_cancel(p, ud & ~(uint64_t)UD_CANCEL);
+			continue;
+		}
 		if (ud == UD_WAKE) {
 			uint64_t v;
 
