@@ -141,8 +141,8 @@ def server_command(args, tmp):
                    "baton-lua": ["lua", os.path.join(args.src, "bench/http/baton-hello.lua")],
                    "baton-scheme": ["scheme", os.path.join(args.src, "bench/http/baton-hello.scm")],
                    }[args.impl]
-        return [httpd, "--port", str(port), "--workers", str(workers), "--handler",
-                *handler], None
+        return [os.path.abspath(httpd), "--address", "127.0.0.1", "--port", str(port),
+                "--workers", str(workers), "--handler", *handler], None
     if args.impl in ("nginx", "nginx-lua"):
         nginx = need_tool("nginx", "nginx")
         modules, content = "", 'return 200 "Hello, World!\\n";'
@@ -479,6 +479,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.port > 65535:
         p.error("--port must be <= 65535")
+    # The server runs in a temporary directory: make every path absolute.
+    args.build, args.src = os.path.abspath(args.build), os.path.abspath(args.src)
     return args
 
 
