@@ -348,6 +348,47 @@ static void test_expect(void **state)
 	assert_int_equal(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue=1\r\n\r\n"), NULL, &req), -417);
 }
 
+/* Values and targets of every length up to 48 (the parser checks 16 bytes
+ * at a time), valid, and with a forbidden byte at every position. */
+static void test_long_runs(void **state)
+{
+	static const unsigned char badv[] = { 0x00, 0x01, 0x0a, 0x0d, 0x1f, 0x7f };
+	static const unsigned char badt[] = { 0x00, 0x09, 0x20, 0x7f, 0x80, 0xff };
+	struct baton_http_request req;
+	char buf[256];
+	(void)state;
+
+	for (size_t n = 1; n <= 48; n++) {
+		for (int pass = 0; pass < 2; pass++) {
+			size_t head = (size_t)(pass ? sprintf(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: ")
+						  : sprintf(buf, "GET /"));
+			for (size_t i = 0; i < n; i++)
+				buf[head + i] = pass ? (char)(i % 3 ? 'v' : (i % 2 ? '\t' : '\xe9')) : 'p';
+			if (pass)
+				buf[head + n - 1] = 'z';   /* no trailing OWS */
+			size_t tail = (size_t)sprintf(buf + head + n, pass ? "\r\n\r\n" : " HTTP/1.1\r\nHost: a\r\n\r\n");
+			size_t len = head + n + tail;
+			assert_int_equal(parse(buf, len, NULL, &req), (long)len);
+			if (pass)
+				assert_int_equal(req.fields[1].value_len, n);
+			else
+				assert_int_equal(req.target_len, n + 1);
+			for (size_t k = 0; k < n; k++) {
+				const unsigned char *bad = pass ? badv : badt;
+				for (size_t b = 0; b < 6; b++) {
+					char save = buf[head + k];
+					buf[head + k] = (char)bad[b];
+					long r = parse(buf, len, NULL, &req);
+					if (r != -400)
+						fail_msg("%s len %zu: byte %#x at %zu gave %ld",
+							 pass ? "value" : "target", n, bad[b], k, r);
+					buf[head + k] = save;
+				}
+			}
+		}
+	}
+}
+
 static void test_bad_args(void **state)
 {
 	struct baton_http_request req = { 0 };
@@ -372,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_connection),
 		cmocka_unit_test(test_expect),
+		cmocka_unit_test(test_long_runs),
 		cmocka_unit_test(test_bad_args),
 	};
 
