@@ -69,7 +69,7 @@ static void free_dead(struct baton_worker *w)
 	/* Acquire: pairs with the release CAS of the closing thread. */
 	io = __atomic_exchange_n(&w->dead_ios, NULL, __ATOMIC_ACQUIRE);
 	for (; io; io = next) {
-		next = (struct baton_io *)io->waiters[0].head;
+		next = io->dead_next;
 		release_io(w, io);
 	}
 }
@@ -366,10 +366,11 @@ int baton_io_close(baton_io_t *io)
 	}
 	/* Another thread's poller may hold this handle in the batch of
 	 * events it is working through: the home worker frees it after its
-	 * next poll. The waiter list is free now: reuse it as the link. */
+	 * next poll. Not through the waiter list: that poller may still
+	 * report an edge and look at the waiters. */
 	struct baton_io *head = __atomic_load_n(&home->dead_ios, __ATOMIC_RELAXED);
 	do {
-		io->waiters[0].head = (struct baton_waiter *)head;
+		io->dead_next = head;
 		/* Release: our writes to the handle happen before its free. */
 	} while (!__atomic_compare_exchange_n(&home->dead_ios, &head, io, true,
 					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));

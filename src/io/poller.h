@@ -34,6 +34,7 @@ struct baton_io {
 	bool hup;		   /* error or hang-up: every wait returns */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
 	unsigned pending;	   /* io_uring: poll requests in flight, UR_DEAD */
+	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 };
 
 struct baton_poller_ops {

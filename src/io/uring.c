@@ -22,7 +22,7 @@
  * without it, or where the kernel refuses io_uring, creating this poller
  * fails and the worker uses epoll.
  */
-#include "config.h"
+#include "../common/sanitizer.h"
 #include "poller.h"
 
 #if BATON_HAVE_LIBURING
@@ -129,6 +129,20 @@ static int ring_init(struct io_uring *ring)
 	return rc;
 }
 
+/* liburing maps the rings with raw system calls that AddressSanitizer does
+ * not see: the shadow there may still be that of whatever was mapped at
+ * those addresses before (a thread's or a coroutine's stack). */
+static void ring_unpoison(struct io_uring *ring)
+{
+#if BATON_ASAN
+	ASAN_UNPOISON_MEMORY_REGION(ring->sq.ring_ptr, ring->sq.ring_sz);
+	ASAN_UNPOISON_MEMORY_REGION(ring->cq.ring_ptr, ring->cq.ring_sz);
+	ASAN_UNPOISON_MEMORY_REGION(ring->sq.sqes, ring->sq.ring_entries *
+				    sizeof(*ring->sq.sqes));
+#endif
+	(void)ring;
+}
+
 static int ur_create(struct baton_worker *w)
 {
 	struct uring_poller *p = calloc(1, sizeof(*p));
@@ -142,6 +156,7 @@ static int ur_create(struct baton_worker *w)
 		errno = -rc;
 		return BATON_ESYS;
 	}
+	ring_unpoison(&p->ring);
 	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->evfd < 0) {
 		int e = errno;
