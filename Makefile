@@ -33,9 +33,13 @@ test: deps-test $(VENV)/.test-stamp
 	$(CMAKE) -S . -B $(BUILD)/native -DBATON_BUILD_BENCH=OFF
 	cmake --build $(BUILD)/native
 	cd $(BUILD)/native && $(CTEST)
+	$(PY) -m pytest -q -p no:cacheprovider tests/http --httpd $(BUILD)/native/baton-httpd
 	$(CMAKE) -S . -B $(BUILD)/asan -DBATON_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DBATON_BUILD_BENCH=OFF
 	cmake --build $(BUILD)/asan
 	cd $(BUILD)/asan && $(CTEST)
+	# The server's robustness tests again, on the ASan+UBSan binary: a leak
+	# (LeakSanitizer at exit) or any report fails them.
+	$(PY) -m pytest -q -p no:cacheprovider tests/http --httpd $(BUILD)/asan/baton-httpd
 	# ThreadSanitizer: the tests labelled `threads` (coroutines or objects
 	# shared between threads). (TSan counts each coroutine as a thread and
 	# stops at 8128, so the suites with 20000 coroutines stay out of this

@@ -8,6 +8,7 @@
  * request is already buffered, so a pipelined batch costs one write.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -406,5 +407,7 @@ void baton_http_conn_main(void *arg)
 		c->in_len -= end;
 	}
 	flush(c);
-	baton_io_close(c->io);
+	if (baton_io_close(c->io) != BATON_OK) /* a bug: say so, do not hide it */
+		fprintf(stderr, "baton-httpd: internal error: a task still waits on a "
+			"closing connection\n");
 }
