@@ -827,5 +827,8 @@ int main(void)
 		cmocka_unit_test_prestate(test_bad_args, &cfg_sf1),
 	};
 
+	/* e.g. BATON_TEST_FILTER='*1w' to run a few while debugging */
+	if (getenv("BATON_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("BATON_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
