@@ -116,6 +116,31 @@ long baton_http_parse_head(const char *buf, size_t len,
 			   const struct baton_http_limits *lim,
 			   struct baton_http_request *req, const char **why);
 
+/*
+ * The same, resumed: a caller that calls again after every read of a slow
+ * client would re-parse the whole head each time (quadratic in its size).
+ * With a progress record the parser goes on from the field line (and the
+ * byte inside it) where the previous call stopped, so a head costs O(size)
+ * whatever the reads. Rules: one record per connection, zeroed before its
+ * first use (BATON_HTTP_PROGRESS_INIT); pass the same req each time; it
+ * clears itself when a head is complete. It is used only while buf is the
+ * same pointer and len did not shrink; if you move or change bytes of an
+ * unfinished head in place, zero it. The request line is always re-parsed
+ * (it is bounded by max_target).
+ */
+struct baton_http_progress {
+	const char *base;           /* all private */
+	size_t len, fstart, line, nscan, vstart, vscan, nfields;
+	unsigned char h[48];
+};
+
+#define BATON_HTTP_PROGRESS_INIT { 0 }
+
+long baton_http_parse_head_resume(const char *buf, size_t len,
+				  const struct baton_http_limits *lim,
+				  struct baton_http_request *req,
+				  struct baton_http_progress *progress, const char **why);
+
 /* Case-insensitive lookup of a header field of a parsed request (the first
  * one of that name); NULL if absent. */
 const struct baton_http_field *baton_http_find_field(const struct baton_http_request *req,

@@ -295,19 +295,54 @@ static long finish(struct head_state *h, struct baton_http_request *req,
 	return 0;
 }
 
-long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_limits *lim,
-			   struct baton_http_request *req, const char **why)
+_Static_assert(sizeof(struct head_state) <= sizeof(((struct baton_http_progress *)0)->h),
+	       "struct baton_http_progress too small for the field semantics");
+
+/* Remember where an unfinished field section stands (see http_parse.h). */
+static void save(struct baton_http_progress *pr, const char *buf, size_t len, size_t fstart,
+		 size_t line, size_t nscan, size_t vstart, size_t vscan, size_t nfields,
+		 const struct head_state *h)
+{
+	if (!pr)
+		return;
+	pr->base = buf;
+	pr->len = len;
+	pr->fstart = fstart;
+	pr->line = line;
+	pr->nscan = nscan;
+	pr->vstart = vstart;
+	pr->vscan = vscan;
+	pr->nfields = nfields;
+	memcpy(pr->h, h, sizeof(*h));
+}
+
+long baton_http_parse_head_resume(const char *buf, size_t len, const struct baton_http_limits *lim,
+				  struct baton_http_request *req, struct baton_http_progress *pr,
+				  const char **why)
 {
 	const unsigned char *p = (const unsigned char *)buf;
-	size_t pos = 0, start, empty = 0, end, maxf;
+	size_t pos = 0, start, empty = 0, end, maxf, fstart;
+	size_t line = 0, name = 0, vstart = 0, vend;
+	struct baton_http_field *f = NULL;
 	struct head_state h = { .cl = -1 };
-	int truncated;
+	int truncated, phase = 0;
 	long r;
 
 	if ((!buf && len) || !lim || !req || (!req->fields && req->fields_cap) ||
 	    !lim->max_target || !lim->max_header_bytes || lim->max_body < 0)
 		FAIL(-BATON_HTTP_EINVAL, "invalid arguments");
 	maxf = lim->max_fields < req->fields_cap ? lim->max_fields : req->fields_cap;
+
+	if (pr && pr->fstart && pr->base == buf && len >= pr->len && pr->nfields <= maxf) {
+		/* The request line and the field lines before pr->line were
+		 * parsed into *req by the previous call: go on from there. */
+		fstart = pr->fstart;
+		memcpy(&h, pr->h, sizeof(h));
+		req->nfields = pr->nfields;
+		phase = pr->vscan ? 2 : pr->nscan ? 1 : 0;
+		pos = pr->line;
+		goto fields;
+	}
 
 	/* Empty lines before the request line. */
 	while (pos < len && (p[pos] == '\r' || p[pos] == '\n')) {
@@ -370,25 +405,42 @@ long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_
 	if (major != 1 || minor > 1)
 		FAIL(505, "HTTP version not supported");
 	req->version_minor = minor;
-
-	/* The field section, at most max_header_bytes: scanning stops at `end`;
-	 * reaching it means "need more" unless the buffer goes on (431). */
-	end = len - pos > lim->max_header_bytes ? pos + lim->max_header_bytes : len;
-	truncated = end < len;
-#define MORE() do { if (truncated) FAIL(431, "header section too large"); \
-		    return BATON_HTTP_NEED_MORE; } while (0)
 	req->nfields = 0;
 	req->host = NULL;
 	req->host_len = 0;
-	for (;;) {
-		struct baton_http_field *f;
-		size_t name, vstart, vend;
+	fstart = pos;
 
+fields:
+	/* The field section, at most max_header_bytes: scanning stops at `end`;
+	 * reaching it means "need more" unless the buffer goes on (431). */
+	end = len - fstart > lim->max_header_bytes ? fstart + lim->max_header_bytes : len;
+	truncated = end < len;
+#define MORE(nscan, vscan) do { \
+		if (truncated) \
+			FAIL(431, "header section too large"); \
+		save(pr, buf, len, fstart, line, nscan, vstart, vscan, req->nfields, &h); \
+		return BATON_HTTP_NEED_MORE; \
+	} while (0)
+	for (;;) {
+		line = pos;
+		if (phase == 1) {
+			pos = pr->nscan;
+			phase = 0;
+			goto name;
+		} else if (phase == 2) {
+			vstart = pr->vstart;
+			pos = pr->vscan;
+			f = &req->fields[req->nfields];
+			phase = 0;
+			if (pos != vstart)
+				goto value;
+			goto ows;       /* only OWS so far: the value has not begun */
+		}
 		if (pos == end)
-			MORE();
+			MORE(0, 0);
 		if (p[pos] == '\r') {
 			if (pos + 1 == end)
-				MORE();
+				MORE(0, 0);
 			if (p[pos + 1] != '\n')
 				FAIL(400, "bare CR");
 			pos += 2;
@@ -400,12 +452,12 @@ long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_
 			FAIL(400, "obs-fold or whitespace before a field line");
 		if (req->nfields == maxf)
 			FAIL(431, "too many header fields");
-
-		name = pos;
+name:
+		name = line;
 		while (pos < end && http_is(p[pos], HC_TOKEN))
 			pos++;
 		if (pos == end)
-			MORE();
+			MORE(pos, 0);
 		if (p[pos] != ':') {
 			if (p[pos] == ' ' || p[pos] == '\t')
 				FAIL(400, "whitespace before the colon");
@@ -419,19 +471,20 @@ long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_
 		f->name = buf + name;
 		f->name_len = (unsigned short)(pos - name);
 		pos++;
-
+ows:
 		while (pos < end && (p[pos] == ' ' || p[pos] == '\t'))
 			pos++;
 		vstart = pos;
+value:
 		pos = value_run(p, pos, end);
 		if (pos == end)
-			MORE();
+			MORE(0, pos);
 		if (p[pos] == '\n')
 			FAIL(400, "bare LF");
 		if (p[pos] != '\r')
 			FAIL(400, "invalid byte in a field value");
 		if (pos + 1 == end)
-			MORE();
+			MORE(0, pos);
 		if (p[pos + 1] != '\n')
 			FAIL(400, "bare CR");
 		vend = pos;
@@ -448,6 +501,8 @@ long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_
 	}
 #undef MORE
 
+	if (pr)
+		memset(pr, 0, sizeof(*pr));     /* the next head starts afresh */
 	req->method_id = method_id(req->method, req->method_len);
 	req->target_form = target_form(req->target, req->target_len);
 	if ((r = finish(&h, req, lim, why)) != 0)
@@ -455,6 +510,12 @@ long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_
 	if (pos > LONG_MAX)
 		FAIL(431, "header section too large");
 	return (long)pos;
+}
+
+long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_limits *lim,
+			   struct baton_http_request *req, const char **why)
+{
+	return baton_http_parse_head_resume(buf, len, lim, req, NULL, why);
 }
 
 const struct baton_http_field *baton_http_find_field(const struct baton_http_request *req,

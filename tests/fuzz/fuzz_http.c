@@ -10,6 +10,8 @@
  *  - a prefix gives need-more or the same answer as the whole input: the
  *    answer does not depend on how reads split the bytes;
  *  - every pointer of a parsed request lies inside the head;
+ *  - the resumed parser (baton_http_parse_head_resume), fed in two pieces or
+ *    byte by byte, answers like the one-shot parser, with the same request;
  *  - the chunked decoder gives the same status, consumption and body
  *    whether fed in one piece, in two at the split point, byte by byte into
  *    a 1-byte output, 7 bytes at a time into a 3-byte output, or in place;
@@ -72,6 +74,43 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 	}
 	free(buf);
 	return r;
+}
+
+/* The resumed parser fed in steps of `step` bytes (0: two pieces cut at
+ * split) must answer like the one-shot parser, with the same request. */
+static void resumed(const uint8_t *data, size_t n, size_t split, size_t step,
+		    const struct baton_http_limits *lim, long want)
+{
+	static struct baton_http_field f1[128], f2[128];
+	struct baton_http_request a = { .fields = f1, .fields_cap = 128 };
+	struct baton_http_request b = { .fields = f2, .fields_cap = 128 };
+	struct baton_http_progress pr = BATON_HTTP_PROGRESS_INIT;
+	char *buf = malloc(n ? n : 1);
+	long got = 0;
+	size_t k = step ? (step < n ? step : n) : split;
+
+	memcpy(buf, data, n);
+	for (;;) {
+		got = baton_http_parse_head_resume(buf, k, lim, &b, &pr, NULL);
+		if (got != 0 || k == n)
+			break;
+		k = step ? (k + step < n ? k + step : n) : n;
+	}
+	CHECK(got == want);
+	if (got > 0) {
+		CHECK(baton_http_parse_head(buf, n, lim, &a, NULL) == got);
+		CHECK(a.method == b.method && a.target == b.target && a.host == b.host);
+		CHECK(a.nfields == b.nfields && a.content_length == b.content_length);
+		CHECK(a.chunked == b.chunked && a.keep_alive == b.keep_alive);
+		CHECK(a.expect_continue == b.expect_continue && a.version_minor == b.version_minor);
+		for (size_t i = 0; i < a.nfields; i++)
+			CHECK(a.fields[i].name == b.fields[i].name &&
+			      a.fields[i].name_len == b.fields[i].name_len &&
+			      a.fields[i].value == b.fields[i].value &&
+			      a.fields[i].value_len == b.fields[i].value_len);
+		CHECK(pr.base == NULL);
+	}
+	free(buf);
 }
 
 struct decoded {
@@ -169,6 +208,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	part = parse_copy(data, split, lim, &req, fields, 128);
 	CHECK(part == 0 || part == whole || (part > 0 && (size_t)part <= split &&
 	      (size_t)part == (size_t)whole));
+	resumed(data, size, split, 0, lim, whole);
+	if (size < 1024)
+		resumed(data, size, 0, 1, lim, whole);
 	if (whole > 0) {
 		/* re-parse to get the request of the whole input */
 		parse_copy(data, size, lim, &req, fields, 128);
