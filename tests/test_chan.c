@@ -241,6 +241,7 @@ static void test_timeouts(void **state)
 
 struct to_race {
 	baton_chan_t *ch;
+	baton_chan_t *never; /* a select's other case: nobody sends */
 	unsigned char sent[TO_SENDERS * TO_MSGS];	/* 1 OK, 2 timed out */
 	unsigned char got[TO_SENDERS * TO_MSGS];	/* times received */
 	int senders_left;
@@ -257,7 +258,7 @@ static void to_sender(void *arg)
 	for (long i = 0; i < tor.n; i++) {
 		long m = id * TO_MSGS + i;
 		int rc = baton_chan_send(tor.ch, (void *)(intptr_t)(m + 1),
-					 (int64_t)(st_rand(&x) % 200000));
+					 1 + (int64_t)(st_rand(&x) % 200000));
 
 		T_CHECK(rc == BATON_OK || rc == BATON_ETIMEDOUT);
 		tor.sent[m] = rc == BATON_OK ? 1 : 2;
@@ -273,7 +274,24 @@ static void to_receiver(void *arg)
 	int rc;
 
 	for (;;) {
-		rc = baton_chan_recv(tor.ch, &v, (int64_t)(st_rand(&x) % 150000));
+		int64_t to = 1 + (int64_t)(st_rand(&x) % 150000);
+
+		if (st_rand(&x) & 1) {
+			rc = baton_chan_recv(tor.ch, &v, to);
+		} else { /* a select's claim races the timer the same way */
+			struct baton_chan_op ops[2] = {
+				{ tor.never, BATON_CHAN_RECV, NULL, 0 },
+				{ tor.ch, BATON_CHAN_RECV, NULL, 0 },
+			};
+			size_t idx = 9;
+
+			rc = baton_chan_select(ops, 2, to, &idx);
+			if (rc == BATON_OK) {
+				T_CHECK(idx == 1);
+				rc = ops[1].result;
+				v = ops[1].value;
+			}
+		}
 		if (rc == BATON_ECLOSED)
 			return;
 		if (rc == BATON_ETIMEDOUT)
@@ -300,6 +318,7 @@ static void check_timeout_race(void **state, size_t cap)
 	tor.n = harness_scale(TO_MSGS, 60);
 	tor.senders_left = TO_SENDERS;
 	assert_int_equal(baton_chan_create(&tor.ch, cap), BATON_OK);
+	assert_int_equal(baton_chan_create(&tor.never, 0), BATON_OK);
 	for (intptr_t i = 0; i < TO_SENDERS; i++) {
 		st_spawn(s, state, (int)(i & 1), to_sender, (void *)i);
 		st_spawn(s, state, (int)(~i & 1), to_receiver, (void *)i);
@@ -319,6 +338,7 @@ static void check_timeout_race(void **state, size_t cap)
 	}
 	assert_int_equal(ok, got);
 	assert_int_equal(baton_chan_destroy(tor.ch), BATON_OK);
+	assert_int_equal(baton_chan_destroy(tor.never), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 

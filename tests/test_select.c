@@ -103,6 +103,59 @@ static void test_select_random(void **state)
 	}
 }
 
+/* A select's receive on a full buffered channel with a blocked sender
+ * takes the oldest message, and the sender's message joins the buffer at
+ * its end: FIFO holds across select and plain send. */
+static baton_chan_t *fullch;
+
+static void full_sender(void *arg)
+{
+	(void)arg;
+	for (intptr_t i = 1; i <= 2; i++)
+		T_CHECK_RC(baton_chan_send(fullch, (void *)i, 0), BATON_OK);
+	T_CHECK_RC(baton_chan_send(fullch, (void *)3, MS(10000)), BATON_OK);
+}
+
+static void full_receiver(void *arg)
+{
+	baton_chan_t *other;
+	size_t idx;
+
+	(void)arg;
+	while (baton_chan_len(fullch) < 2)
+		baton_sched_yield();
+	baton_sched_sleep(MS(1)); /* the sender blocks on the full buffer */
+	T_CHECK_RC(baton_chan_create(&other, 0), BATON_OK);
+	for (intptr_t want = 1; want <= 3; want++) {
+		struct baton_chan_op ops[2] = { op(other, BATON_CHAN_RECV, NULL),
+						op(fullch, BATON_CHAN_RECV, NULL) };
+
+		T_CHECK_RC(baton_chan_select(ops, 2, MS(10000), &idx), BATON_OK);
+		T_CHECK(idx == 1);
+		T_CHECK(ops[1].value == (void *)want);
+	}
+	T_CHECK(baton_chan_len(fullch) == 0);
+	T_CHECK_RC(baton_chan_destroy(other), BATON_OK);
+}
+
+static void check_full_buffer(void **state, unsigned workers)
+{
+	baton_sched_t *s = st_sched(workers);
+
+	st_reset();
+	st_watchdog(20, "select_full_buffer");
+	assert_int_equal(baton_chan_create(&fullch, 2), BATON_OK);
+	st_spawn(s, state, 0, full_sender, NULL);
+	st_spawn(s, state, (int)workers - 1, full_receiver, NULL);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton_chan_destroy(fullch), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+static void test_full_buffer_1(void **state) { check_full_buffer(state, 1); }
+static void test_full_buffer_2(void **state) { check_full_buffer(state, 2); }
+
 /* --- blocking selects --------------------------------------------------- */
 
 struct blk {
@@ -424,6 +477,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_select_args),
 		cmocka_unit_test(test_select_random),
+		MODEL_TESTS(test_full_buffer_1),
+		MODEL_TESTS(test_full_buffer_2),
 		MODEL_TESTS(test_blocking_1),
 		MODEL_TESTS(test_blocking_2),
 		MODEL_TESTS(test_same_channel_1),
