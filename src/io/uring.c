@@ -8,15 +8,17 @@
  * Handle lifetime. A poll request names its handle by address (user_data)
  * and its completions can arrive in any later round, so a closed handle
  * must outlive its request. Per handle, and only on the home thread:
- * io->pending counts the poll requests in flight (0 or 1) and carries
- * UR_DEAD once io.c has given the handle up (release). del() on the home
- * thread queues the poll's removal at once (so the descriptor's file, which
- * the request keeps alive, goes promptly); del() on another thread does
- * nothing, and release(), which io.c calls on the home thread for handles
- * closed elsewhere, queues it then. Completions for dead handles are
- * ignored; the last one (no IORING_CQE_F_MORE) frees the handle. A live
- * handle whose multishot request ended (a full completion queue, a
- * cancellation) gets a new one.
+ * io->pending counts the poll requests in flight (0 or 1) and carries two
+ * flags. UR_CANCELLED: the handle was closed and its request's
+ * cancellation queued; its edges are ignored from then on. del() on the
+ * home thread cancels at once (the request keeps the descriptor's file
+ * alive, so the peer of a socket would not see the close); del() on
+ * another thread leaves the ring alone, and release(), which io.c calls
+ * on the home thread for a handle closed elsewhere (its dead list),
+ * cancels then. UR_DEAD: io.c released the handle to us; the completion
+ * that ends its request (no IORING_CQE_F_MORE) frees it. A live handle
+ * whose multishot request ended (a full completion queue, a cancellation
+ * by the kernel) gets a new one.
  *
  * Built only when liburing was found (config.h's BATON_HAVE_LIBURING);
  * without it, or where the kernel refuses io_uring, creating this poller
@@ -35,7 +37,10 @@
 
 #define UR_SQ_ENTRIES 256
 #define UR_CQ_ENTRIES 4096 /* room for a burst of edges of many handles */
-#define UR_DEAD 0x80000000u /* in io->pending: closed, free at the last CQE */
+/* io->pending: a count of poll requests in flight, and two flags. */
+#define UR_COUNT 0x0000ffffu
+#define UR_CANCELLED 0x40000000u /* closed: cancel queued, edges ignored */
+#define UR_DEAD 0x80000000u	 /* released by io.c: free at the last CQE */
 
 /* user_data: a handle's address names its poll request (handles are
  * aligned); the address with UD_CANCEL names a cancellation of it; 0 is
@@ -188,17 +193,23 @@ static int ur_add(struct baton_worker *w, struct baton_io *io)
 	return BATON_OK;
 }
 
-static void ur_del(struct baton_worker *w, struct baton_io *io)
+/* Stop watching io (home thread): cancel its poll request, once. */
+static void cancel(struct uring_poller *p, struct baton_io *io)
 {
-	struct uring_poller *p = w->poller;
-
-	if (baton_worker_self != w)
-		return; /* another thread's: release() removes it at home */
+	if (io->pending & UR_CANCELLED)
+		return;
+	io->pending |= UR_CANCELLED;
 	queue_cancel(p, (uintptr_t)io);
-	io->pending |= UR_DEAD;
 	/* Now, not at the next poll: the request holds the descriptor's
 	 * file open, and the peer of a socket is waiting for our close. */
 	io_uring_submit(&p->ring);
+}
+
+static void ur_del(struct baton_worker *w, struct baton_io *io)
+{
+	if (baton_worker_self == w)
+		cancel(w->poller, io);
+	/* else another thread's: the ring is not ours, release() cancels */
 }
 
 /* On the home thread, after del() and the descriptor's close. */
@@ -206,13 +217,10 @@ static bool ur_release(struct baton_worker *w, struct baton_io *io)
 {
 	struct uring_poller *p = w->poller;
 
-	if (!(io->pending & UR_DEAD)) { /* closed on another thread */
-		queue_cancel(p, (uintptr_t)io);
-		io->pending |= UR_DEAD;
-		io_uring_submit(&p->ring);
-	}
-	if ((io->pending & ~UR_DEAD) == 0)
+	cancel(p, io);
+	if ((io->pending & UR_COUNT) == 0)
 		return true; /* no request names it: io.c frees it */
+	io->pending |= UR_DEAD;
 	p->limbo++;
 	return false;
 }
@@ -226,8 +234,10 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 
 	if (!more)
 		io->pending--;
-	if (io->pending & UR_DEAD) {
-		if ((io->pending & ~UR_DEAD) == 0) {
+	if (io->pending & UR_CANCELLED) {
+		/* Closed: no more edges. Released, and this was the last
+		 * completion naming it: free it. */
+		if ((io->pending & UR_DEAD) && (io->pending & UR_COUNT) == 0) {
 			p->limbo--;
 			free(io);
 		}
