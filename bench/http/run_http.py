@@ -253,6 +253,15 @@ class Server:
                              f"{self.log_tail() or 'no output'}")
             time.sleep(0.05)
 
+    def check_alive(self):
+        """Failed if the server has ended (it must run until stopped)."""
+        status = self.proc.poll()
+        if status is None:
+            return
+        how = (f"was killed by {signal.Signals(-status).name}" if status < 0
+               else f"exited with status {status}")
+        raise Failed(f"server {how} during the load: {self.log_tail() or 'no output'}")
+
     def stop(self):
         """SIGTERM the process group, SIGKILL it after STOP_TIMEOUT."""
         try:
@@ -429,14 +438,18 @@ def measure(args, tmp):
     try:
         server.wait_ready(args.port, START_TIMEOUT)
         check_body(args.port)
+        def load(seconds):
+            try:
+                result = run_load(*load_command(args, seconds, tools), seconds)
+            except Failed:
+                server.check_alive()    # a crash explains the load's errors
+                raise
+            server.check_alive()
+            return result
+
         if args.warmup > 0:
-            run_load(*load_command(args, args.warmup, tools), args.warmup)
-        samples = []
-        for _ in range(args.runs):
-            samples.append(run_load(*load_command(args, args.duration, tools), args.duration))
-        if server.proc.poll() is not None:
-            raise Failed(f"server exited during the load: {server.log_tail() or 'no output'}")
-        return samples
+            load(args.warmup)
+        return [load(args.duration) for _ in range(args.runs)]
     finally:
         server.stop()
 
