@@ -509,11 +509,21 @@ int seq_harness_main(int argc, char **argv, const struct seq_runtime *runtime)
 			pthread_join(dispatcher, NULL);
 		break;
 	}
-	case V_BATON:
+	case V_BATON: {
+		struct baton_seq_stats st;
+
+		/* how the calls were run, for reading the contention table */
+		if (baton_seq_stats(seq, &st) == BATON_OK && st.calls)
+			fprintf(stderr, "seq-%s: threads %ld k %ld: %llu calls, %.1f%% combined, "
+				"%llu switches, %llu sleeps\n", rt->name, threads, k,
+				(unsigned long long)st.calls,
+				100.0 * (double)st.combined / (double)st.calls,
+				(unsigned long long)st.switches, (unsigned long long)st.sleeps);
 		if (rt->fini)
 			baton_seq_call(seq, seq_fini, NULL, NULL);
 		baton_seq_destroy(seq);
 		break;
+	}
 	case V_PLAIN:
 		if (rt->fini)
 			rt->fini();
