@@ -6,15 +6,17 @@
  * RFCs allow several.
  *
  * The parser never allocates and never copies: a parsed request points into
- * the caller's buffer. It keeps no state between calls for the head: the
- * server appends what it reads to a buffer and calls the head parser again
- * with the whole buffer until it answers "done" or an error.
+ * the caller's buffer. The server appends what it reads to a buffer and
+ * calls the head parser again with the whole buffer until it answers "done"
+ * or an error; the only state kept between calls is an optional progress
+ * record that saves re-scanning what was already judged (slow clients).
  *
  *     struct baton_http_limits lim = BATON_HTTP_LIMITS_DEFAULT;
  *     struct baton_http_field fields[100];
  *     struct baton_http_request req = { .fields = fields, .fields_cap = 100 };
+ *     struct baton_http_progress prog = BATON_HTTP_PROGRESS_INIT; // per connection
  *     const char *why;
- *     long n = baton_http_parse_head(buf, len, &lim, &req, &why);
+ *     long n = baton_http_parse_head_resume(buf, len, &lim, &req, &prog, &why);
  *     if (n == BATON_HTTP_NEED_MORE)
  *         ... read more, append, call again ...
  *     else if (n < 0)
