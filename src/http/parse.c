@@ -1,8 +1,11 @@
 /*
  * The request-head parser (src/http/http_parse.h): one linear pass over the
- * buffer that stops at the first byte it cannot judge yet. It keeps no state
- * between calls, so the answer for a given prefix never depends on how the
- * bytes were split into reads.
+ * buffer that stops at the first byte it cannot judge yet. Every decision
+ * is taken at a fixed byte, so the answer for a given prefix never depends
+ * on how the bytes were split into reads. With a progress record
+ * (baton_http_parse_head_resume) a call that needs more saves the field
+ * line, and the byte in it, where it stopped, plus the field semantics so
+ * far; the next call goes on from there instead of from byte 0.
  *
  * Strict where leniency has been used to smuggle requests (RFC 9112 11.2):
  * CRLF only (bare CR and bare LF are errors), exactly one SP between the
