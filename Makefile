@@ -4,7 +4,8 @@
 #                install consumers, the Python tooling's tests)
 #   make bench   run the benchmark suites and write build/results.jsonl and
 #                build/report/ (QUICK=1 for the short form, SUITE=name for one)
-# Both install what they need first (Debian packages, a Python venv).
+#   make httpd   build and run baton-httpd (PORT, WORKERS, HANDLER)
+# They install what they need first (Debian packages, a Python venv).
 
 BUILD   := build
 VENV    := $(BUILD)/venv
@@ -13,7 +14,7 @@ CMAKE   := cmake -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS    ?= 2
 CTEST   := ctest --output-on-failure -j $(JOBS)
 
-.PHONY: test bench deps-test deps-bench venv-test venv clean
+.PHONY: test bench httpd deps-test deps-bench venv-test venv clean
 
 deps-test:
 	@tools/install-deps.sh test
@@ -62,6 +63,16 @@ bench: deps-bench $(VENV)/.bench-stamp
 	cmake --build $(BUILD)/bench
 	PYTHONPATH=tools $(PY) -m baton_bench run --src . --build $(BUILD)/bench $(BENCH_ARGS) \
 		--out $(BUILD)/results.jsonl --report $(BUILD)/report
+
+# Build and run baton-httpd in the foreground (Ctrl-C drains and stops):
+#   make httpd [PORT=8080] [WORKERS=0] [HANDLER=hello]
+PORT    ?= 8080
+WORKERS ?= 0
+HANDLER ?= hello
+httpd: deps-test
+	$(CMAKE) -S . -B $(BUILD)/release -DBATON_BUILD_TESTS=OFF -DBATON_BUILD_BENCH=OFF -DBATON_BUILD_EXAMPLES=OFF
+	cmake --build $(BUILD)/release --target baton-httpd
+	$(BUILD)/release/baton-httpd --port $(PORT) --workers $(WORKERS) --handler $(HANDLER)
 
 clean:
 	rm -rf $(BUILD)

@@ -9,7 +9,8 @@ what=${1:-test}
 # toolchain with qemu-user, and arm64 cmocka (multiarch) for the cross tests.
 pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev valgrind
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-venv
-      spin chicken-bin libchicken-dev liblua5.4-dev lua5.4 liburing-dev"
+      spin chicken-bin libchicken-dev liblua5.4-dev lua5.4 liburing-dev
+      clang libclang-rt-14-dev"
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
 	pkgs="$pkgs g++ libboost-context-dev luajit2 libck-dev"

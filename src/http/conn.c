@@ -44,6 +44,8 @@ static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
 	p = realloc(c->in, cap);
 	if (p == NULL)
 		return false;
+	if (p != c->in) /* the parser's progress points into the old buffer */
+		c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 	c->in = p;
 	c->in_cap = cap;
 	return true;
@@ -120,7 +122,10 @@ static long read_head(struct http_conn *c, struct baton_http_request *req)
 		int rc;
 
 		if (c->in_len) {
-			n = baton_http_parse_head(c->in, c->in_len, &srv->lim, req, NULL);
+			/* Resumes where the last call stopped: a head sent a
+			 * byte at a time is scanned once, not once per byte. */
+			n = baton_http_parse_head_resume(c->in, c->in_len, &srv->lim, req,
+							 &c->prog, NULL);
 			if (n != BATON_HTTP_NEED_MORE)
 				return n;
 			if (deadline < 0)
@@ -405,6 +410,7 @@ void baton_http_conn_main(void *arg)
 		/* Pipelining: what follows this request moves to the front. */
 		memmove(c->in, c->in + end, c->in_len - end);
 		c->in_len -= end;
+		c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 	}
 	flush(c);
 	if (baton_io_close(c->io) != BATON_OK) /* a bug: say so, do not hide it */

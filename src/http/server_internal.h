@@ -59,6 +59,7 @@ struct http_conn {
 	baton_io_t *io;
 	int fd;
 	bool idle;		/* between requests (guarded by srv->lock) */
+	struct baton_http_progress prog; /* of the head being parsed in `in` */
 	char *in;		/* what was read: the current request first */
 	size_t in_len, in_cap;
 	char *out;		/* responses not yet written */
