@@ -159,11 +159,12 @@ class SuiteRunner:
         self.say(f"-- {param_label(params)}")
         state = ParamRun(self, params)
         comparisons = []
-        for a, b in self.suite.pairs:
+        budget = self.suite.budget_for(self.config.quick, self.config.budget)
+        for a, b in self.suite.pairs_for(params):
             result = state.unrunnable(a, b) or compare(
                 a, b, lambda a=a: state.run_impl(a), lambda b=b: state.run_impl(b),
                 better=self.suite.better, epsilon=self.config.epsilon,
-                budget=self.config.budget, rng=self.rng)
+                budget=budget, rng=self.rng)
             comparisons.append(result)
             self.say(f"   {a} vs {b}: {_describe(result)}")
         for name in self.suite.impls:
@@ -175,7 +176,7 @@ class SuiteRunner:
         for result in comparisons:
             self.sink.emit({"suite": self.suite.name, "kind": "verdict", "params": params,
                             "metric": self.suite.metric, "better": self.suite.better,
-                            "epsilon": self.config.epsilon, "budget": self.config.budget,
+                            "epsilon": self.config.epsilon, "budget": budget,
                             **result.fields()})
 
     def _run_once(self):

@@ -50,6 +50,25 @@ class Suite:
     plot: dict = None
     unit: str = None
     path: Path = None
+    #: Optional: pairs are compared only on the parameter sets that contain
+    #: one of these subsets (the others get medians only).
+    pair_params: list = None
+    #: Optional: at most this many pairs per comparison, {"quick": n, "full": m}.
+    budget: dict = None
+
+    def pairs_for(self, params):
+        """The pairs to compare on this parameter set."""
+        if not self.pair_params:
+            return self.pairs
+        for subset in self.pair_params:
+            if all(params.get(k) == v for k, v in subset.items()):
+                return self.pairs
+        return []
+
+    def budget_for(self, quick, default):
+        """The pair budget: the run's, lowered by the manifest's for this mode."""
+        own = (self.budget or {}).get("quick" if quick else "full")
+        return min(default, own) if isinstance(own, int) and own > 0 else default
 
     def param_sets(self, quick):
         """The workload parameter sets for a quick or a full run."""
@@ -105,7 +124,7 @@ def load_suite(path):
         once=list(data.get("once") or []), reference=reference,
         seed=seed if isinstance(seed, list) else [seed],
         plot=data.get("plot", DEFAULT_PLOTS.get(name)), unit=data.get("unit"),
-        path=path)
+        path=path, pair_params=data.get("pair_params"), budget=data.get("budget"))
 
 
 def _require(data, key, kind, path):

@@ -174,3 +174,13 @@ def test_manifest_checks_and_placeholders(tmp_path):
                                 "impls": {"x": {"cmd": ["a"]}}}))
     with pytest.raises(ManifestError, match="better"):
         load_suite(path)
+
+
+def test_manifest_pair_params_and_budget():
+    from baton_bench.manifest import Suite
+    s = Suite(name="x", metric="m", better="lower", impls={}, params={}, pairs=[["a", "b"]],
+              once=[], pair_params=[{"k": True}], budget={"quick": 5})
+    assert s.pairs_for({"k": True, "d": 3}) == [["a", "b"]]
+    assert s.pairs_for({"k": False}) == []
+    assert s.budget_for(True, 20) == 5 and s.budget_for(False, 40) == 40
+    assert s.budget_for(True, 2) == 2
