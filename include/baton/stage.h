@@ -54,7 +54,8 @@
  *     resource its own stage holds (for instance submit with timeout -1 to a
  *     full stage whose items wait for the same pool): that is a cycle.
  *     Acquiring pools in one global order (creation order) prevents cycles
- *     among dispatchers, not among handlers.
+ *     among dispatchers, not among handlers. Likewise a handler that drains
+ *     its own stage waits for itself (use a timeout, or drain elsewhere).
  *  4. A KEEP resource is released by the program with baton_pool_release()
  *     (any thread, any task): the stage does not know when its use ends.
  *  5. Destroy a stage when it is idle: nothing queued, nothing running, no
