@@ -173,8 +173,9 @@ void baton_coro_entry(void *value)
 	co = baton_tls.current;
 	value = co->fn(co->arg, value);
 
-	/* The function may have migrated to another thread while it ran. */
-	t = baton_thread_get();
+	/* The function may have migrated to another thread while it ran:
+	 * the address of baton_tls computed before the call is stale. */
+	t = baton_thread_get_after_switch();
 	co->status = BATON_CORO_DEAD;
 	co->resumer->status = BATON_CORO_RUNNING;
 	/* Leaving S for a context off S: nobody needs our frames saved. (To a

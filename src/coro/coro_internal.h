@@ -88,6 +88,13 @@ extern __thread struct baton_thread baton_tls
 
 void baton_thread_init(struct baton_thread *t);
 
+/* The state of the thread running now, computed afresh. A compiler may keep
+ * the address of a thread-local variable in a register across a call (on
+ * AArch64 it is derived from TPIDR_EL0 once per function); after a call
+ * during which the coroutine may have moved to another thread, use this,
+ * not baton_thread_get(). Out of line (thread.c) so it cannot be folded. */
+struct baton_thread *baton_thread_get_after_switch(void);
+
 static inline struct baton_thread *baton_thread_get(void)
 {
 	struct baton_thread *t = &baton_tls;

@@ -15,6 +15,14 @@
 
 __thread struct baton_thread baton_tls __attribute__((tls_model("initial-exec")));
 
+__attribute__((noinline, noipa)) struct baton_thread *baton_thread_get_after_switch(void)
+{
+	/* An empty asm the optimiser cannot see through: no caller may
+	 * assume two calls return the same address. */
+	__asm__ __volatile__("" ::: "memory");
+	return baton_thread_get();
+}
+
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 /* Serials only need to be unique; no other memory is ordered by them. */

@@ -211,10 +211,12 @@ static void worker_idle(struct baton_worker *w)
 		return;
 	if (s->nworkers > 1) {
 		baton_steal_idle(w); /* may post a request and wait briefly */
-		if (!baton_inbox_empty(w) || w->runq_head || sched_stopping(s))
-			return;
+		/* Re-read the version before the last look at everything
+		 * that bumps it (inbox, stop, steal answers): a stop raised
+		 * between a look and a later read would leave us asleep on
+		 * a version that already counts its bump. */
 		version = baton_ec_value(&w->ec);
-		if (!baton_inbox_empty(w))
+		if (!baton_inbox_empty(w) || w->runq_head || sched_stopping(s))
 			return;
 	}
 	next = baton_timer_heap_next(&w->timers);
