@@ -14,5 +14,8 @@
 #include <baton/chan.h>
 #include <baton/sync.h>
 #include <baton/seq.h>
+#include <baton/io.h>
+#include <baton/stage.h>
+#include <baton/http.h>
 
 #endif /* BATON_BATON_H */
