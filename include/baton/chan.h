@@ -93,7 +93,7 @@ enum baton_chan_dir {
 struct baton_chan_op {
 	baton_chan_t *chan;
 	int dir;      /* enum baton_chan_dir */
-	void *value;  /* send: the message; recv: where the message lands */
+	void *value;  /* send: the message; recv: set to the message received */
 	int result;   /* set for the completed case: BATON_OK or BATON_ECLOSED */
 };
 

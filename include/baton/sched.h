@@ -33,7 +33,8 @@
  *
  * Rules a caller must keep:
  *  1. The in-task calls (yield, sleep, and every blocking primitive) are made
- *     from a task; elsewhere they return BATON_ENOSCHED.
+ *     from a task's own coroutine; elsewhere (another thread, or a plain
+ *     coroutine the task resumed) they return BATON_ENOSCHED.
  *  2. Both coroutine models run as tasks. A stackful task may move to
  *     another worker whenever it is runnable. A copy-stack task's frames live
  *     at its worker's shared-stack addresses, so it moves only before it
@@ -42,8 +43,10 @@
  *     pthread lock for long: the other tasks of that worker wait meanwhile.
  *  4. Do not keep pointers to thread-local storage across a blocking call:
  *     the task may continue on another thread.
- *  5. baton_sched_destroy() frees the tasks that had not finished without
- *     unwinding them (as baton_coro_destroy does).
+ *  5. baton_sched_destroy() frees the runnable tasks that had not finished,
+ *     without unwinding them (as baton_coro_destroy does). A task blocked on
+ *     a primitive is known only to that primitive: it is leaked, with a
+ *     message on stderr. Let tasks finish before destroying.
  */
 #ifndef BATON_SCHED_H
 #define BATON_SCHED_H
@@ -114,8 +117,11 @@ BATON_API int baton_sched_spawn(baton_sched_t *s,
  * tasks then run on the workers that could). */
 BATON_API int baton_sched_run(baton_sched_t *s);
 
-/* Make baton_sched_run() return soon: tasks not finished stay where they
- * are (a later run continues them). Any thread. Errors: BATON_EINVAL. */
+/* Make baton_sched_run() return soon: each worker notices at its next poll
+ * (within 61 dispatches, or at once when idle); tasks not finished stay
+ * where they are and a later run continues them. A stop made while the
+ * scheduler is not running has no effect on the next run. Any thread.
+ * Errors: BATON_EINVAL. */
 BATON_API int baton_sched_stop(baton_sched_t *s);
 
 /* Free the scheduler and the tasks that never finished (rule 5).

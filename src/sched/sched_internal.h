@@ -204,11 +204,24 @@ struct baton_sched {
 /* The worker running on this thread, or NULL. */
 extern __thread struct baton_worker *baton_worker_self;
 
-static inline struct baton_task *baton_task_self(void)
+/* The task the calling thread's worker is running (its coroutine or one it
+ * resumed), or NULL: an identity, e.g. a mutex's owner. */
+static inline struct baton_task *baton_task_current(void)
 {
 	struct baton_worker *w = baton_worker_self;
 
 	return w ? w->current : NULL;
+}
+
+/* The task whose own coroutine is running, or NULL: also NULL inside a
+ * plain coroutine that a task resumed (parking there would suspend that
+ * coroutine, not the task). */
+static inline struct baton_task *baton_task_self(void)
+{
+	struct baton_worker *w = baton_worker_self;
+	struct baton_task *t = w ? w->current : NULL;
+
+	return t && baton_coro_self() == t->co ? t : NULL;
 }
 
 /* sched.c */

@@ -27,7 +27,7 @@ static __thread char thread_tag;
  * resumed, so that the task keeps one identity), else its thread. */
 static const void *caller(void)
 {
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t = baton_task_current();
 
 	return t ? (const void *)t : (const void *)&thread_tag;
 }
