@@ -4,13 +4,17 @@
  * backend is really in use where the build has liburing
  * (BATON_EXPECT_URING), handles closed on another worker are removed and
  * freed by their home worker while completions for them may still be in
- * flight, open/close churn, and multishot polls that the kernel ended
- * because the completion queue was full are re-armed. Under epoll (no
+ * flight, open/close churn, descriptors that cannot be polled, and
+ * multishot polls that the kernel ended because the completion queue was
+ * full are re-armed. Under epoll (no
  * liburing) the same checks hold and the test still runs.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -197,6 +201,63 @@ static void test_churn(void **state)
 	alarm(0);
 }
 
+/* --- descriptors that cannot be polled ------------------------------------ */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static void unpollable_task(void *arg)
+{
+	FILE *f = tmpfile();
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	baton_io_t *io;
+	char c;
+	size_t n;
+	int rc;
+
+	(void)arg;
+	/* A regular file never waits: refused, as epoll refuses it. */
+	CHECK(f != NULL);
+	errno = 0;
+	CHECK(baton_io_open(&io, fileno(f), false) == BATON_ESYS && errno == EPERM);
+	fclose(f);
+	/* A character device without poll support: epoll refuses it;
+	 * io_uring takes it as always ready, and must not spin on it. */
+	CHECK(fd >= 0);
+	rc = baton_io_open(&io, fd, true);
+	if (BATON_EXPECT_URING) {
+		double t0;
+
+		CHECK(rc == BATON_OK);
+		if (rc != BATON_OK)
+			return;
+		CHECK(baton_io_read(io, &c, 1, 1000000000LL, &n) == BATON_OK && n == 0);
+		CHECK(baton_io_write(io, "x", 1, 1000000000LL, &n) == BATON_OK && n == 1);
+		t0 = cpu_seconds();
+		baton_sched_sleep(200000000); /* the worker idles in its ring */
+		CHECK(cpu_seconds() - t0 < 0.1);
+		CHECK(baton_io_close(io) == BATON_OK);
+	} else {
+		CHECK(rc == BATON_ESYS);
+		close(fd);
+	}
+}
+
+static void test_unpollable(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(10);
+	spawn_on(s, state, BATON_SCHED_ANY_WORKER, unpollable_task, NULL);
+	run_and_destroy(s);
+	alarm(0);
+}
+
 /* --- a full completion queue ends multishot polls: they are re-armed ------ */
 #define PAIRS 300
 #define BURST 20 /* PAIRS * BURST edges > the 4096-entry completion queue */
@@ -292,6 +353,7 @@ int main(void)
 		MODEL_TESTS(test_backend),
 		MODEL_TESTS(test_close_elsewhere),
 		MODEL_TESTS(test_churn),
+		MODEL_TESTS(test_unpollable),
 		MODEL_TESTS(test_overflow_rearm),
 	};
 

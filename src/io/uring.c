@@ -33,12 +33,15 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define UR_SQ_ENTRIES 256
 #define UR_CQ_ENTRIES 4096 /* room for a burst of edges of many handles */
 /* io->pending: a count of poll requests in flight, and two flags. */
 #define UR_COUNT 0x0000ffffu
+#define UR_BARE 0x10000000u	 /* the last request ended at its first CQE */
+#define UR_MORE 0x20000000u	 /* this request has said "more to come" */
 #define UR_CANCELLED 0x40000000u /* closed: cancel queued, edges ignored */
 #define UR_DEAD 0x80000000u	 /* released by io.c: free at the last CQE */
 
@@ -80,7 +83,7 @@ static void arm(struct uring_poller *p, struct baton_io *io)
 
 	io_uring_prep_poll_multishot(sqe, io->fd, POLLIN | POLLOUT | POLLRDHUP);
 	io_uring_sqe_set_data(sqe, io);
-	io->pending++;
+	io->pending = (io->pending & ~UR_MORE) + 1;
 }
 
 /* Cancel the poll request whose user_data is ud. Not POLL_REMOVE: that
@@ -189,6 +192,16 @@ static int ur_create(struct baton_worker *w)
  * caller's EAGAIN and the submission is not lost. */
 static int ur_add(struct baton_worker *w, struct baton_io *io)
 {
+	struct stat st;
+
+	/* What epoll refuses (EPERM), refuse too: these never wait, and the
+	 * behaviour should not depend on the backend. */
+	if (fstat(io->fd, &st) < 0)
+		return BATON_ESYS;
+	if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		errno = EPERM;
+		return BATON_ESYS;
+	}
 	arm(w->poller, io);
 	return BATON_OK;
 }
@@ -254,8 +267,20 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 			ready |= BATON_IO_OUT;
 		baton_io_edge(io, ready, res & (POLLERR | POLLHUP));
 	}
-	if (more)
+	if (more) {
+		io->pending |= UR_MORE;
 		return;
+	}
+	if (res >= 0 && !(io->pending & UR_MORE)) {
+		/* Ended at its first completion. Twice in a row: a file
+		 * without poll support (the kernel reports it ready and
+		 * stops), which stays ready; re-arming would spin. */
+		if (io->pending & UR_BARE)
+			return;
+		io->pending |= UR_BARE;
+	} else {
+		io->pending &= ~UR_BARE;
+	}
 	if (res >= 0 || res == -ECANCELED) {
 		arm(p, io); /* the multishot ended (full CQ, cancelled) */
 	} else {
