@@ -33,7 +33,7 @@ struct baton_io {
 	unsigned ready;		   /* BATON_IO_IN/OUT seen and not yet used */
 	bool hup;		   /* error or hang-up: every wait returns */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
-	unsigned pending;	   /* io_uring: poll requests in flight, UR_DEAD */
+	unsigned pending;	   /* io_uring: requests in flight + flags */
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 };
 
