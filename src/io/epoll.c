@@ -76,6 +76,9 @@ static void ep_poll(struct baton_worker *w, int64_t timeout_ns)
 		tp = &ts;
 	}
 	n = epoll_pwait2(p->epfd, p->events, EPOLL_BATCH, tp, NULL);
+	if (n < 0 && errno == ENOSYS) /* kernels before 5.11, qemu-user 7.2 */
+		n = epoll_wait(p->epfd, p->events, EPOLL_BATCH,
+			       timeout_ns < 0 ? -1 : (int)((timeout_ns + 999999) / 1000000));
 	for (int i = 0; i < n; i++) {
 		struct epoll_event *ev = &p->events[i];
 		struct baton_io *io = ev->data.ptr;
