@@ -42,10 +42,12 @@ else()
   add_custom_target(fuzz_http ALL DEPENDS ${_fuzz_bin})
   # A bounded run over the seed corpus: new inputs go to a scratch corpus
   # in the build tree, the seeds stay untouched. Any crash fails the test.
+  # A fixed seed keeps the test command reproducible; the documented long
+  # run (docs/http-parser.md) explores with fresh seeds.
   set(_fuzz_work ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus)
   file(MAKE_DIRECTORY ${_fuzz_work})
   add_test(NAME fuzz_http_bounded
-    COMMAND ${_fuzz_bin} -max_total_time=20 -timeout=10 -rss_limit_mb=1024
+    COMMAND ${_fuzz_bin} -seed=1 -max_total_time=20 -timeout=10 -rss_limit_mb=1024
             -dict=${_fuzz_dir}/http.dict -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/fuzz-
             -print_final_stats=1 ${_fuzz_work} ${_fuzz_dir}/corpus)
   set_tests_properties(fuzz_http_bounded PROPERTIES LABELS fuzz TIMEOUT 120)

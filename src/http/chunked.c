@@ -50,7 +50,9 @@ void baton_http_chunked_init(struct baton_http_chunked *c, const struct baton_ht
 
 int baton_http_chunked_done(const struct baton_http_chunked *c)
 {
-	return c && c->state == S_DONE;
+	/* Not after an error: the last byte can both end the trailers and
+	 * overflow their limit. */
+	return c && c->state == S_DONE && c->status == 0;
 }
 
 static int fail(struct baton_http_chunked *c, int status, const char *why)
