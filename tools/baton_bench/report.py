@@ -11,7 +11,8 @@ from pathlib import Path
 
 from . import plots
 from .tables import (
-    group_by_suite, impl_tables, once_table, render_markdown, verdict_table,
+    group_by_suite, impl_tables, once_table, other_metrics_table, render_markdown,
+    verdict_table,
 )
 
 README_BEGIN = "<!-- results:begin -->"
@@ -59,6 +60,10 @@ def suite_tables(suite, level=3):
             parts.append((f"{caption}:\n\n" if caption else "") + render_markdown(headers, rows))
     if suite.verdicts:
         parts.append("Verdicts (A vs B):\n\n" + render_markdown(*verdict_table(suite)))
+    headers, rows = other_metrics_table(suite)
+    if rows:
+        parts.append("Other metrics the runs printed (median over all runs):\n\n"
+                     + render_markdown(headers, rows))
     if suite.once:
         parts.append("Single-run measurements:\n\n" + render_markdown(*once_table(suite)))
     return "\n\n".join(parts)

@@ -7,6 +7,7 @@ report can be regenerated without the manifests or the build.
 """
 
 import json
+import statistics
 import math
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ class SuiteData:
     summaries: list = field(default_factory=list)
     verdicts: list = field(default_factory=list)
     once: list = field(default_factory=list)
+    raw: list = field(default_factory=list)
 
     def param_sets(self):
         """Parameter sets in the order they were first measured."""
@@ -66,6 +68,8 @@ def group_by_suite(lines):
             data.verdicts.append(line)
         elif kind == "once":
             data.once.append(line)
+        elif kind == "raw":
+            data.raw.append(line)
     return suites
 
 
@@ -205,6 +209,32 @@ def once_table(suite):
         rows.append([line.get("impl") or " ".join(line.get("cmd") or []) or "-",
                      line.get("metric", "-"), value, line.get("unit", ""),
                      json.dumps(line.get("params") or {}, sort_keys=True)])
+    return headers, rows
+
+
+def other_metrics_table(suite):
+    """Metrics the runs printed besides the suite's own (latency
+    percentiles, memory per coroutine...): per impl, metric and parameter
+    set, the median over every run's value."""
+    main = suite.meta.get("metric")
+    values, units, order = {}, {}, []
+    for line in suite.raw:
+        metric = line.get("metric")
+        if metric in (None, main) or line.get("value") is None:
+            continue
+        if line.get("status", OK) != OK:
+            continue
+        key = (line.get("impl"), metric, json.dumps(line.get("params") or {}, sort_keys=True))
+        if key not in values:
+            values[key] = []
+            order.append(key)
+        samples = line.get("samples")
+        values[key].extend(samples if isinstance(samples, list) and samples else [line["value"]])
+        units[key] = line.get("unit", "")
+    headers = ["impl", "metric", "median", "unit", "runs", "params"]
+    rows = [[impl, metric, fmt(statistics.median(values[(impl, metric, params)])),
+             units[(impl, metric, params)], len(values[(impl, metric, params)]), params]
+            for impl, metric, params in order]
     return headers, rows
 
 

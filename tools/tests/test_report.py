@@ -71,3 +71,17 @@ def test_fmt_thousands_scale():
     assert fmt(12345) == "12.3k"
     assert fmt(9999) == "1e+04"  # below the k range: plain 3 digits
     assert fmt(2.5e6) == "2.5M"
+
+
+def test_other_metrics_table_medians_raw_lines():
+    from baton_bench.tables import group_by_suite, other_metrics_table
+    lines = [{"suite": "h", "kind": "suite", "metric": "req_per_s"},
+             {"suite": "h", "kind": "raw", "impl": "a", "metric": "req_per_s", "value": 5},
+             {"suite": "h", "kind": "raw", "impl": "a", "metric": "p99_ms", "value": 3,
+              "unit": "ms", "params": {"k": 1}, "samples": [1, 3, 9]},
+             {"suite": "h", "kind": "raw", "impl": "a", "metric": "p99_ms", "value": 4,
+              "unit": "ms", "params": {"k": 1}},
+             {"suite": "h", "kind": "raw", "impl": "b", "metric": "p99_ms", "value": None,
+              "status": "failed"}]
+    headers, rows = other_metrics_table(group_by_suite(lines)["h"])
+    assert rows == [["a", "p99_ms", "3.5", "ms", 4, '{"k": 1}']]
