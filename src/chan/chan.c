@@ -33,13 +33,6 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 	return BATON_OK;
 }
 
-/* Wake a claimed waiter's task with `result`, once the lock is released. */
-static void wake(struct baton_wakelist *wl, struct baton_waiter *w, int result)
-{
-	w->task->wait_result = result;
-	baton_wakelist_add(wl, w->task);
-}
-
 int baton_chan_try_send_locked(struct baton_chan *ch, void *value,
 			       struct baton_wakelist *wl)
 {
@@ -50,7 +43,7 @@ int baton_chan_try_send_locked(struct baton_chan *ch, void *value,
 	w = baton_waitq_claim_first(&ch->recvq);
 	if (w) { /* a receiver waits: hand over directly */
 		w->value = value;
-		wake(wl, w, BATON_OK);
+		baton_waiter_wake(wl, w, BATON_OK);
 		return BATON_OK;
 	}
 	if (ch->len < ch->cap) {
@@ -73,37 +66,17 @@ int baton_chan_try_recv_locked(struct baton_chan *ch, void **value,
 		w = baton_waitq_claim_first(&ch->sendq);
 		if (w) {
 			ch->buf[(ch->head + ch->len++) % ch->cap] = w->value;
-			wake(wl, w, BATON_OK);
+			baton_waiter_wake(wl, w, BATON_OK);
 		}
 		return BATON_OK;
 	}
 	w = baton_waitq_claim_first(&ch->sendq);
 	if (w) { /* unbuffered: take it from the waiting sender */
 		*value = w->value;
-		wake(wl, w, BATON_OK);
+		baton_waiter_wake(wl, w, BATON_OK);
 		return BATON_OK;
 	}
 	return ch->closed ? BATON_ECLOSED : BATON_CHAN_BLOCK;
-}
-
-/* Block the calling task on one queue of `ch`; called with the lock held,
- * returns with it released. */
-static int block_on(struct baton_task *t, struct baton_chan *ch,
-		    struct baton_waitq *q, void *value, void **received,
-		    int64_t timeout_ns)
-{
-	struct baton_waiter *w;
-	int rc;
-
-	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
-	baton_wait_begin(t);
-	w = baton_wait_add(t, q, &ch->lock);
-	w->value = value;
-	rc = baton_wait_park(t, timeout_ns);
-	if (rc == BATON_OK && received)
-		*received = t->waiters[0].value;
-	baton_wait_finish(t);
-	return rc;
 }
 
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
@@ -124,7 +97,7 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 		baton_wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
-	return block_on(t, ch, &ch->sendq, value, NULL, timeout_ns);
+	return baton_wait_one(t, &ch->sendq, &ch->lock, 0, value, NULL, timeout_ns);
 }
 
 int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
@@ -142,7 +115,7 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 	baton_spin_lock(&ch->lock);
 	rc = baton_chan_try_recv_locked(ch, &v, &wl);
 	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0) {
-		rc = block_on(t, ch, &ch->recvq, NULL, &v, timeout_ns);
+		rc = baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, &v, timeout_ns);
 	} else {
 		baton_spin_unlock(&ch->lock);
 		baton_wakelist_run(&wl);
@@ -170,9 +143,9 @@ int baton_chan_close(baton_chan_t *ch)
 	/* Waiting receivers exist only with an empty buffer: all get
 	 * ECLOSED. Waiting senders will never be received: ECLOSED too. */
 	while ((w = baton_waitq_claim_first(&ch->recvq)) != NULL)
-		wake(&wl, w, BATON_ECLOSED);
+		baton_waiter_wake(&wl, w, BATON_ECLOSED);
 	while ((w = baton_waitq_claim_first(&ch->sendq)) != NULL)
-		wake(&wl, w, BATON_ECLOSED);
+		baton_waiter_wake(&wl, w, BATON_ECLOSED);
 	baton_spin_unlock(&ch->lock);
 	baton_wakelist_run(&wl);
 	return BATON_OK;

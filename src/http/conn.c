@@ -385,9 +385,7 @@ void baton_http_conn_main(void *arg)
 			break;
 		}
 		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch));
-		pthread_mutex_lock(&srv->lock);
-		keep = req.keep_alive && !srv->shutting;
-		pthread_mutex_unlock(&srv->lock);
+		keep = req.keep_alive && !baton_http_shutting(srv);
 		if (rc != BATON_OK) {
 			baton_pool_release(srv->inflight, 1);
 			if (resp.release && resp.body)

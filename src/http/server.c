@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../io/poller.h"
 #include "server_internal.h"
 
 static int64_t now_ns(void)
@@ -53,14 +54,17 @@ void baton_http_step_reject(struct baton_http_server *srv, int step)
  * becomes idle while the server shuts down: the caller closes it. */
 bool baton_http_conn_set_idle(struct http_conn *c, bool idle)
 {
-	struct baton_http_server *srv = c->srv;
-	bool ok;
+	/* Seq_cst store then load, against shutdown's seq_cst store of
+	 * shutting then load of idle (Dekker): either this connection sees
+	 * the shutdown, or the shutdown sees it idle and ends its read. */
+	__atomic_store_n(&c->idle, idle, __ATOMIC_SEQ_CST);
+	return !(idle && baton_http_shutting(c->srv));
+}
 
-	pthread_mutex_lock(&srv->lock);
-	c->idle = idle;
-	ok = !(idle && srv->shutting);
-	pthread_mutex_unlock(&srv->lock);
-	return ok;
+bool baton_http_shutting(struct baton_http_server *srv)
+{
+	/* Seq_cst: see baton_http_conn_set_idle. */
+	return __atomic_load_n(&srv->shutting, __ATOMIC_SEQ_CST);
 }
 
 static void conn_link(struct baton_http_server *srv, struct http_conn *c)
@@ -103,16 +107,6 @@ static void conn_task(void *arg)
 }
 
 /* --- the acceptor --------------------------------------------------------- */
-static bool shutting(struct baton_http_server *srv)
-{
-	bool s;
-
-	pthread_mutex_lock(&srv->lock);
-	s = srv->shutting;
-	pthread_mutex_unlock(&srv->lock);
-	return s;
-}
-
 static void acceptor(void *arg)
 {
 	struct baton_http_server *srv = arg;
@@ -125,7 +119,7 @@ static void acceptor(void *arg)
 		close(srv->lfd);
 		goto out;
 	}
-	while (!shutting(srv)) {
+	while (!baton_http_shutting(srv)) {
 		struct http_conn *c;
 		int fd, rc;
 		int64_t t0;
@@ -185,30 +179,8 @@ out:
 /* --- public API --------------------------------------------------------------- */
 static int listen_socket(struct baton_http_server *srv)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(srv->a.port) };
-	socklen_t len = sizeof(sa);
-	int one = 1, fd;
-
-	if (srv->host == NULL)
-		sa.sin_addr.s_addr = htonl(INADDR_ANY);
-	else if (inet_pton(AF_INET, srv->host, &sa.sin_addr) != 1)
-		return BATON_EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return BATON_ESYS;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, srv->a.backlog) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return BATON_ESYS;
-	}
-	srv->lfd = fd;
-	srv->port = ntohs(sa.sin_port);
-	return BATON_OK;
+	srv->port = srv->a.port;
+	return baton_io_listen_socket(srv->host, &srv->port, srv->a.backlog, &srv->lfd);
 }
 
 static bool attr_valid(const struct baton_http_server_attr *a)
@@ -285,12 +257,13 @@ int baton_http_server_shutdown(baton_http_server_t *srv)
 {
 	if (srv == NULL)
 		return BATON_EINVAL;
+	/* Seq_cst: see baton_http_conn_set_idle. */
+	__atomic_store_n(&srv->shutting, true, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&srv->lock);
-	srv->shutting = true;
 	/* Idle connections wait in read: end that read with EOF. Busy ones
 	 * answer their request with Connection: close, then end. */
 	for (struct http_conn *c = srv->list; c; c = c->next)
-		if (c->idle)
+		if (__atomic_load_n(&c->idle, __ATOMIC_SEQ_CST))
 			shutdown(c->fd, SHUT_RD);
 	pthread_mutex_unlock(&srv->lock);
 	return BATON_OK;

@@ -46,10 +46,10 @@ struct baton_http_server {
 	baton_pool_t *conns, *handlers, *inflight;
 	struct http_step steps[NSTEPS];
 
-	pthread_mutex_t lock;	/* guards the list and shutting */
+	pthread_mutex_t lock;	/* guards the list */
 	struct http_conn *list; /* open connections */
 	long nconns;
-	bool shutting;
+	bool shutting;		/* (atomic) */
 	bool acceptor_done;
 };
 
@@ -58,7 +58,7 @@ struct http_conn {
 	struct http_conn *prev, *next; /* srv->list */
 	baton_io_t *io;
 	int fd;
-	bool idle;		/* between requests (guarded by srv->lock) */
+	bool idle;		/* between requests (atomic) */
 	struct baton_http_progress prog; /* of the head being parsed in `in` */
 	char *in;		/* what was read: the current request first */
 	size_t in_len, in_cap;
@@ -71,6 +71,7 @@ void baton_http_step_begin(struct baton_http_server *srv, int step);
 void baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok);
 void baton_http_step_reject(struct baton_http_server *srv, int step);
 bool baton_http_conn_set_idle(struct http_conn *c, bool idle);
+bool baton_http_shutting(struct baton_http_server *srv);
 
 /* conn.c */
 void baton_http_conn_main(void *arg);

@@ -110,10 +110,8 @@ void baton_io_edge(struct baton_io *io, unsigned events, bool hup)
 	for (int dir = 0; dir < 2; dir++) {
 		if (!hup && !(events & (1u << dir)))
 			continue;
-		while ((wt = baton_waitq_claim_first(&io->waiters[dir])) != NULL) {
-			wt->task->wait_result = BATON_OK;
-			baton_wakelist_add(&wl, wt->task);
-		}
+		while ((wt = baton_waitq_claim_first(&io->waiters[dir])) != NULL)
+			baton_waiter_wake(&wl, wt, BATON_OK);
 	}
 	baton_spin_unlock(&io->lock);
 	baton_wakelist_run(&wl);
@@ -141,12 +139,7 @@ static int wait_edge(struct baton_io *io, int dir, int64_t deadline)
 		baton_spin_unlock(&io->lock);
 		return BATON_OK;
 	}
-	baton_wait_reserve(t, 1);
-	baton_wait_begin(t);
-	baton_wait_add(t, &io->waiters[dir], &io->lock);
-	int rc = baton_wait_park(t, timeout);
-	baton_wait_finish(t);
-	return rc;
+	return baton_wait_one(t, &io->waiters[dir], &io->lock, 0, NULL, NULL, timeout);
 }
 
 /* A deadline for timeout_ns (< 0: none), or 0 meaning "do not wait". */
@@ -378,16 +371,14 @@ int baton_io_close(baton_io_t *io)
 	return BATON_OK;
 }
 
-int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port,
-			int backlog)
+/* A non-blocking listening TCP socket on host:port (NULL: any address);
+ * *port receives the port bound (useful with 0). Any thread. */
+int baton_io_listen_socket(const char *host, unsigned short *port, int backlog, int *out)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd, one = 1, rc;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(*port) };
+	socklen_t len = sizeof(sa);
+	int fd, one = 1;
 
-	if (out == NULL || backlog < 1)
-		return BATON_EINVAL;
-	if (baton_task_self() == NULL)
-		return BATON_ENOSCHED;
 	if (host == NULL)
 		sa.sin_addr.s_addr = htonl(INADDR_ANY);
 	else if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
@@ -397,13 +388,31 @@ int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port,
 		return BATON_ESYS;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, backlog) < 0) {
+	    listen(fd, backlog) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
 		int e = errno;
 
 		close(fd);
 		errno = e;
 		return BATON_ESYS;
 	}
+	*port = ntohs(sa.sin_port);
+	*out = fd;
+	return BATON_OK;
+}
+
+int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port,
+			int backlog)
+{
+	int fd, rc;
+
+	if (out == NULL || backlog < 1)
+		return BATON_EINVAL;
+	if (baton_task_self() == NULL)
+		return BATON_ENOSCHED;
+	rc = baton_io_listen_socket(host, &port, backlog, &fd);
+	if (rc != BATON_OK)
+		return rc;
 	rc = baton_io_open(out, fd, true);
 	if (rc != BATON_OK)
 		close(fd);

@@ -61,6 +61,11 @@ struct baton_poller_ops {
 extern const struct baton_poller_ops baton_poller_epoll;
 extern const struct baton_poller_ops baton_poller_uring;
 
+/* io.c: a non-blocking listening TCP socket on host:port (host NULL: any
+ * address); *port receives the port bound. Any thread (the server binds
+ * before its scheduler runs, so that errors reach its creator). */
+int baton_io_listen_socket(const char *host, unsigned short *port, int backlog, int *fd);
+
 /* io.c: an edge was seen on io; ready its waiters. Any thread. */
 void baton_io_edge(struct baton_io *io, unsigned events, bool hup);
 

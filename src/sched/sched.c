@@ -295,24 +295,11 @@ static void free_queued(struct baton_worker *w)
 }
 
 /* --- worker threads ------------------------------------------------------- */
-struct baton_sched_ctl {
-	int generation;	 /* bumped by each run (atomic) */
-	int destroying;	 /* (atomic) */
-	int active;	 /* helper workers inside a run (atomic) */
-	baton_ec_t start; /* bumped to start a run or to destroy */
-	baton_ec_t done;  /* bumped by each helper worker leaving a run */
-};
-
-static struct baton_sched_ctl *ctl_of(struct baton_sched *s)
-{
-	return (struct baton_sched_ctl *)(s + 1);
-}
-
 static void *worker_thread(void *arg)
 {
 	struct baton_worker *w = arg;
 	struct baton_sched *s = w->sched;
-	struct baton_sched_ctl *c = ctl_of(s);
+	struct baton_sched_ctl *c = &s->ctl;
 	int seen = 0;
 
 	for (;;) {
@@ -370,7 +357,7 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 		if (n > BATON_SCHED_MAX_WORKERS)
 			n = BATON_SCHED_MAX_WORKERS;
 	}
-	s = calloc(1, sizeof(*s) + sizeof(struct baton_sched_ctl));
+	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return BATON_ENOMEM;
 	if (posix_memalign((void **)&s->workers, BATON_CACHELINE,
@@ -386,8 +373,8 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 		s->workers[i].sched = s;
 		baton_ec_init(&s->workers[i].ec);
 	}
-	baton_ec_init(&ctl_of(s)->start);
-	baton_ec_init(&ctl_of(s)->done);
+	baton_ec_init(&s->ctl.start);
+	baton_ec_init(&s->ctl.done);
 	*out = s;
 	return BATON_OK;
 }
@@ -419,7 +406,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	if (attr->worker < BATON_SCHED_ANY_WORKER ||
 	    (attr->worker >= 0 && (unsigned)attr->worker >= s->nworkers))
 		return BATON_EINVAL;
-	if (__atomic_load_n(&ctl_of(s)->destroying, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
 		return BATON_ESHUTDOWN;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
@@ -451,7 +438,7 @@ int baton_sched_run(baton_sched_t *s)
 		return BATON_EINVAL;
 	if (baton_worker_self && baton_worker_self->sched == s)
 		return BATON_EBUSY;
-	c = ctl_of(s);
+	c = &s->ctl;
 	int expected = 0;
 	/* Acquire: this run sees everything the previous run left. */
 	if (!__atomic_compare_exchange_n(&s->running, &expected, 1, false,
@@ -511,7 +498,7 @@ int baton_sched_destroy(baton_sched_t *s)
 		return BATON_OK;
 	if (__atomic_load_n(&s->running, __ATOMIC_ACQUIRE))
 		return BATON_EBUSY;
-	c = ctl_of(s);
+	c = &s->ctl;
 	/* Release: helpers that see destroying exit their outer loop. */
 	__atomic_store_n(&c->destroying, 1, __ATOMIC_RELEASE);
 	baton_ec_inc(&c->start);

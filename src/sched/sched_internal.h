@@ -188,6 +188,15 @@ struct baton_worker {
 	struct baton_io *dead_ios;  /* closed elsewhere, freed here (atomic) */
 };
 
+/* Starting and ending runs of the helper workers (threads 1..N-1). */
+struct baton_sched_ctl {
+	int generation;	  /* bumped by each run (atomic) */
+	int destroying;	  /* (atomic) */
+	int active;	  /* helper workers inside a run (atomic) */
+	baton_ec_t start; /* bumped to start a run or to destroy */
+	baton_ec_t done;  /* bumped by each helper worker leaving a run */
+};
+
 struct baton_sched {
 	unsigned nworkers;
 	struct baton_worker *workers;
@@ -198,7 +207,7 @@ struct baton_sched {
 	unsigned next_worker;	/* round-robin for spawns from outside */
 	pthread_t run_thread;	/* worker 0 of the last run */
 	int io_backend;		/* enum baton_io_backend asked for */
-	/* followed in the same allocation by the run control (sched.c) */
+	struct baton_sched_ctl ctl;
 };
 
 /* The worker running on this thread, or NULL. */
@@ -236,10 +245,21 @@ static inline void baton_wakelist_add(struct baton_wakelist *wl,
 	task->next = wl->head;
 	wl->head = task;
 }
+
+/* Give a claimed waiter's task its result and ready it once the caller's
+ * locks are released. */
+static inline void baton_waiter_wake(struct baton_wakelist *wl,
+				     struct baton_waiter *w, int result)
+{
+	w->task->wait_result = result;
+	baton_wakelist_add(wl, w->task);
+}
 void baton_sched_task_after(struct baton_task *task, enum baton_after after);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
 int baton_wait_park(struct baton_task *task, int64_t timeout_ns);
+int baton_wait_one(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
+		   long amount, void *value, void **received, int64_t timeout_ns);
 int baton_wait_reserve_many(struct baton_task *task, unsigned n);
 void baton_wait_free_many(struct baton_task *task);
 

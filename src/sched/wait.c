@@ -60,6 +60,27 @@ static void unlink_rest(struct baton_task *t)
 	}
 }
 
+/* The blocking step of every primitive that waits on one queue: called with
+ * `lock` (q's) held, returns with it released and the waiter unlinked. A
+ * message handed over by the claimant lands in *received. */
+int baton_wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
+		   long amount, void *value, void **received, int64_t timeout_ns)
+{
+	struct baton_waiter *w;
+	int rc;
+
+	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
+	baton_wait_begin(t);
+	w = baton_wait_add(t, q, lock);
+	w->amount = amount;
+	w->value = value;
+	rc = baton_wait_park(t, timeout_ns); /* releases lock once parked */
+	if (rc == BATON_OK && received)
+		*received = t->waiters[0].value;
+	baton_wait_finish(t);
+	return rc;
+}
+
 int baton_wait_park(struct baton_task *t, int64_t timeout_ns)
 {
 	struct baton_worker *w = t->owner;

@@ -18,23 +18,6 @@
 
 static uint64_t next_pool_id;
 
-int baton_stage_block(struct baton_task *t, struct baton_waitq *q,
-		      baton_spinlock_t *lock, long amount, void *value,
-		      int64_t timeout_ns)
-{
-	struct baton_waiter *w;
-	int rc;
-
-	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
-	baton_wait_begin(t);
-	w = baton_wait_add(t, q, lock);
-	w->amount = amount;
-	w->value = value;
-	rc = baton_wait_park(t, timeout_ns); /* releases lock once parked */
-	baton_wait_finish(t);
-	return rc;
-}
-
 bool baton_stage_name_copy(char *dst, const char *src)
 {
 	size_t n;
@@ -83,7 +66,7 @@ static void grant(struct baton_pool *p, struct baton_wakelist *wl)
 		t->wait_index = w->index;
 		p->in_use += amount;
 		p->acquired++;
-		baton_sync_wake(wl, w, BATON_OK);
+		baton_waiter_wake(wl, w, BATON_OK);
 	}
 }
 
@@ -115,7 +98,7 @@ int baton_pool_acquire(baton_pool_t *p, long n, int64_t timeout_ns)
 
 	if (p == NULL || n < 1)
 		return BATON_EINVAL;
-	t = baton_sync_parkable();
+	t = baton_task_self();
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	for (;;) {
@@ -139,7 +122,7 @@ int baton_pool_acquire(baton_pool_t *p, long n, int64_t timeout_ns)
 		baton_spin_unlock(&p->lock);
 		return BATON_EAGAIN;
 	}
-	rc = baton_stage_block(t, &p->waiters, &p->lock, n, NULL, timeout_ns);
+	rc = baton_wait_one(t, &p->waiters, &p->lock, n, NULL, NULL, timeout_ns);
 	if (rc != BATON_OK) {
 		/* We were perhaps the head that held the others back. */
 		baton_spin_lock(&p->lock);

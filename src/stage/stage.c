@@ -4,7 +4,7 @@
  *
  * Everything mutable lives under the stage's spinlock; a task blocks on one
  * of three wait queues of the stage (the wait protocol of
- * src/sched/sched_internal.h, through baton_stage_block):
+ * src/sched/sched_internal.h, through baton_wait_one):
  *   producers   submitters finding the queue full; the waiter carries the
  *               item, and whoever frees a slot moves that item into the
  *               ring and wakes its producer (FIFO hand-off: nobody barges)
@@ -81,7 +81,7 @@ static void poke(struct baton_stage *st, struct baton_wakelist *wl)
 	struct baton_waiter *w = baton_waitq_claim_first(&st->dispatcher);
 
 	if (w)
-		baton_sync_wake(wl, w, BATON_OK);
+		baton_waiter_wake(wl, w, BATON_OK);
 }
 
 /* Move waiting producers' items into free slots, oldest first. */
@@ -93,7 +93,7 @@ static void admit(struct baton_stage *st, int64_t now,
 	while (!st->closed && st->count < st->limit &&
 	       (w = baton_waitq_claim_first(&st->producers)) != NULL) {
 		push(st, w->value, now);
-		baton_sync_wake(wl, w, BATON_OK);
+		baton_waiter_wake(wl, w, BATON_OK);
 	}
 }
 
@@ -164,7 +164,7 @@ static void start(struct baton_stage *st, void *item)
 static void dispatcher_wait(struct baton_stage *st, struct baton_task *self)
 {
 	/* No timeout: no timer to allocate, so the only result is BATON_OK. */
-	baton_stage_block(self, &st->dispatcher, &st->lock, 0, NULL, -1);
+	baton_wait_one(self, &st->dispatcher, &st->lock, 0, NULL, NULL, -1);
 	baton_spin_lock(&st->lock);
 }
 
@@ -208,7 +208,7 @@ static void dispatch(void *arg)
 	}
 	st->active = false;
 	while ((w = baton_waitq_claim_first(&st->drainers)) != NULL)
-		baton_sync_wake(&wl, w, BATON_OK);
+		baton_waiter_wake(&wl, w, BATON_OK);
 	/* Last touch of st: a drainer may destroy it once it has the lock. */
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
@@ -313,7 +313,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 
 	if (st == NULL)
 		return BATON_EINVAL;
-	t = baton_sync_parkable();
+	t = baton_task_self();
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&st->lock);
@@ -342,7 +342,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		return BATON_EAGAIN;
 	}
 	/* Full: wait for a slot; the one who frees it moves our item in. */
-	rc = baton_stage_block(t, &st->producers, &st->lock, 0, item,
+	rc = baton_wait_one(t, &st->producers, &st->lock, 0, item, NULL,
 			       timeout_ns);
 	if (rc == BATON_ETIMEDOUT) {
 		baton_spin_lock(&st->lock);
@@ -368,7 +368,7 @@ int baton_stage_close(baton_stage_t *st)
 	st->closed = true;
 	while ((w = baton_waitq_claim_first(&st->producers)) != NULL) {
 		st->rejected++;
-		baton_sync_wake(&wl, w, BATON_ESHUTDOWN);
+		baton_waiter_wake(&wl, w, BATON_ESHUTDOWN);
 	}
 	spawn = kick(st);
 	baton_spin_unlock(&st->lock);
@@ -385,7 +385,7 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 
 	if (st == NULL)
 		return BATON_EINVAL;
-	t = baton_sync_parkable();
+	t = baton_task_self();
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&st->lock);
@@ -407,8 +407,7 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 		baton_spin_unlock(&st->lock);
 		return BATON_OK;
 	}
-	return baton_stage_block(t, &st->drainers, &st->lock, 0, NULL,
-				 timeout_ns);
+	return baton_wait_one(t, &st->drainers, &st->lock, 0, NULL, NULL, timeout_ns);
 }
 
 int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)

@@ -22,14 +22,6 @@ struct baton_pool {
 	char name[BATON_NAME_MAX + 1];
 };
 
-/* Block task t on q (whose lock is held) with a waiter carrying `amount`
- * and `value`; returns with the lock released, the waiter unlinked and the
- * result its claimant stored (BATON_OK, BATON_ETIMEDOUT, BATON_ENOMEM, or
- * what the primitive chose, e.g. BATON_ESHUTDOWN). */
-int baton_stage_block(struct baton_task *t, struct baton_waitq *q,
-		      baton_spinlock_t *lock, long amount, void *value,
-		      int64_t timeout_ns);
-
 /* Copy a name of 1..BATON_NAME_MAX bytes; false if it is not one. */
 bool baton_stage_name_copy(char *dst, const char *src);
 

@@ -52,7 +52,7 @@ int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
 
 	if (m == NULL)
 		return BATON_EINVAL;
-	t = baton_sync_parkable();
+	t = baton_task_self();
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	me = caller();
@@ -70,7 +70,7 @@ int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
 	}
 	/* BATON_OK: the unlocker made us the owner before waking us. Any
 	 * other result: we were never made the owner, and are unlinked. */
-	return baton_sync_block(t, &m->waiters, &m->lock, 0, timeout_ns);
+	return baton_wait_one(t, &m->waiters, &m->lock, 0, NULL, NULL, timeout_ns);
 }
 
 int baton_mutex_unlock(baton_mutex_t *m)
@@ -89,7 +89,7 @@ int baton_mutex_unlock(baton_mutex_t *m)
 	w = baton_waitq_claim_first(&m->waiters);
 	m->owner = w ? w->task : NULL;
 	if (w)
-		baton_sync_wake(&wl, w, BATON_OK);
+		baton_waiter_wake(&wl, w, BATON_OK);
 	baton_spin_unlock(&m->lock);
 	baton_wakelist_run(&wl);
 	return BATON_OK;

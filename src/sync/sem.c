@@ -44,7 +44,7 @@ static void grant(struct baton_sem *s, struct baton_wakelist *wl)
 			continue; /* timed out meanwhile: skip it */
 		t->wait_index = w->index;
 		s->value -= amount;
-		baton_sync_wake(wl, w, BATON_OK);
+		baton_waiter_wake(wl, w, BATON_OK);
 	}
 }
 
@@ -70,7 +70,7 @@ int baton_sem_acquire(baton_sem_t *s, long n, int64_t timeout_ns)
 
 	if (s == NULL || n < 1)
 		return BATON_EINVAL;
-	t = baton_sync_parkable();
+	t = baton_task_self();
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	for (;;) {
@@ -92,7 +92,7 @@ int baton_sem_acquire(baton_sem_t *s, long n, int64_t timeout_ns)
 		baton_spin_unlock(&s->lock);
 		return BATON_EAGAIN;
 	}
-	rc = baton_sync_block(t, &s->waiters, &s->lock, n, timeout_ns);
+	rc = baton_wait_one(t, &s->waiters, &s->lock, n, NULL, NULL, timeout_ns);
 	if (rc != BATON_OK) {
 		/* We were perhaps the head that held the others back. */
 		baton_spin_lock(&s->lock);

@@ -3,9 +3,7 @@
  * to reach zero. The add that brings the count to zero claims every waiter
  * while it still holds the lock (and readies them after releasing it), so a
  * wait that starts later sees either the new count or is among those woken.
- *
- * This file also holds baton_sync_block(), the one blocking step that the
- * three primitives share.
+
  */
 #include <stdlib.h>
 
@@ -16,21 +14,6 @@ struct baton_wg {
 	long count;		     /* >= 0, guarded by lock */
 	struct baton_waitq waiters; /* tasks in baton_wg_wait */
 };
-
-int baton_sync_block(struct baton_task *t, struct baton_waitq *q,
-		     baton_spinlock_t *lock, long amount, int64_t timeout_ns)
-{
-	struct baton_waiter *w;
-	int rc;
-
-	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
-	baton_wait_begin(t);
-	w = baton_wait_add(t, q, lock);
-	w->amount = amount;
-	rc = baton_wait_park(t, timeout_ns); /* releases lock once parked */
-	baton_wait_finish(t);
-	return rc;
-}
 
 int baton_wg_create(baton_wg_t **out)
 {
@@ -61,7 +44,7 @@ int baton_wg_add(baton_wg_t *wg, long delta)
 	wg->count = count;
 	if (count == 0)
 		while ((w = baton_waitq_claim_first(&wg->waiters)) != NULL)
-			baton_sync_wake(&wl, w, BATON_OK);
+			baton_waiter_wake(&wl, w, BATON_OK);
 	baton_spin_unlock(&wg->lock);
 	baton_wakelist_run(&wl);
 	return BATON_OK;
@@ -78,7 +61,7 @@ int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns)
 
 	if (wg == NULL)
 		return BATON_EINVAL;
-	t = baton_sync_parkable();
+	t = baton_task_self();
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&wg->lock);
@@ -88,7 +71,7 @@ int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns)
 		baton_spin_unlock(&wg->lock);
 		return rc;
 	}
-	return baton_sync_block(t, &wg->waiters, &wg->lock, 0, timeout_ns);
+	return baton_wait_one(t, &wg->waiters, &wg->lock, 0, NULL, NULL, timeout_ns);
 }
 
 int baton_wg_count(baton_wg_t *wg, long *out)
