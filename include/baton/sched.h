@@ -131,6 +131,27 @@ BATON_API int baton_sched_destroy(baton_sched_t *s);
 /* Number of workers. Errors: BATON_EINVAL. */
 BATON_API int baton_sched_workers(const baton_sched_t *s);
 
+/* What the scheduler did, summed over its workers since it was created.
+ * A hop is a dispatch: one task switched in to run. */
+struct baton_sched_stats {
+	uint64_t dispatches;  /* tasks switched in (first runs included) */
+	uint64_t handoffs;    /* of those, straight from the task before */
+	uint64_t cross_wakes; /* wake-ups sent to another worker's inbox */
+	uint64_t steals;      /* tasks handed to idle workers */
+	uint64_t fair_turns;  /* woken tasks sent behind the queue by the
+				 fairness bound (BATON_SCHED_RUNNEXT_MAX) */
+};
+
+/* A task woken by a task of its worker runs next, before the queue, but
+ * at most this many times in a row: then the queue's oldest task runs. */
+#define BATON_SCHED_RUNNEXT_MAX 64
+
+/* Read the counters. Only while the scheduler is not running (the workers
+ * write them without synchronisation).
+ * Errors: BATON_EINVAL (NULL argument), BATON_EBUSY (it is running). */
+BATON_API int baton_sched_stats(const baton_sched_t *s,
+				struct baton_sched_stats *out);
+
 /* --- calls made from a task ---------------------------------------------- */
 
 /* Let the other runnable tasks of this worker run first.

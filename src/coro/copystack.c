@@ -69,12 +69,17 @@ static int ensure_shared(struct baton_thread *t)
 	}
 	s->lo = (char *)s->map + page;
 	s->hi = (char *)s->map + s->map_size;
+	/* A new mapping may lie where an exited thread's shared or copier
+	 * stack was, and AddressSanitizer's shadow still holds that stack's
+	 * redzones: frames built here would be reported as overflows. */
+	baton_sanitizer_unpoison(s->lo, (size_t)(s->hi - s->lo));
 	s->dirty = s->hi;
 	s->vg_stack = baton_sanitizer_stack_register(s->lo, s->hi);
 
 	c->model = BATON_CORO_STACKFUL;
 	c->stack_lo = (char *)c->map + page;
 	c->stack_hi = (char *)c->map + c->map_size;
+	baton_sanitizer_unpoison(c->stack_lo, (size_t)(c->stack_hi - c->stack_lo));
 	memcpy(c->name, "(copier)", sizeof("(copier)"));
 	c->vg_stack = baton_sanitizer_stack_register(c->stack_lo, c->stack_hi);
 	baton_sanitizer_fiber_init(&c->san, false);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "coro_internal.h"
+#include "handoff.h"
 
 static struct baton_coro *running(struct baton_thread *t)
 {
@@ -352,4 +353,60 @@ size_t baton_coro_stack_size(const baton_coro_t *co)
 	if (co->model == BATON_CORO_COPYSTACK)
 		return co->save_len;
 	return co->stack_size;
+}
+
+/*
+ * Direct hand-off (the scheduler's switch, declared in handoff.h): the
+ * running coroutine stops and `to` runs in its place, inheriting its
+ * resumer, so a later yield of `to` goes where `from`'s would have gone.
+ * This is what lets a task that blocks switch straight to the next task of
+ * its worker: one switch per hop instead of two through the worker's loop.
+ */
+static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
+						  struct baton_coro *from,
+						  struct baton_coro *to,
+						  bool from_dies)
+{
+	void *ignored;
+	int rc = transfer(t, from, to, NULL, from_dies, &ignored);
+
+	if (BATON_UNLIKELY(rc != BATON_OK)) {
+		to->status = BATON_CORO_SUSPENDED;
+		from->status = BATON_CORO_RUNNING;
+	}
+	return rc;
+}
+
+int baton_coro_handoff(struct baton_coro *to)
+{
+	struct baton_thread *t = baton_thread_get();
+	struct baton_coro *from = t->current;
+
+	to->resumer = from->resumer;
+	from->status = BATON_CORO_SUSPENDED;
+	to->status = BATON_CORO_RUNNING;
+	if (BATON_UNLIKELY(needs_slow_switch(t, to)))
+		return handoff_slow(t, from, to, false);
+	t->current = to;
+	/* Tail call, as in resume: we come back here only when someone
+	 * switches to `from` again. */
+	return baton_arch_switch_out(&from->ctx, &to->ctx, NULL, &from->discard);
+}
+
+int baton_coro_handoff_exit(struct baton_coro *to)
+{
+	struct baton_thread *t = baton_thread_get();
+	struct baton_coro *from = t->current;
+	int rc;
+
+	to->resumer = from->resumer;
+	from->status = BATON_CORO_DEAD;
+	to->status = BATON_CORO_RUNNING;
+	/* As at the end of baton_coro_entry: nobody needs our frames. */
+	if (from->model == BATON_CORO_COPYSTACK &&
+	    to->model != BATON_CORO_COPYSTACK)
+		baton_copystack_forget(t, from);
+	rc = handoff_slow(t, from, to, true); /* returns only on failure */
+	from->status = BATON_CORO_RUNNING;
+	return rc;
 }

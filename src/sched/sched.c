@@ -1,12 +1,21 @@
 /*
  * The scheduler: tasks, workers and the loop each worker runs.
  *
- * A worker's loop pops a task from its run queue and resumes the task's
- * coroutine; when the task yields back, the worker does what the task asked
- * for (requeue it, or release the locks it parked under) or frees it if its
- * function returned. Every 61 dispatches, and whenever its run queue is
- * empty, the worker also empties its inbox, fires due timers and answers a
- * thief; with nothing at all to do it parks on its event count.
+ * A task that blocks or yields switches straight to the next runnable task
+ * of its worker (baton_sched_task_after): one switch per hop. What must
+ * happen once its context is saved - release the locks it parked under,
+ * requeue it, free it - is left in the worker as the after-switch hook and
+ * done by whichever side runs next (baton_sched_after_switch). The worker's
+ * own loop runs only when no task is runnable, and every 61 dispatches:
+ * then it empties its inbox, fires due timers, polls the reactor and
+ * answers a thief; with nothing at all to do it parks on its event count.
+ *
+ * Woken tasks run next (the worker's runnext slot) before the FIFO run
+ * queue, at most BATON_SCHED_RUNNEXT_MAX times in a row, and a task woken
+ * by a task of another worker of the same scheduler moves to the waker's
+ * worker when it can (Go's runnext and ready do the same): partners that
+ * talk to each other end up on one worker, and a stolen task pulls its
+ * partners along as it wakes them.
  *
  * Worker 0 is the thread that calls baton_sched_run(). Workers 1..N-1 are
  * threads started by the first run and kept, parked, until destroy, so that
@@ -19,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../coro/handoff.h"
 #include "../io/poller.h"
 #include "queue.h"
 #include "sched_internal.h"
@@ -28,16 +38,6 @@ __thread struct baton_worker *baton_worker_self;
 /* How many dispatches may pass before the inbox and timers are polled even
  * though local work remains (a prime, so it does not beat with ring sizes). */
 #define BATON_POLL_TICKS 61
-
-static void *task_main(void *arg, void *in)
-{
-	struct baton_task *t = arg;
-
-	(void)in;
-	t->fn(t->arg);
-	t->done = true;
-	return NULL;
-}
 
 static bool sched_stopping(struct baton_sched *s)
 {
@@ -95,19 +95,52 @@ static void task_finish(struct baton_worker *w, struct baton_task *t)
 		sched_set_stop(s);
 }
 
-void baton_task_ready(struct baton_task *t)
+/* A task woken by a task of another worker (or its poller, or its timers)
+ * of the same scheduler comes to the waker's worker, unless it cannot
+ * move: pinned copy-stack tasks, and tasks whose timeout is still on their
+ * worker's heap (they remove it themselves once woken). */
+static bool follows_waker(const struct baton_task *t,
+			  const struct baton_worker *self)
+{
+	/* wait_timed, not timeout.index: the owner's timer heap writes the
+	 * index as it fires, while we may be reading. */
+	return self->sched == t->sched && !t->pinned && !t->wait_timed;
+}
+
+/* Make t runnable on its owner (or, woken, on the waker's worker). A task
+ * woken by a running task of its worker runs next; the slot's previous
+ * occupant goes behind the queue. New tasks, and batches woken by the loop
+ * (timers, poller), keep their order in the queue. */
+static void task_enqueue(struct baton_task *t, bool wake)
 {
 	struct baton_worker *self = baton_worker_self;
 	struct baton_worker *owner = t->owner;
 
-	if (self == owner) {
-		baton_runq_push(self, t);
+	if (wake && self != owner && self && follows_waker(t, self)) {
+		t->owner = self;
+		owner = self;
+	}
+	if (BATON_LIKELY(self == owner)) {
+		if (BATON_LIKELY(wake && self->current != NULL)) {
+			if (self->runnext)
+				baton_runq_push(self, self->runnext);
+			self->runnext = t;
+		} else {
+			baton_runq_push(self, t);
+		}
 		if (self->runq_len >= 2 && owner->sched->nworkers > 1)
 			baton_steal_wake_idle(owner->sched);
 		return;
 	}
+	if (self)
+		self->stats.cross_wakes += wake;
 	baton_inbox_push_chain(owner, t, t);
 	baton_worker_wake(owner); /* after the push: see queue.h */
+}
+
+void baton_task_ready(struct baton_task *t)
+{
+	task_enqueue(t, true);
 }
 
 void baton_wakelist_run(struct baton_wakelist *wl)
@@ -140,10 +173,126 @@ void baton_spin_lock_slow(baton_spinlock_t *l)
 	}
 }
 
+/* The next task to run, or NULL when the worker's loop must run first: it
+ * polls every BATON_POLL_TICKS dispatches and answers thieves. The woken
+ * task in runnext goes first, within the fairness bound. */
+static struct baton_task *take_next(struct baton_worker *w)
+{
+	struct baton_task *t = w->runnext;
+
+	if (t) {
+		w->runnext = NULL;
+		if (BATON_LIKELY(w->runnext_streak < BATON_SCHED_RUNNEXT_MAX)) {
+			w->runnext_streak++;
+			goto run;
+		}
+		baton_runq_push(w, t); /* its turn is over: behind the rest */
+		w->stats.fair_turns++;
+	}
+	w->runnext_streak = 0;
+	t = baton_runq_pop(w);
+	if (t == NULL)
+		return NULL;
+run:
+	if (BATON_UNLIKELY(t->copystack && !t->pinned)) {
+		t->pinned = true; /* its frames will live on this thread */
+		w->npinned++;
+	}
+	w->stats.dispatches++;
+	return t;
+}
+
+static struct baton_task *next_from_task(struct baton_worker *w)
+{
+	/* Relaxed peek at steal_req, as in the loop. */
+	if (BATON_UNLIKELY(++w->ticks >= BATON_POLL_TICKS ||
+			   __atomic_load_n(&w->steal_req, __ATOMIC_RELAXED)))
+		return NULL;
+	return take_next(w);
+}
+
+/* A task is back on a worker's thread: do what the task that ran before
+ * it there asked for once its context was saved. */
+void baton_sched_after_switch(struct baton_worker *w)
+{
+	struct baton_task *t = w->after_task;
+
+	if (t == NULL)
+		return;
+	w->after_task = NULL;
+	switch (w->after_kind) {
+	case BATON_AFTER_YIELD:
+		baton_runq_push(w, t);
+		break;
+	case BATON_AFTER_PARK:
+		/* Its context is saved: now wakers may have it. Once its last
+		 * lock is released it may run elsewhere and start another wait,
+		 * so read nothing of it after that: release from the last, and
+		 * read count and array first. (While any of its locks is still
+		 * held, it cannot get past unlinking its other waiters.) */
+		{
+			baton_spinlock_t **locks = t->locks;
+
+			for (unsigned i = t->nlocks; i-- > 0;)
+				baton_spin_unlock(locks[i]);
+		}
+		break;
+	case BATON_AFTER_DONE:
+		task_finish(w, t);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Switch from task t to the next runnable one of its worker, or back to
+ * the worker's loop; leave `after` for the other side to carry out. */
+static void task_switch_away(struct baton_task *t, enum baton_after after)
+{
+	struct baton_worker *w = t->owner;
+	struct baton_task *next = next_from_task(w);
+
+	w->after_task = t;
+	w->after_kind = (unsigned char)after;
+	if (BATON_LIKELY(next != NULL)) {
+		int rc;
+
+		w->current = next;
+		w->stats.handoffs++;
+		if (after == BATON_AFTER_DONE)
+			rc = baton_coro_handoff_exit(next->co); /* no return */
+		else
+			rc = baton_coro_handoff(next->co);
+		if (BATON_LIKELY(rc == BATON_OK))
+			return;
+		/* Copy-stack bookkeeping failed (BATON_ENOMEM): nothing was
+		 * switched. Let the loop retry `next` after the others. */
+		w->stats.handoffs--;
+		w->current = t;
+		baton_runq_push(w, next);
+	}
+	if (after != BATON_AFTER_DONE)
+		baton_coro_yield(NULL, NULL);
+	/* DONE: returning ends the coroutine; the loop finishes the task. */
+}
+
 void baton_sched_task_after(struct baton_task *t, enum baton_after after)
 {
-	t->after = (unsigned char)after;
-	baton_coro_yield(NULL, NULL);
+	task_switch_away(t, after);
+	/* Resumed, perhaps on another worker: t->owner is the one running
+	 * us now (whoever dispatched us set it). */
+	baton_sched_after_switch(t->owner);
+}
+
+static void *task_main(void *arg, void *in)
+{
+	struct baton_task *t = arg;
+
+	(void)in;
+	baton_sched_after_switch(t->owner);
+	t->fn(t->arg);
+	task_switch_away(t, BATON_AFTER_DONE);
+	return NULL;
 }
 
 static void run_task(struct baton_worker *w, struct baton_task *t)
@@ -151,7 +300,7 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 	int rc;
 
 	w->current = t;
-	t->after = BATON_AFTER_NONE;
+	w->ticks++;
 	rc = baton_coro_resume(t->co, NULL, NULL);
 	w->current = NULL;
 	if (BATON_UNLIKELY(rc != BATON_OK)) {
@@ -161,29 +310,16 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 		baton_runq_push(w, t);
 		return;
 	}
-	if (t->done) {
-		task_finish(w, t);
-		return;
-	}
-	if (BATON_UNLIKELY(t->copystack && !t->pinned)) {
-		t->pinned = true; /* its frames now live on this thread's stack */
-		w->npinned++;
-	}
-	switch (t->after) {
-	case BATON_AFTER_YIELD:
-		baton_runq_push(w, t);
-		break;
-	case BATON_AFTER_PARK:
-		/* Its context is saved: now wakers may have it. */
-		for (unsigned i = 0; i < t->nlocks; i++)
-			baton_spin_unlock(t->locks[i]);
-		break;
-	default:
-		break;
-	}
+	/* Whichever task switched back to us left its hook. */
+	baton_sched_after_switch(w);
 }
 
 /* --- the worker loop ------------------------------------------------------ */
+static bool runnable(const struct baton_worker *w)
+{
+	return w->runnext != NULL || w->runq_head != NULL;
+}
+
 static void poll_worker(struct baton_worker *w)
 {
 	w->ticks = 0;
@@ -216,7 +352,7 @@ static void worker_idle(struct baton_worker *w)
 		 * between a look and a later read would leave us asleep on
 		 * a version that already counts its bump. */
 		version = baton_ec_value(&w->ec);
-		if (!baton_inbox_empty(w) || w->runq_head || sched_stopping(s))
+		if (!baton_inbox_empty(w) || runnable(w) || sched_stopping(s))
 			return;
 	}
 	next = baton_timer_heap_next(&w->timers);
@@ -252,12 +388,12 @@ static void worker_loop(struct baton_worker *w)
 
 	baton_worker_self = w;
 	for (;;) {
-		if (BATON_UNLIKELY(++w->ticks >= BATON_POLL_TICKS ||
-				   w->runq_head == NULL)) {
+		if (BATON_UNLIKELY(w->ticks >= BATON_POLL_TICKS ||
+				   !runnable(w))) {
 			poll_worker(w);
 			if (sched_stopping(s))
 				break;
-			if (w->runq_head == NULL) {
+			if (!runnable(w)) {
 				worker_idle(w);
 				continue;
 			}
@@ -266,7 +402,7 @@ static void worker_loop(struct baton_worker *w)
 		 * acquiring exchange. */
 		if (BATON_UNLIKELY(__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED)))
 			baton_steal_serve(w);
-		t = baton_runq_pop(w);
+		t = take_next(w);
 		if (t)
 			run_task(w, t);
 	}
@@ -285,6 +421,10 @@ static void free_queued(struct baton_worker *w)
 	struct baton_task *t;
 
 	baton_inbox_take(w);
+	if (w->runnext) {
+		baton_runq_push(w, w->runnext);
+		w->runnext = NULL;
+	}
 	while ((t = baton_runq_pop(w)) != NULL) {
 		if (t->timeout.index != SIZE_MAX)
 			baton_timer_heap_remove(&w->timers, &t->timeout);
@@ -425,7 +565,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	/* Relaxed: the count's own modification order is all that matters;
 	 * this increment precedes the push that lets the task run (and end). */
 	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);
-	baton_task_ready(t);
+	task_enqueue(t, false);
 	return BATON_OK;
 }
 
@@ -482,6 +622,29 @@ int baton_sched_stop(baton_sched_t *s)
 	if (s == NULL)
 		return BATON_EINVAL;
 	sched_set_stop(s);
+	return BATON_OK;
+}
+
+int baton_sched_stats(const baton_sched_t *s, struct baton_sched_stats *out)
+{
+	struct baton_sched_stats sum = { 0 };
+
+	if (s == NULL || out == NULL)
+		return BATON_EINVAL;
+	/* Acquire: pairs with the release that ends a run, so the workers'
+	 * plain counter updates are visible. */
+	if (__atomic_load_n(&s->running, __ATOMIC_ACQUIRE))
+		return BATON_EBUSY;
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		const struct baton_sched_stats *w = &s->workers[i].stats;
+
+		sum.dispatches += w->dispatches;
+		sum.handoffs += w->handoffs;
+		sum.cross_wakes += w->cross_wakes;
+		sum.steals += w->steals;
+		sum.fair_turns += w->fair_turns;
+	}
+	*out = sum;
 	return BATON_OK;
 }
 

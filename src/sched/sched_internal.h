@@ -112,11 +112,17 @@ enum baton_wait_state {
 	BATON_WAIT_CLAIMED = 2, /* a waker or the timer won; result is set */
 };
 
-/* What the worker does once the task's context is saved. */
+/* What must happen once a task's context is saved: the after-switch hook.
+ * The task that stops records it in its worker (after_task, after_kind)
+ * and the side that runs next - the next task, or the worker's loop -
+ * carries it out first thing (baton_sched_after_switch). Until then nobody
+ * else can reach the task: a parked task's wait queues stay locked, a
+ * yielding one is in no queue. */
 enum baton_after {
-	BATON_AFTER_NONE = 0,  /* returned from its function, or stopped */
+	BATON_AFTER_NONE = 0,
 	BATON_AFTER_YIELD = 1, /* runnable again: back of the run queue */
 	BATON_AFTER_PARK = 2,  /* blocked: release its locks */
+	BATON_AFTER_DONE = 3,  /* its function returned: free it */
 };
 
 #define BATON_TASK_INLINE_WAITERS 4
@@ -127,28 +133,30 @@ struct baton_timer_node {
 	void (*fire)(struct baton_timer_node *node); /* runs on the worker */
 };
 
+/* The fields a hop touches come first: with the coroutine's control block
+ * and the first inline waiter, a same-worker hand-off reads and writes the
+ * first two cache lines of the task (see docs/sched.md). */
 struct baton_task {
 	struct baton_task *next; /* run queue or inbox link */
 	baton_coro_t *co;
-	struct baton_sched *sched;
 	struct baton_worker *owner; /* the worker that runs it next */
+	uint32_t wait_state;	    /* enum baton_wait_state (see claim) */
+	bool wait_solo;		    /* one waiter, no timeout: one claimant */
+	bool wait_timed;	    /* parked with a timeout on owner's heap */
 	bool pinned;		    /* copy-stack and started: cannot migrate */
 	bool copystack;		    /* its coroutine's model */
-	bool done;		    /* its function returned */
-	unsigned char after;	    /* enum baton_after, set before yielding */
-
-	/* wait protocol */
-	uint32_t wait_state;	    /* enum baton_wait_state, claimed by CAS */
 	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED */
 	int wait_index;		    /* select: the case that completed */
-	struct baton_timer_node timeout; /* on owner's heap while armed */
-	baton_spinlock_t **locks; /* nlocks of them, released after park */
-	baton_spinlock_t *inline_locks[BATON_TASK_INLINE_WAITERS];
 	unsigned nlocks;
-	struct baton_waiter *waiters;	 /* nwaiters of them */
 	unsigned nwaiters;
-	struct baton_waiter inline_waiters[BATON_TASK_INLINE_WAITERS];
+	baton_spinlock_t **locks; /* nlocks of them, released after park */
+	struct baton_waiter *waiters;	 /* nwaiters of them */
+	struct baton_timer_node timeout; /* on owner's heap while armed */
 
+	struct baton_waiter inline_waiters[BATON_TASK_INLINE_WAITERS]
+		__attribute__((aligned(BATON_CACHELINE)));
+	baton_spinlock_t *inline_locks[BATON_TASK_INLINE_WAITERS];
+	struct baton_sched *sched;
 	baton_task_fn fn;
 	void *arg;
 };
@@ -160,19 +168,26 @@ struct baton_timer_heap {
 };
 
 struct baton_worker {
-	/* Owner-only: the local run queue (no lock, no atomic RMW). */
+	/* Owner-only: the hop path (no lock, no atomic read-modify-write). */
+	struct baton_task *runnext;	/* woken here: runs before the queue */
 	struct baton_task *runq_head, *runq_tail;
 	size_t runq_len;
 	struct baton_task *current;
-	struct baton_timer_heap timers;
+	struct baton_task *after_task;	/* the after-switch hook's task */
+	unsigned char after_kind;	/* enum baton_after */
+	unsigned runnext_streak;	/* runnext dispatches in a row */
 	unsigned ticks;		    /* dispatches since inbox/timers were polled */
+	struct baton_sched_stats stats; /* this worker's share */
+
+	/* Owner-only, colder. */
+	struct baton_timer_heap timers;
 	size_t npinned;		    /* live copy-stack tasks that ran here */
 	unsigned index;
 	struct baton_sched *sched;
 	pthread_t thread;
 	bool has_thread;
 
-	/* Read by other workers. */
+/* Read by other workers. */
 	size_t runq_len_pub __attribute__((aligned(BATON_CACHELINE)));
 
 	/* Written by other workers. */
@@ -255,6 +270,7 @@ static inline void baton_waiter_wake(struct baton_wakelist *wl,
 	baton_wakelist_add(wl, w->task);
 }
 void baton_sched_task_after(struct baton_task *task, enum baton_after after);
+void baton_sched_after_switch(struct baton_worker *w);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
 int baton_wait_park(struct baton_task *task, int64_t timeout_ns);
@@ -295,6 +311,15 @@ static inline bool baton_wait_claim(struct baton_task *t)
 {
 	uint32_t expected = BATON_WAIT_WAITING;
 
+	if (BATON_LIKELY(t->wait_solo)) {
+		/* One waiter and no timeout: whoever unlinks that waiter,
+		 * under its queue's lock, is the only possible claimant, and
+		 * the lock orders everything. Relaxed: sem and pool peek at
+		 * the state under the same lock. */
+		__atomic_store_n(&t->wait_state, BATON_WAIT_CLAIMED,
+				 __ATOMIC_RELAXED);
+		return true;
+	}
 	/* Acq_rel: the winner's later writes of the result are ordered after
 	 * its win, and it sees the task's state as the task left it. */
 	return __atomic_compare_exchange_n(&t->wait_state, &expected,
@@ -335,6 +360,7 @@ static inline int baton_wait_reserve(struct baton_task *t, unsigned n)
 
 static inline void baton_wait_begin(struct baton_task *t)
 {
+	t->wait_solo = false; /* baton_wait_one says when it is */
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
 	/* Relaxed: wakers read the state only after finding a waiter in a

@@ -66,6 +66,7 @@ void baton_steal_serve(struct baton_worker *w)
 	w->runq_head = keep_head;
 	w->runq_tail = keep_tail;
 	w->runq_len -= given;
+	w->stats.steals += given;
 	baton_runq_publish(w);
 	if (give_head) {
 		baton_inbox_push_chain(thief, give_head, give_tail);

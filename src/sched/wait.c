@@ -71,6 +71,7 @@ int baton_wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t
 
 	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
 	baton_wait_begin(t);
+	t->wait_solo = timeout_ns < 0; /* nobody but a waker can claim it */
 	w = baton_wait_add(t, q, lock);
 	w->amount = amount;
 	w->value = value;
@@ -85,6 +86,7 @@ int baton_wait_park(struct baton_task *t, int64_t timeout_ns)
 {
 	struct baton_worker *w = t->owner;
 
+	t->wait_timed = timeout_ns >= 0;
 	if (timeout_ns >= 0) {
 		t->timeout.deadline = baton_deadline_after(timeout_ns);
 		t->timeout.fire = timeout_fire;
@@ -103,6 +105,7 @@ int baton_wait_park(struct baton_task *t, int64_t timeout_ns)
 	if (t->timeout.index != SIZE_MAX)
 		baton_timer_heap_remove(&t->owner->timers, &t->timeout);
 done:
+	t->wait_timed = false;
 	unlink_rest(t);
 	return t->wait_result;
 }

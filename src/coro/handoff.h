@@ -1,0 +1,27 @@
+/*
+ * src/coro/handoff.h - the one coroutine operation the scheduler needs
+ * beyond the public resume and yield: a symmetric switch between two
+ * coroutines that share a resumer (the tasks of one worker).
+ *
+ * Rules: called from the running coroutine (not from the thread's own
+ * stack); `to` is suspended, is not the caller, and will be resumed on this
+ * thread. For copy-stack coroutines the copier rules of docs/coroutines.md
+ * apply as for resume: a copy-stack `to` runs only on its home thread.
+ */
+#ifndef BATON_SRC_CORO_HANDOFF_H
+#define BATON_SRC_CORO_HANDOFF_H
+
+#include <baton/coro.h>
+
+/* Suspend the running coroutine and run `to`, which takes over the
+ * caller's resumer. Returns BATON_OK when someone switches back to the
+ * caller; an error (BATON_ENOMEM, BATON_ETHREAD: copy-stack bookkeeping)
+ * at once, with nothing switched. */
+int baton_coro_handoff(baton_coro_t *to);
+
+/* The same for a coroutine whose function is over: it becomes DEAD and is
+ * never switched to again (its owner destroys it). Returns only on failure
+ * (as baton_coro_handoff), with the caller still RUNNING. */
+int baton_coro_handoff_exit(baton_coro_t *to);
+
+#endif /* BATON_SRC_CORO_HANDOFF_H */
