@@ -144,7 +144,7 @@ struct baton_sched_stats {
 
 /* A task woken by a task of its worker runs next, before the queue, but
  * at most this many times in a row: then the queue's oldest task runs. */
-#define BATON_SCHED_RUNNEXT_MAX 64
+#define BATON_SCHED_RUNNEXT_MAX 256
 
 /* Read the counters. Only while the scheduler is not running (the workers
  * write them without synchronisation).

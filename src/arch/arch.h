@@ -59,6 +59,16 @@ int baton_arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			  void *value, void **out);
 #endif
 
+#if BATON_SWITCH_UCONTEXT
+#define baton_arch_switch_ret baton_arch_switch_out
+#else
+/* As baton_arch_switch_out, ending in a return instead of an indirect
+ * jump: for switches between contexts that stopped at the same call sites
+ * (see switch_x86_64.S). */
+int baton_arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			  void *value, void **out);
+#endif
+
 /* Prepare `ctx` so that the first switch to it calls entry(value) on the
  * stack [lo, hi). The current FP control state becomes the context's. */
 void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,

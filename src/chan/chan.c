@@ -79,10 +79,31 @@ int baton_chan_try_recv_locked(struct baton_chan *ch, void **value,
 	return ch->closed ? BATON_ECLOSED : BATON_CHAN_BLOCK;
 }
 
+/* The hop's case: a receiver waits with no timeout and no other case, so we
+ * are its only possible claimant. Take it off the queue, hand the message
+ * over, unlock, and make it run next. Returns NULL when the general path
+ * must decide (nobody waits, a select or timed waiter, a closed channel). */
+static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
+						    void *value)
+{
+	struct baton_waiter *w = ch->recvq.head;
+	struct baton_task *r;
+
+	if (w == NULL || !w->task->wait_solo)
+		return NULL;
+	baton_waitq_remove(&ch->recvq, w);
+	r = w->task;
+	/* Relaxed: the channel's lock orders it (see baton_wait_claim). */
+	__atomic_store_n(&r->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
+	r->wait_index = w->index;
+	w->value = value;
+	return r; /* wait_result is BATON_OK from baton_wait_one */
+}
+
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_task *t;
+	struct baton_task *t, *r;
 	int rc;
 
 	if (ch == NULL)
@@ -91,6 +112,12 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&ch->lock);
+	/* A closed channel has no waiting receivers, so no check first. */
+	if (BATON_LIKELY((r = take_solo_receiver(ch, value)) != NULL)) {
+		baton_spin_unlock(&ch->lock);
+		baton_task_ready(r);
+		return BATON_OK;
+	}
 	rc = baton_chan_try_send_locked(ch, value, &wl);
 	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
 		baton_spin_unlock(&ch->lock);
@@ -113,8 +140,13 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&ch->lock);
-	rc = baton_chan_try_recv_locked(ch, &v, &wl);
-	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0) {
+	/* The hop's case: nothing to take, so wait (the general step below
+	 * would find the same, after more tests). */
+	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
+			 timeout_ns != 0))
+		rc = baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, &v, timeout_ns);
+	else if ((rc = baton_chan_try_recv_locked(ch, &v, &wl)) == BATON_CHAN_BLOCK &&
+		 timeout_ns != 0) {
 		rc = baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, &v, timeout_ns);
 	} else {
 		baton_spin_unlock(&ch->lock);

@@ -390,7 +390,7 @@ int baton_coro_handoff(struct baton_coro *to)
 	t->current = to;
 	/* Tail call, as in resume: we come back here only when someone
 	 * switches to `from` again. */
-	return baton_arch_switch_out(&from->ctx, &to->ctx, NULL, &from->discard);
+	return baton_arch_switch_ret(&from->ctx, &to->ctx, NULL, &from->discard);
 }
 
 int baton_coro_handoff_exit(struct baton_coro *to)

@@ -13,6 +13,16 @@
 
 #include <baton/coro.h>
 
+#include "coro_internal.h"
+
+/* The running coroutine of this thread, as baton_coro_self(), inline: the
+ * scheduler asks on every blocking call whether the caller is a task's own
+ * coroutine. */
+static inline baton_coro_t *baton_coro_running(void)
+{
+	return baton_tls.current;
+}
+
 /* Suspend the running coroutine and run `to`, which takes over the
  * caller's resumer. Returns BATON_OK when someone switches back to the
  * caller; an error (BATON_ENOMEM, BATON_ETHREAD: copy-stack bookkeeping)

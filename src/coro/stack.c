@@ -61,6 +61,11 @@ int baton_stack_map(size_t usable, size_t top_reserve, void **map,
 
 void baton_stack_unmap(void *map, size_t map_size)
 {
+	/* AddressSanitizer keeps the shadow of unmapped memory: frames that
+	 * ran here would leave their redzones on whatever is mapped next at
+	 * these addresses (a thread's stack and TLS, another stack). */
+	baton_sanitizer_unpoison((char *)map + baton_stack_page(),
+				 map_size - baton_stack_page());
 	munmap(map, map_size);
 }
 

@@ -33,7 +33,8 @@
 #include "queue.h"
 #include "sched_internal.h"
 
-__thread struct baton_worker *baton_worker_self;
+__thread struct baton_worker *baton_worker_self
+	__attribute__((tls_model("initial-exec")));
 
 /* How many dispatches may pass before the inbox and timers are polled even
  * though local work remains (a prime, so it does not beat with ring sizes). */
@@ -108,9 +109,10 @@ static bool follows_waker(const struct baton_task *t,
 }
 
 /* Make t runnable on its owner (or, woken, on the waker's worker). A task
- * woken by a running task of its worker runs next; the slot's previous
- * occupant goes behind the queue. New tasks, and batches woken by the loop
- * (timers, poller), keep their order in the queue. */
+ * woken by a running task of its worker runs next (the inline fast path,
+ * baton_task_ready); the slot's previous occupant goes behind the queue.
+ * New tasks, and batches woken by the loop (timers, poller), keep their
+ * order in the queue. */
 static void task_enqueue(struct baton_task *t, bool wake)
 {
 	struct baton_worker *self = baton_worker_self;
@@ -121,13 +123,15 @@ static void task_enqueue(struct baton_task *t, bool wake)
 		owner = self;
 	}
 	if (BATON_LIKELY(self == owner)) {
-		if (BATON_LIKELY(wake && self->current != NULL)) {
-			if (self->runnext)
-				baton_runq_push(self, self->runnext);
+		if (wake && self->current != NULL) {
+			struct baton_task *prev = self->runnext;
+
 			self->runnext = t;
-		} else {
-			baton_runq_push(self, t);
+			if (prev)
+				baton_runnext_displace(self, prev);
+			return;
 		}
+		baton_runq_push(self, t);
 		if (self->runq_len >= 2 && owner->sched->nworkers > 1)
 			baton_steal_wake_idle(owner->sched);
 		return;
@@ -138,20 +142,16 @@ static void task_enqueue(struct baton_task *t, bool wake)
 	baton_worker_wake(owner); /* after the push: see queue.h */
 }
 
-void baton_task_ready(struct baton_task *t)
+void baton_runnext_displace(struct baton_worker *w, struct baton_task *prev)
 {
-	task_enqueue(t, true);
+	baton_runq_push(w, prev);
+	if (w->runq_len >= 2 && w->sched->nworkers > 1)
+		baton_steal_wake_idle(w->sched);
 }
 
-void baton_wakelist_run(struct baton_wakelist *wl)
+void baton_task_ready_slow(struct baton_task *t)
 {
-	struct baton_task *t = wl->head, *next;
-
-	for (; t; t = next) {
-		next = t->next;
-		baton_task_ready(t);
-	}
-	wl->head = NULL;
+	task_enqueue(t, true);
 }
 
 /* Contended: spin a little (the holder is usually a few dozen instructions
@@ -176,7 +176,8 @@ void baton_spin_lock_slow(baton_spinlock_t *l)
 /* The next task to run, or NULL when the worker's loop must run first: it
  * polls every BATON_POLL_TICKS dispatches and answers thieves. The woken
  * task in runnext goes first, within the fairness bound. */
-static struct baton_task *take_next(struct baton_worker *w)
+static inline __attribute__((always_inline)) struct baton_task *
+take_next(struct baton_worker *w)
 {
 	struct baton_task *t = w->runnext;
 
@@ -202,7 +203,8 @@ run:
 	return t;
 }
 
-static struct baton_task *next_from_task(struct baton_worker *w)
+static inline __attribute__((always_inline)) struct baton_task *
+next_from_task(struct baton_worker *w)
 {
 	/* Relaxed peek at steal_req, as in the loop. */
 	if (BATON_UNLIKELY(++w->ticks >= BATON_POLL_TICKS ||
@@ -213,13 +215,9 @@ static struct baton_task *next_from_task(struct baton_worker *w)
 
 /* A task is back on a worker's thread: do what the task that ran before
  * it there asked for once its context was saved. */
-void baton_sched_after_switch(struct baton_worker *w)
+static __attribute__((noinline)) void after_switch_slow(struct baton_worker *w,
+							struct baton_task *t)
 {
-	struct baton_task *t = w->after_task;
-
-	if (t == NULL)
-		return;
-	w->after_task = NULL;
 	switch (w->after_kind) {
 	case BATON_AFTER_YIELD:
 		baton_runq_push(w, t);
@@ -245,9 +243,25 @@ void baton_sched_after_switch(struct baton_worker *w)
 	}
 }
 
+static inline __attribute__((always_inline)) void
+after_switch(struct baton_worker *w)
+{
+	struct baton_task *t = w->after_task;
+
+	if (t == NULL)
+		return;
+	w->after_task = NULL;
+	/* The hop's case: parked under one lock. */
+	if (BATON_LIKELY(w->after_kind == BATON_AFTER_PARK && t->nlocks == 1))
+		baton_spin_unlock(t->locks[0]);
+	else
+		after_switch_slow(w, t);
+}
+
 /* Switch from task t to the next runnable one of its worker, or back to
  * the worker's loop; leave `after` for the other side to carry out. */
-static void task_switch_away(struct baton_task *t, enum baton_after after)
+static inline __attribute__((always_inline)) void
+task_switch_away(struct baton_task *t, enum baton_after after)
 {
 	struct baton_worker *w = t->owner;
 	struct baton_task *next = next_from_task(w);
@@ -281,7 +295,7 @@ void baton_sched_task_after(struct baton_task *t, enum baton_after after)
 	task_switch_away(t, after);
 	/* Resumed, perhaps on another worker: t->owner is the one running
 	 * us now (whoever dispatched us set it). */
-	baton_sched_after_switch(t->owner);
+	after_switch(t->owner);
 }
 
 static void *task_main(void *arg, void *in)
@@ -289,7 +303,7 @@ static void *task_main(void *arg, void *in)
 	struct baton_task *t = arg;
 
 	(void)in;
-	baton_sched_after_switch(t->owner);
+	after_switch(t->owner);
 	t->fn(t->arg);
 	task_switch_away(t, BATON_AFTER_DONE);
 	return NULL;
@@ -311,7 +325,7 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 		return;
 	}
 	/* Whichever task switched back to us left its hook. */
-	baton_sched_after_switch(w);
+	after_switch(w);
 }
 
 /* --- the worker loop ------------------------------------------------------ */

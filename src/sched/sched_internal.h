@@ -40,8 +40,8 @@
 #include <baton/ec.h>
 #include <baton/sched.h>
 
-#define BATON_LIKELY(x) __builtin_expect(!!(x), 1)
-#define BATON_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#include "../coro/handoff.h"
+
 #define BATON_CACHELINE 64
 
 /* --- spinlock ---------------------------------------------------------------
@@ -226,7 +226,8 @@ struct baton_sched {
 };
 
 /* The worker running on this thread, or NULL. */
-extern __thread struct baton_worker *baton_worker_self;
+extern __thread struct baton_worker *baton_worker_self
+	__attribute__((tls_model("initial-exec")));
 
 /* The task the calling thread's worker is running (its coroutine or one it
  * resumed), or NULL: an identity, e.g. a mutex's owner. */
@@ -245,13 +246,43 @@ static inline struct baton_task *baton_task_self(void)
 	struct baton_worker *w = baton_worker_self;
 	struct baton_task *t = w ? w->current : NULL;
 
-	return t && baton_coro_self() == t->co ? t : NULL;
+	return t && baton_coro_running() == t->co ? t : NULL;
 }
 
 /* sched.c */
 void baton_worker_wake(struct baton_worker *w);
-void baton_task_ready(struct baton_task *task);
-void baton_wakelist_run(struct baton_wakelist *wl);
+void baton_task_ready_slow(struct baton_task *task);
+void baton_runnext_displace(struct baton_worker *w, struct baton_task *prev);
+
+/* Make a claimed task runnable. Inline, the hop's case: woken by a running
+ * task of its own worker, it takes the runnext slot (owner-only fields,
+ * plain stores); everything else - another worker, a thread that is no
+ * worker, a wake-up from the loop - goes through baton_task_ready_slow. */
+static inline void baton_task_ready(struct baton_task *t)
+{
+	struct baton_worker *self = baton_worker_self;
+
+	if (BATON_LIKELY(self == t->owner && self->current != NULL)) {
+		struct baton_task *prev = self->runnext;
+
+		self->runnext = t;
+		if (BATON_UNLIKELY(prev != NULL))
+			baton_runnext_displace(self, prev);
+		return;
+	}
+	baton_task_ready_slow(t);
+}
+
+static inline void baton_wakelist_run(struct baton_wakelist *wl)
+{
+	struct baton_task *t = wl->head, *next;
+
+	for (; t; t = next) {
+		next = t->next;
+		baton_task_ready(t);
+	}
+	wl->head = NULL;
+}
 
 /* Ready `task` (claimed, result set) once the caller's locks are released. */
 static inline void baton_wakelist_add(struct baton_wakelist *wl,
@@ -270,7 +301,6 @@ static inline void baton_waiter_wake(struct baton_wakelist *wl,
 	baton_wakelist_add(wl, w->task);
 }
 void baton_sched_task_after(struct baton_task *task, enum baton_after after);
-void baton_sched_after_switch(struct baton_worker *w);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
 int baton_wait_park(struct baton_task *task, int64_t timeout_ns);

@@ -62,23 +62,45 @@ static void unlink_rest(struct baton_task *t)
 
 /* The blocking step of every primitive that waits on one queue: called with
  * `lock` (q's) held, returns with it released and the waiter unlinked. A
- * message handed over by the claimant lands in *received. */
+ * message handed over by the claimant lands in *received. This is every
+ * hop's path, so it sets the wait up in place rather than through
+ * reserve/begin/add: one inline waiter, one lock. */
 int baton_wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
 		   long amount, void *value, void **received, int64_t timeout_ns)
 {
-	struct baton_waiter *w;
+	struct baton_waiter *w = &t->inline_waiters[0];
 	int rc;
 
-	baton_wait_reserve(t, 1); /* one waiter: inline, cannot fail */
-	baton_wait_begin(t);
+	t->waiters = t->inline_waiters;
+	t->locks = t->inline_locks;
+	t->inline_locks[0] = lock;
+	t->nlocks = 1;
+	t->nwaiters = 1;
+	t->wait_result = BATON_OK;
+	t->wait_index = -1;
 	t->wait_solo = timeout_ns < 0; /* nobody but a waker can claim it */
-	w = baton_wait_add(t, q, lock);
-	w->amount = amount;
+	/* Relaxed: as in baton_wait_begin. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
+	w->task = t;
+	w->index = 0;
+	w->queue = q;
+	w->lock = lock;
 	w->value = value;
-	rc = baton_wait_park(t, timeout_ns); /* releases lock once parked */
+	w->amount = amount;
+	baton_waitq_push(q, w);
+	if (BATON_LIKELY(timeout_ns < 0)) {
+		/* Only a claimant, which unlinked the waiter, wakes us. */
+		baton_sched_task_after(t, BATON_AFTER_PARK);
+		rc = t->wait_result;
+	} else {
+		rc = baton_wait_park(t, timeout_ns); /* releases lock once parked */
+	}
 	if (rc == BATON_OK && received)
-		*received = t->waiters[0].value;
-	baton_wait_finish(t);
+		*received = w->value;
+	t->nwaiters = 0;
+	t->nlocks = 0;
+	/* Relaxed: only this task reads or writes its state now. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_IDLE, __ATOMIC_RELAXED);
 	return rc;
 }
 
