@@ -3,6 +3,6 @@
 # token-passing stress test whose waits all carry timeouts, so that a lost
 # wake-up fails with a message. Every program starts worker threads, so all
 # carry the threads label (they also run under TSan).
-foreach(_t test_sched test_sched_timer test_chan test_select test_stress_sched)
+foreach(_t test_sched test_sched_timer test_chan test_select test_stress_sched test_handoff)
   baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
 endforeach()

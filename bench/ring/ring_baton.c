@@ -33,6 +33,8 @@ static int64_t t_start;
 static long rss_before, rss_ready;
 static long rings;
 static struct member *members;
+static double xwakes_per_hop;	/* cross-worker wake-ups per hop, last run */
+static size_t stack_size = BATON_CORO_STACK_MIN;
 
 static void note_failure(int rc)
 {
@@ -119,7 +121,7 @@ static double run_once(const char *impl, unsigned workers,
 		members[i].index = pos;
 		members[i].right = members[ring * opts.n + (pos + 1) % opts.n].in;
 		ta.coro.model = model;
-		ta.coro.stack_size = BATON_CORO_STACK_MIN;
+		ta.coro.stack_size = stack_size;
 		ta.worker = (int)(ring % baton_sched_workers(s));
 		rc = baton_sched_spawn(s, &ta, member_main, &members[i]);
 		if (rc != BATON_OK)
@@ -138,6 +140,13 @@ static double run_once(const char *impl, unsigned workers,
 		snprintf(msg, sizeof(msg), "%ld rounds with a wrong message, %ld failed channel calls",
 			 errors, failures);
 		rc_fail(impl, &opts, msg);
+	}
+	{
+		struct baton_sched_stats st;
+
+		if (baton_sched_stats(s, &st) == BATON_OK && st.dispatches)
+			xwakes_per_hop = (double)st.cross_wakes / (double)st.dispatches;
+		if (getenv("RING_STATS")) fprintf(stderr, "dispatches %lu handoffs %lu xwakes %lu steals %lu fair %lu\n", (unsigned long)st.dispatches, (unsigned long)st.handoffs, (unsigned long)st.cross_wakes, (unsigned long)st.steals, (unsigned long)st.fair_turns);
 	}
 	baton_sched_destroy(s);
 	for (long i = 0; i < c; i++)
@@ -171,6 +180,12 @@ static void report(const char *impl, const double *samples, double rss_per)
 	       impl, rss_per);
 	rc_params(stdout, &opts);
 	printf(",\"runs\":1,\"min\":%.1f,\"max\":%.1f}\n", rss_per, rss_per);
+	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
+	       "\"metric\":\"cross_wakes_per_hop\",\"value\":%.6f,\"unit\":\"wake-ups\",",
+	       impl, xwakes_per_hop);
+	rc_params(stdout, &opts);
+	printf(",\"runs\":1,\"min\":%.6f,\"max\":%.6f}\n", xwakes_per_hop,
+	       xwakes_per_hop);
 	fflush(stdout);
 	free(sorted);
 }
@@ -188,6 +203,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < argc && nrest < 63; i++) {
 		if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc)
 			impl_arg = argv[++i];
+		else if (strcmp(argv[i], "--stack-kib") == 0 && i + 1 < argc)
+			stack_size = (size_t)strtoul(argv[++i], NULL, 10) * 1024;
 		else
 			rest[nrest++] = argv[i];
 	}

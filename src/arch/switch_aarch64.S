@@ -78,6 +78,63 @@ baton_arch_switch_out:
 	.size	baton_arch_switch, .-baton_arch_switch
 
 /*
+ * int baton_arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                           void *value, void **out);
+ *
+ * baton_arch_switch_out ending in `ret` instead of `br x30`, for the
+ * scheduler's task-to-task hand-off, where both contexts usually stopped at
+ * the same call sites and the return-address predictor's stack is right
+ * (see switch_x86_64.S). Same frame: either entry resumes the other's.
+ */
+	.globl	baton_arch_switch_ret
+	.hidden	baton_arch_switch_ret
+	.type	baton_arch_switch_ret, %function
+	.p2align 4
+baton_arch_switch_ret:
+	.cfi_startproc
+	sub	sp, sp, #176
+	stp	x19, x20, [sp, #0]
+	stp	x21, x22, [sp, #16]
+	stp	x23, x24, [sp, #32]
+	stp	x25, x26, [sp, #48]
+	stp	x27, x28, [sp, #64]
+	stp	x29, x30, [sp, #80]
+	stp	d8, d9, [sp, #96]
+	stp	d10, d11, [sp, #112]
+	stp	d12, d13, [sp, #128]
+	stp	d14, d15, [sp, #144]
+	mrs	x9, fpcr
+	stp	x9, x3, [sp, #160]	/* fpcr, out */
+	mov	x10, sp
+	str	x10, [x0]		/* from->sp */
+	ldr	x10, [x1]
+	mov	sp, x10			/* to->sp: from here on we are `to` */
+	ldr	x11, [sp, #160]
+	cmp	x11, x9
+	b.ne	1f
+0:	ldp	x19, x20, [sp, #0]
+	ldp	x21, x22, [sp, #16]
+	ldp	x23, x24, [sp, #32]
+	ldp	x25, x26, [sp, #48]
+	ldp	x27, x28, [sp, #64]
+	ldp	x29, x30, [sp, #80]
+	ldp	d8, d9, [sp, #96]
+	ldp	d10, d11, [sp, #112]
+	ldp	d12, d13, [sp, #128]
+	ldp	d14, d15, [sp, #144]
+	ldr	x3, [sp, #168]		/* out */
+	add	sp, sp, #176
+	mov	x0, x2
+	cbz	x3, 2f
+	str	x0, [x3]
+	mov	x0, #0
+2:	ret
+1:	msr	fpcr, x11
+	b	0b
+	.cfi_endproc
+	.size	baton_arch_switch_ret, .-baton_arch_switch_ret
+
+/*
  * First code of a new context: baton_arch_make() puts its address in the
  * saved x30 and the entry function in x19; the first switch left the value
  * in x0. x29 is zero, which ends frame-pointer unwinding, and the CFI marks
