@@ -12,6 +12,13 @@
  * what an idle worker sleeps on. Idle workers ask busy ones for work, and the
  * busy worker hands half of its runnable tasks over at its next dispatch.
  *
+ * A task that blocks or yields switches straight to the next runnable task
+ * of its worker: one context switch per hand-off. A task woken by a task of
+ * its worker runs next, before the queue (at most BATON_SCHED_RUNNEXT_MAX
+ * times in a row, then the queue's oldest task gets its turn); a task woken
+ * from another worker moves to the waker's worker when it can, so tasks
+ * that talk to each other end up on one worker.
+ *
  *     static void hello(void *arg)
  *     {
  *         printf("task %ld\n", (long)arg);

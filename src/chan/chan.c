@@ -9,6 +9,7 @@
  * waiter live in the task's heap block, never on a coroutine stack.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "chan_internal.h"
 
@@ -18,9 +19,9 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 
 	if (out == NULL || capacity > BATON_CHAN_MAX_CAPACITY)
 		return BATON_EINVAL;
-	ch = calloc(1, sizeof(*ch));
-	if (ch == NULL)
+	if (posix_memalign((void **)&ch, BATON_CACHELINE, sizeof(*ch)) != 0)
 		return BATON_ENOMEM;
+	memset(ch, 0, sizeof(*ch));
 	if (capacity) {
 		ch->buf = malloc(capacity * sizeof(*ch->buf));
 		if (ch->buf == NULL) {

@@ -12,13 +12,17 @@
 
 #include "../sched/sched_internal.h"
 
+/* What a hand-off touches (the lock, both wait queues, the length and the
+ * closed flag) fits in the first cache line; channels are allocated on a
+ * line of their own, so two channels never share one. */
 struct baton_chan {
 	baton_spinlock_t lock;
 	bool closed;
-	size_t cap, len, head; /* ring buffer of cap messages */
-	void **buf;
+	size_t len;			/* messages in buf */
 	struct baton_waitq sendq, recvq;
-};
+	size_t cap, head;		/* ring buffer of cap messages */
+	void **buf;
+} __attribute__((aligned(BATON_CACHELINE)));
 
 /* Outcome of one non-blocking step. */
 enum {
