@@ -6,3 +6,10 @@
 foreach(_t test_sched test_sched_timer test_chan test_select test_stress_sched test_handoff)
   baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
 endforeach()
+
+# A million tasks in rings, in each model (bounded by its own watchdog).
+# Native builds only: under a sanitizer the shadow memory of a million
+# stacks would not fit, and under qemu it would take too long.
+if(NOT BATON_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
+  baton_add_test(test_ring_million TIMEOUT 400)
+endif()

@@ -9,9 +9,14 @@
  *   --impl 1t-stackful | 1t-copystack   one worker (the calling thread)
  *          mt-stackful | mt-copystack   one worker per online CPU
  *
+ *   --stack-kib K   stack size of stackful tasks (default 16, the minimum)
+ *
  * Timing starts when every task has reached its first receive and the
  * starter task hands each ring's leader its start token, and ends when
  * baton_sched_run() returns (every task finished). Creation is not timed.
+ * Besides the two lines of docs/bench-format.md it prints a third,
+ * cross_wakes_per_hop: wake-ups that had to go to another worker's inbox,
+ * per hop, in the last run (baton_sched_stats).
  */
 #include "peers/ring_common.h"
 
@@ -146,7 +151,6 @@ static double run_once(const char *impl, unsigned workers,
 
 		if (baton_sched_stats(s, &st) == BATON_OK && st.dispatches)
 			xwakes_per_hop = (double)st.cross_wakes / (double)st.dispatches;
-		if (getenv("RING_STATS")) fprintf(stderr, "dispatches %lu handoffs %lu xwakes %lu steals %lu fair %lu\n", (unsigned long)st.dispatches, (unsigned long)st.handoffs, (unsigned long)st.cross_wakes, (unsigned long)st.steals, (unsigned long)st.fair_turns);
 	}
 	baton_sched_destroy(s);
 	for (long i = 0; i < c; i++)

@@ -101,11 +101,45 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 	return r; /* wait_result is BATON_OK from baton_wait_one */
 }
 
-int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
+/* The general steps, out of line so that the hop's paths above them need
+ * no wake list on the stack. Called with ch->lock held. */
+static __attribute__((noinline)) int send_general(struct baton_chan *ch,
+						  struct baton_task *t,
+						  void *value, int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	int rc = baton_chan_try_send_locked(ch, value, &wl);
+
+	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
+		baton_spin_unlock(&ch->lock);
+		baton_wakelist_run(&wl);
+		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
+	}
+	return baton_wait_one(t, &ch->sendq, &ch->lock, 0, value, NULL, timeout_ns);
+}
+
+static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
+						  struct baton_task *t,
+						  void **value, int64_t timeout_ns)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	void *v = NULL;
+	int rc = baton_chan_try_recv_locked(ch, &v, &wl);
+
+	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
+		return baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
+	baton_spin_unlock(&ch->lock);
+	baton_wakelist_run(&wl);
+	if (rc == BATON_CHAN_BLOCK)
+		return BATON_EAGAIN;
+	if (rc == BATON_OK && value)
+		*value = v;
+	return rc;
+}
+
+int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
+{
 	struct baton_task *t, *r;
-	int rc;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
@@ -119,21 +153,12 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 		baton_task_ready(r);
 		return BATON_OK;
 	}
-	rc = baton_chan_try_send_locked(ch, value, &wl);
-	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
-		baton_spin_unlock(&ch->lock);
-		baton_wakelist_run(&wl);
-		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
-	}
-	return baton_wait_one(t, &ch->sendq, &ch->lock, 0, value, NULL, timeout_ns);
+	return send_general(ch, t, value, timeout_ns);
 }
 
 int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 {
-	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *t;
-	void *v = NULL;
-	int rc;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
@@ -141,23 +166,13 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&ch->lock);
-	/* The hop's case: nothing to take, so wait (the general step below
-	 * would find the same, after more tests). */
+	/* The hop's case: nothing to take, so wait (the general step would
+	 * find the same, after more tests). The message lands in *value only
+	 * on success. */
 	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
 			 timeout_ns != 0))
-		rc = baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, &v, timeout_ns);
-	else if ((rc = baton_chan_try_recv_locked(ch, &v, &wl)) == BATON_CHAN_BLOCK &&
-		 timeout_ns != 0) {
-		rc = baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, &v, timeout_ns);
-	} else {
-		baton_spin_unlock(&ch->lock);
-		baton_wakelist_run(&wl);
-		if (rc == BATON_CHAN_BLOCK)
-			rc = BATON_EAGAIN;
-	}
-	if (rc == BATON_OK && value)
-		*value = v;
-	return rc;
+		return baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
+	return recv_general(ch, t, value, timeout_ns);
 }
 
 int baton_chan_close(baton_chan_t *ch)
