@@ -40,8 +40,8 @@ static inline void harness_watchdog(unsigned seconds)
 	alarm(seconds);
 }
 
-static struct baton_coro_attr harness_stackful = { BATON_CORO_STACKFUL, 0, "stackful" };
-static struct baton_coro_attr harness_copystack = { BATON_CORO_COPYSTACK, 0, "copystack" };
+static struct baton_coro_attr harness_stackful = { BATON_CORO_STACKFUL, 0, "stackful", 0 };
+static struct baton_coro_attr harness_copystack = { BATON_CORO_COPYSTACK, 0, "copystack", 0 };
 
 /* A cmocka test run once per model: the state is the attr to create with. */
 #define MODEL_TESTS(fn) \

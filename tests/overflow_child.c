@@ -3,7 +3,13 @@
  * without cmocka's signal handlers, so the parent sees exactly what a user
  * program would: our report and SIGABRT, or the default SIGSEGV action.
  *
- *   overflow_child stackful|copystack|null
+ *   overflow_child stackful|copystack|null|canary|fallback
+ *
+ * canary: a stackful coroutine with BATON_CORO_STACK_CANARY overflows by
+ * about 2 KiB (into the slack page below its stack), then yields: the
+ * switch finds the canary overwritten. fallback: the same with default
+ * attributes, after the parent set BATON_STACK_GUARD_BUDGET=1 and one
+ * guarded stack was taken, so this one is a canary stack.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +29,37 @@ __attribute__((noinline)) static long recurse(long n)
 	return sink;
 }
 
+/* Recurse in frames of ~0.5 KiB until `reach` bytes below `start`, then
+ * yield from the deepest one. */
+static char *dive_start;
+
+__attribute__((noinline)) static long dive(size_t reach)
+{
+	volatile char frame[512];
+
+	/* Every byte: a canary is found only if the overflow writes it. */
+	for (size_t i = 0; i < sizeof(frame); i++)
+		frame[i] = (char)i;
+	if ((size_t)(dive_start - (char *)frame) < reach)
+		sink += dive(reach);
+	else
+		baton_coro_yield(NULL, NULL);
+	return frame[0] + frame[511];
+}
+
+static void *overflow_then_yield(void *arg, void *in)
+{
+	volatile char here = 0;
+
+	(void)arg; (void)in;
+	/* From here to the bottom of a 32 KiB stack: 32 KiB plus what the
+	 * top page leaves below the control block (about 3.6 KiB). Reaching
+	 * 39,000 bytes down overflows by about 2.5 KiB: past the canary, well
+	 * inside the slack page below the stack. */
+	dive_start = (char *)&here;
+	return (void *)dive(39000);
+}
+
 static void *overflow(void *arg, void *in)
 {
 	(void)arg; (void)in;
@@ -38,15 +75,29 @@ static void *null_deref(void *arg, void *in)
 
 int main(int argc, char **argv)
 {
-	struct baton_coro_attr attr = { BATON_CORO_STACKFUL, 32 * 1024, "deep-diver" };
+	struct baton_coro_attr attr = { BATON_CORO_STACKFUL, 32 * 1024, "deep-diver", 0 };
 	baton_coro_fn fn = overflow;
 	baton_coro_t *co;
 	int rc;
 
 	alarm(20);
 	if (argc != 2) {
-		fprintf(stderr, "usage: overflow_child stackful|copystack|null\n");
+		fprintf(stderr, "usage: overflow_child stackful|copystack|null|canary|fallback\n");
 		return 2;
+	}
+	if (strcmp(argv[1], "canary") == 0 || strcmp(argv[1], "fallback") == 0) {
+		baton_coro_t *first = NULL;
+
+		fn = overflow_then_yield;
+		if (strcmp(argv[1], "canary") == 0) {
+			attr.flags = BATON_CORO_STACK_CANARY;
+			attr.name = "canary-diver";
+		} else {
+			attr.name = "fallback-diver";
+			/* Takes the one guarded stack the budget allows. */
+			if (baton_coro_create(&first, NULL, overflow, NULL) != BATON_OK)
+				return 3;
+		}
 	}
 	if (strcmp(argv[1], "copystack") == 0) {
 		attr.model = BATON_CORO_COPYSTACK;

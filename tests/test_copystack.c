@@ -13,7 +13,7 @@
 #define BATON_TEST_DEBUG 0
 #endif
 
-static const struct baton_coro_attr copystack = { BATON_CORO_COPYSTACK, 0, "cs" };
+static const struct baton_coro_attr copystack = { BATON_CORO_COPYSTACK, 0, "cs", 0 };
 
 static unsigned char pattern(long id, int depth, int i)
 {

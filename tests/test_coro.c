@@ -141,7 +141,7 @@ static void bad_arguments(void **state)
 
 static void stack_size_limits(void **state)
 {
-	struct baton_coro_attr attr = { BATON_CORO_STACKFUL, BATON_CORO_STACK_MIN - 1, NULL };
+	struct baton_coro_attr attr = { BATON_CORO_STACKFUL, BATON_CORO_STACK_MIN - 1, NULL, 0 };
 	baton_coro_t *co;
 
 	(void)state;

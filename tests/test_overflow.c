@@ -65,6 +65,24 @@ static void copystack_overflow_is_reported(void **state)
 			  "stack size ");
 }
 
+static void canary_overflow_is_reported(void **state)
+{
+	(void)state;
+	expect_abort_with("canary", "stack overflow in stackful coroutine 'canary-diver'",
+			  "canary at the bottom of its stack overwritten");
+}
+
+/* Past the guard-page budget, a default stackful coroutine gets a canary
+ * and its overflow is still reported by name. */
+static void fallback_overflow_is_reported(void **state)
+{
+	(void)state;
+	setenv("BATON_STACK_GUARD_BUDGET", "1", 1);
+	expect_abort_with("fallback", "stack overflow in stackful coroutine 'fallback-diver'",
+			  "canary at the bottom of its stack overwritten");
+	unsetenv("BATON_STACK_GUARD_BUDGET");
+}
+
 static void other_faults_keep_default_action(void **state)
 {
 	int status;
@@ -82,6 +100,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stackful_overflow_is_reported),
 		cmocka_unit_test(copystack_overflow_is_reported),
+		cmocka_unit_test(canary_overflow_is_reported),
+		cmocka_unit_test(fallback_overflow_is_reported),
 		cmocka_unit_test(other_faults_keep_default_action),
 	};
 

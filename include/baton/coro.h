@@ -26,11 +26,21 @@
  *
  * Two models share this one type (choose with baton_coro_attr.model):
  *
- *  - BATON_CORO_STACKFUL: the coroutine owns a stack from mmap with a guard
- *    page below it, committed page by page as it is touched and recycled
- *    through a per-thread pool. A switch saves a few registers; nothing is
- *    copied. A stack overflow hits the guard page and is reported on stderr
- *    (coroutine name, stack size) before the process aborts.
+ *  - BATON_CORO_STACKFUL: the coroutine owns a stack, committed page by
+ *    page as it is touched, carved from large mappings shared by many
+ *    stacks and recycled through a per-thread pool. A switch saves a few
+ *    registers; nothing is copied. Below the stack lies a guard page: an
+ *    overflow hits it and is reported on stderr (coroutine name, stack
+ *    size) before the process aborts. Each guard page costs the process two
+ *    of the kernel's mappings (vm.max_map_count, 65530 by default), so
+ *    guard pages are used while the stacks' mappings stay within three
+ *    quarters of that limit (about 24,500 stacks by default); stacks made
+ *    beyond it, and stacks created with BATON_CORO_STACK_CANARY, have a
+ *    canary word at their bottom instead, checked at every switch away
+ *    from the coroutine, and an overflow is reported by name when it is
+ *    found. So the number of live stackful coroutines is bounded by memory,
+ *    not by the mapping limit: a million idle ones with 64 KiB stacks cost
+ *    about one page of resident memory each.
  *
  *  - BATON_CORO_COPYSTACK ("stackswap"): all copy-stack coroutines of a
  *    thread run on one shared stack. When another copy-stack coroutine needs
@@ -96,18 +106,29 @@ enum baton_coro_status {
 #define BATON_CORO_STACK_MIN (16u * 1024u)
 #define BATON_CORO_STACK_MAX (1024u * 1024u * 1024u)
 
+/* Flags of baton_coro_attr.flags. */
+/* Stackful: protect the stack with a canary word at its bottom, checked at
+ * every switch away from the coroutine, instead of a guard page. An
+ * overflow is reported after the fact (by name, then abort), once the
+ * coroutine switches away, and may first have overwritten up to a page
+ * below the stack and whatever lies below that; in exchange the stack costs
+ * no mapping of its own (see the model description above). */
+#define BATON_CORO_STACK_CANARY 2u
+#define BATON_CORO_FLAGS_KNOWN BATON_CORO_STACK_CANARY
+
 struct baton_coro_attr {
 	enum baton_coro_model model;
 	size_t stack_size; /* stackful only; 0 means BATON_CORO_STACK_DEFAULT */
 	const char *name;  /* for diagnostics; copied (truncated to 31 bytes) */
+	unsigned flags;	   /* BATON_CORO_* flags above; 0 for the defaults */
 };
 
-#define BATON_CORO_ATTR_INIT { BATON_CORO_STACKFUL, 0, NULL }
+#define BATON_CORO_ATTR_INIT { BATON_CORO_STACKFUL, 0, NULL, 0 }
 
 /* Create a suspended coroutine that will run fn(arg, in). `attr` may be NULL
  * for a stackful coroutine with the default stack.
- * Errors: BATON_EINVAL (NULL out or fn, unknown model), BATON_ESTACK (size
- * outside [STACK_MIN, STACK_MAX]), BATON_ENOMEM. */
+ * Errors: BATON_EINVAL (NULL out or fn, unknown model or flag),
+ * BATON_ESTACK (size outside [STACK_MIN, STACK_MAX]), BATON_ENOMEM. */
 BATON_API int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		      baton_coro_fn fn, void *arg);
 
@@ -149,8 +170,12 @@ BATON_API size_t baton_coro_stack_size(const baton_coro_t *co);
  * Errors: BATON_EBUSY (it is running or resuming another). */
 BATON_API int baton_coro_destroy(baton_coro_t *co);
 
-/* Drop the stacks this thread keeps for reuse (they are also released when
- * the thread exits). Returns the number of bytes unmapped. */
+/* Give the stacks this thread keeps for reuse back to the process's
+ * arenas (also done when the thread exits), then release the memory of
+ * every free stack of the process and unmap the arenas left empty. Freed
+ * stacks otherwise keep their pages while there are few of them (up to
+ * 8192), so that a burst of coroutines ending costs no system call. Returns
+ * the number of bytes released. */
 BATON_API size_t baton_coro_pool_trim(void);
 
 #ifdef __cplusplus

@@ -119,6 +119,7 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 						     : BATON_ERUNNING;
 	CHECK_LOCALADDR(in);
 	from = running(t);
+	baton_stack_canary_check(from);
 	if (out == NULL)
 		out = &from->discard;
 	co->resumer = from;
@@ -152,6 +153,7 @@ int baton_coro_yield(void *out, void **in)
 	if (BATON_UNLIKELY(co == NULL))
 		return BATON_ENOTCORO;
 	CHECK_LOCALADDR(out);
+	baton_stack_canary_check(co);
 	if (in == NULL)
 		in = &co->discard;
 	to = co->resumer;
@@ -177,6 +179,7 @@ void baton_coro_entry(void *value)
 	/* The function may have migrated to another thread while it ran:
 	 * the address of baton_tls computed before the call is stale. */
 	t = baton_thread_get_after_switch();
+	baton_stack_canary_check(co);
 	co->status = BATON_CORO_DEAD;
 	co->resumer->status = BATON_CORO_RUNNING;
 	/* Leaving S for a context off S: nobody needs our frames saved. (To a
@@ -219,20 +222,22 @@ static size_t control_block_size(void)
 }
 
 static int create_stackful(struct baton_thread *t, baton_coro_t **out,
-			   size_t size)
+			   size_t size, bool canary)
 {
 	size_t page = baton_stack_page();
+	size_t low = BATON_STACK_LOW_PAGES * page;
 	size_t usable = (size + page - 1) & ~(page - 1);
 	size_t map_size, color;
-	void *map;
+	struct baton_stack st;
 	struct baton_coro *co;
 	int rc;
 
-	/* The guard page comes on top of the usable size; the control block
-	 * shares the highest stack page (the first one any resume touches). */
-	map_size = page + usable +
+	/* The low pages (guard, or slack below the canary) come on top of
+	 * the usable size; the control block shares the highest stack page
+	 * (the first one any resume touches). */
+	map_size = low + usable +
 		   ((control_block_size() + 31 * 64 + page - 1) & ~(page - 1));
-	rc = baton_stack_take(t, map_size, &map);
+	rc = baton_stack_take(t, map_size, canary, &st);
 	if (rc != BATON_OK)
 		return rc;
 	/* Cache colouring: stacks are page-aligned, so without an offset every
@@ -242,15 +247,21 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	color = (t->next_color++ % 32u) * 64u;
 	/* A recycled stack still carries its last owner's redzones (ASan) and
 	 * memcheck's view of its dead frames. */
-	baton_sanitizer_unpoison((char *)map + page, map_size - page);
-	co = (struct baton_coro *)((char *)map + map_size - control_block_size() - color);
+	baton_sanitizer_unpoison((char *)st.map + low, map_size - low);
+	co = (struct baton_coro *)((char *)st.map + map_size - control_block_size() - color);
 	memset(co, 0, sizeof(*co));
 	co->model = BATON_CORO_STACKFUL;
-	co->map = map;
+	co->map = st.map;
 	co->map_size = map_size;
-	co->stack_lo = (char *)map + page;
+	co->arena = st.arena;
+	co->guarded = st.guarded;
+	co->canary = !st.guarded;
+	co->stack_lo = (char *)st.map + low;
 	co->stack_hi = (char *)co;
 	co->stack_size = usable;
+	/* Canary mode: the stack's lowest word must read zero. A fresh or
+	 * released slot reads zero; a recycled one was checked when its last
+	 * coroutine switched away, and only an overflow writes there. */
 	co->vg_stack = baton_sanitizer_stack_register(co->stack_lo, co->stack_hi);
 	*out = co;
 	return BATON_OK;
@@ -280,8 +291,9 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	if (attr == NULL)
 		attr = &defaults;
 	size = attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT;
-	if (attr->model != BATON_CORO_STACKFUL &&
-	    attr->model != BATON_CORO_COPYSTACK)
+	if ((attr->model != BATON_CORO_STACKFUL &&
+	     attr->model != BATON_CORO_COPYSTACK) ||
+	    (attr->flags & ~BATON_CORO_FLAGS_KNOWN))
 		return BATON_EINVAL;
 	if (attr->model == BATON_CORO_STACKFUL &&
 	    (size < BATON_CORO_STACK_MIN || size > BATON_CORO_STACK_MAX))
@@ -290,7 +302,8 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	t = baton_thread_get();
 	baton_stack_overflow_handler_install();
 	if (attr->model == BATON_CORO_STACKFUL)
-		rc = create_stackful(t, out, size);
+		rc = create_stackful(t, out, size,
+				     (attr->flags & BATON_CORO_STACK_CANARY) != 0);
 	else
 		rc = create_copystack(out);
 	if (rc != BATON_OK)
@@ -321,8 +334,12 @@ int baton_coro_destroy(baton_coro_t *co)
 		return BATON_OK;
 	}
 	baton_sanitizer_stack_deregister(co->vg_stack);
-	if (!baton_stack_give(t, co->map, co->map_size))
-		baton_stack_unmap(co->map, co->map_size);
+	{
+		struct baton_stack st = { co->map, co->map_size, co->arena,
+					  co->guarded };
+
+		baton_stack_give(t, &st);
+	}
 	return BATON_OK;
 }
 
@@ -382,6 +399,7 @@ int baton_coro_handoff(struct baton_coro *to)
 	struct baton_thread *t = baton_thread_get();
 	struct baton_coro *from = t->current;
 
+	baton_stack_canary_check(from);
 	to->resumer = from->resumer;
 	from->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
@@ -399,6 +417,7 @@ int baton_coro_handoff_exit(struct baton_coro *to)
 	struct baton_coro *from = t->current;
 	int rc;
 
+	baton_stack_canary_check(from);
 	to->resumer = from->resumer;
 	from->status = BATON_CORO_DEAD;
 	to->status = BATON_CORO_RUNNING;

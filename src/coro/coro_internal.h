@@ -5,7 +5,8 @@
  * Files behind include/baton/coro.h:
  *   coro.c       create / resume / yield / destroy, the hot paths
  *   thread.c     per-thread state: root context, alternate signal stack
- *   stack.c      mmap'd stacks with guard pages, the pool, overflow reports
+ *   stack.c      the per-thread stack pool, canaries, overflow reports
+ *   arena.c      stackful stacks carved from large mappings
  *   copystack.c  the shared stack of copy-stack coroutines and its copies
  */
 #ifndef BATON_SRC_CORO_INTERNAL_H
@@ -37,8 +38,11 @@ struct baton_coro {
 
 	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
 	size_t stack_size;	    /* stackful: usable size asked for, in pages */
-	void *map;		    /* stackful: the whole mapping */
+	bool guarded;		    /* stackful: a guard page below stack_lo */
+	bool canary;		    /* stackful: a canary at stack_lo instead */
+	void *map;		    /* stackful: the whole slot */
 	size_t map_size;
+	struct baton_arena *arena;  /* stackful: the arena of the slot */
 
 	/* copy-stack only */
 	uint64_t home;		    /* serial of the thread whose stack it uses */
@@ -117,14 +121,50 @@ static inline void *baton_coro_switch(struct baton_coro *from,
 	return value;
 }
 
+/* Below a stackful coroutine's stack: two guard pages (a frame larger than
+ * one page still faults), or, in canary mode, two pages of slack, so that
+ * an overflow found by its canary has room left for the switch that finds
+ * it. Address space only: these pages are never touched. */
+#define BATON_STACK_LOW_PAGES 2
+
+/* A stackful coroutine's stack: a slot of an arena. */
+struct baton_stack {
+	void *map;
+	size_t map_size;
+	struct baton_arena *arena;
+	bool guarded;
+};
+
+/* arena.c */
+int baton_arena_take(size_t slot_size, bool want_guard, void **map,
+		     struct baton_arena **arena, bool *guarded);
+void baton_arena_give(struct baton_arena *a, void *map);
+size_t baton_arena_trim(void);
+long baton_arena_guarded_live(void);
+
 /* stack.c */
 int baton_stack_map(size_t usable, size_t top_reserve, void **map,
 		    size_t *map_size);
 void baton_stack_unmap(void *map, size_t map_size);
-int baton_stack_take(struct baton_thread *t, size_t map_size, void **map);
-bool baton_stack_give(struct baton_thread *t, void *map, size_t map_size);
+int baton_stack_take(struct baton_thread *t, size_t map_size, bool canary,
+		     struct baton_stack *out);
+void baton_stack_give(struct baton_thread *t, const struct baton_stack *st);
 void baton_stack_overflow_handler_install(void);
 size_t baton_stack_page(void);
+__attribute__((noreturn, cold)) void baton_stack_canary_failed(const struct baton_coro *co);
+
+/* A canary-mode coroutine that is switching away: is its canary intact?
+ * One predictable branch for every other coroutine. The canary is the
+ * stack's lowest word, zero: nothing but an overflow writes there, and a
+ * page never written costs no resident memory (a written canary would cost
+ * a page per coroutine: 4 GiB for a million). An overflow that writes only
+ * zeros at that word goes unnoticed, as one that jumps over it would. */
+static inline void baton_stack_canary_check(const struct baton_coro *co)
+{
+	if (BATON_UNLIKELY(co->canary) &&
+	    BATON_UNLIKELY(*(const volatile uint64_t *)(const void *)co->stack_lo != 0))
+		baton_stack_canary_failed(co);
+}
 
 /* copystack.c */
 /* Get `to`'s frames onto the shared stack for a switch from `from`. Returns

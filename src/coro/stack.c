@@ -1,30 +1,36 @@
 /*
- * Stacks for stackful coroutines (and the shared and copier stacks of
- * copy-stack ones): anonymous mappings with a PROT_NONE guard page at the
- * low end, committed lazily by the kernel, recycled through a small
- * per-thread pool, and a SIGSEGV handler that turns a hit on a guard page
- * into a report naming the coroutine before aborting.
+ * Stacks for stackful coroutines and the stacks of copy-stack coroutines'
+ * shared and copier contexts; the per-thread pool; overflow reports.
  *
- * Each guard page splits a mapping in two, and the kernel caps mappings per
- * process (vm.max_map_count, 65530 by default): roughly 30,000 live
- * stackful coroutines per process unless that limit is raised. Copy-stack
- * coroutines have no mapping of their own and no such limit.
+ * A stackful coroutine's stack is a slot of an arena (arena.c): guarded by
+ * a PROT_NONE page while the mapping budget allows, else protected by a
+ * canary word checked at every switch. Freed stacks go to a small pool of
+ * the freeing thread first (no lock), then back to their arena. The shared
+ * and copier stacks (one each per thread) are mappings of their own.
+ *
+ * A hit on a guard page is reported from a SIGSEGV handler that names the
+ * coroutine before aborting; a canary found overwritten is reported the same
+ * way by the switch that finds it.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "coro_internal.h"
 
-/* Stacks a thread keeps for reuse; past this, freed stacks are unmapped. */
+/* Stacks a thread keeps for reuse; past this, freed stacks go back to
+ * their arena. */
 #define POOL_MAX 256
 
+/* A pooled stack's record sits at the top of its slot, where the control
+ * block was. */
 struct baton_pooled_stack {
 	struct baton_pooled_stack *next;
-	size_t map_size;
+	struct baton_stack stack;
 };
 
 size_t baton_stack_page(void)
@@ -69,58 +75,59 @@ void baton_stack_unmap(void *map, size_t map_size)
 	munmap(map, map_size);
 }
 
-int baton_stack_take(struct baton_thread *t, size_t map_size, void **map)
+static struct baton_pooled_stack *record_of(const struct baton_stack *st)
+{
+	return (struct baton_pooled_stack *)((char *)st->map + st->map_size -
+					     sizeof(struct baton_pooled_stack));
+}
+
+int baton_stack_take(struct baton_thread *t, size_t map_size, bool canary,
+		     struct baton_stack *out)
 {
 	struct baton_pooled_stack **pp = &t->pool, *s;
-	size_t got;
-	int rc;
 
 	for (s = *pp; s; pp = &s->next, s = s->next) {
-		if (s->map_size == map_size) {
+		if (s->stack.map_size == map_size && s->stack.guarded == !canary) {
 			*pp = s->next;
 			t->pool_count--;
-			*map = (char *)s - (map_size - sizeof(*s));
+			*out = s->stack;
 			return BATON_OK;
 		}
 	}
-	rc = baton_stack_map(map_size - baton_stack_page(), 0, map, &got);
-	if (rc != BATON_OK)
-		return rc;
-	(void)got;
-	return BATON_OK;
+	out->map_size = map_size;
+	return baton_arena_take(map_size, !canary, &out->map, &out->arena,
+				&out->guarded);
 }
 
-/* Keep a freed stack for reuse; false if the pool is full. The record sits
- * at the top of the mapping, where the control block was. */
-bool baton_stack_give(struct baton_thread *t, void *map, size_t map_size)
+void baton_stack_give(struct baton_thread *t, const struct baton_stack *st)
 {
 	struct baton_pooled_stack *s;
 
-	if (t->pool_count >= POOL_MAX)
-		return false;
-	s = (struct baton_pooled_stack *)((char *)map + map_size - sizeof(*s));
-	s->map_size = map_size;
+	if (t->pool_count >= POOL_MAX) {
+		baton_arena_give(st->arena, st->map);
+		return;
+	}
+	s = record_of(st);
+	s->stack = *st;
 	s->next = t->pool;
 	t->pool = s;
 	t->pool_count++;
-	return true;
 }
 
 size_t baton_coro_pool_trim(void)
 {
 	struct baton_thread *t = baton_thread_get();
 	struct baton_pooled_stack *s, *next;
-	size_t freed = 0;
 
 	for (s = t->pool; s; s = next) {
+		struct baton_stack st = s->stack;
+
 		next = s->next;
-		freed += s->map_size;
-		baton_stack_unmap((char *)s - (s->map_size - sizeof(*s)),
-				  s->map_size);
+		baton_arena_give(st.arena, st.map);
 	}
 	t->pool = NULL;
 	t->pool_count = 0;
-	return freed;
+	return baton_arena_trim();
 }
 
 /*
@@ -161,7 +168,7 @@ static void put_num(struct line *l, uintptr_t v, unsigned base)
 }
 
 static void report_overflow(const struct baton_coro *co, const void *addr,
-			    size_t stack_size, const char *model)
+			    size_t stack_size, const char *model, const char *how)
 {
 	struct line l = { .len = 0 };
 
@@ -173,17 +180,44 @@ static void report_overflow(const struct baton_coro *co, const void *addr,
 	put_num(&l, (uintptr_t)co, 16);
 	put_str(&l, "): stack size ");
 	put_num(&l, stack_size, 10);
-	put_str(&l, " bytes, fault at ");
+	put_str(&l, " bytes, ");
+	put_str(&l, how);
+	put_str(&l, " (");
 	put_num(&l, (uintptr_t)addr, 16);
-	put_str(&l, " in its guard page; aborting\n");
+	put_str(&l, "); aborting\n");
 	(void)!write(STDERR_FILENO, l.buf, l.len);
+}
+
+static void canary_report(void *arg)
+{
+	const struct baton_coro *co = arg;
+
+	report_overflow(co, co->stack_lo, co->stack_size, "stackful",
+			"canary at the bottom of its stack overwritten");
+	abort();
+}
+
+/* The overflowed stack has at most its slack page left, too little for a
+ * report and abort(): move to the thread's alternate signal stack (or, if
+ * the program installed its own, a static one) first. */
+void baton_stack_canary_failed(const struct baton_coro *co)
+{
+	static char spare[16384] __attribute__((aligned(64)));
+	static __thread baton_arch_ctx_t left, report;
+	struct baton_thread *t = &baton_tls;
+	char *lo = t->altstack ? t->altstack : spare;
+	char *hi = lo + (t->altstack ? t->altstack_size : sizeof(spare));
+
+	baton_arch_make(&report, lo, hi, canary_report);
+	baton_arch_switch(&left, &report, (void *)co);
+	abort(); /* not reached */
 }
 
 /* Which guard page, if any, `addr` hit: the running coroutine's own, or the
  * shared stack's when a copy-stack coroutine is running. */
-static bool in_guard(const char *addr, const char *lo)
+static bool in_guard(const char *addr, const char *lo, size_t pages)
 {
-	return lo && addr >= lo - baton_stack_page() && addr < lo;
+	return lo && addr >= lo - pages * baton_stack_page() && addr < lo;
 }
 
 static void on_segv(int sig, siginfo_t *si, void *uctx)
@@ -192,15 +226,16 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	const struct baton_coro *co = t->ready ? t->current : NULL;
 	const char *addr = si->si_addr;
 
-	if (co && co->model == BATON_CORO_STACKFUL && in_guard(addr, co->stack_lo)) {
-		report_overflow(co, addr, co->stack_size,
-				"stackful");
+	if (co && co->model == BATON_CORO_STACKFUL && co->guarded &&
+	    in_guard(addr, co->stack_lo, BATON_STACK_LOW_PAGES)) {
+		report_overflow(co, addr, co->stack_size, "stackful",
+				"fault in its guard page");
 		abort();
 	}
 	if (co && co->model == BATON_CORO_COPYSTACK &&
-	    in_guard(addr, t->shared.lo)) {
+	    in_guard(addr, t->shared.lo, 1)) {
 		report_overflow(co, addr, (size_t)(t->shared.hi - t->shared.lo),
-				"copy-stack");
+				"copy-stack", "fault in its guard page");
 		abort();
 	}
 	/* Not ours: behave as if we had never been installed. */
