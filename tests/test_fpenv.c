@@ -135,9 +135,154 @@ static void x87_control_word_stays_with_its_coroutine(void **state)
 }
 #endif
 
+/* --- BATON_CORO_SHARED_FPENV ------------------------------------------------
+ * A shared coroutine inherits the state of whoever switched to it; an
+ * own-state coroutine keeps its own whatever shared ones are in between.
+ * On the ucontext backend swapcontext saves every context's state, so the
+ * flag is accepted and a shared coroutine keeps its own state (a program
+ * that keeps the flag's rules cannot tell); only the promises that hold
+ * there are checked then. */
+#ifndef BATON_TEST_UCONTEXT
+#define BATON_TEST_UCONTEXT 0
+#endif
+#define INHERITS(got, want) do { if (!BATON_TEST_UCONTEXT) assert_int_equal(got, want); } while (0)
+
+static struct baton_coro_attr shared_attr(void **state)
+{
+	struct baton_coro_attr a = *ATTR(state);
+
+	a.flags |= BATON_CORO_SHARED_FPENV;
+	return a;
+}
+
+static void *report_each_resume(void *arg, void *in)
+{
+	int *seen = arg;
+
+	(void)in;
+	for (int i = 0;; i++) {
+		seen[i] = fegetround();
+		baton_coro_yield(NULL, NULL);
+	}
+	return NULL;
+}
+
+static void shared_coroutine_inherits_resumer_state(void **state)
+{
+	struct baton_coro_attr a = shared_attr(state);
+	baton_coro_t *s;
+	int seen[2] = { -1, -1 };
+
+	assert_int_equal(baton_coro_create(&s, &a, report_each_resume, seen), BATON_OK);
+	fesetround(FE_UPWARD);
+	assert_int_equal(baton_coro_resume(s, NULL, NULL), BATON_OK);
+	fesetround(FE_DOWNWARD);
+	assert_int_equal(baton_coro_resume(s, NULL, NULL), BATON_OK);
+	INHERITS(seen[0], FE_UPWARD);
+	INHERITS(seen[1], FE_DOWNWARD);
+	assert_int_equal(fegetround(), FE_DOWNWARD); /* ours, intact */
+	fesetround(FE_TONEAREST);
+	baton_coro_destroy(s);
+}
+
+/* C (own) sets FE_UPWARD and yields; the thread (own, FE_TONEAREST)
+ * resumes a shared S, which resumes C: C must find FE_UPWARD, S and the
+ * thread must see the thread's mode afterwards. (A rule that skipped the FP
+ * work whenever either side is shared would hand C the thread's mode.) */
+static baton_coro_t *own_c;
+
+static void *own_upward(void *arg, void *in)
+{
+	int *seen = arg;
+
+	(void)in;
+	fesetround(FE_UPWARD);
+	baton_coro_yield(NULL, NULL);
+	seen[0] = fegetround();
+	baton_coro_yield(NULL, NULL);
+	return NULL;
+}
+
+static void *shared_resumes_own(void *arg, void *in)
+{
+	int *seen = arg;
+
+	(void)in;
+	seen[1] = fegetround();
+	baton_coro_resume(own_c, NULL, NULL);
+	seen[2] = fegetround(); /* C yielded to us: its mode is ours now */
+	return NULL;
+}
+
+static void own_state_survives_shared_resumer(void **state)
+{
+	struct baton_coro_attr a = shared_attr(state);
+	int seen[3] = { -1, -1, -1 };
+	baton_coro_t *s;
+
+	assert_int_equal(baton_coro_create(&own_c, ATTR(state), own_upward, seen), BATON_OK);
+	assert_int_equal(baton_coro_resume(own_c, NULL, NULL), BATON_OK);
+	assert_int_equal(fegetround(), FE_TONEAREST);
+	assert_int_equal(baton_coro_create(&s, &a, shared_resumes_own, seen), BATON_OK);
+	assert_int_equal(baton_coro_resume(s, NULL, NULL), BATON_OK);
+	assert_int_equal(seen[0], FE_UPWARD);	  /* C kept its own */
+	INHERITS(seen[1], FE_TONEAREST);  /* S inherited ours */
+	INHERITS(seen[2], FE_UPWARD);	  /* S then inherited C's */
+	assert_int_equal(fegetround(), FE_TONEAREST); /* ours restored */
+	baton_coro_destroy(s);
+	baton_coro_destroy(own_c);
+}
+
+/* The thread's own context declared shared: round trips with a shared
+ * coroutine do no FP work, and the state stays what it was. */
+static void thread_shared_round_trips(void **state)
+{
+	struct baton_coro_attr a = shared_attr(state);
+	int seen[4] = { -1, -1, -1, -1 };
+	baton_coro_t *s;
+
+	assert_int_equal(baton_coro_thread_share_fpenv(1), BATON_OK);
+	assert_int_equal(baton_coro_create(&s, &a, report_each_resume, seen), BATON_OK);
+	fesetround(FE_UPWARD);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(baton_coro_resume(s, NULL, NULL), BATON_OK);
+		assert_int_equal(fegetround(), FE_UPWARD);
+	}
+	for (int i = 0; i < 4; i++)
+		INHERITS(seen[i], FE_UPWARD);
+	fesetround(FE_TONEAREST);
+	assert_int_equal(baton_coro_thread_share_fpenv(0), BATON_OK);
+	baton_coro_destroy(s);
+}
+
+static void *try_share_inside(void *arg, void *in)
+{
+	(void)in;
+	*(int *)arg = baton_coro_thread_share_fpenv(1);
+	return NULL;
+}
+
+static void shared_flag_errors(void **state)
+{
+	struct baton_coro_attr a = *ATTR(state);
+	baton_coro_t *co;
+	int rc = 0;
+
+	a.flags = 0x80u; /* unknown */
+	assert_int_equal(baton_coro_create(&co, &a, report_mode, NULL), BATON_EINVAL);
+	assert_int_equal(baton_coro_create(&co, ATTR(state), try_share_inside, &rc), BATON_OK);
+	assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
+	assert_int_equal(rc, BATON_EBUSY);
+	baton_coro_destroy(co);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		MODEL_TESTS(shared_coroutine_inherits_resumer_state),
+		MODEL_TESTS(own_state_survives_shared_resumer),
+		MODEL_TESTS(thread_shared_round_trips),
+		MODEL_TESTS(shared_flag_errors),
 		MODEL_TESTS(rounding_mode_stays_with_its_coroutine),
 		MODEL_TESTS(new_coroutine_inherits_creator_mode),
 #if defined(__x86_64__)

@@ -5,13 +5,17 @@
  * ns per resume (a resume and the yield back).
  *
  *   counters-baton --model stackful|copystack [--counters N] [--resumes M]
- *                  [--runs R] [--stack-kib K]
+ *                  [--runs R] [--stack-kib K] [--shared-fpenv]
  *   counters-baton --rss stackful|copystack [--counters N] [--stack-kib K]
  *
  * --rss measures resident memory per coroutine instead: N coroutines are
  * created and each resumed once (so each has touched its stack), and the
  * growth of the process's RSS is divided by N. Defaults: 20000 stackful
  * coroutines with 64 KiB stacks, or 1,000,000 copy-stack coroutines.
+ *
+ * --shared-fpenv creates the counters with BATON_CORO_SHARED_FPENV and
+ * declares the thread's own context shared too (impl "baton-...-nofp"):
+ * resume and yield then do no FP control-state work.
  *
  * Built twice: counters-baton (assembly switch) and counters-baton-ucontext
  * (the same code on the ucontext backend, impl "baton-ucontext").
@@ -80,7 +84,7 @@ static long rss_bytes(void)
 
 static int measure_rss(enum baton_coro_model model, long n, long stack_kib, int n_given)
 {
-	struct baton_coro_attr attr = { model, (size_t)stack_kib * 1024, NULL };
+	struct baton_coro_attr attr = { model, (size_t)stack_kib * 1024, NULL, 0 };
 	const char *impl = model == BATON_CORO_STACKFUL ? IMPL_PREFIX "-stackful"
 							: IMPL_PREFIX "-copystack";
 	struct counter *c;
@@ -123,7 +127,7 @@ static int parse_model(const char *s, enum baton_coro_model *m)
 int main(int argc, char **argv)
 {
 	enum baton_coro_model model = BATON_CORO_STACKFUL;
-	int rss = 0, n_given = 0;
+	int rss = 0, n_given = 0, shared_fp = 0;
 	struct pc_opts o;
 	char *rest[16];
 	int nrest = 0;
@@ -136,6 +140,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "counters-baton: model must be stackful or copystack\n");
 				return 2;
 			}
+		} else if (strcmp(argv[i], "--shared-fpenv") == 0) {
+			shared_fp = 1;
 		} else if (nrest < 16) {
 			n_given |= strcmp(argv[i], "--counters") == 0;
 			rest[nrest++] = argv[i];
@@ -146,7 +152,8 @@ int main(int argc, char **argv)
 		return measure_rss(model, o.counters, o.stack_kib, n_given);
 
 	{
-		struct baton_coro_attr attr = { model, (size_t)o.stack_kib * 1024, NULL };
+		struct baton_coro_attr attr = { model, (size_t)o.stack_kib * 1024, NULL,
+						shared_fp ? BATON_CORO_SHARED_FPENV : 0 };
 		struct counter *c = calloc((size_t)o.counters, sizeof(*c));
 		double *samples = calloc((size_t)o.runs, sizeof(double));
 		baton_coro_t **co;
@@ -156,6 +163,8 @@ int main(int argc, char **argv)
 		if (c == NULL || samples == NULL)
 			die("calloc", BATON_ENOMEM);
 		co = make_counters(o.counters, &attr, c);
+		if (shared_fp && baton_coro_thread_share_fpenv(1) != BATON_OK)
+			die("baton_coro_thread_share_fpenv", BATON_EINVAL);
 		for (long r = 0; r < o.runs; r++) {
 			int64_t t0 = pc_now_ns();
 
@@ -176,8 +185,12 @@ int main(int argc, char **argv)
 #if BATON_BENCH_UCONTEXT
 		impl = IMPL_PREFIX "-ucontext";
 #else
-		impl = model == BATON_CORO_STACKFUL ? IMPL_PREFIX "-stackful"
-						    : IMPL_PREFIX "-copystack";
+		if (shared_fp)
+			impl = model == BATON_CORO_STACKFUL ? IMPL_PREFIX "-stackful-nofp"
+							    : IMPL_PREFIX "-copystack-nofp";
+		else
+			impl = model == BATON_CORO_STACKFUL ? IMPL_PREFIX "-stackful"
+							    : IMPL_PREFIX "-copystack";
 #endif
 		snprintf(extra, sizeof(extra), "\"stack_kib\":%ld", o.stack_kib);
 		pc_report(impl, 0, &o, samples, model == BATON_CORO_STACKFUL && o.stack_kib != 16 ? extra : NULL);

@@ -10,6 +10,8 @@
  *          mt-stackful | mt-copystack   one worker per online CPU
  *
  *   --stack-kib K   stack size of stackful tasks (default 16, the minimum)
+ *   --shared-fpenv  tasks share the FP control state (BATON_CORO_SHARED_FPENV);
+ *                   the impl name gets "-nofp"
  *
  * Timing starts when every task has reached its first receive and the
  * starter task hands each ring's leader its start token, and ends when
@@ -40,6 +42,7 @@ static long rings;
 static struct member *members;
 static double xwakes_per_hop;	/* cross-worker wake-ups per hop, last run */
 static size_t stack_size = BATON_CORO_STACK_MIN;
+static unsigned coro_flags;	/* --shared-fpenv: BATON_CORO_SHARED_FPENV */
 
 static void note_failure(int rc)
 {
@@ -127,6 +130,7 @@ static double run_once(const char *impl, unsigned workers,
 		members[i].right = members[ring * opts.n + (pos + 1) % opts.n].in;
 		ta.coro.model = model;
 		ta.coro.stack_size = stack_size;
+		ta.coro.flags = coro_flags;
 		ta.worker = (int)(ring % baton_sched_workers(s));
 		rc = baton_sched_spawn(s, &ta, member_main, &members[i]);
 		if (rc != BATON_OK)
@@ -207,6 +211,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < argc && nrest < 63; i++) {
 		if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc)
 			impl_arg = argv[++i];
+		else if (strcmp(argv[i], "--shared-fpenv") == 0)
+			coro_flags |= BATON_CORO_SHARED_FPENV;
 		else if (strcmp(argv[i], "--stack-kib") == 0 && i + 1 < argc)
 			stack_size = (size_t)strtoul(argv[++i], NULL, 10) * 1024;
 		else
@@ -223,7 +229,8 @@ int main(int argc, char **argv)
 	else
 		rc_bad(argv[0], "unknown --impl");
 	workers = impl_arg[0] == 'm' ? 0 : 1;
-	snprintf(impl, sizeof(impl), "baton-%s", impl_arg);
+	snprintf(impl, sizeof(impl), "baton-%s%s", impl_arg,
+		 coro_flags & BATON_CORO_SHARED_FPENV ? "-nofp" : "");
 	rings = opts.coroutines / opts.n;
 	samples = malloc((size_t)opts.runs * sizeof(*samples));
 	if (samples == NULL)

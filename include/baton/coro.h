@@ -66,8 +66,11 @@
  *     stackful coroutine may be resumed later by another thread.
  *  4. Destroying a suspended coroutine frees its stack without unwinding
  *     it: whatever its function still holds (memory, locks) is not released.
- *  5. The floating-point environment (rounding mode, exception masks) is
- *     per coroutine: a change made inside one stays with it.
+ *  5. The floating-point control state (rounding mode, exception masks) is
+ *     per coroutine: a change made inside one stays with it. A coroutine
+ *     created with BATON_CORO_SHARED_FPENV, and a thread's own context after
+ *     baton_coro_thread_share_fpenv(1), have none of their own instead: they
+ *     run in the state of whoever switched to them and must not change it.
  */
 #ifndef BATON_CORO_H
 #define BATON_CORO_H
@@ -107,6 +110,17 @@ enum baton_coro_status {
 #define BATON_CORO_STACK_MAX (1024u * 1024u * 1024u)
 
 /* Flags of baton_coro_attr.flags. */
+/* The coroutine has no floating-point control state of its own (rule 5):
+ * it runs in whatever state is current when it is switched to, and
+ * promises neither to change nor to depend on the rounding mode and the
+ * exception masks. A switch stores the state of the context it leaves only
+ * if that context keeps its own, and loads the target's only if the target
+ * keeps its own: between two such coroutines (or tasks) no FP work is done
+ * at all, which is most of a switch's cost on CPUs where storing and
+ * reloading MXCSR stalls (about 50 ns per round trip on the Intel Xeon of
+ * docs/coroutines.md). Coroutines that keep their own state keep it
+ * exactly, whatever the shared ones do. */
+#define BATON_CORO_SHARED_FPENV 1u
 /* Stackful: protect the stack with a canary word at its bottom, checked at
  * every switch away from the coroutine, instead of a guard page. An
  * overflow is reported after the fact (by name, then abort), once the
@@ -114,7 +128,7 @@ enum baton_coro_status {
  * below the stack and whatever lies below that; in exchange the stack costs
  * no mapping of its own (see the model description above). */
 #define BATON_CORO_STACK_CANARY 2u
-#define BATON_CORO_FLAGS_KNOWN BATON_CORO_STACK_CANARY
+#define BATON_CORO_FLAGS_KNOWN (BATON_CORO_SHARED_FPENV | BATON_CORO_STACK_CANARY)
 
 struct baton_coro_attr {
 	enum baton_coro_model model;
@@ -169,6 +183,15 @@ BATON_API size_t baton_coro_stack_size(const baton_coro_t *co);
 /* Free a coroutine that is suspended or dead (see rule 4). NULL is a no-op.
  * Errors: BATON_EBUSY (it is running or resuming another). */
 BATON_API int baton_coro_destroy(baton_coro_t *co);
+
+/* Declare whether the calling thread's own context (its stack outside any
+ * coroutine) keeps its floating-point control state across switches (the
+ * default, shared = 0) or shares it (shared = 1: it neither changes nor
+ * depends on the rounding mode and exception masks while coroutines run,
+ * see BATON_CORO_SHARED_FPENV). With shared coroutines, a shared thread
+ * context makes resume/yield round trips free of FP work.
+ * Errors: BATON_EBUSY (called from inside a coroutine). */
+BATON_API int baton_coro_thread_share_fpenv(int shared);
 
 /* Give the stacks this thread keeps for reuse back to the process's
  * arenas (also done when the thread exits), then release the memory of

@@ -28,12 +28,15 @@
 
 typedef struct baton_arch_ctx {
 	ucontext_t uc;
+	uint32_t shared_fp;	    /* accepted, no effect: swapcontext saves all */
 	void (*entry)(void *value); /* set while the context has never run */
 	void *value;		    /* handed over by the switch that resumes it */
 } baton_arch_ctx_t;
 #else
 typedef struct baton_arch_ctx {
-	void *sp; /* the saved frame of a suspended context */
+	void *sp;	    /* the saved frame of a suspended context */
+	uint32_t shared_fp; /* 1: no FP control state of its own (the switch
+			       neither stores nor loads it; see the .S) */
 } baton_arch_ctx_t;
 #endif
 

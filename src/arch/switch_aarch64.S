@@ -22,7 +22,10 @@
  *
  * FPCR (rounding mode, flush-to-zero...) is callee-saved. Writing it is
  * expensive on many cores while reading it is cheap, so it is written only
- * when the target's saved value differs from the current one.
+ * when the target's saved value differs from the current one, and not at
+ * all when the target shares the FP state (the flag word at [ctx, #8],
+ * BATON_CORO_SHARED_FPENV: see switch_x86_64.S for the rule). Reading FPCR
+ * into the saved frame costs nothing worth a branch, so it always happens.
  */
 	.text
 	.globl	baton_arch_switch
@@ -50,8 +53,10 @@ baton_arch_switch_out:
 	stp	x9, x3, [sp, #160]	/* fpcr, out */
 	mov	x10, sp
 	str	x10, [x0]		/* from->sp */
+	ldr	w12, [x1, #8]		/* to shares the FP state? */
 	ldr	x10, [x1]
 	mov	sp, x10			/* to->sp: from here on we are `to` */
+	cbnz	w12, 0f
 	ldr	x11, [sp, #160]
 	cmp	x11, x9
 	b.ne	1f
@@ -107,8 +112,10 @@ baton_arch_switch_ret:
 	stp	x9, x3, [sp, #160]	/* fpcr, out */
 	mov	x10, sp
 	str	x10, [x0]		/* from->sp */
+	ldr	w12, [x1, #8]		/* to shares the FP state? */
 	ldr	x10, [x1]
 	mov	sp, x10			/* to->sp: from here on we are `to` */
+	cbnz	w12, 0f
 	ldr	x11, [sp, #160]
 	cmp	x11, x9
 	b.ne	1f

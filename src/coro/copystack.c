@@ -84,6 +84,9 @@ static int ensure_shared(struct baton_thread *t)
 	c->vg_stack = baton_sanitizer_stack_register(c->stack_lo, c->stack_hi);
 	baton_sanitizer_fiber_init(&c->san, false);
 	baton_arch_make(&c->ctx, c->stack_lo, c->stack_hi, copier_main);
+	/* The copier never touches the FP state: it shares it, so a switch
+	 * through it costs what the direct switch would (see arch's rule). */
+	c->ctx.shared_fp = 1;
 	return BATON_OK;
 }
 

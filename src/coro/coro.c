@@ -309,6 +309,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	if (rc != BATON_OK)
 		return rc;
 	init_common(*out, fn, arg, attr->name);
+	(*out)->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
 	if (attr->model == BATON_CORO_STACKFUL)
 		baton_arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
 				baton_coro_entry);
@@ -340,6 +341,16 @@ int baton_coro_destroy(baton_coro_t *co)
 
 		baton_stack_give(t, &st);
 	}
+	return BATON_OK;
+}
+
+int baton_coro_thread_share_fpenv(int shared)
+{
+	struct baton_thread *t = baton_thread_get();
+
+	if (t->current != NULL)
+		return BATON_EBUSY;
+	t->root.ctx.shared_fp = shared != 0;
 	return BATON_OK;
 }
 
