@@ -13,11 +13,21 @@
 
 #include <baton/http.h>
 
+/* What the command line says about the handler. */
+struct httpd_handler_opts {
+	const char *file;
+	unsigned workers;		/* the scheduler's: one Lua state each */
+	bool lua_shared;		/* one Lua state for every worker */
+	size_t max_response_body;	/* a larger body breaks a rule */
+};
+
+#define HTTPD_MAX_RESPONSE_BODY_DEFAULT ((size_t)16 << 20)
+
 int httpd_hello(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 
-/* Load FILE and return a handler context for httpd_lua / httpd_scheme;
- * on failure print why on stderr and return NULL. */
-void *httpd_lua_load(const char *file);
+/* Load opts->file (or file) and return a handler context for httpd_lua /
+ * httpd_scheme; on failure print why on stderr and return NULL. */
+void *httpd_lua_load(const struct httpd_handler_opts *opts);
 int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 void httpd_lua_unload(void *ctx);
 
