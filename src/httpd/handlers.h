@@ -18,6 +18,7 @@ struct httpd_handler_opts {
 	const char *file;
 	unsigned workers;		/* the scheduler's: one Lua state each */
 	bool lua_shared;		/* one Lua state for every worker */
+	bool scheme_eval;		/* interpret the file instead of compiling it */
 	size_t max_response_body;	/* a larger body breaks a rule */
 };
 
@@ -25,13 +26,13 @@ struct httpd_handler_opts {
 
 int httpd_hello(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 
-/* Load opts->file (or file) and return a handler context for httpd_lua /
+/* Load opts->file and return a handler context for httpd_lua /
  * httpd_scheme; on failure print why on stderr and return NULL. */
 void *httpd_lua_load(const struct httpd_handler_opts *opts);
 int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 void httpd_lua_unload(void *ctx);
 
-void *httpd_scheme_load(const char *file);
+void *httpd_scheme_load(const struct httpd_handler_opts *opts);
 int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 void httpd_scheme_unload(void *ctx);
 
@@ -84,5 +85,22 @@ int httpd_reply_error(struct httpd_reply *r, const void *msg, size_t len);
 /* BATON_OK for a finished reply; otherwise free what it holds, log one
  * line "baton-httpd: LANG handler FILE: ..." and return its error. */
 int httpd_reply_done(struct httpd_reply *r, const char *lang, const char *file);
+
+/* scheme_compile.c: compile the source file `path` (absolute) with csc
+ * into a shared object in a new temporary directory: 0 with its path in
+ * so[] and the directory in dir[] (remove it with httpd_scheme_clean once
+ * loaded), or -1 after csc's own messages and a line of ours on stderr. */
+int httpd_scheme_compile(const char *path, char *dir, size_t dir_cap, char *so, size_t so_cap);
+void httpd_scheme_clean(const char *dir);
+
+/* scheme_handler.c, called from scheme_host.scm (foreign-lambda) on the
+ * runtime's stack: the parts of a request (0 method, 1 target, 2 body,
+ * 3 name and 4 value of field i), copied into a Scheme string of the size
+ * given; and a broken rule's text, which is not a printf format. */
+size_t httpd_scm_req_size(const struct baton_http_req *req, int part, int i);
+void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst);
+int httpd_scm_req_nfields(const struct baton_http_req *req);
+int httpd_scm_req_minor(const struct baton_http_req *req);
+void httpd_scm_rule(struct httpd_reply *r, const void *msg, size_t len);
 
 #endif

@@ -32,9 +32,12 @@ static void usage(FILE *f)
 		"  --workers N              scheduler workers (default 1; 0 = one per CPU)\n"
 		"  --handler hello          the built-in hello-world handler (default)\n"
 		"  --handler lua FILE       FILE returns function(request, body) -> status, headers, body\n"
-		"  --handler scheme FILE    FILE ends with (lambda (request body) (values headers body))\n"
+		"  --handler scheme FILE    FILE's last expression is (lambda (request body) ...) ->\n"
+		"                           (values headers body) or (values status headers body);\n"
+		"                           compiled with csc at start-up; FILE.so is loaded as is\n"
 		"  --lua-shared             one Lua state for all workers (default: one per worker)\n"
-		"  --max-response-body BYTES  a Lua response body above it is a 500 (16777216)\n"
+		"  --scheme-eval            interpret the Scheme FILE with eval instead of compiling it\n"
+		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 (16777216)\n"
 		"  --static DIR             serve GET/HEAD files under DIR before the handler\n"
 		"  --stats                  answer GET /_stats with the stage snapshot (JSON)\n"
 		"  --max-connections N      accept pauses at N open connections (10000)\n"
@@ -46,7 +49,7 @@ static void usage(FILE *f)
 		"  --header-timeout MS      408 when a request head takes longer (10000)\n"
 		"  --idle-timeout MS        close keep-alive connections idle longer (60000)\n"
 		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n"
-		"A Lua handler that raises an error or returns a response that breaks\n"
+		"A Lua or Scheme handler that raises an error or returns a response that breaks\n"
 		"a rule (docs/httpd.md) gets a 500 and one line on stderr.\n");
 }
 
@@ -98,7 +101,7 @@ static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 #if BATON_HTTPD_SCHEME
 	} else if (!strcmp(kind, "scheme")) {
 		a->handler = httpd_scheme;
-		return (a->ctx = httpd_scheme_load(ho->file)) ? 0 : -1;
+		return (a->ctx = httpd_scheme_load(ho)) ? 0 : -1;
 #endif
 	} else if (!strcmp(kind, "lua") || !strcmp(kind, "scheme")) {
 		fprintf(stderr, "baton-httpd: built without the %s handler (its binding's "
@@ -127,7 +130,7 @@ int main(int argc, char **argv)
 {
 	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
-	struct httpd_handler_opts ho = { NULL, 0, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT };
+	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT };
 	const char *kind = "hello";
 	struct signal_ctx sc;
 	baton_sched_t *s;
@@ -145,6 +148,9 @@ int main(int argc, char **argv)
 			continue;
 		} else if (!strcmp(o, "--lua-shared")) {
 			ho.lua_shared = true;
+			continue;
+		} else if (!strcmp(o, "--scheme-eval")) {
+			ho.scheme_eval = true;
 			continue;
 		} else if (!strcmp(o, "--handler")) {
 			if (v == NULL) {
@@ -237,7 +243,8 @@ int main(int argc, char **argv)
 	fprintf(stderr, "baton-httpd: listening on %s:%d, %d worker(s), handler %s%s\n",
 		a.host ? a.host : "0.0.0.0", baton_http_server_port(sc.srv),
 		baton_sched_workers(s), kind,
-		!strcmp(kind, "lua") ? (ho.lua_shared ? " (one shared state)" : " (a state per worker)") : "");
+		!strcmp(kind, "lua") ? (ho.lua_shared ? " (one shared state)" : " (a state per worker)") :
+		!strcmp(kind, "scheme") ? (ho.scheme_eval ? " (interpreted)" : " (compiled)") : "");
 	pthread_create(&th, NULL, signal_thread, &sc);
 	rc = baton_sched_run(s);
 	/* Drained: the signal thread may still wait if run ended otherwise. */
