@@ -191,6 +191,7 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 				return rc == BATON_ETIMEDOUT ? -408 : -400;
 			c->in_len += got;
 		}
+		*body = c->in + head; /* c->in may have moved */
 		*len = (size_t)req->content_length;
 		*end = need;
 		return BATON_OK;
@@ -216,6 +217,7 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 			return rc == BATON_ETIMEDOUT ? -408 : rc == BATON_ENOMEM ? -413 : -400;
 		c->in_len += got;
 	}
+	*body = c->in + head; /* c->in may have moved */
 	*len = out_pos - head;
 	*end = in_pos;
 	return BATON_OK;
@@ -359,6 +361,7 @@ void baton_http_conn_main(void *arg)
 		char *body;
 		size_t body_len, end;
 		long head;
+		uintptr_t in_before;
 		int64_t t0 = now_ns();
 		bool keep;
 		int rc;
@@ -372,12 +375,18 @@ void baton_http_conn_main(void *arg)
 			break;
 		}
 		baton_http_step_begin(srv, STEP_READ);
+		in_before = (uintptr_t)c->in;
 		rc = read_body(c, &req, (size_t)head, &body, &body_len, &end);
 		if (rc != BATON_OK) {
 			baton_http_step_end(srv, STEP_READ, t0, false);
 			answer_error(c, rc <= -400 ? -rc : 400);
 			break;
 		}
+		/* A body larger than the buffer moved it (realloc): the head's
+		 * pointers (method, target, fields) are re-read from the new
+		 * copy, which has the same bytes. */
+		if ((uintptr_t)c->in != in_before)
+			baton_http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
 		baton_http_step_end(srv, STEP_READ, t0, true);
 		/* The in-flight cap: a request holds a unit until answered. */
 		if (baton_pool_acquire(srv->inflight, 1, srv->a.header_timeout_ns) != BATON_OK) {

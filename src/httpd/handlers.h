@@ -1,22 +1,106 @@
 /*
  * src/httpd/handlers.h - the handlers baton-httpd can run: hello (C), a Lua
- * file and a Scheme file, each behind the baton/http.h handler shape.
+ * file and a Scheme file, each behind the baton/http.h handler shape, and
+ * what the Lua and Scheme handlers share: the response they build out of
+ * their language's values (reply.c), checked against the rules of
+ * docs/httpd.md, and the one log line a broken rule or an error gets.
  */
 #ifndef BATON_HTTPD_HANDLERS_H
 #define BATON_HTTPD_HANDLERS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <baton/http.h>
+
+/* What the command line says about the handler. */
+struct httpd_handler_opts {
+	const char *file;
+	unsigned workers;		/* the scheduler's: one Lua state each */
+	bool lua_shared;		/* one Lua state for every worker */
+	bool scheme_eval;		/* interpret the file instead of compiling it */
+	size_t max_response_body;	/* a larger body breaks a rule */
+};
+
+#define HTTPD_MAX_RESPONSE_BODY_DEFAULT ((size_t)16 << 20)
 
 int httpd_hello(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 
-/* Load FILE and return a handler context for httpd_lua / httpd_scheme;
- * on failure print why on stderr and return NULL. */
-void *httpd_lua_load(const char *file);
+/* Load opts->file and return a handler context for httpd_lua /
+ * httpd_scheme; on failure print why on stderr and return NULL. */
+void *httpd_lua_load(const struct httpd_handler_opts *opts);
 int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 void httpd_lua_unload(void *ctx);
 
-void *httpd_scheme_load(const char *file);
+void *httpd_scheme_load(const struct httpd_handler_opts *opts);
 int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 void httpd_scheme_unload(void *ctx);
+
+/*
+ * A response under construction. Lua and Scheme hand their values over
+ * while the call is still on the runtime's stack (the collectors may free or
+ * move them afterwards); everything is copied, the header text into the
+ * request's scratch buffer while it fits, the body behind it or, when that
+ * is too small, into one malloc'd block the server frees after the write.
+ *
+ *   httpd_reply_init(&r, resp, max_body);
+ *   httpd_reply_status(&r, 404);                 // optional, 200 otherwise
+ *   httpd_reply_header(&r, "X-A", 3, "1", 1);    // any number of times
+ *   httpd_reply_finish(&r, body, len);           // last: copies the body
+ *   ... back off the runtime's stack ...
+ *   return httpd_reply_done(&r, "lua", file);    // BATON_OK, or logs why not
+ *
+ * Every step returns BATON_OK, or an error code once the reply is broken
+ * (the first broken rule or error is kept; later steps do nothing).
+ */
+#define HTTPD_WHY_MAX 400
+
+struct httpd_reply {
+	struct baton_http_resp *resp;
+	size_t max_body;
+	int status;			/* 0: not given (200) */
+	char *text;			/* "name\0value\0" pairs */
+	size_t len, cap;
+	bool heap;			/* text is malloc'd, not resp->scratch */
+	bool has_type;			/* a Content-Type was given: */
+	size_t type_off;		/* its value in text */
+	size_t nfields;
+	size_t name_off[BATON_HTTP_MAX_EXTRA], value_off[BATON_HTTP_MAX_EXTRA];
+	bool finished;
+	int rc;				/* BATON_OK until broken */
+	bool error;			/* broken by the language's error, not a rule */
+	char why[HTTPD_WHY_MAX];
+};
+
+void httpd_reply_init(struct httpd_reply *r, struct baton_http_resp *resp, size_t max_body);
+int httpd_reply_status(struct httpd_reply *r, long long status);
+int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len,
+		       const void *value, size_t value_len);
+int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len);
+/* Break the reply: a rule the handler broke (printf-style), or the
+ * message of an error raised in the handler (any bytes). */
+int httpd_reply_rule(struct httpd_reply *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int httpd_reply_error(struct httpd_reply *r, const void *msg, size_t len);
+/* BATON_OK for a finished reply; otherwise free what it holds, log one
+ * line "baton-httpd: LANG handler FILE: ..." and return its error. */
+int httpd_reply_done(struct httpd_reply *r, const char *lang, const char *file);
+
+/* scheme_compile.c: compile the source file `path` (absolute) with csc
+ * into a shared object in a new temporary directory: 0 with its path in
+ * so[] and the directory in dir[] (remove it with httpd_scheme_clean once
+ * loaded), or -1 after csc's own messages and a line of ours on stderr. */
+int httpd_scheme_compile(const char *path, char *dir, size_t dir_cap, char *so, size_t so_cap);
+void httpd_scheme_clean(const char *dir);
+
+/* scheme_handler.c, called from scheme_host.scm (foreign-lambda) on the
+ * runtime's stack: the parts of a request (0 method, 1 target, 2 body,
+ * 3 name and 4 value of field i), copied into a Scheme string of the size
+ * given; and a broken rule's text, which is not a printf format. */
+size_t httpd_scm_req_size(const struct baton_http_req *req, int part, int i);
+void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst);
+int httpd_scm_req_nfields(const struct baton_http_req *req);
+int httpd_scm_req_minor(const struct baton_http_req *req);
+void httpd_scm_rule(struct httpd_reply *r, const void *msg, size_t len);
 
 #endif

@@ -5,38 +5,48 @@
  *         return 200, { ["content-type"] = "text/plain" }, "Hello, World!\n"
  *     end
  *
- * request is a table { method = ..., target = ..., version = "1.1",
- * headers = { [lower-case name] = value } }; the function returns status,
- * a table of response headers (or nil) and the body (a string, or nil).
+ * (the request table and the values returned: docs/httpd.md, lua_values.c).
  *
- * One lua_State serves every worker: each call goes through the state's
- * call sequencer (bindings/lua), so requests arriving on any worker run the
- * handler one at a time on the state's own stack, batched by flat combining
- * when workers contend. What the call returns is copied out of Lua (into the
- * response's scratch buffer, or malloc'd memory for a large body) before the
- * call ends, since Lua's collector may free the strings afterwards.
+ * One lua_State per scheduler worker, as OpenResty has one per worker
+ * process: each state runs FILE at start-up, and a request is served by the
+ * state of the worker its task runs on, so workers do not queue for one
+ * state and every core runs Lua. Globals are per state (per worker). Each
+ * state still sits behind its own call sequencer (bindings/lua): a task may
+ * migrate to another worker between looking up the index and the call, and
+ * then two workers share a state for that moment; the sequencer makes that
+ * safe. With --lua-shared there is one state for all workers, reached
+ * through its sequencer from every worker (calls batched by flat combining
+ * when workers contend), for handlers that need one set of globals.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
 #include <lua.h>
-#include <lualib.h>
+
+#include <baton/sched.h>
 
 #include "baton_lua.h"
 #include "handlers.h"
+#include "lua_values.h"
 
-struct lua_handler {
+struct lua_vm {
 	baton_lua_t *bl;
 	int ref; /* the handler function, in the registry */
+};
+
+struct lua_handler {
+	const char *file;
+	size_t max_response_body;
+	unsigned n;
+	struct lua_vm vm[];
 };
 
 struct load_job {
 	const char *file;
 	int ref;
-	char err[256];
+	char err[512];
 };
 
 static void *load_on_stack(lua_State *L, void *arg)
@@ -44,12 +54,15 @@ static void *load_on_stack(lua_State *L, void *arg)
 	struct load_job *j = arg;
 
 	if (luaL_loadfile(L, j->file) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) {
-		snprintf(j->err, sizeof(j->err), "%s", lua_tostring(L, -1));
+		const char *msg = lua_tostring(L, -1);
+
+		snprintf(j->err, sizeof(j->err), "%s", msg ? msg : "(error object is not a string)");
 		lua_pop(L, 1);
 		return NULL;
 	}
 	if (!lua_isfunction(L, -1)) {
-		snprintf(j->err, sizeof(j->err), "%s must return a function", j->file);
+		snprintf(j->err, sizeof(j->err), "%s must return a function, not a %s", j->file,
+			 luaL_typename(L, -1));
 		lua_pop(L, 1);
 		return NULL;
 	}
@@ -57,159 +70,130 @@ static void *load_on_stack(lua_State *L, void *arg)
 	return j;
 }
 
-void *httpd_lua_load(const char *file)
+/* A state of its own, with FILE run in it. */
+static int load_vm(struct lua_vm *vm, const char *file, unsigned i)
 {
-	struct lua_handler *h = calloc(1, sizeof(*h));
+	struct baton_seq_attr sa = BATON_SEQ_ATTR_INIT;
 	struct load_job j = { file, LUA_NOREF, "" };
+	char name[32];
 	void *ok = NULL;
 
-	if (h == NULL || baton_lua_create(&h->bl, NULL) != BATON_OK) {
+	snprintf(name, sizeof(name), "lua-%u", i);
+	sa.name = name;
+	if (baton_lua_create(&vm->bl, &sa) != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot create a Lua state\n");
-		free(h);
-		return NULL;
+		return -1;
 	}
-	if (baton_lua_with(h->bl, load_on_stack, &j, &ok) != BATON_OK || ok == NULL) {
+	if (baton_lua_with(vm->bl, load_on_stack, &j, &ok) != BATON_OK || ok == NULL) {
 		fprintf(stderr, "baton-httpd: lua: %s\n", j.err[0] ? j.err : "load failed");
-		baton_lua_destroy(h->bl);
-		free(h);
-		return NULL;
+		baton_lua_destroy(vm->bl);
+		vm->bl = NULL;
+		return -1;
 	}
-	h->ref = j.ref;
-	return h;
+	vm->ref = j.ref;
+	return 0;
 }
 
 void httpd_lua_unload(void *ctx)
 {
 	struct lua_handler *h = ctx;
 
-	if (h) {
-		baton_lua_destroy(h->bl);
-		free(h);
+	if (h == NULL)
+		return;
+	for (unsigned i = 0; i < h->n; i++)
+		baton_lua_destroy(h->vm[i].bl);
+	free(h);
+}
+
+void *httpd_lua_load(const struct httpd_handler_opts *opts)
+{
+	unsigned n = opts->lua_shared || opts->workers == 0 ? 1 : opts->workers;
+	struct lua_handler *h = calloc(1, sizeof(*h) + n * sizeof(h->vm[0]));
+
+	if (h == NULL) {
+		fprintf(stderr, "baton-httpd: out of memory\n");
+		return NULL;
 	}
+	h->file = opts->file;
+	h->max_response_body = opts->max_response_body;
+	for (; h->n < n; h->n++) {
+		if (load_vm(&h->vm[h->n], opts->file, h->n) != 0) {
+			httpd_lua_unload(h);
+			return NULL;
+		}
+	}
+	return h;
 }
 
 struct call_job {
-	struct lua_handler *h;
 	const struct baton_http_req *req;
-	struct baton_http_resp *resp;
-	size_t used;	/* of resp->scratch */
-	int rc;
+	struct httpd_reply *reply;
+	int ref;
 };
 
-/* Copy s into the scratch buffer (NUL-terminated), or NULL if full. */
-static const char *keep(struct call_job *j, const char *s, size_t n)
+/* Runs under lua_pcall, so that any Lua error on the way (the handler's,
+ * or a memory error while building the request) lands in one place. The
+ * reply lives outside the Lua stack and owns whatever it allocated, so
+ * nothing leaks when an error unwinds through here. */
+static int protected_call(lua_State *L)
 {
-	char *p;
+	struct call_job *j = lua_touserdata(L, 1);
+	int base = lua_gettop(L) + 1; /* the function, then its results */
 
-	if (j->used + n + 1 > j->resp->scratch_cap)
-		return NULL;
-	p = j->resp->scratch + j->used;
-	memcpy(p, s, n);
-	p[n] = '\0';
-	j->used += n + 1;
-	return p;
-}
-
-static void release_body(const void *body)
-{
-	free((void *)body);
-}
-
-static void take_headers(lua_State *L, int idx, struct call_job *j)
-{
-	struct baton_http_resp *resp = j->resp;
-
-	lua_pushnil(L);
-	while (lua_next(L, idx) != 0) {
-		size_t nl, vl;
-		const char *name = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &nl) : NULL;
-		const char *value = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &vl) : NULL;
-
-		if (name && value) {
-			const char *kn = keep(j, name, nl), *kv = keep(j, value, vl);
-
-			if (kn && kv && nl == 12 && strncasecmp(kn, "content-type", 12) == 0)
-				resp->content_type = kv;
-			else if (kn && kv && resp->nextra < BATON_HTTP_MAX_EXTRA) {
-				resp->extra_names[resp->nextra] = kn;
-				resp->extra_values[resp->nextra++] = kv;
-			}
-		}
-		lua_pop(L, 1);
-	}
+	lua_rawgeti(L, LUA_REGISTRYINDEX, j->ref);
+	httpd_lua_push_request(L, j->req);
+	lua_pushlstring(L, j->req->body ? j->req->body : "", j->req->body_len);
+	lua_call(L, 2, LUA_MULTRET);
+	httpd_lua_take_response(L, base, lua_gettop(L) - base + 1, j->reply);
+	return 0;
 }
 
 static void *call_on_stack(lua_State *L, void *arg)
 {
 	struct call_job *j = arg;
-	const struct baton_http_req *req = j->req;
-	struct baton_http_resp *resp = j->resp;
 	int top = lua_gettop(L);
 
-	lua_rawgeti(L, LUA_REGISTRYINDEX, j->h->ref);
-	lua_createtable(L, 0, 4);
-	lua_pushlstring(L, req->method, req->method_len);
-	lua_setfield(L, -2, "method");
-	lua_pushlstring(L, req->target, req->target_len);
-	lua_setfield(L, -2, "target");
-	lua_pushstring(L, req->version_minor ? "1.1" : "1.0");
-	lua_setfield(L, -2, "version");
-	lua_createtable(L, 0, 4);
-	for (size_t i = 0;; i++) {
-		const char *n, *v;
-		size_t nl, vl;
-		char lower[64];
-
-		if (baton_http_req_field(req, i, &n, &nl, &v, &vl) != BATON_OK)
-			break;
-		if (nl >= sizeof(lower))
-			continue;
-		for (size_t k = 0; k < nl; k++)
-			lower[k] = (char)tolower((unsigned char)n[k]);
-		lua_pushlstring(L, lower, nl);
-		lua_pushlstring(L, v, vl);
-		lua_rawset(L, -3);
-	}
-	lua_setfield(L, -2, "headers");
-	lua_pushlstring(L, req->body ? req->body : "", req->body_len);
-	if (lua_pcall(L, 2, 3, 0) != LUA_OK) {
-		fprintf(stderr, "baton-httpd: lua handler: %s\n", lua_tostring(L, -1));
-		lua_settop(L, top);
-		j->rc = BATON_EINVAL;
+	if (!lua_checkstack(L, 8)) {
+		httpd_reply_error(j->reply, "the Lua stack is full", 21);
 		return NULL;
 	}
-	resp->status = (int)luaL_optinteger(L, top + 1, 200);
-	if (lua_istable(L, top + 2))
-		take_headers(L, top + 2, j);
-	if (lua_type(L, top + 3) == LUA_TSTRING) {
-		size_t n;
-		const char *s = lua_tolstring(L, top + 3, &n);
-		const char *kept = keep(j, s, n);
+	lua_pushcfunction(L, protected_call);
+	lua_pushlightuserdata(L, j);
+	if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+		size_t len = 0;
+		const char *msg = lua_tolstring(L, -1, &len);
 
-		if (kept == NULL) { /* too big for scratch: its own copy */
-			char *p = malloc(n ? n : 1);
-
-			if (p == NULL) {
-				lua_settop(L, top);
-				j->rc = BATON_ENOMEM;
-				return NULL;
-			}
-			memcpy(p, s, n);
-			kept = p;
-			resp->release = release_body;
-		}
-		resp->body = kept;
-		resp->body_len = n;
+		if (msg == NULL)
+			msg = "(error object is not a string)", len = strlen(msg);
+		httpd_reply_error(j->reply, msg, len);
 	}
 	lua_settop(L, top);
-	j->rc = BATON_OK;
 	return NULL;
+}
+
+/* The state of the worker running this task; the first one outside the
+ * workers (never, in the server) or when there is only one. */
+static struct lua_vm *pick_vm(struct lua_handler *h)
+{
+	int w = baton_sched_worker_index();
+
+	return &h->vm[w > 0 && (unsigned)w < h->n ? w : 0];
 }
 
 int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
 {
-	struct call_job j = { ctx, req, resp, 0, BATON_OK };
-	int rc = baton_lua_with(((struct lua_handler *)ctx)->bl, call_on_stack, &j, NULL);
+	struct lua_handler *h = ctx;
+	struct lua_vm *vm = pick_vm(h);
+	struct httpd_reply reply;
+	struct call_job j = { req, &reply, vm->ref };
+	int rc;
 
-	return rc != BATON_OK ? rc : j.rc;
+	httpd_reply_init(&reply, resp, h->max_response_body);
+	rc = baton_lua_with(vm->bl, call_on_stack, &j, NULL);
+	if (rc != BATON_OK) {
+		const char *why = baton_strerror(rc);
+
+		httpd_reply_error(&reply, why, strlen(why));
+	}
+	return httpd_reply_done(&reply, "lua", h->file);
 }

@@ -5,6 +5,9 @@
  *   baton-httpd --port 8080 --handler lua bench/http/baton-hello.lua
  *   baton-httpd --port 8080 --handler scheme bench/http/baton-hello.scm
  *
+ * The Lua and Scheme handlers (handlers.h, docs/httpd.md) are loaded once the
+ * scheduler exists, since Lua gets a state per worker.
+ *
  * SIGTERM and SIGINT stop accepting and drain the requests in flight; the
  * process then exits 0.
  */
@@ -29,7 +32,12 @@ static void usage(FILE *f)
 		"  --workers N              scheduler workers (default 1; 0 = one per CPU)\n"
 		"  --handler hello          the built-in hello-world handler (default)\n"
 		"  --handler lua FILE       FILE returns function(request, body) -> status, headers, body\n"
-		"  --handler scheme FILE    FILE ends with (lambda (request body) (values headers body))\n"
+		"  --handler scheme FILE    FILE's last expression is (lambda (request body) ...) ->\n"
+		"                           (values headers body) or (values status headers body);\n"
+		"                           compiled with csc at start-up; FILE.so is loaded as is\n"
+		"  --lua-shared             one Lua state for all workers (default: one per worker)\n"
+		"  --scheme-eval            interpret the Scheme FILE with eval instead of compiling it\n"
+		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 (16777216)\n"
 		"  --static DIR             serve GET/HEAD files under DIR before the handler\n"
 		"  --stats                  answer GET /_stats with the stage snapshot (JSON)\n"
 		"  --max-connections N      accept pauses at N open connections (10000)\n"
@@ -40,7 +48,9 @@ static void usage(FILE *f)
 		"  --max-target BYTES       414 above it (8192)\n"
 		"  --header-timeout MS      408 when a request head takes longer (10000)\n"
 		"  --idle-timeout MS        close keep-alive connections idle longer (60000)\n"
-		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n");
+		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n"
+		"A Lua or Scheme handler that raises an error or returns a response that breaks\n"
+		"a rule (docs/httpd.md) gets a 500 and one line on stderr.\n");
 }
 
 static long parse_num(const char *opt, const char *s, long min, long max)
@@ -76,15 +86,55 @@ static void *signal_thread(void *arg)
 	return NULL;
 }
 
+/* Set a->handler and a->ctx: 0, or -1 after saying why. */
+static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
+			struct baton_http_server_attr *a)
+{
+	if (!strcmp(kind, "hello")) {
+		a->handler = httpd_hello;
+		return 0;
+#if BATON_HTTPD_LUA
+	} else if (!strcmp(kind, "lua")) {
+		a->handler = httpd_lua;
+		return (a->ctx = httpd_lua_load(ho)) ? 0 : -1;
+#endif
+#if BATON_HTTPD_SCHEME
+	} else if (!strcmp(kind, "scheme")) {
+		a->handler = httpd_scheme;
+		return (a->ctx = httpd_scheme_load(ho)) ? 0 : -1;
+#endif
+	} else if (!strcmp(kind, "lua") || !strcmp(kind, "scheme")) {
+		fprintf(stderr, "baton-httpd: built without the %s handler (its binding's "
+			"development package was missing)\n", kind);
+	} else {
+		fprintf(stderr, "baton-httpd: unknown handler '%s' (hello, lua FILE, scheme FILE)\n", kind);
+	}
+	return -1;
+}
+
+static void unload_handler(const char *kind, void *ctx)
+{
+#if BATON_HTTPD_LUA
+	if (!strcmp(kind, "lua"))
+		httpd_lua_unload(ctx);
+#endif
+#if BATON_HTTPD_SCHEME
+	if (!strcmp(kind, "scheme"))
+		httpd_scheme_unload(ctx);
+#endif
+	(void)kind;
+	(void)ctx;
+}
+
 int main(int argc, char **argv)
 {
 	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
-	const char *kind = "hello", *file = NULL;
+	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT };
+	const char *kind = "hello";
 	struct signal_ctx sc;
 	baton_sched_t *s;
 	pthread_t th;
-	void *ctx = NULL;
 	int rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -95,6 +145,12 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(o, "--stats")) {
 			a.stats = 1;
+			continue;
+		} else if (!strcmp(o, "--lua-shared")) {
+			ho.lua_shared = true;
+			continue;
+		} else if (!strcmp(o, "--scheme-eval")) {
+			ho.scheme_eval = true;
 			continue;
 		} else if (!strcmp(o, "--handler")) {
 			if (v == NULL) {
@@ -107,7 +163,7 @@ int main(int argc, char **argv)
 					fprintf(stderr, "baton-httpd: --handler %s needs a FILE\n", kind);
 					return 2;
 				}
-				file = argv[++i];
+				ho.file = argv[++i];
 			}
 			continue;
 		} else if (!strcmp(o, "--port")) {
@@ -126,6 +182,8 @@ int main(int argc, char **argv)
 			a.max_inflight = parse_num(o, v, 1, 10000000);
 		} else if (!strcmp(o, "--max-body")) {
 			a.max_body = parse_num(o, v, 0, 1L << 40);
+		} else if (!strcmp(o, "--max-response-body")) {
+			ho.max_response_body = (size_t)parse_num(o, v, 0, 1L << 40);
 		} else if (!strcmp(o, "--max-header-bytes")) {
 			a.max_header_bytes = (size_t)parse_num(o, v, 256, 1 << 24);
 		} else if (!strcmp(o, "--max-target")) {
@@ -159,29 +217,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	if (!strcmp(kind, "hello")) {
-		a.handler = httpd_hello;
-#if BATON_HTTPD_LUA
-	} else if (!strcmp(kind, "lua")) {
-		a.handler = httpd_lua;
-		ctx = httpd_lua_load(file);
-#endif
-#if BATON_HTTPD_SCHEME
-	} else if (!strcmp(kind, "scheme")) {
-		a.handler = httpd_scheme;
-		ctx = httpd_scheme_load(file);
-#endif
-	} else if (!strcmp(kind, "lua") || !strcmp(kind, "scheme")) {
-		fprintf(stderr, "baton-httpd: built without the %s handler (its binding's "
-			"development package was missing)\n", kind);
-		return 2;
-	} else {
-		fprintf(stderr, "baton-httpd: unknown handler '%s' (hello, lua FILE, scheme FILE)\n", kind);
-		return 2;
-	}
-	if (a.handler != httpd_hello && ctx == NULL)
+	/* The scheduler first: the Lua handler makes a state per worker. */
+	if ((rc = baton_sched_create(&s, &sa)) != BATON_OK) {
+		fprintf(stderr, "baton-httpd: cannot start: %s\n", baton_strerror(rc));
 		return 1;
-	a.ctx = ctx;
+	}
+	ho.workers = (unsigned)baton_sched_workers(s);
+	if (load_handler(kind, &ho, &a) != 0) {
+		baton_sched_destroy(s);
+		return 1;
+	}
 
 	/* Block the signals in every thread; signal_thread takes them. */
 	sigemptyset(&sc.set);
@@ -190,15 +235,16 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if ((rc = baton_sched_create(&s, &sa)) != BATON_OK ||
-	    (rc = baton_http_server_create(&sc.srv, s, &a)) != BATON_OK) {
+	if ((rc = baton_http_server_create(&sc.srv, s, &a)) != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot start: %s%s%s\n", baton_strerror(rc),
 			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "");
 		return 1;
 	}
-	fprintf(stderr, "baton-httpd: listening on %s:%d, %d worker(s), handler %s\n",
+	fprintf(stderr, "baton-httpd: listening on %s:%d, %d worker(s), handler %s%s\n",
 		a.host ? a.host : "0.0.0.0", baton_http_server_port(sc.srv),
-		baton_sched_workers(s), kind);
+		baton_sched_workers(s), kind,
+		!strcmp(kind, "lua") ? (ho.lua_shared ? " (one shared state)" : " (a state per worker)") :
+		!strcmp(kind, "scheme") ? (ho.scheme_eval ? " (interpreted)" : " (compiled)") : "");
 	pthread_create(&th, NULL, signal_thread, &sc);
 	rc = baton_sched_run(s);
 	/* Drained: the signal thread may still wait if run ended otherwise. */
@@ -206,13 +252,6 @@ int main(int argc, char **argv)
 	pthread_join(th, NULL);
 	baton_http_server_destroy(sc.srv);
 	baton_sched_destroy(s);
-#if BATON_HTTPD_LUA
-	if (!strcmp(kind, "lua"))
-		httpd_lua_unload(ctx);
-#endif
-#if BATON_HTTPD_SCHEME
-	if (!strcmp(kind, "scheme"))
-		httpd_scheme_unload(ctx);
-#endif
+	unload_handler(kind, a.ctx);
 	return rc == BATON_OK ? 0 : 1;
 }

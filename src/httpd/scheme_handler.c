@@ -1,10 +1,17 @@
 /*
  * The Scheme handler of baton-httpd: CHICKEN Scheme on its own stack
  * (bindings/chicken), entered through the call sequencer from whichever
- * worker a request arrives on. The user's file is interpreted by CHICKEN's
- * eval (scheme_host.scm); the response is copied into the request's scratch
- * buffer inside the call, since the collector moves Scheme strings.
+ * worker a request arrives on. The handler file is compiled by csc at
+ * start-up (scheme_compile.c) and the shared object loaded, or a shared
+ * object is given as is, or, with --scheme-eval, the file is interpreted by
+ * CHICKEN's eval (scheme_host.scm). The request reaches Scheme through the
+ * accessors below, with no copy of its own on the way; the response comes
+ * back field by field into a reply (reply.c), copied while the call is still
+ * on the runtime's stack, since the collector moves Scheme strings.
+ *
+ * CHICKEN has one runtime per process, so there is one handler.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +20,120 @@
 #include "handlers.h"
 
 /* Generated from scheme_host.scm by define-sequenced-callback. */
-int httpd_scheme_load_file_try(char *path, int *ret);
-int httpd_scheme_handle_try(char *method, char *target, int minor, void *body, int body_len,
-			    void *out, int cap, void *lens, int *ret);
+int httpd_scheme_eval_file_try(char *path, int *ret);
+int httpd_scheme_load_so_try(char *path, char *shown_as, int *ret);
+int httpd_scheme_handle_try(void *req, void *reply);
 
-static int started;
+struct scheme_handler {
+	const char *file;
+	size_t max_response_body;
+};
 
-void *httpd_scheme_load(const char *file)
+static struct scheme_handler the_handler;
+
+static const char *req_part(const struct baton_http_req *req, int part, int i, size_t *len)
 {
-	int ok = 0;
+	const char *name, *value;
+	size_t nl, vl;
 
+	switch (part) {
+	case 0:
+		*len = req->method_len;
+		return req->method;
+	case 1:
+		*len = req->target_len;
+		return req->target;
+	case 2:
+		*len = req->body ? req->body_len : 0;
+		return req->body;
+	default:
+		if (i < 0 || baton_http_req_field(req, (size_t)i, &name, &nl, &value, &vl) != BATON_OK) {
+			*len = 0;
+			return NULL;
+		}
+		*len = part == 3 ? nl : vl;
+		return part == 3 ? name : value;
+	}
+}
+
+size_t httpd_scm_req_size(const struct baton_http_req *req, int part, int i)
+{
+	size_t len;
+
+	req_part(req, part, i, &len);
+	return len;
+}
+
+/* dst is a fresh string of httpd_scm_req_size() bytes; nothing allocates
+ * in Scheme between the two calls, so the sizes agree. */
+void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst)
+{
+	size_t len;
+	const char *p = req_part(req, part, i, &len);
+
+	if (len)
+		memcpy(dst, p, len);
+}
+
+int httpd_scm_req_nfields(const struct baton_http_req *req)
+{
+	const char *name, *value;
+	size_t nl, vl;
+	int n = 0;
+
+	while (baton_http_req_field(req, (size_t)n, &name, &nl, &value, &vl) == BATON_OK)
+		n++;
+	return n;
+}
+
+int httpd_scm_req_minor(const struct baton_http_req *req)
+{
+	return req->version_minor;
+}
+
+void httpd_scm_rule(struct httpd_reply *r, const void *msg, size_t len)
+{
+	httpd_reply_rule(r, "%.*s", (int)(len > INT_MAX ? INT_MAX : len), (const char *)msg);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Compile (or take) the shared object and load it; or eval the file. */
+static int install(const struct httpd_handler_opts *opts, char *path)
+{
+	char dir[PATH_MAX], so[PATH_MAX];
+	int ok = 0, rc;
+
+	if (opts->scheme_eval)
+		rc = httpd_scheme_eval_file_try(path, &ok);
+	else if (ends_with(path, ".so"))
+		rc = httpd_scheme_load_so_try(path, (char *)opts->file, &ok);
+	else {
+		if (httpd_scheme_compile(path, dir, sizeof(dir), so, sizeof(so)) != 0)
+			return -1;
+		rc = httpd_scheme_load_so_try(so, (char *)opts->file, &ok);
+		/* Mapped by now: the files are not needed any more. */
+		httpd_scheme_clean(dir);
+	}
+	return rc == BATON_OK && ok ? 0 : -1;
+}
+
+void *httpd_scheme_load(const struct httpd_handler_opts *opts)
+{
+	static int started;
+	char path[PATH_MAX];
+
+	/* Absolute: dlopen looks for a bare name in the library path, and
+	 * csc compiles from its temporary directory. */
+	if (realpath(opts->file, path) == NULL) {
+		perror(opts->file);
+		return NULL;
+	}
 	if (!started) {
 		if (baton_chicken_start(NULL) != BATON_OK) {
 			fprintf(stderr, "baton-httpd: cannot start CHICKEN\n");
@@ -30,53 +141,30 @@ void *httpd_scheme_load(const char *file)
 		}
 		started = 1;
 	}
-	if (httpd_scheme_load_file_try((char *)file, &ok) != BATON_OK || !ok)
+	if (install(opts, path) != 0)
 		return NULL;
-	return (void *)file;
+	the_handler.file = opts->file;
+	the_handler.max_response_body = opts->max_response_body;
+	return &the_handler;
 }
 
 void httpd_scheme_unload(void *ctx)
 {
-	(void)ctx;
+	(void)ctx; /* CHICKEN cannot be stopped and started again */
 }
 
 int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
 {
-	char method[32], target[8192];
-	int lens[2] = { 0, 0 }, status = -1, rc;
-	/* Room in scratch for the names and values, NUL-terminated in place. */
-	char *out = resp->scratch;
-	int cap = (int)resp->scratch_cap;
+	struct scheme_handler *h = ctx;
+	struct httpd_reply reply;
+	int rc;
 
-	(void)ctx;
-	if (req->method_len >= sizeof(method) || req->target_len >= sizeof(target))
-		return BATON_EINVAL;
-	memcpy(method, req->method, req->method_len);
-	method[req->method_len] = '\0';
-	memcpy(target, req->target, req->target_len);
-	target[req->target_len] = '\0';
-	rc = httpd_scheme_handle_try(method, target, req->version_minor, (void *)req->body,
-				     (int)req->body_len, out, cap, lens, &status);
-	if (rc != BATON_OK)
-		return rc;
-	if (status < 0) {
-		if (status == -2)
-			fprintf(stderr, "baton-httpd: scheme response larger than %d bytes\n", cap);
-		return BATON_EINVAL;
-	}
-	resp->status = status;
-	for (int pos = 0; pos < lens[0];) {
-		const char *name = out + pos, *value = name + strlen(name) + 1;
+	httpd_reply_init(&reply, resp, h->max_response_body);
+	rc = httpd_scheme_handle_try((void *)req, &reply);
+	if (rc != BATON_OK) {
+		const char *why = baton_strerror(rc);
 
-		pos = (int)(value + strlen(value) + 1 - out);
-		if (strcasecmp(name, "content-type") == 0)
-			resp->content_type = value;
-		else if (resp->nextra < BATON_HTTP_MAX_EXTRA) {
-			resp->extra_names[resp->nextra] = name;
-			resp->extra_values[resp->nextra++] = value;
-		}
+		httpd_reply_error(&reply, why, strlen(why));
 	}
-	resp->body = out + lens[0];
-	resp->body_len = (size_t)lens[1];
-	return BATON_OK;
+	return httpd_reply_done(&reply, "scheme", h->file);
 }

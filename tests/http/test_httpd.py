@@ -33,6 +33,21 @@ def _raise_fd_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
+def wait_accepting(proc, port, timeout):
+    """True once the server accepts on port; False if it exits first or
+    the timeout passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.05)
+    return False
+
+
 class Server:
     def __init__(self, binary, extra=()):
         _raise_fd_limit()
@@ -42,15 +57,8 @@ class Server:
              "--max-target", "256", "--max-header-bytes", "2048", "--max-body", "4096",
              "--header-timeout", "700", "--idle-timeout", "1500", *extra],
             stderr=subprocess.PIPE, preexec_fn=_raise_fd_limit)
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.05)
+        if wait_accepting(self.proc, self.port, TIMEOUT):
+            return
         self.stop()
         raise RuntimeError("baton-httpd did not start: " + self.stderr)
 

@@ -1,0 +1,220 @@
+/*
+ * The Lua handler's values (lua_values.h).
+ *
+ * request = {
+ *     method = "GET", target = "/x?y", version = "1.1",
+ *     headers = {
+ *         { "Host", "example" }, { "Accept", "a" }, { "accept", "b" },  -- in order, names as sent
+ *         host = "example", accept = "a, b",   -- lower-case names; repeats joined with ", "
+ *     },
+ * }
+ *
+ * and the handler returns status, headers, body: an integer or nil (200),
+ * a table or nil, a string or nil. Response headers are a list of
+ * { name, value } pairs (sent in order), name = value entries (value a
+ * string or number, or a list of them for a repeated field), or both.
+ */
+#include <ctype.h>
+
+#include <lauxlib.h>
+
+#include "lua_values.h"
+
+static void push_lower(lua_State *L, const char *s, size_t n)
+{
+	luaL_Buffer b;
+	char *p = luaL_buffinitsize(L, &b, n);
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = (char)tolower((unsigned char)s[i]);
+	luaL_pushresultsize(&b, n);
+}
+
+/* headers[i] = { name, value }, and headers[lower(name)] = value, joined
+ * to the earlier values of the same name as RFC 9110 5.3 combines them. */
+static void add_header(lua_State *L, int t, lua_Integer i, const char *name, size_t nl,
+		       const char *value, size_t vl)
+{
+	lua_createtable(L, 2, 0);
+	lua_pushlstring(L, name, nl);
+	lua_rawseti(L, -2, 1);
+	lua_pushlstring(L, value, vl);
+	lua_rawseti(L, -2, 2);
+	lua_rawseti(L, t, i);
+
+	push_lower(L, name, nl);
+	lua_pushvalue(L, -1);
+	if (lua_rawget(L, t) == LUA_TNIL) {
+		lua_pop(L, 1);
+		lua_pushlstring(L, value, vl);
+	} else {
+		lua_pushliteral(L, ", ");
+		lua_pushlstring(L, value, vl);
+		lua_concat(L, 3);
+	}
+	lua_rawset(L, t);
+}
+
+static void push_headers(lua_State *L, const struct baton_http_req *req)
+{
+	const char *name, *value;
+	size_t nl, vl, n = 0;
+	int t;
+
+	while (baton_http_req_field(req, n, &name, &nl, &value, &vl) == BATON_OK)
+		n++;
+	lua_createtable(L, (int)n, (int)n);
+	t = lua_gettop(L);
+	for (size_t i = 0; i < n; i++) {
+		baton_http_req_field(req, i, &name, &nl, &value, &vl);
+		add_header(L, t, (lua_Integer)i + 1, name, nl, value, vl);
+	}
+}
+
+void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req)
+{
+	lua_createtable(L, 0, 4);
+	lua_pushlstring(L, req->method, req->method_len);
+	lua_setfield(L, -2, "method");
+	lua_pushlstring(L, req->target, req->target_len);
+	lua_setfield(L, -2, "target");
+	lua_pushstring(L, req->version_minor ? "1.1" : "1.0");
+	lua_setfield(L, -2, "version");
+	push_headers(L, req);
+	lua_setfield(L, -2, "headers");
+}
+
+static int take_status(lua_State *L, int i, struct httpd_reply *r)
+{
+	lua_Integer v;
+	int isint;
+
+	switch (lua_type(L, i)) {
+	case LUA_TNIL:
+		return BATON_OK;
+	case LUA_TNUMBER:
+		v = lua_tointegerx(L, i, &isint);
+		if (isint)
+			return httpd_reply_status(r, (long long)v);
+		return httpd_reply_rule(r, "the status %g is not an integer", (double)lua_tonumber(L, i));
+	default:
+		return httpd_reply_rule(r, "the status must be an integer or nil, not a %s",
+					luaL_typename(L, i));
+	}
+}
+
+/* A header value: a string, or a number as Lua writes it (converted in
+ * place: i must not be a key lua_next still needs). */
+static const char *value_at(lua_State *L, int i, size_t *len)
+{
+	int t = lua_type(L, i);
+
+	return t == LUA_TSTRING || t == LUA_TNUMBER ? lua_tolstring(L, i, len) : NULL;
+}
+
+/* headers[k], which must be { name, value }. */
+static int take_pair(lua_State *L, int t, lua_Integer k, struct httpd_reply *r)
+{
+	const char *name = NULL, *value = NULL;
+	size_t nl = 0, vl = 0;
+	int rc;
+
+	if (lua_rawgeti(L, t, k) != LUA_TTABLE) {
+		rc = httpd_reply_rule(r, "headers[%lld] must be a {name, value} pair, not a %s",
+				      (long long)k, luaL_typename(L, -1));
+		lua_pop(L, 1);
+		return rc;
+	}
+	lua_rawgeti(L, -1, 1);
+	lua_rawgeti(L, -2, 2);
+	if (lua_type(L, -2) == LUA_TSTRING)
+		name = lua_tolstring(L, -2, &nl);
+	value = value_at(L, -1, &vl);
+	if (name && value)
+		rc = httpd_reply_header(r, name, nl, value, vl);
+	else
+		rc = httpd_reply_rule(r, "headers[%lld] must be a {name, value} pair of strings "
+				      "(got %s, %s)", (long long)k, luaL_typename(L, -2),
+				      luaL_typename(L, -1));
+	lua_pop(L, 3);
+	return rc;
+}
+
+/* name = value, or name = { value, value... } for a repeated field; the
+ * key and value are on top of the stack. */
+static int take_named(lua_State *L, struct httpd_reply *r)
+{
+	size_t nl, vl;
+	const char *name = lua_tolstring(L, -2, &nl);
+	const char *value = value_at(L, -1, &vl);
+	int rc = BATON_OK;
+
+	if (value)
+		return httpd_reply_header(r, name, nl, value, vl);
+	if (!lua_istable(L, -1))
+		return httpd_reply_rule(r, "header %.64s: the value must be a string, a number or a "
+					"list of them, not a %s", name, luaL_typename(L, -1));
+	for (lua_Integer k = 1; rc == BATON_OK && k <= (lua_Integer)lua_rawlen(L, -1); k++) {
+		lua_rawgeti(L, -1, k);
+		value = value_at(L, -1, &vl);
+		rc = value ? httpd_reply_header(r, name, nl, value, vl) :
+			     httpd_reply_rule(r, "header %.64s: value %lld is a %s, not a string or "
+					      "a number", name, (long long)k, luaL_typename(L, -1));
+		lua_pop(L, 1);
+	}
+	return rc;
+}
+
+static int take_headers(lua_State *L, int t, struct httpd_reply *r)
+{
+	lua_Integer n;
+	int rc = BATON_OK;
+
+	if (lua_isnil(L, t))
+		return BATON_OK;
+	if (!lua_istable(L, t))
+		return httpd_reply_rule(r, "the headers must be a table or nil, not a %s",
+					luaL_typename(L, t));
+	n = (lua_Integer)lua_rawlen(L, t);
+	for (lua_Integer k = 1; rc == BATON_OK && k <= n; k++)
+		rc = take_pair(L, t, k, r);
+	lua_pushnil(L);
+	while (rc == BATON_OK && lua_next(L, t) != 0) {
+		if (lua_type(L, -2) == LUA_TSTRING)
+			rc = take_named(L, r);
+		else if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 1 ||
+			 lua_tointeger(L, -2) > n)
+			rc = httpd_reply_rule(r, "the headers table has a %s key that is not a "
+					      "name or a list position", luaL_typename(L, -2));
+		lua_pop(L, rc == BATON_OK ? 1 : 2);
+	}
+	return rc;
+}
+
+static int take_body(lua_State *L, int i, struct httpd_reply *r)
+{
+	const char *s;
+	size_t n;
+
+	switch (lua_type(L, i)) {
+	case LUA_TNIL:
+		return httpd_reply_finish(r, NULL, 0);
+	case LUA_TSTRING:
+		s = lua_tolstring(L, i, &n);
+		return httpd_reply_finish(r, s, n);
+	default:
+		return httpd_reply_rule(r, "the body must be a string or nil, not a %s",
+					luaL_typename(L, i));
+	}
+}
+
+void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_reply *r)
+{
+	if (nret == 0) {
+		httpd_reply_rule(r, "the handler returned nothing (status, headers, body expected)");
+		return;
+	}
+	lua_settop(L, base + 2); /* missing ones are nil */
+	if (take_status(L, base, r) == BATON_OK && take_headers(L, base + 1, r) == BATON_OK)
+		take_body(L, base + 2, r);
+}

@@ -1,0 +1,20 @@
+/*
+ * src/httpd/lua_values.h - the Lua handler's values (lua_values.c): the
+ * request table it is given and the status, headers and body it returns.
+ * Both run on the state's stack, inside lua_pcall (they may raise).
+ */
+#ifndef BATON_HTTPD_LUA_VALUES_H
+#define BATON_HTTPD_LUA_VALUES_H
+
+#include <lua.h>
+
+#include "handlers.h"
+
+/* Push the request table of docs/httpd.md. */
+void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req);
+
+/* Hand the handler's results, which start at stack index `base` (nret of
+ * them), to the reply: status, headers, body. */
+void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_reply *r);
+
+#endif
