@@ -13,7 +13,7 @@ pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev valgrind
       clang libclang-rt-14-dev"
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
-	pkgs="$pkgs g++ libboost-context-dev luajit2 libck-dev
+	pkgs="$pkgs g++ libboost-context-dev libboost-fiber-dev luajit2 libck-dev
 	      nginx libnginx-mod-http-lua guile-3.0 h2o wrk apache2-utils"
 fi
 
