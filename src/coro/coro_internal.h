@@ -32,14 +32,16 @@ struct baton_coro {
 	unsigned char status;	    /* enum baton_coro_status */
 	unsigned char model;	    /* enum baton_coro_model */
 	bool started;		    /* false until the first resume */
+	bool canary;		    /* stackful: a canary at stack_lo instead of
+				       guard pages (here: every switch reads it,
+				       so it shares the first line with ctx) */
 	baton_coro_fn fn;
 	void *arg;
 	void *discard;		    /* sink for values nobody asked for */
 
 	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
 	size_t stack_size;	    /* stackful: usable size asked for, in pages */
-	bool guarded;		    /* stackful: a guard page below stack_lo */
-	bool canary;		    /* stackful: a canary at stack_lo instead */
+	bool guarded;		    /* stackful: guard pages below stack_lo */
 	void *map;		    /* stackful: the whole slot */
 	size_t map_size;
 	struct baton_arena *arena;  /* stackful: the arena of the slot */
