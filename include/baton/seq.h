@@ -24,7 +24,9 @@
  *
  * Flat combining. A thread that finds the lock taken publishes its request
  * in a per-thread record of the sequencer and waits (it spins briefly, then
- * sleeps on an event count). The thread holding the lock serves its own call
+ * sleeps on an event count). A caller that is a scheduler task (baton/
+ * sched.h) yields to its worker's other tasks instead, then parks, so a long
+ * sequenced call never holds up a worker thread. The thread holding the lock serves its own call
  * and then up to `batch` (K) published requests while it is still on the
  * dedicated stack, so one switch pays for a whole batch; each served waiter
  * gets its result without ever taking the lock. K = 0 turns combining off
@@ -89,7 +91,8 @@ struct baton_seq_stats {
 	uint64_t calls;    /* calls run on the dedicated stack (nested ones excluded) */
 	uint64_t switches; /* times a lock holder switched onto the stack */
 	uint64_t combined; /* calls a lock holder ran for a waiting thread */
-	uint64_t sleeps;   /* times a waiter blocked on its event count */
+	uint64_t sleeps;   /* times a waiting thread blocked on its event count */
+	uint64_t parks;    /* times a waiting scheduler task parked (its worker ran others) */
 };
 
 /* Create a sequencer: map its stack, store it in *out, then run

@@ -124,6 +124,28 @@ static struct seq_slot *next_waiter(struct baton_seq *s)
 }
 
 /*
+ * Wake a slot's owner: a thread asleep on the event count, or a task parked
+ * on the scheduler. The task checks the count's version under park_lock
+ * before it parks, and we increment it before taking park_lock: either our
+ * lock comes after its park and we find it queued, or its check comes after
+ * our unlock and sees the new version. Reached only when some waiter
+ * announced it may sleep, so the uncontended unlock never takes park_lock.
+ */
+void seq_slot_wake(struct seq_slot *sl)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_waiter *w;
+
+	baton_ec_inc(&sl->ec);
+	baton_spin_lock(&sl->park_lock);
+	w = baton_waitq_claim_first(&sl->parked);
+	if (w != NULL)
+		baton_waiter_wake(&wl, w, BATON_OK);
+	baton_spin_unlock(&sl->park_lock);
+	baton_wakelist_run(&wl);
+}
+
+/*
  * Release the lock, or with K = 0 hand it to the next waiter (round
  * robin), so that without combining every waiter still gets its turn.
  * Then, only if some waiter announced that it may sleep, wake the owners
@@ -180,10 +202,10 @@ void seq_unlock(struct baton_seq *s)
 				 * valid (it belongs to the sequencer); a late
 				 * increment on a reused slot is a spurious
 				 * wake-up its new owner tolerates */
-				baton_ec_inc(&s->slots[w * 64 + b].ec);
+				seq_slot_wake(&s->slots[w * 64 + b]);
 			}
 	if (heir != NULL) {
-		baton_ec_inc(&heir->ec);
+		seq_slot_wake(heir);
 	} else {
 		/* Nudge one sleeper to come and take the free lock, unless a
 		 * waiter is awake and spinning: it will take the lock (or go
@@ -209,7 +231,7 @@ void seq_unlock(struct baton_seq *s)
 				sleeper = sl;
 		}
 		if (sleeper != NULL)
-			baton_ec_inc(&sleeper->ec);
+			seq_slot_wake(sleeper);
 	}
 }
 
@@ -326,6 +348,7 @@ int baton_seq_stats(const baton_seq_t *s, struct baton_seq_stats *st)
 	st->combined = atomic_load_explicit(&s->combined, memory_order_relaxed);
 	st->calls = st->switches + st->combined;
 	st->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
+	st->parks = atomic_load_explicit(&s->parks, memory_order_relaxed);
 	return BATON_OK;
 }
 

@@ -16,6 +16,8 @@
 #include <baton/ec.h>
 #include <baton/seq.h>
 
+#include "../sched/sched_internal.h"
+
 #define SEQ_SLOTS BATON_SEQ_MAX_WAITERS
 #define SEQ_LINE 64
 #define SEQ_SPIN 128	      /* pause-spins of a waiter before it yields */
@@ -44,6 +46,10 @@ struct seq_slot {
 	_Atomic unsigned hot;	 /* its owner is spinning (on a CPU, most likely) */
 	struct seq_req req;	 /* written by the owner before PENDING, result by the server */
 	baton_ec_t ec;		 /* the owner sleeps here: completion or "lock is free" */
+	/* An owner that is a scheduler task parks here instead of blocking
+	 * its worker's thread; the lock orders the park against wakes. */
+	baton_spinlock_t park_lock;
+	struct baton_waitq parked;
 } __attribute__((aligned(SEQ_LINE)));
 
 /* Per thread: what it holds and waits for, for the deadlock check. */
@@ -67,7 +73,7 @@ struct baton_seq {
 	_Atomic unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
 	uint64_t served[SEQ_SLOTS / 64];	  /* slots served in this holding */
 	_Atomic uint64_t switches, combined;	  /* relaxed counters */
-	_Atomic uint64_t sleeps;
+	_Atomic uint64_t sleeps, parks;
 	baton_coro_t *co;
 	char name[32];
 
@@ -146,6 +152,7 @@ static inline bool waiting(unsigned st)
 enum wait_outcome { WAIT_SERVED, WAIT_LOCKED, WAIT_DEADLOCK };
 
 /* seq.c */
+void seq_slot_wake(struct seq_slot *sl);
 void seq_unlock(struct baton_seq *s);
 void seq_run_locked(struct baton_seq *s, struct seq_req *r);
 

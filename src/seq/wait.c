@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #endif
 #include <sched.h>
-#include <stdio.h>
 
 #include "seq_internal.h"
 
@@ -79,18 +78,50 @@ static bool would_deadlock(struct baton_seq *s)
 	return false;
 }
 
+/* The library prints nothing: `why` is for the reader of the call site;
+ * the caller learns of it from BATON_EDEADLK (baton_strerror). */
 static int report_deadlock(struct baton_seq *s, const char *why)
 {
+	(void)s;
+	(void)why;
 	/* relaxed: our own variable; nobody needs to see this in order */
 	atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
-	fprintf(stderr, "baton_seq_call(%s): %s; returning BATON_EDEADLK\n",
-		s->name[0] ? s->name : "unnamed", why);
 	return BATON_EDEADLK;
 }
 
-/* Wait until our request in `sl` was served, or we hold the lock. */
+/* Let others run: the worker's other tasks if we are a task, else the
+ * CPU's other threads. */
+static void yield_cpu(struct baton_task *self)
+{
+	if (self == NULL || baton_sched_yield() != BATON_OK)
+		sched_yield();
+}
+
+/* Park the task `self` until seq_slot_wake(sl), unless the version moved
+ * past v: the check under park_lock pairs with the wake's increment before
+ * it takes the lock (see seq_slot_wake). */
+static void park(struct baton_seq *s, struct seq_slot *sl, uint32_t v, struct baton_task *self)
+{
+	baton_spin_lock(&sl->park_lock);
+	if (baton_ec_value(&sl->ec) != v) {
+		baton_spin_unlock(&sl->park_lock);
+		return;
+	}
+	/* relaxed: only a count */
+	atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
+	/* No timeout: no timer to allocate, so the result is BATON_OK; the
+	 * wait releases park_lock once the task is off its stack. */
+	baton_wait_one(self, &sl->parked, &sl->park_lock, 0, NULL, NULL, -1);
+}
+
+/* Wait until our request in `sl` was served, or we hold the lock. A task
+ * that holds no sequencer parks on its scheduler instead of sleeping, so
+ * its worker runs other tasks meanwhile; inside a sequenced call (check)
+ * the caller is on a dedicated stack and cannot park, so it sleeps. */
 static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, bool check)
 {
+	struct baton_task *self = check ? NULL : baton_task_self();
+
 	/* A waiter that can be served keeps off the lock line most of the
 	 * time, so that the holder's lock and unlock stay local to its core;
 	 * one that cannot (K = 0, or LOCKONLY) watches the lock all along.
@@ -129,7 +160,7 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 			/* relaxed: as above */
 			atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
 		if (n < SEQ_SPIN + SEQ_YIELDS) {
-			sched_yield();
+			yield_cpu(self);
 			continue;
 		}
 		/* relaxed RMW + seq_cst fence: our half of the Dekker pair
@@ -141,9 +172,14 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 		 * if it is still held, its holder will see us in sleepers */
 		st = atomic_load_explicit(&sl->state, memory_order_acquire);
 		if (waiting(st) && atomic_load_explicit(&s->lock, memory_order_relaxed) != 0) {
-			atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
-			/* with a lock held we re-check for cycles now and then */
-			baton_ec_wait_mp(&sl->ec, v, check ? 1000000 : -1);
+			if (self != NULL) {
+				park(s, sl, v, self);
+			} else {
+				/* relaxed: only a count */
+				atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
+				/* with a lock held we re-check for cycles now and then */
+				baton_ec_wait_mp(&sl->ec, v, check ? 1000000 : -1);
+			}
 		}
 		/* relaxed: only a count; the loop re-reads state and lock */
 		atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
@@ -177,7 +213,7 @@ int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result
 		}
 		if (check && would_deadlock(s))
 			return report_deadlock(s, "a cycle of sequencers waiting for each other");
-		sched_yield();
+		yield_cpu(check ? NULL : baton_task_self());
 	}
 	sl->req.fn = fn;
 	sl->req.arg = arg;
