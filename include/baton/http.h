@@ -37,6 +37,13 @@
  * Transfer-Encoding, differing Content-Lengths, bad chunk sizes, obs-fold,
  * bare LF) get 400 and the connection is closed.
  *
+ * Lingering close (RFC 9112 section 9.6): after a response that ends the
+ * connection (an error, Connection: close, shutdown), the server shuts down
+ * its sending side and reads and discards what the client still sends, for
+ * at most linger_ns or until the client closes. Closing with unread bytes
+ * would make the kernel send a reset, and the client would lose the status
+ * (a 413 to a client still sending its body, a 431 to a long head).
+ *
  * Rules a caller must keep:
  *  1. A handler returns BATON_OK with resp filled in, or an error code
  *     (answered with 500). It may block (it runs in a task), but holds a
@@ -110,13 +117,14 @@ struct baton_http_server_attr {
 	long max_inflight;		/* requests between parsed and written */
 	int backlog;
 	struct baton_coro_attr coro;	/* connection tasks */
+	int64_t linger_ns;		/* lingering close: at most this long; 0: off */
 };
 
 #define BATON_HTTP_SERVER_ATTR_INIT { \
 	NULL, 8080, NULL, NULL, NULL, 0, \
 	8192, 32768, 100, 1048576, \
 	10000000000LL, 60000000000LL, 30000000000LL, \
-	10000, 256, 4096, 1024, BATON_CORO_ATTR_INIT }
+	10000, 256, 4096, 1024, BATON_CORO_ATTR_INIT, 2000000000LL }
 
 /* Bind and listen now (errors are reported here), and spawn the acceptor
  * on scheduler s; connections are served once s runs. From any thread.

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "server_internal.h"
@@ -100,12 +101,39 @@ static int read_more(struct http_conn *c, size_t limit, int64_t deadline, size_t
 	return baton_io_read(c->io, c->in + c->in_len, c->in_cap - c->in_len, timeout, n);
 }
 
-/* Queue a canned error response; the connection closes after it. */
-static void answer_error(struct http_conn *c, int status)
+/* Queue a canned error response and write it; the connection closes
+ * after it. True if it was written. */
+static bool answer_error(struct http_conn *c, int status)
 {
 	if (out_reserve(c, 512))
 		c->out_len += baton_http_format_error(c->out + c->out_len, 512, status);
-	flush(c);
+	return flush(c) == BATON_OK;
+}
+
+/*
+ * Lingering close (RFC 9112 section 9.6): end our side with a FIN, then read
+ * and drop what the client still sends, until it closes or linger_ns pass.
+ * Closing with unread bytes in the socket makes the kernel answer with a
+ * reset, which also discards our response from the client's receive buffer.
+ * Each read waits at most the time left, so a silent client costs one timer.
+ */
+static void linger_close(struct http_conn *c)
+{
+	int64_t deadline = now_ns() + c->srv->a.linger_ns;
+	char small[512];
+	char *sink = c->in_cap ? c->in : small;
+	size_t cap = c->in_cap ? c->in_cap : sizeof(small);
+
+	if (c->srv->a.linger_ns <= 0 || shutdown(c->fd, SHUT_WR) != 0)
+		return;
+	for (;;) {
+		int64_t left = deadline - now_ns();
+		size_t got;
+
+		if (left <= 0 || baton_io_read(c->io, sink, cap, left, &got) != BATON_OK ||
+		    got == 0)
+			return;
+	}
 }
 
 /* The next head, complete in c->in: its length (> 0), 0 to close quietly
@@ -354,6 +382,7 @@ void baton_http_conn_main(void *arg)
 	struct baton_http_field fields[128];
 	size_t nf = srv->lim.max_fields < 128 ? srv->lim.max_fields : 128;
 	char scratch[4096];
+	bool linger = false; /* a response was written and the server closes */
 
 	for (;;) {
 		struct baton_http_request req = { .fields = fields, .fields_cap = nf };
@@ -371,7 +400,7 @@ void baton_http_conn_main(void *arg)
 			break;
 		if (head < 0) {
 			baton_http_step_reject(srv, STEP_READ);
-			answer_error(c, (int)-head);
+			linger = answer_error(c, (int)-head);
 			break;
 		}
 		baton_http_step_begin(srv, STEP_READ);
@@ -379,7 +408,7 @@ void baton_http_conn_main(void *arg)
 		rc = read_body(c, &req, (size_t)head, &body, &body_len, &end);
 		if (rc != BATON_OK) {
 			baton_http_step_end(srv, STEP_READ, t0, false);
-			answer_error(c, rc <= -400 ? -rc : 400);
+			linger = answer_error(c, rc <= -400 ? -rc : 400);
 			break;
 		}
 		/* A body larger than the buffer moved it (realloc): the head's
@@ -390,7 +419,7 @@ void baton_http_conn_main(void *arg)
 		baton_http_step_end(srv, STEP_READ, t0, true);
 		/* The in-flight cap: a request holds a unit until answered. */
 		if (baton_pool_acquire(srv->inflight, 1, srv->a.header_timeout_ns) != BATON_OK) {
-			answer_error(c, 503);
+			linger = answer_error(c, 503);
 			break;
 		}
 		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch));
@@ -399,7 +428,7 @@ void baton_http_conn_main(void *arg)
 			baton_pool_release(srv->inflight, 1);
 			if (resp.release && resp.body)
 				resp.release(resp.body);
-			answer_error(c, rc == BATON_ETIMEDOUT ? 503 : rc <= -400 ? -rc : 500);
+			linger = answer_error(c, rc == BATON_ETIMEDOUT ? 503 : rc <= -400 ? -rc : 500);
 			break;
 		}
 		rc = respond(c, &req, &resp, keep);
@@ -409,17 +438,22 @@ void baton_http_conn_main(void *arg)
 		if (rc == BATON_EINVAL || rc == BATON_ENOMEM) {
 			/* A header the handler gave is not valid HTTP, or no
 			 * memory for the response: nothing was queued. */
-			answer_error(c, 500);
+			linger = answer_error(c, 500);
 			break;
 		}
-		if (rc != BATON_OK || !keep)
+		if (rc != BATON_OK)
 			break;
+		if (!keep) {
+			linger = flush(c) == BATON_OK;
+			break;
+		}
 		/* Pipelining: what follows this request moves to the front. */
 		memmove(c->in, c->in + end, c->in_len - end);
 		c->in_len -= end;
 		c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 	}
-	flush(c);
+	if (flush(c) == BATON_OK && linger)
+		linger_close(c);
 	if (baton_io_close(c->io) != BATON_OK) /* a bug: say so, do not hide it */
 		fprintf(stderr, "baton-httpd: internal error: a task still waits on a "
 			"closing connection\n");

@@ -189,7 +189,7 @@ static bool attr_valid(const struct baton_http_server_attr *a)
 	       a->max_fields > 0 && a->max_body >= 0 && a->header_timeout_ns > 0 &&
 	       a->idle_timeout_ns > 0 && a->write_timeout_ns > 0 &&
 	       a->max_connections > 0 && a->handler_concurrency > 0 &&
-	       a->max_inflight > 0 && a->backlog > 0;
+	       a->max_inflight > 0 && a->backlog > 0 && a->linger_ns >= 0;
 }
 
 static void server_free(struct baton_http_server *srv)

@@ -48,6 +48,7 @@ static void usage(FILE *f)
 		"  --max-target BYTES       414 above it (8192)\n"
 		"  --header-timeout MS      408 when a request head takes longer (10000)\n"
 		"  --idle-timeout MS        close keep-alive connections idle longer (60000)\n"
+		"  --linger MS              after a closing response, drain the client this long (2000; 0 = off)\n"
 		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n"
 		"A Lua or Scheme handler that raises an error or returns a response that breaks\n"
 		"a rule (docs/httpd.md) gets a 500 and one line on stderr.\n");
@@ -192,6 +193,8 @@ int main(int argc, char **argv)
 			a.header_timeout_ns = parse_num(o, v, 1, 86400000) * 1000000;
 		} else if (!strcmp(o, "--idle-timeout")) {
 			a.idle_timeout_ns = parse_num(o, v, 1, 86400000) * 1000000;
+		} else if (!strcmp(o, "--linger")) {
+			a.linger_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--io")) {
 			if (v && !strcmp(v, "epoll"))
 				sa.io_backend = BATON_IO_EPOLL;

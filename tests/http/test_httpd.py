@@ -374,3 +374,47 @@ def test_sigterm_drains_in_flight(httpd):
     status, h, _ = read_response(s)
     assert status == 200 and h["connection"] == "close"
     assert srv.stop() == 0, srv.stderr
+
+
+# --- lingering close (RFC 9112 section 9.6) --------------------------------------
+
+BIG = 4 * 1024 * 1024  # far more than the socket buffers hold unread
+
+
+@pytest.mark.parametrize("head,status", [
+    (b"GET /" + b"a" * BIG + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"v" * BIG + b"\r\n\r\n", 431),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % BIG + b"x" * BIG, 413),
+])
+def test_lingering_close_lets_the_client_read_the_status(server, head, status):
+    """A client that sends everything before it reads (as curl does) gets
+    the status: the server answers early, then drains instead of closing
+    with unread bytes (which would reset the connection and drop the
+    answer from the client's buffer)."""
+    with server.connect() as s:
+        s.sendall(head)  # completes only if the server keeps reading
+        got, h, _ = read_response(s)
+        assert got == status and h.get("connection") == "close"
+        assert closed_after(s)
+    assert exchange(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 200
+
+
+def test_lingering_close_is_bounded(httpd):
+    """A client that never closes is dropped after --linger."""
+    srv = Server(httpd, ["--linger", "300"])
+    try:
+        with srv.connect() as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert read_response(s)[0] == 200
+            t0 = time.monotonic()
+            assert s.recv(1) == b""  # our FIN at once: the response ended
+            s.sendall(b"more bytes the server drops")
+            # the server's read side closes within the linger time
+            s.settimeout(5)
+            with pytest.raises((ConnectionResetError, BrokenPipeError, socket.timeout)):
+                for _ in range(200):
+                    s.sendall(b"x" * 65536)
+                    time.sleep(0.02)
+            assert time.monotonic() - t0 < 4
+    finally:
+        assert srv.stop() == 0, srv.stderr
