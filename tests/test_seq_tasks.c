@@ -96,6 +96,7 @@ static void spawn_on(int worker, void (*fn)(void *), void *arg)
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
 	ta.worker = worker;
+	ta.flags = BATON_TASK_BOUND;
 	assert_int_equal(baton_sched_spawn(fx.sched, &ta, fn, arg), BATON_OK);
 }
 

@@ -1,7 +1,8 @@
 /* Stages and resource pools (include/baton/stage.h): items through a
  * two-stage pipeline with exact accounting, the concurrency limit, a pool
  * shared by two stages, resources held exactly around the handler (and
- * KEEP past it), and limits changed at run time. See stage_test.h. */
+ * KEEP past it), limits changed at run time, handler tasks reused across
+ * items, and handlers pinned to the stage's workers. See stage_test.h. */
 #include "stage_test.h"
 
 /* --- a two-stage pipeline, exact accounting -------------------------------- */
@@ -287,6 +288,100 @@ static void test_shrink_pool(void **state)
 	assert_int_equal(baton_pool_destroy(rt_pool), BATON_OK);
 }
 
+/* --- handler tasks are reused, and run where the stage says ------------------ */
+#define REUSE_N 2000
+static long reuse_done;
+
+static void reuse_handler(void *item, void *ctx)
+{
+	(void)item;
+	(void)ctx;
+	/* Relaxed: only counted, read after the run. */
+	__atomic_add_fetch(&reuse_done, 1, __ATOMIC_RELAXED);
+	if (reuse_done % 7 == 0)
+		baton_sched_yield();
+}
+
+static void reuse_main(void *arg)
+{
+	baton_stage_t *st = arg;
+	struct baton_stage_stats ss;
+
+	for (int i = 0; i < REUSE_N; i++)
+		CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
+	CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	CHECK_RC(baton_stage_snapshot(st, &ss), BATON_OK);
+	CHECK(ss.completed == REUSE_N && ss.running == 0 && ss.runners == 0);
+	/* A task per item would be REUSE_N; runners wait for the next item. */
+	CHECK(ss.runners_started >= 1 && ss.runners_started <= REUSE_N / 20);
+	CHECK_RC(baton_stage_close(st), BATON_OK);
+}
+
+static void test_runners_reused(void **state)
+{
+	baton_stage_t *st;
+
+	setup(state);
+	reuse_done = 0;
+	st = make_stage("reused", reuse_handler, NULL, 64, 4, NULL, 0);
+	run(reuse_main, st);
+	assert_int_equal(reuse_done, REUSE_N);
+	assert_int_equal(baton_stage_destroy(st), BATON_OK);
+}
+
+/* Three workers; the stage's handlers may run on workers 1 and 2 only. */
+static int pin_seen[3];
+
+static void pin_handler(void *item, void *ctx)
+{
+	int w = baton_sched_worker_index();
+
+	(void)item;
+	(void)ctx;
+	CHECK(w == 1 || w == 2);
+	if (w >= 0 && w < 3)
+		__atomic_add_fetch(&pin_seen[w], 1, __ATOMIC_RELAXED);
+	baton_sched_sleep(MS / 10); /* keep several busy at once */
+}
+
+static void pin_main(void *arg)
+{
+	baton_stage_t *st = arg;
+
+	for (int i = 0; i < 200; i++)
+		CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
+	close_drain(st);
+}
+
+static void test_pinned_workers(void **state)
+{
+	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
+	struct baton_stage_attr a;
+	baton_stage_t *st;
+
+	cur = *state;
+	harness_watchdog(60);
+	failures = 0;
+	memset(pin_seen, 0, sizeof(pin_seen));
+	sa.workers = 3;
+	assert_int_equal(baton_sched_create(&sched, &sa), BATON_OK);
+	a = stage_attr("pinned", pin_handler, NULL, 16, 8);
+	a.first_worker = 1;
+	a.nworkers = 3; /* past the last worker */
+	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_EINVAL);
+	a.first_worker = -1;
+	a.nworkers = 1;
+	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_EINVAL);
+	a.first_worker = 1;
+	a.nworkers = 2;
+	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_OK);
+	run(pin_main, st);
+	assert_int_equal(pin_seen[0], 0);
+	assert_true(pin_seen[1] > 0 && pin_seen[2] > 0);
+	assert_int_equal(pin_seen[1] + pin_seen[2], 200);
+	assert_int_equal(baton_stage_destroy(st), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +391,8 @@ int main(void)
 		STAGE_TESTS(test_resources_around_handler),
 		STAGE_TESTS(test_raise_concurrency),
 		STAGE_TESTS(test_shrink_pool),
+		STAGE_TESTS(test_runners_reused),
+		STAGE_TESTS(test_pinned_workers),
 	};
 
 	/* e.g. BATON_TEST_FILTER='*1w' to run a few while debugging */

@@ -195,7 +195,8 @@ static void test_json(void **state)
 		"{\"stages\":[{\"name\":\"parse \\\"1\\\"\",\"queued\":3,"
 		"\"queue_limit\":3,\"running\":0,\"concurrency\":2,"
 		"\"closed\":false,\"submitted\":3,\"rejected\":1,"
-		"\"completed\":0,\"handler_ns\":0,\"wait_ns\":0}],"
+		"\"completed\":0,\"handler_ns\":0,\"wait_ns\":0,"
+		"\"runners\":0,\"runners_started\":0}],"
 		"\"pools\":[{\"name\":\"db\",\"capacity\":2,\"in_use\":0,"
 		"\"waiters\":0,\"acquired\":0,\"refused\":0}]}";
 	char buf[512], small[16];

@@ -91,12 +91,16 @@ struct baton_sched_attr {
 
 /* Spawn options: the coroutine to create and where to start it. */
 #define BATON_SCHED_ANY_WORKER (-1)
+/* The task stays on the worker it starts on: it is never stolen and does
+ * not follow the task that wakes it (to keep I/O apart from compute). */
+#define BATON_TASK_BOUND 1u
 struct baton_task_attr {
 	struct baton_coro_attr coro; /* model, stack size, name */
 	int worker; /* BATON_SCHED_ANY_WORKER: the spawning task's worker,
 		       or round-robin when spawned from outside a task */
+	unsigned flags; /* 0 or BATON_TASK_BOUND */
 };
-#define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER }
+#define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER, 0 }
 
 /* Create a scheduler; attr may be NULL (one worker).
  * Errors: BATON_EINVAL (workers > BATON_SCHED_MAX_WORKERS, unknown
@@ -106,7 +110,7 @@ BATON_API int baton_sched_create(baton_sched_t **out,
 
 /* Create a task running fn(arg); it runs once baton_sched_run() is (or
  * already is) running. May be called from any thread, and from tasks.
- * Errors: BATON_EINVAL (NULL s or fn, worker out of range, bad coroutine
+ * Errors: BATON_EINVAL (NULL s or fn, worker out of range, unknown flags, bad coroutine
  * attributes), BATON_ESTACK, BATON_ENOMEM, BATON_ESHUTDOWN (the scheduler
  * is being destroyed). */
 BATON_API int baton_sched_spawn(baton_sched_t *s,

@@ -144,9 +144,14 @@ struct baton_stage_attr {
 	const struct baton_stage_need *needs; /* nneeds of them, copied */
 	size_t nneeds;		/* <= BATON_STAGE_MAX_NEEDS, distinct pools */
 	struct baton_task_attr task; /* dispatcher and handler tasks */
+	int first_worker;	/* with nworkers > 0: handlers run on workers */
+	unsigned nworkers;	/* [first_worker, first_worker + nworkers) */
 };
 #define BATON_STAGE_ATTR_INIT \
-	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT }
+	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0 }
+
+/* A handler task that finds no item waits this long for one, then ends. */
+#define BATON_STAGE_RUNNER_IDLE_NS 2000000LL
 
 #define BATON_STAGE_MAX_CAPACITY ((size_t)1 << 24)
 
@@ -170,6 +175,8 @@ struct baton_stage_stats {
 	uint64_t handler_ns;   /* sum of handler times (call..return) */
 	uint64_t wait_ns;      /* sum of queue waits (accepted..handed to its
 				  task), resource waits included */
+	unsigned runners;      /* handler tasks alive now (busy or idle) */
+	uint64_t runners_started; /* handler tasks spawned so far */
 };
 
 /* Create a stage whose tasks run on scheduler s. attr is required (fn).

@@ -98,14 +98,14 @@ static void task_finish(struct baton_worker *w, struct baton_task *t)
 
 /* A task woken by a task of another worker (or its poller, or its timers)
  * of the same scheduler comes to the waker's worker, unless it cannot
- * move: pinned copy-stack tasks, and tasks whose timeout is still on their
+ * move: pinned copy-stack tasks, bound tasks, and tasks whose timeout is still on their
  * worker's heap (they remove it themselves once woken). */
 static bool follows_waker(const struct baton_task *t,
 			  const struct baton_worker *self)
 {
 	/* wait_timed, not timeout.index: the owner's timer heap writes the
 	 * index as it fires, while we may be reading. */
-	return self->sched == t->sched && !t->pinned && !t->wait_timed;
+	return self->sched == t->sched && !t->pinned && !t->bound && !t->wait_timed;
 }
 
 /* Make t runnable on its owner (or, woken, on the waker's worker). A task
@@ -558,7 +558,8 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	if (attr == NULL)
 		attr = &defaults;
 	if (attr->worker < BATON_SCHED_ANY_WORKER ||
-	    (attr->worker >= 0 && (unsigned)attr->worker >= s->nworkers))
+	    (attr->worker >= 0 && (unsigned)attr->worker >= s->nworkers) ||
+	    (attr->flags & ~BATON_TASK_BOUND))
 		return BATON_EINVAL;
 	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
 		return BATON_ESHUTDOWN;
@@ -577,6 +578,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	t->timeout.index = SIZE_MAX;
 	t->copystack = attr->coro.model == BATON_CORO_COPYSTACK;
 	t->owner = pick_worker(s, attr->worker);
+	t->bound = (attr->flags & BATON_TASK_BOUND) != 0;
 	/* Relaxed: the count's own modification order is all that matters;
 	 * this increment precedes the push that lets the task run (and end). */
 	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);

@@ -144,6 +144,7 @@ struct baton_task {
 	bool wait_solo;		    /* one waiter, no timeout: one claimant */
 	bool wait_timed;	    /* parked with a timeout on owner's heap */
 	bool pinned;		    /* copy-stack and started: cannot migrate */
+	bool bound;		    /* BATON_TASK_BOUND: never migrates */
 	bool copystack;		    /* its coroutine's model */
 	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED */
 	int wait_index;		    /* select: the case that completed */

@@ -18,7 +18,7 @@
 
 static bool movable(const struct baton_task *t)
 {
-	return !t->pinned && t->timeout.index == SIZE_MAX;
+	return !t->pinned && !t->bound && t->timeout.index == SIZE_MAX;
 }
 
 void baton_steal_serve(struct baton_worker *w)

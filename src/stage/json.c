@@ -52,10 +52,11 @@ static void put_stage(struct out *o, const struct baton_stage_stats *s)
 	put(o, ",\"queued\":%zu,\"queue_limit\":%zu,\"running\":%u,"
 	       "\"concurrency\":%u,\"closed\":%s,\"submitted\":%" PRIu64
 	       ",\"rejected\":%" PRIu64 ",\"completed\":%" PRIu64
-	       ",\"handler_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64 "}",
+	       ",\"handler_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+	       ",\"runners\":%u,\"runners_started\":%" PRIu64 "}",
 	    s->queued, s->queue_limit, s->running, s->concurrency,
 	    s->closed ? "true" : "false", s->submitted, s->rejected,
-	    s->completed, s->handler_ns, s->wait_ns);
+	    s->completed, s->handler_ns, s->wait_ns, s->runners, s->runners_started);
 }
 
 static void put_pool(struct out *o, const struct baton_pool_stats *p)

@@ -41,14 +41,19 @@ struct baton_stage {
 	unsigned running, concurrency;
 	bool closed;
 	bool active;		/* a dispatcher task exists (or is spawning) */
-	struct baton_waitq producers, dispatcher, drainers;
-	uint64_t submitted, rejected, completed, handler_ns, wait_ns;
+	unsigned nrunners;	/* runner tasks alive (spawning included) */
+	unsigned nidle;		/* of them, waiting in `runners` */
+	unsigned next_worker;	/* round robin over the stage's workers */
+	struct baton_waitq producers, dispatcher, drainers, runners;
+	uint64_t submitted, rejected, completed, handler_ns, wait_ns, runners_started;
 
 	/* Fixed at creation. */
 	baton_sched_t *sched;
 	baton_stage_fn fn;
 	void *ctx;
 	struct baton_task_attr task;
+	int first_worker;	/* runners are pinned to these workers... */
+	unsigned nworkers;	/* ...if nworkers > 0 */
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
 	size_t nneeds;
 	char name[BATON_NAME_MAX + 1];
@@ -106,58 +111,207 @@ static bool kick(struct baton_stage *st)
 	return true;
 }
 
+/* Nothing queued, running, dispatching, or alive to take an item. */
 static bool idle(const struct baton_stage *st)
 {
-	/* running > 0 implies active: the dispatcher outlives its handlers. */
-	return !st->active && st->count == 0;
+	return !st->active && st->count == 0 && st->running == 0 && st->nrunners == 0;
 }
 
-/* --- the dispatcher and the handlers ----------------------------------------- */
+/* --- runners: long-lived handler tasks ---------------------------------------- */
 
-static void run_handler(struct baton_stage *st, void *item)
+/* Take the head item for a handler (it counts as running from now on);
+ * producers waiting for room move in behind. */
+static void *pop(struct baton_stage *st, int64_t now, struct baton_wakelist *wl)
 {
-	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	int64_t start = baton_clock_now(), end;
+	void *item = st->ring[st->head].item;
+
+	st->wait_ns += (uint64_t)(now - st->ring[st->head].t0);
+	st->head = (st->head + 1) % st->cap;
+	st->count--;
+	st->running++;
+	admit(st, now, wl);
+	return item;
+}
+
+/* With no needs, a free handler may take the head item itself: nothing
+ * must be acquired in the global order first, so the dispatcher (the only
+ * acquirer) is not needed to keep that order. */
+static bool can_take(const struct baton_stage *st)
+{
+	return st->nneeds == 0 && st->count > 0 && st->running < st->concurrency;
+}
+
+/* Wake the drainers once nothing is queued, running, or alive. */
+static void wake_drainers_if_idle(struct baton_stage *st, struct baton_wakelist *wl)
+{
+	struct baton_waiter *w;
+
+	if (!idle(st))
+		return;
+	while ((w = baton_waitq_claim_first(&st->drainers)) != NULL)
+		baton_waiter_wake(wl, w, BATON_OK);
+}
+
+/* Hand `item` (already counted as running) to an idle runner; false if
+ * none waits. */
+static bool hand_to_idle(struct baton_stage *st, void *item, struct baton_wakelist *wl)
+{
+	struct baton_waiter *w = baton_waitq_claim_first(&st->runners);
+
+	if (w == NULL)
+		return false;
+	st->nidle--;
+	w->value = item;
+	baton_waiter_wake(wl, w, BATON_OK);
+	return true;
+}
+
+/* Tell every idle runner to end (drain, and the dispatcher's exit). */
+static void dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl)
+{
+	struct baton_waiter *w;
+
+	while ((w = baton_waitq_claim_first(&st->runners)) != NULL) {
+		st->nidle--;
+		baton_waiter_wake(wl, w, BATON_ESHUTDOWN);
+	}
+}
+
+/* Run one item's handler, started at `start`, and give back its needs;
+ * returns the time it ended. A runner that goes on with the next item uses
+ * that time as the next start: a clock read costs as much as the rest of a
+ * hand-off on some machines (29 ns in a VM), so an item pays for two, the
+ * submit's and this one. */
+static int64_t run_one(struct baton_stage *st, void *item, int64_t start)
+{
+	int64_t end;
 
 	st->fn(item, st->ctx);
 	end = baton_clock_now();
 	for (size_t i = st->nneeds; i-- > 0;)
 		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
-			baton_pool_release(st->needs[i].pool,
-					   st->needs[i].units);
+			baton_pool_release(st->needs[i].pool, st->needs[i].units);
 	baton_spin_lock(&st->lock);
 	st->running--;
 	st->completed++;
 	st->handler_ns += (uint64_t)(end - start);
-	poke(st, &wl);
-	/* Last touch of st: once it is idle, a drainer may destroy it. */
 	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
+	return end;
 }
 
-static void handler_task(void *arg)
+/*
+ * A runner handles items until none comes for BATON_STAGE_RUNNER_IDLE_NS:
+ * the item it was started with, then the head of the queue if it may take
+ * it, else whatever the dispatcher or a submitter hands it while it waits
+ * on `runners`. Spawning a task per item cost more than the item's hand-off
+ * (docs/stages.md); a runner costs one wake-up per item, none while the
+ * queue stays non-empty.
+ */
+static void runner_task(void *arg)
 {
 	struct job job = *(struct job *)arg;
+	struct baton_stage *st = job.st;
+	void *item = job.item;
+	struct baton_task *self = baton_task_self();
+	int64_t t = baton_clock_now();
+	int rc;
 
 	free(arg);
-	run_handler(job.st, job.item);
+	for (;;) {
+		struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+		t = run_one(st, item, t);
+		baton_spin_lock(&st->lock);
+		if (can_take(st)) {
+			item = pop(st, t, &wl);
+			baton_spin_unlock(&st->lock);
+			baton_wakelist_run(&wl);
+			continue;
+		}
+		poke(st, &wl); /* a dispatcher waiting for a concurrency slot */
+		if (st->nidle >= st->concurrency || self == NULL)
+			break;
+		st->nidle++;
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+		baton_spin_lock(&st->lock);
+		if (can_take(st)) { /* arrived while we were unlocked */
+			st->nidle--;
+			t = baton_clock_now();
+			item = pop(st, t, &wl);
+			baton_spin_unlock(&st->lock);
+			baton_wakelist_run(&wl);
+			continue;
+		}
+		rc = baton_wait_one(self, &st->runners, &st->lock, 0, NULL, &item,
+				    BATON_STAGE_RUNNER_IDLE_NS);
+		if (rc == BATON_OK) {
+			t = baton_clock_now();
+			continue; /* handed an item, counted as running */
+		}
+		baton_spin_lock(&st->lock);
+		if (rc != BATON_ESHUTDOWN) /* timed out (or no timer): we left */
+			st->nidle--;
+		break;
+	}
+	/* With the lock: end this runner. */
+	{
+		struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+		st->nrunners--;
+		wake_drainers_if_idle(st, &wl);
+		/* Last touch of st: once it is idle, a drainer may destroy it. */
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+	}
 }
 
-/* Give the item its task; without memory for one, the dispatcher runs the
- * handler itself (the item is already counted as running). */
+/* The task attributes of the stage's next task: pinned round robin over
+ * the stage's workers when it has some. */
+static struct baton_task_attr next_task_attr(struct baton_stage *st)
+{
+	struct baton_task_attr ta = st->task;
+
+	if (st->nworkers > 0) {
+		ta.worker = st->first_worker + (int)(st->next_worker++ % st->nworkers);
+		ta.flags |= BATON_TASK_BOUND;
+	}
+	return ta;
+}
+
+/* Give the item (counted as running) to an idle runner or a new one;
+ * without memory for a runner, the caller runs the handler itself. Called
+ * without the lock. */
 static void start(struct baton_stage *st, void *item)
 {
-	struct job *job = malloc(sizeof(*job));
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_task_attr ta;
+	struct job *job;
+	bool handed;
 
+	baton_spin_lock(&st->lock);
+	handed = hand_to_idle(st, item, &wl);
+	if (!handed) {
+		st->nrunners++;
+		st->runners_started++;
+	}
+	ta = next_task_attr(st);
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+	if (handed)
+		return;
+	job = malloc(sizeof(*job));
 	if (job != NULL) {
 		job->st = st;
 		job->item = item;
-		if (baton_sched_spawn(st->sched, &st->task, handler_task,
-				      job) == BATON_OK)
+		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
 			return;
 		free(job);
 	}
-	run_handler(st, item);
+	run_one(st, item, baton_clock_now());
+	baton_spin_lock(&st->lock);
+	st->nrunners--;
+	baton_spin_unlock(&st->lock);
 }
 
 /* Block the dispatcher until poked; called and returns with the lock. */
@@ -173,42 +327,36 @@ static void dispatch(void *arg)
 	struct baton_stage *st = arg;
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *self = baton_task_self();
-	struct baton_waiter *w;
 	void *item;
-	int64_t t0, now;
 
 	baton_spin_lock(&st->lock);
 	for (;;) {
-		if (st->count == 0 && st->running == 0)
-			break;
-		if (st->count == 0 || st->running >= st->concurrency) {
+		if (st->count == 0)
+			break; /* runners take it from here; a submit kicks again */
+		if (st->running >= st->concurrency) {
 			dispatcher_wait(st, self);
 			continue;
 		}
-		item = st->ring[st->head].item;
-		t0 = st->ring[st->head].t0;
-		baton_spin_unlock(&st->lock);
-		for (size_t i = 0; i < st->nneeds; i++)
-			/* No timeout: the only result is BATON_OK. */
-			baton_pool_acquire(st->needs[i].pool,
-					   st->needs[i].units, -1);
-		baton_spin_lock(&st->lock);
-		while (st->running >= st->concurrency) /* lowered meanwhile */
-			dispatcher_wait(st, self);
-		st->head = (st->head + 1) % st->cap;
-		st->count--;
-		st->running++;
-		now = baton_clock_now();
-		st->wait_ns += (uint64_t)(now - t0);
-		admit(st, now, &wl);
+		if (st->nneeds > 0) {
+			/* The only acquirer: the head stays put while we wait
+			 * for its needs (runners pop only with no needs). */
+			baton_spin_unlock(&st->lock);
+			for (size_t i = 0; i < st->nneeds; i++)
+				/* No timeout: the only result is BATON_OK. */
+				baton_pool_acquire(st->needs[i].pool,
+						   st->needs[i].units, -1);
+			baton_spin_lock(&st->lock);
+			while (st->running >= st->concurrency) /* lowered meanwhile */
+				dispatcher_wait(st, self);
+		}
+		item = pop(st, baton_clock_now(), &wl);
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
 		start(st, item);
 		baton_spin_lock(&st->lock);
 	}
 	st->active = false;
-	while ((w = baton_waitq_claim_first(&st->drainers)) != NULL)
-		baton_waiter_wake(&wl, w, BATON_OK);
+	wake_drainers_if_idle(st, &wl);
 	/* Last touch of st: a drainer may destroy it once it has the lock. */
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
@@ -241,7 +389,10 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	    attr->queue_capacity == 0 ||
 	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY ||
 	    attr->concurrency == 0 || attr->nneeds > BATON_STAGE_MAX_NEEDS ||
-	    (attr->nneeds > 0 && attr->needs == NULL))
+	    (attr->nneeds > 0 && attr->needs == NULL) ||
+	    (attr->nworkers > 0 && (attr->first_worker < 0 ||
+				    attr->first_worker + (long)attr->nworkers >
+					    baton_sched_workers(s))))
 		return BATON_EINVAL;
 	n = attr->nneeds;
 	/* Sort by creation id (insertion sort: at most 8) and check each. */
@@ -277,6 +428,12 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	st->fn = attr->fn;
 	st->ctx = attr->ctx;
 	st->task = attr->task;
+	st->first_worker = attr->first_worker;
+	st->nworkers = attr->nworkers;
+	if (st->nworkers > 0) { /* the dispatcher too: it hands items to runners */
+		st->task.worker = st->first_worker;
+		st->task.flags |= BATON_TASK_BOUND;
+	}
 	memcpy(st->needs, needs, n * sizeof(needs[0]));
 	st->nneeds = n;
 	for (size_t i = 0; i < n; i++) {
@@ -321,6 +478,16 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		st->rejected++;
 		baton_spin_unlock(&st->lock);
 		return BATON_ESHUTDOWN;
+	}
+	if (st->count == 0 && st->nneeds == 0 && st->running < st->concurrency &&
+	    st->runners.head != NULL) {
+		/* An idle runner and nothing ahead of us: hand it over. */
+		st->submitted++;
+		st->running++;
+		hand_to_idle(st, item, &wl);
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+		return BATON_OK;
 	}
 	if (st->count < st->limit) {
 		pos = st->count;
@@ -393,6 +560,15 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 		baton_spin_unlock(&st->lock);
 		return BATON_OK;
 	}
+	{
+		/* Idle runners would linger; a drainer wants them gone. */
+		struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+		dismiss_idle(st, &wl);
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+		baton_spin_lock(&st->lock);
+	}
 	if (kick(st)) { /* items left by a failed spawn */
 		baton_spin_unlock(&st->lock);
 		if ((rc = spawn_dispatcher(st)) != BATON_OK)
@@ -459,6 +635,8 @@ int baton_stage_snapshot(baton_stage_t *st, struct baton_stage_stats *out)
 	out->completed = st->completed;
 	out->handler_ns = st->handler_ns;
 	out->wait_ns = st->wait_ns;
+	out->runners = st->nrunners;
+	out->runners_started = st->runners_started;
 	baton_spin_unlock(&st->lock);
 	return BATON_OK;
 }
@@ -471,8 +649,8 @@ int baton_stage_destroy(baton_stage_t *st)
 		return BATON_OK;
 	baton_spin_lock(&st->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
-	busy = !idle(st) || st->running > 0 || st->producers.head != NULL ||
-	       st->drainers.head != NULL || st->dispatcher.head != NULL;
+	busy = !idle(st) || st->producers.head != NULL || st->drainers.head != NULL ||
+	       st->dispatcher.head != NULL || st->runners.head != NULL;
 	baton_spin_unlock(&st->lock);
 	if (busy)
 		return BATON_EBUSY;
