@@ -5,9 +5,17 @@
  * (baton/stage.h): accept, read and parse, handle, write.
  *
  * A handler has the shape of Guile's: the request and its body in; status,
- * headers and body out. It runs in the connection's task, once the handler
- * step's pool grants it a slot, so the number of handlers running at once is
- * limited separately from the number of connections doing I/O.
+ * headers and body out. By default it runs in the connection's task, once
+ * the handler step's pool grants it a slot, so the number of handlers
+ * running at once is limited separately from the number of connections
+ * doing I/O. With compute_workers > 0 the scheduler's workers are split:
+ * connections (accept, read, parse, write) are bound to the first ones and
+ * handlers run in the "handle" stage (baton/stage.h), bound to the last
+ * compute_workers ones, so a handler that computes for a long time does not
+ * hold up reading and writing. A request then waits in the stage's queue
+ * (handler_queue long) while its connection is not read further; when the
+ * queue stays full for queue_timeout_ns the request is answered 503 with
+ * Retry-After.
  *
  *     static int hello(void *ctx, const struct baton_http_req *req,
  *                      struct baton_http_resp *resp)
@@ -53,6 +61,9 @@
  *     memory freed by resp->release(resp->body) after the write.
  *  3. The request's pointers are valid only during the handler call.
  *  4. Destroy the server after baton_sched_run() returned (after shutdown).
+ *  5. With compute_workers > 0 the scheduler needs more workers than that
+ *     (at least one for connections), and a handler may run on another
+ *     thread than the one that read its request.
  */
 #ifndef BATON_HTTP_H
 #define BATON_HTTP_H
@@ -118,18 +129,24 @@ struct baton_http_server_attr {
 	int backlog;
 	struct baton_coro_attr coro;	/* connection tasks */
 	int64_t linger_ns;		/* lingering close: at most this long; 0: off */
+	unsigned compute_workers;	/* > 0: handlers run on the last this many
+					   workers, connections on the others */
+	size_t handler_queue;		/* requests waiting for a handler (compute) */
+	int64_t queue_timeout_ns;	/* then 503 + Retry-After (compute) */
 };
 
 #define BATON_HTTP_SERVER_ATTR_INIT { \
 	NULL, 8080, NULL, NULL, NULL, 0, \
 	8192, 32768, 100, 1048576, \
 	10000000000LL, 60000000000LL, 30000000000LL, \
-	10000, 256, 4096, 1024, BATON_CORO_ATTR_INIT, 2000000000LL }
+	10000, 256, 4096, 1024, BATON_CORO_ATTR_INIT, 2000000000LL, \
+	0, 1024, 1000000000LL }
 
 /* Bind and listen now (errors are reported here), and spawn the acceptor
  * on scheduler s; connections are served once s runs. From any thread.
- * Errors: BATON_EINVAL (NULL, no handler, a limit <= 0), BATON_ESYS
- * (socket/bind/listen, errno set), BATON_ENOMEM. */
+ * Errors: BATON_EINVAL (NULL, no handler, a limit <= 0, compute_workers
+ * not below the scheduler's workers), BATON_ESYS (socket/bind/listen,
+ * errno set), BATON_ENOMEM. */
 BATON_API int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 				       const struct baton_http_server_attr *attr);
 
@@ -142,7 +159,10 @@ BATON_API int baton_http_server_port(const baton_http_server_t *srv);
 BATON_API int baton_http_server_shutdown(baton_http_server_t *srv);
 
 /* Change limits while serving: handler concurrency, in-flight cap,
- * connection cap (<= 0 leaves one unchanged). Errors: BATON_EINVAL. */
+ * connection cap (<= 0 leaves one unchanged). Errors: BATON_EINVAL. With
+ * compute workers, handler concurrency is the handle stage's. The server's
+ * GET /_stats (attr.stats) has a writing twin for operators:
+ * POST /_limits?handler_concurrency=N&handler_queue=N&max_inflight=N&max_connections=N. */
 BATON_API int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurrency,
 					   long max_inflight, long max_connections);
 
@@ -150,6 +170,10 @@ BATON_API int baton_http_server_set_limits(baton_http_server_t *srv, long handle
  * *len = its length even if it did not fit (BATON_EINVAL then). */
 BATON_API int baton_http_server_stats_json(baton_http_server_t *srv, char *buf,
 					   size_t size, size_t *len);
+
+/* Change how many requests may wait for a handler (1..handler_queue given
+ * at creation). Errors: BATON_EINVAL (also without compute workers). */
+BATON_API int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n);
 
 /* Free the server. Errors: BATON_EBUSY (connections still open). */
 BATON_API int baton_http_server_destroy(baton_http_server_t *srv);

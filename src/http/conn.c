@@ -290,12 +290,50 @@ static int respond(struct http_conn *c, const struct baton_http_request *req,
 	return baton_io_write(c->io, resp->body, resp->body_len, c->srv->a.write_timeout_ns, NULL);
 }
 
-static bool is_stats(const struct baton_http_request *req)
+/* The handle stage's function, on a compute worker: run the handler for
+ * the job and post its connection's semaphore. The job lives on the
+ * connection task's stack: after the post it may be gone. */
+void baton_http_handle_job(void *item, void *ctx)
 {
-	return req->target_len == 7 && memcmp(req->target, "/_stats", 7) == 0;
+	struct http_job *job = item;
+	struct baton_http_server *srv = ctx;
+	baton_sem_t *done = job->c->done;
+	int64_t t0 = now_ns();
+	int rc;
+
+	baton_http_step_begin(srv, STEP_HANDLE);
+	rc = srv->a.handler(srv->a.ctx, job->view, job->resp);
+	baton_http_step_end(srv, STEP_HANDLE, t0, rc == BATON_OK);
+	if (rc == BATON_OK && job->resp->status == 0)
+		job->resp->status = 200;
+	job->rc = rc;
+	baton_sem_release(done, 1);
 }
 
-/* Run the handler (or static files, or /_stats) under the handler pool. */
+/* Hand the request to the handle stage and wait for its job. While the
+ * queue is full the connection is not read (we are not reading); after
+ * queue_timeout_ns the request gets 503 with Retry-After. */
+static int handle_on_stage(struct http_conn *c, const struct baton_http_req *view,
+			   struct baton_http_resp *resp)
+{
+	struct baton_http_server *srv = c->srv;
+	struct http_job job = { c, view, resp, BATON_OK };
+	int rc;
+
+	if (c->done == NULL && baton_sem_create(&c->done, 0) != BATON_OK)
+		return BATON_ENOMEM;
+	rc = baton_stage_submit(srv->handle, &job, srv->a.queue_timeout_ns);
+	if (rc != BATON_OK) {
+		baton_http_step_reject(srv, STEP_HANDLE);
+		return rc == BATON_ENOMEM ? rc : -503;
+	}
+	/* No timeout: the job is on our stack, so we wait until it is done. */
+	baton_sem_acquire(c->done, 1, -1);
+	return job.rc;
+}
+
+/* Run the handler (or static files, or /_stats) under the handler pool, or
+ * on the handle stage. */
 static int handle(struct http_conn *c, const struct baton_http_request *req,
 		  const char *body, size_t body_len, struct baton_http_resp *resp,
 		  char *scratch, size_t scratch_cap)
@@ -311,23 +349,17 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	memset(resp, 0, sizeof(*resp));
 	resp->scratch = scratch;
 	resp->scratch_cap = scratch_cap;
-	if (srv->a.stats && is_stats(req) && req->method_id == BATON_HTTP_GET) {
-		size_t len;
-
-		if (baton_http_server_stats_json(srv, scratch, scratch_cap, &len) != BATON_OK)
-			return BATON_ENOMEM;
-		resp->status = 200;
-		resp->content_type = "application/json";
-		resp->body = scratch;
-		resp->body_len = len;
-		return BATON_OK;
-	}
+	if (srv->a.stats && req->target_len > 2 && req->target[1] == '_' &&
+	    (rc = baton_http_admin(srv, req, resp)) != 0)
+		return rc > 0 ? BATON_OK : rc;
 	if (srv->static_dir && (req->method_id == BATON_HTTP_GET ||
 				req->method_id == BATON_HTTP_HEAD)) {
 		rc = baton_http_static(srv, req, resp);
 		if (rc != 0)
 			return rc > 0 ? BATON_OK : rc;
 	}
+	if (srv->handle != NULL)
+		return handle_on_stage(c, &view, resp);
 	/* The handler step: queue for a slot of the handlers pool. */
 	rc = baton_pool_acquire(srv->handlers, 1, srv->a.header_timeout_ns);
 	if (rc != BATON_OK) {

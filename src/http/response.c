@@ -210,6 +210,8 @@ size_t baton_http_format_error(char *buf, size_t cap, int status)
 	code[2] = (char)('0' + status % 10);
 	code[3] = ' ';
 	status_line(&o, status);
+	if (status == 503) /* busy, not broken: come back in a second */
+		PUTS(&o, "Retry-After: 1\r\n");
 	PUTS(&o, "Content-Type: text/plain\r\nContent-Length: ");
 	put_u64(&o, 4 + rlen + 1);
 	PUTS(&o, "\r\nConnection: close\r\n\r\n");

@@ -100,6 +100,7 @@ static void conn_task(void *arg)
 
 	baton_http_conn_main(c);
 	conn_unlink(srv, c);
+	baton_sem_destroy(c->done);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -159,6 +160,11 @@ static void acceptor(void *arg)
 		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
 		ta.coro = srv->a.coro;
+		if (srv->handle != NULL) {
+			/* Connections stay on the I/O workers, spread evenly. */
+			ta.worker = (int)(srv->next_io++ % srv->io_workers);
+			ta.flags = BATON_TASK_BOUND;
+		}
 		if (baton_sched_spawn(srv->sched, &ta, conn_task, c) != BATON_OK) {
 			conn_unlink(srv, c);
 			baton_io_close(c->io);
@@ -185,7 +191,8 @@ static int listen_socket(struct baton_http_server *srv)
 
 static bool attr_valid(const struct baton_http_server_attr *a)
 {
-	return a->handler && a->max_target > 0 && a->max_header_bytes > 0 &&
+	return a->handler && a->handler_queue > 0 && a->queue_timeout_ns >= 0 &&
+	       a->handler_queue <= BATON_STAGE_MAX_CAPACITY && a->max_target > 0 && a->max_header_bytes > 0 &&
 	       a->max_fields > 0 && a->max_body >= 0 && a->header_timeout_ns > 0 &&
 	       a->idle_timeout_ns > 0 && a->write_timeout_ns > 0 &&
 	       a->max_connections > 0 && a->handler_concurrency > 0 &&
@@ -194,6 +201,7 @@ static bool attr_valid(const struct baton_http_server_attr *a)
 
 static void server_free(struct baton_http_server *srv)
 {
+	baton_stage_destroy(srv->handle);
 	baton_pool_destroy(srv->conns);
 	baton_pool_destroy(srv->handlers);
 	baton_pool_destroy(srv->inflight);
@@ -211,7 +219,8 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	int rc;
 
-	if (out == NULL || s == NULL || attr == NULL || !attr_valid(attr))
+	if (out == NULL || s == NULL || attr == NULL || !attr_valid(attr) ||
+	    attr->compute_workers >= (unsigned)baton_sched_workers(s))
 		return BATON_EINVAL;
 	srv = calloc(1, sizeof(*srv));
 	if (srv == NULL)
@@ -232,10 +241,30 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	    (rc = baton_pool_create(&srv->handlers, "handlers", attr->handler_concurrency)) ||
 	    (rc = baton_pool_create(&srv->inflight, "in-flight", attr->max_inflight)))
 		goto fail;
+	srv->io_workers = (unsigned)baton_sched_workers(s) - attr->compute_workers;
+	if (attr->compute_workers > 0) {
+		struct baton_stage_attr sa = BATON_STAGE_ATTR_INIT;
+
+		sa.name = "handle";
+		sa.fn = baton_http_handle_job;
+		sa.ctx = srv;
+		sa.queue_capacity = attr->handler_queue;
+		sa.concurrency = attr->handler_concurrency > 1000000 ? 1000000
+				 : (unsigned)attr->handler_concurrency;
+		sa.task.coro = attr->coro;
+		sa.first_worker = (int)srv->io_workers;
+		sa.nworkers = attr->compute_workers;
+		if ((rc = baton_stage_create(&srv->handle, s, &sa)) != BATON_OK)
+			goto fail;
+	}
 	rc = listen_socket(srv);
 	if (rc != BATON_OK)
 		goto fail;
 	ta.coro = attr->coro;
+	if (srv->handle != NULL) { /* the acceptor is I/O too */
+		ta.worker = 0;
+		ta.flags = BATON_TASK_BOUND;
+	}
 	rc = baton_sched_spawn(s, &ta, acceptor, srv);
 	if (rc != BATON_OK) {
 		close(srv->lfd);
@@ -277,7 +306,9 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 	if (srv == NULL)
 		return BATON_EINVAL;
 	if (handler_concurrency > 0)
-		rc = baton_pool_set_capacity(srv->handlers, handler_concurrency);
+		rc = srv->handle ? baton_stage_set_concurrency(srv->handle, handler_concurrency >
+					       1000000 ? 1000000 : (unsigned)handler_concurrency)
+				 : baton_pool_set_capacity(srv->handlers, handler_concurrency);
 	if (rc == BATON_OK && max_inflight > 0)
 		rc = baton_pool_set_capacity(srv->inflight, max_inflight);
 	if (rc == BATON_OK && max_connections > 0)
@@ -285,12 +316,18 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 	return rc;
 }
 
+int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n)
+{
+	if (srv == NULL || srv->handle == NULL)
+		return BATON_EINVAL;
+	return baton_stage_set_queue_limit(srv->handle, n);
+}
+
 int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t size,
 				 size_t *len)
 {
 	baton_pool_t *pools[3];
-	size_t plen = 0, n;
-	char *p;
+	size_t n;
 	int rc;
 
 	if (srv == NULL || len == NULL || (buf == NULL && size))
@@ -298,8 +335,8 @@ int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t siz
 	pools[0] = srv->conns;
 	pools[1] = srv->handlers;
 	pools[2] = srv->inflight;
-	/* {"steps":[...],"stages":[],"pools":[...]}: the steps by hand, the
-	 * pools by the stage module's writer. */
+	/* {"steps":[...],"stages":[...],"pools":[...]}: the steps by hand,
+	 * the stages and pools by the stage module's writer. */
 	char steps[1024];
 	size_t sl = 0;
 
@@ -317,24 +354,23 @@ int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t siz
 			(unsigned long long)__atomic_load_n(&st->ns, __ATOMIC_RELAXED));
 	}
 	sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl, "],");
-	rc = baton_stage_json(NULL, 0, pools, 3, NULL, 0, &plen);
-	if (rc != BATON_OK)
-		return rc;
-	/* plen is the text of {"stages":[],"pools":[...]}: drop its "{". */
-	*len = sl + plen - 1;
-	if (size <= *len) {
+	size_t nst = srv->handle ? 1 : 0;
+
+	/* The stages' object goes right after "...]," with its "{" on the
+	 * comma, which is then put back: one snapshot, no copy. */
+	if (size < sl) {
+		baton_stage_json(&srv->handle, nst, pools, 3, NULL, 0, &n);
+		*len = sl - 1 + n;
 		if (size)
 			buf[0] = '\0';
 		return BATON_EINVAL;
 	}
 	memcpy(buf, steps, sl);
-	p = malloc(plen + 1);
-	if (p == NULL)
-		return BATON_ENOMEM;
-	rc = baton_stage_json(NULL, 0, pools, 3, p, plen + 1, &n);
-	if (rc == BATON_OK)
-		memcpy(buf + sl, p + 1, plen); /* includes its NUL */
-	free(p);
+	rc = baton_stage_json(&srv->handle, nst, pools, 3, buf + sl - 1, size - sl + 1, &n);
+	buf[sl - 1] = ',';
+	*len = sl - 1 + n;
+	if (rc != BATON_OK)
+		buf[0] = '\0';
 	return rc;
 }
 

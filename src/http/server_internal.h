@@ -4,13 +4,15 @@
  *   server.c   create / shutdown / destroy, the acceptor, the statistics
  *   conn.c     one connection: read and parse, body, handle, write
  *   static.c   files from the static directory
+ *   admin.c    the operator's endpoints: GET /_stats, POST /_limits
  *
- * The steps of a request are counted as stages (docs/stages.md): accept,
- * read (read and parse a head and its body), handle, write. The handle step
- * runs in the connection's task once it holds a unit of the "handlers"
- * pool, so the pools are where requests queue; the "in-flight" pool caps
- * requests between parsed and written, the "connections" pool makes the
- * acceptor pause.
+ * The steps of a request are counted (docs/stages.md): accept, read (read
+ * and parse a head and its body), handle, write. Without compute workers
+ * the handle step runs in the connection's task once it holds a unit of
+ * the "handlers" pool; with them it is the "handle" stage, whose handler
+ * tasks are bound to the compute workers, and the connection task waits
+ * for its request's job. The "in-flight" pool caps requests between parsed
+ * and written, the "connections" pool makes the acceptor pause.
  */
 #ifndef BATON_SRC_HTTP_SERVER_INTERNAL_H
 #define BATON_SRC_HTTP_SERVER_INTERNAL_H
@@ -21,6 +23,7 @@
 #include <baton/http.h>
 #include <baton/io.h>
 #include <baton/stage.h>
+#include <baton/sync.h>
 
 #include "http_parse.h"
 
@@ -44,6 +47,9 @@ struct baton_http_server {
 	int lfd;
 	unsigned short port;
 	baton_pool_t *conns, *handlers, *inflight;
+	baton_stage_t *handle;	/* with compute workers, else NULL */
+	unsigned io_workers;	/* connections are bound to [0, io_workers) */
+	unsigned next_io;	/* the acceptor's round robin over them */
 	struct http_step steps[NSTEPS];
 
 	pthread_mutex_t lock;	/* guards the list */
@@ -64,6 +70,16 @@ struct http_conn {
 	size_t in_len, in_cap;
 	char *out;		/* responses not yet written */
 	size_t out_len, out_cap;
+	baton_sem_t *done;	/* the handle stage posts a finished job */
+};
+
+/* A request handed to the handle stage; lives on the connection task's
+ * stack until `done` is posted. */
+struct http_job {
+	struct http_conn *c;
+	const struct baton_http_req *view;
+	struct baton_http_resp *resp;
+	int rc;
 };
 
 /* server.c */
@@ -75,6 +91,12 @@ bool baton_http_shutting(struct baton_http_server *srv);
 
 /* conn.c */
 void baton_http_conn_main(void *arg);
+void baton_http_handle_job(void *item, void *ctx); /* the handle stage's fn */
+
+/* admin.c: GET /_stats, POST /_limits; 1 if it answered (resp filled), 0
+ * if the request is not for it, -status or an error code on failure. */
+int baton_http_admin(struct baton_http_server *srv, const struct baton_http_request *req,
+		     struct baton_http_resp *resp);
 
 /* static.c: 1 if a file answered (resp filled, body to free), 0 if the
  * path is not a file there, -status on a refused path. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <baton/http.h>
 #include <baton/sched.h>
@@ -29,7 +30,12 @@ static void usage(FILE *f)
 		"usage: baton-httpd [options]\n"
 		"  --port N                 port to listen on (default 8080; 0 = any)\n"
 		"  --address A              IPv4 address to bind (default 0.0.0.0)\n"
-		"  --workers N              scheduler workers (default 1; 0 = one per CPU)\n"
+		"  --workers N              I/O workers: accept, read, write (default 1; 0 = one per CPU)\n"
+		"  --compute-workers N      run handlers on N more workers of their own (default 0:\n"
+		"                           handlers run on the I/O workers, in the connection's task)\n"
+		"  --handler-queue N        with compute workers: requests waiting for a handler (1024)\n"
+		"  --queue-timeout MS       with compute workers: 503 + Retry-After after waiting this\n"
+		"                           long for room in that queue (1000)\n"
 		"  --handler hello          the built-in hello-world handler (default)\n"
 		"  --handler lua FILE       FILE returns function(request, body) -> status, headers, body\n"
 		"  --handler scheme FILE    FILE's last expression is (lambda (request body) ...) ->\n"
@@ -173,6 +179,12 @@ int main(int argc, char **argv)
 			a.host = v;
 		} else if (!strcmp(o, "--workers")) {
 			sa.workers = (unsigned)parse_num(o, v, 0, BATON_SCHED_MAX_WORKERS);
+		} else if (!strcmp(o, "--compute-workers")) {
+			a.compute_workers = (unsigned)parse_num(o, v, 0, BATON_SCHED_MAX_WORKERS / 2);
+		} else if (!strcmp(o, "--handler-queue")) {
+			a.handler_queue = (size_t)parse_num(o, v, 1, 1 << 24);
+		} else if (!strcmp(o, "--queue-timeout")) {
+			a.queue_timeout_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--static")) {
 			a.static_dir = v;
 		} else if (!strcmp(o, "--max-connections")) {
@@ -220,6 +232,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	/* I/O workers plus compute workers: the scheduler has both. */
+	if (a.compute_workers > 0) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (sa.workers == 0)
+			sa.workers = ncpu > 0 ? (unsigned)ncpu : 1;
+		sa.workers += a.compute_workers;
+		if (sa.workers > BATON_SCHED_MAX_WORKERS) {
+			fprintf(stderr, "baton-httpd: more than %d workers in all\n",
+				BATON_SCHED_MAX_WORKERS);
+			return 2;
+		}
+	}
 	/* The scheduler first: the Lua handler makes a state per worker. */
 	if ((rc = baton_sched_create(&s, &sa)) != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot start: %s\n", baton_strerror(rc));
@@ -243,9 +268,10 @@ int main(int argc, char **argv)
 			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "");
 		return 1;
 	}
-	fprintf(stderr, "baton-httpd: listening on %s:%d, %d worker(s), handler %s%s\n",
+	fprintf(stderr, "baton-httpd: listening on %s:%d, %d I/O worker(s), %u compute "
+		"worker(s), handler %s%s\n",
 		a.host ? a.host : "0.0.0.0", baton_http_server_port(sc.srv),
-		baton_sched_workers(s), kind,
+		baton_sched_workers(s) - (int)a.compute_workers, a.compute_workers, kind,
 		!strcmp(kind, "lua") ? (ho.lua_shared ? " (one shared state)" : " (a state per worker)") :
 		!strcmp(kind, "scheme") ? (ho.scheme_eval ? " (interpreted)" : " (compiled)") : "");
 	pthread_create(&th, NULL, signal_thread, &sc);

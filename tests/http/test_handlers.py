@@ -11,6 +11,7 @@ a file, is stopped with SIGTERM and must exit 0 without a sanitizer report.
 Every socket and every wait has a timeout.
 """
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -421,3 +422,123 @@ def test_scheme_load_errors_stop_start_up(httpd, tmp_path, text, why, mode):
         why = "baton-httpd: scheme: "  # the reader's or expander's message instead
     assert why in err, err
     assert "listening" not in err
+
+
+# --- compute workers: handlers on workers of their own ---------------------------
+
+def timed_get(port, target, timeout=TIMEOUT):
+    t0 = time.monotonic()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", target)
+        r = c.getresponse()
+        return r.status, r.getheaders(), r.read(), time.monotonic() - t0
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("lang", ["lua", "scheme"])
+def test_compute_workers_keep_io_going(httpd, tmp_path, lang):
+    """With --compute-workers 1, handlers computing for 400 ms each keep
+    the compute worker busy while the I/O worker still answers /_stats
+    (served before the handler) at once; every slow request gets its
+    answer; /_stats shows the handle stage with what went through it."""
+    srv = Server(httpd, str(tmp_path), [lang, os.path.join(HANDLERS, "echo" + EXT[lang])],
+                 ["--workers", "1", "--compute-workers", "1", "--stats"])
+    try:
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(
+            timed_get(srv.port, "/spin?ms=400"))) for _ in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)  # the first is computing, the others queue
+        worst = 0.0
+        for _ in range(10):
+            status, _, body, took = timed_get(srv.port, "/_stats")
+            assert status == 200
+            worst = max(worst, took)
+        for t in threads:
+            t.join(TIMEOUT)
+        assert [r[0] for r in results] == [200, 200, 200]
+        assert all(r[2].startswith(b"spun ") for r in results)
+        # A stalled I/O worker would make these wait for a 400 ms handler.
+        assert worst < 0.2, f"/_stats took {worst:.3f} s while handlers computed"
+        doc = json.loads(timed_get(srv.port, "/_stats")[2])
+        (stage,) = doc["stages"]
+        assert stage["name"] == "handle" and stage["completed"] >= 3
+        assert stage["submitted"] == stage["completed"] + stage["running"] + stage["queued"]
+        assert stage["handler_ns"] >= 3 * 350_000_000
+    finally:
+        stopped_cleanly(srv)
+
+
+def test_compute_queue_full_gets_503_with_retry_after(httpd, tmp_path):
+    """The handle stage's queue is bounded: with one handler at a time, a
+    queue of 1 and a 100 ms queue timeout, the requests that find it full
+    past the timeout get 503 with Retry-After; the rest are answered."""
+    srv = Server(httpd, str(tmp_path), ["lua", os.path.join(HANDLERS, "echo.lua")],
+                 ["--workers", "1", "--compute-workers", "1", "--stats",
+                  "--handler-concurrency", "1", "--handler-queue", "1",
+                  "--queue-timeout", "100"])
+    try:
+        results = []
+        lock = threading.Lock()
+
+        def one():
+            r = timed_get(srv.port, "/spin?ms=300")
+            with lock:
+                results.append(r)
+        threads = [threading.Thread(target=one) for _ in range(5)]
+        for t in threads:
+            t.start()
+            time.sleep(0.02)
+        for t in threads:
+            t.join(TIMEOUT)
+        statuses = sorted(r[0] for r in results)
+        assert statuses.count(200) >= 2 and statuses.count(503) >= 1, statuses
+        assert set(statuses) <= {200, 503}
+        for status, headers, _, _ in results:
+            if status == 503:
+                assert dict((k.lower(), v) for k, v in headers)["retry-after"] == "1"
+        doc = json.loads(timed_get(srv.port, "/_stats")[2])
+        assert doc["stages"][0]["rejected"] == statuses.count(503)
+        # and it still serves once the burst is over
+        assert timed_get(srv.port, "/spin?ms=1")[0] == 200
+    finally:
+        stopped_cleanly(srv)
+
+
+def test_limits_endpoint_changes_the_stage(httpd, tmp_path):
+    """POST /_limits changes the handle stage's concurrency and queue limit
+    while serving and answers the new snapshot; a bad name or value is a
+    400 that changes nothing."""
+    srv = Server(httpd, str(tmp_path), ["lua", os.path.join(HANDLERS, "echo.lua")],
+                 ["--workers", "1", "--compute-workers", "1", "--stats"])
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=TIMEOUT)
+        c.request("POST", "/_limits?handler_concurrency=3&handler_queue=7&max_inflight=99")
+        r = c.getresponse()
+        doc = json.loads(r.read())
+        assert r.status == 200
+        (stage,) = doc["stages"]
+        assert stage["concurrency"] == 3 and stage["queue_limit"] == 7
+        assert {p["name"]: p["capacity"] for p in doc["pools"]}["in-flight"] == 99
+        for bad in ["/_limits?handler_queue=0", "/_limits?nope=1", "/_limits?handler_queue=x",
+                    "/_limits?handler_queue=5000"]:
+            c.request("POST", bad)
+            r = c.getresponse()
+            r.read()
+            assert r.status == 400, bad
+        c.request("GET", "/_stats")
+        stage = json.loads(c.getresponse().read())["stages"][0]
+        assert stage["concurrency"] == 3 and stage["queue_limit"] == 7
+        c.close()
+    finally:
+        stopped_cleanly(srv)
+
+
+def test_bad_handler_queue_is_refused(httpd):
+    """A handler queue of 0 is refused at start with a message."""
+    p = subprocess.run([httpd, "--port", "0", "--workers", "1", "--compute-workers", "0",
+                        "--handler-queue", "0"], capture_output=True, timeout=TIMEOUT)
+    assert p.returncode == 2 and b"--handler-queue" in p.stderr

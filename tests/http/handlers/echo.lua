@@ -57,6 +57,12 @@ return function(request, body)
 
 	if path == "/echo" then
 		return 200, { ["content-type"] = "text/plain" }, describe(request, body)
+	elseif path == "/spin" then
+		-- ms=N: compute (CPU time, no blocking) for N milliseconds
+		local ms = tonumber(query:match("ms=(%d+)")) or 0
+		local t0, n = os.clock(), 0
+		while (os.clock() - t0) * 1000 < ms do n = n + 1 end
+		return 200, nil, "spun " .. n .. "\n"
 	elseif path == "/body" then
 		return 200, { { "Content-Type", "application/octet-stream" } }, body
 	elseif path == "/big" then

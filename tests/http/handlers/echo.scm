@@ -1,7 +1,15 @@
 ;;; The Scheme handler of tests/http/test_handlers.py: the target's path
 ;;; picks what it does (the same paths as echo.lua). Compiled by csc at
 ;;; start-up, or interpreted with --scheme-eval.
-(import (chicken string) (chicken blob))
+(import (chicken string) (chicken blob) (chicken time))
+
+;; Compute (CPU time, no blocking) for ms milliseconds.
+(define (spin ms)
+  (let ((end (+ (current-process-milliseconds) ms)))
+    (let loop ((n 0))
+      (if (< (current-process-milliseconds) end)
+          (loop (+ n 1))
+          (string-append "spun " (number->string n) "\n")))))
 
 ;; p starts s.
 (define (prefix? p s)
@@ -58,6 +66,8 @@
          (query (if (pair? (cdr parts)) (cadr parts) "")))
     (cond ((string=? path "/echo")
            (values '((content-type . "text/plain")) (describe request body)))
+          ((string=? path "/spin")
+           (values '() (spin (string->number (substring query 3)))))
           ((string=? path "/body")
            (values '(("Content-Type" . "application/octet-stream")) body))
           ((string=? path "/big")
