@@ -276,6 +276,75 @@ static void test_wake_from_thread(void **state)
 	alarm(0);
 }
 
+/* --- a yielding task does not keep I/O waiting ------------------------------ */
+struct spin;
+static void spin_open(void *arg);
+/* One worker: a task that yields in a loop is alone on the run queue, so
+ * each yield lets the worker poll before running it again. The reader is
+ * woken on the first poll after the pipe is written: within a few yields,
+ * not after a poll tick's worth (61 dispatches) of them. */
+struct spin {
+	baton_io_t *r;
+	int wfd;
+	int reader_ready; /* the reader waits in read */
+	long yields;	  /* the spinner's count */
+	long woke_at;	  /* the count when the reader got its byte */
+};
+
+static void spin_reader(void *arg)
+{
+	struct spin *sp = arg;
+	char c;
+	size_t n = 0;
+
+	sp->reader_ready = 1;
+	CHECK(baton_io_read(sp->r, &c, 1, 5000000000LL, &n) == BATON_OK && n == 1);
+	sp->woke_at = sp->yields;
+	baton_io_close(sp->r);
+}
+
+static void spin_yielder(void *arg)
+{
+	struct spin *sp = arg;
+
+	while (!sp->reader_ready)
+		baton_sched_yield();
+	baton_sched_yield(); /* the reader is parked in its read now */
+	CHECK(write(sp->wfd, "x", 1) == 1);
+	for (sp->yields = 0; sp->woke_at < 0 && sp->yields < 100000; sp->yields++)
+		baton_sched_yield();
+}
+
+static int spin_rfd;
+
+static void spin_open(void *arg)
+{
+	struct spin *sp = arg;
+
+	CHECK(baton_io_open(&sp->r, spin_rfd, true) == BATON_OK);
+	CHECK(baton_sched_spawn(baton_sched_self(), NULL, spin_reader, sp) == BATON_OK);
+	spin_yielder(sp);
+}
+
+static void test_yield_polls_io(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+	struct spin sp = { .woke_at = -1 };
+	int p[2];
+
+	harness_watchdog(30);
+	assert_int_equal(pipe(p), 0);
+	sp.wfd = p[1];
+	spin_rfd = p[0];
+	spawn(s, state, spin_open, &sp);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	close(p[1]);
+	verdict();
+	assert_true(sp.woke_at >= 0 && sp.woke_at <= 3);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	alarm(0);
+}
+
 static void test_outside_task(void **state)
 {
 	baton_io_t *io;
@@ -294,6 +363,7 @@ int main(void)
 		MODEL_TESTS(test_echo_2),
 		MODEL_TESTS(test_timeouts),
 		MODEL_TESTS(test_wake_from_thread),
+		MODEL_TESTS(test_yield_polls_io),
 		cmocka_unit_test(test_outside_task),
 	};
 

@@ -165,8 +165,9 @@ BATON_API int baton_sched_stats(const baton_sched_t *s,
 
 /* --- calls made from a task ---------------------------------------------- */
 
-/* Let the other runnable tasks of this worker run first.
- * Errors: BATON_ENOSCHED. */
+/* Let the other runnable tasks of this worker run first; with none, let
+ * the worker poll its I/O, timers and inbox (without blocking) before it
+ * runs the caller again. Errors: BATON_ENOSCHED. */
 BATON_API int baton_sched_yield(void);
 
 /* Block this task for at least ns nanoseconds (0 yields).

@@ -163,7 +163,15 @@ static long read_head(struct http_conn *c, struct baton_http_request *req)
 		if (flush(c) != BATON_OK)
 			return 0;
 		if (c->in_len == 0) {
-			/* Between requests: idle, closed by shutdown. */
+			/* Between requests: first give the worker's other
+			 * connections their turn. A client that sends its next
+			 * request as soon as it reads the response (on the same
+			 * CPU, it runs while we write) would otherwise find us
+			 * reading it at once, again and again, while the others
+			 * wait: fairness per request, as an event loop has. */
+			if (c->served)
+				baton_sched_yield();
+			/* Idle, closed by shutdown. */
 			if (!baton_http_conn_set_idle(c, true))
 				return 0;
 			rc = read_more(c, limit, now_ns() + srv->a.idle_timeout_ns, &got);
@@ -479,6 +487,7 @@ void baton_http_conn_main(void *arg)
 			linger = flush(c) == BATON_OK;
 			break;
 		}
+		c->served++;
 		/* Pipelining: what follows this request moves to the front. */
 		memmove(c->in, c->in + end, c->in_len - end);
 		c->in_len -= end;

@@ -65,6 +65,7 @@ struct http_conn {
 	baton_io_t *io;
 	int fd;
 	bool idle;		/* between requests (atomic) */
+	unsigned long served;	/* requests answered on this connection */
 	struct baton_http_progress prog; /* of the head being parsed in `in` */
 	char *in;		/* what was read: the current request first */
 	size_t in_len, in_cap;

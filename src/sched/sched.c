@@ -708,6 +708,11 @@ int baton_sched_yield(void)
 
 	if (t == NULL)
 		return BATON_ENOSCHED;
+	/* Alone on the worker: let the loop look at I/O, timers and the
+	 * inbox before it runs us again; they may hold tasks that would
+	 * otherwise wait for the next poll tick while we keep yielding. */
+	if (!runnable(t->owner))
+		t->owner->ticks = BATON_POLL_TICKS;
 	baton_sched_task_after(t, BATON_AFTER_YIELD);
 	return BATON_OK;
 }
