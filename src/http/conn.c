@@ -78,27 +78,35 @@ static int flush(struct http_conn *c)
 	if (c->out_len == 0)
 		return BATON_OK;
 	baton_http_step_begin(srv, STEP_WRITE);
-	t0 = now_ns();
+	/* The write step starts when the response was queued, if we know. */
+	t0 = c->t_queued ? c->t_queued : now_ns();
+	c->t_queued = 0;
 	rc = baton_io_write(c->io, c->out, c->out_len, srv->a.write_timeout_ns, NULL);
 	baton_http_step_end(srv, STEP_WRITE, t0, rc == BATON_OK);
 	c->out_len = 0;
 	return rc;
 }
 
-/* Read more into c->in (up to `limit` in all) before `deadline` (< 0:
- * none). BATON_OK with *n = 0 at end of file. */
+/* Read more into c->in (up to `limit` in all) within timeout_ns (< 0:
+ * no limit). BATON_OK with *n = 0 at end of file. */
+static int read_more_for(struct http_conn *c, size_t limit, int64_t timeout_ns, size_t *n)
+{
+	if (!in_reserve(c, 4096 < limit - c->in_len ? 4096 : limit - c->in_len, limit))
+		return BATON_ENOMEM;
+	return baton_io_read(c->io, c->in + c->in_len, c->in_cap - c->in_len, timeout_ns, n);
+}
+
+/* As read_more_for, before `deadline` (< 0: none). */
 static int read_more(struct http_conn *c, size_t limit, int64_t deadline, size_t *n)
 {
 	int64_t timeout = -1;
 
-	if (!in_reserve(c, 4096 < limit - c->in_len ? 4096 : limit - c->in_len, limit))
-		return BATON_ENOMEM;
 	if (deadline >= 0) {
 		timeout = deadline - now_ns();
 		if (timeout <= 0)
 			return BATON_ETIMEDOUT;
 	}
-	return baton_io_read(c->io, c->in + c->in_len, c->in_cap - c->in_len, timeout, n);
+	return read_more_for(c, limit, timeout, n);
 }
 
 /* Queue a canned error response and write it; the connection closes
@@ -174,7 +182,7 @@ static long read_head(struct http_conn *c, struct baton_http_request *req)
 			/* Idle, closed by shutdown. */
 			if (!baton_http_conn_set_idle(c, true))
 				return 0;
-			rc = read_more(c, limit, now_ns() + srv->a.idle_timeout_ns, &got);
+			rc = read_more_for(c, limit, srv->a.idle_timeout_ns, &got);
 			baton_http_conn_set_idle(c, false);
 			if (rc != BATON_OK || got == 0)
 				return 0; /* idle timeout, EOF or error: just close */
@@ -198,7 +206,7 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 {
 	struct baton_http_server *srv = c->srv;
 	size_t limit = head + (size_t)srv->lim.max_body + 64 * 1024;
-	int64_t deadline = now_ns() + srv->a.header_timeout_ns;
+	int64_t deadline;
 	size_t got;
 	int rc;
 
@@ -207,6 +215,7 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 	*end = head;
 	if (req->content_length <= 0 && !req->chunked)
 		return BATON_OK;
+	deadline = now_ns() + srv->a.header_timeout_ns;
 	/* Expect: 100-continue: say go on, unless the body is already here. */
 	if (req->expect_continue && c->in_len == head) {
 		if (!out_reserve(c, sizeof(BATON_HTTP_CONTINUE)))
@@ -344,14 +353,13 @@ static int handle_on_stage(struct http_conn *c, const struct baton_http_req *vie
  * on the handle stage. */
 static int handle(struct http_conn *c, const struct baton_http_request *req,
 		  const char *body, size_t body_len, struct baton_http_resp *resp,
-		  char *scratch, size_t scratch_cap)
+		  char *scratch, size_t scratch_cap, int64_t start)
 {
 	struct baton_http_server *srv = c->srv;
 	struct baton_http_req view = {
 		req->method, req->method_len, req->target, req->target_len,
 		req->version_minor, body, body_len, req,
 	};
-	int64_t t0;
 	int rc;
 
 	memset(resp, 0, sizeof(*resp));
@@ -375,10 +383,10 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 		return rc;
 	}
 	baton_http_step_begin(srv, STEP_HANDLE);
-	t0 = now_ns();
 	rc = srv->a.handler(srv->a.ctx, &view, resp);
 	baton_pool_release(srv->handlers, 1);
-	baton_http_step_end(srv, STEP_HANDLE, t0, rc == BATON_OK);
+	/* Its end is when the response is queued: the write step's start. */
+	c->t_queued = baton_http_step_end(srv, STEP_HANDLE, start, rc == BATON_OK);
 	if (rc == BATON_OK && resp->status == 0)
 		resp->status = 200;
 	return rc;
@@ -456,13 +464,13 @@ void baton_http_conn_main(void *arg)
 		 * copy, which has the same bytes. */
 		if ((uintptr_t)c->in != in_before)
 			baton_http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
-		baton_http_step_end(srv, STEP_READ, t0, true);
+		t0 = baton_http_step_end(srv, STEP_READ, t0, true); /* handle's start */
 		/* The in-flight cap: a request holds a unit until answered. */
 		if (baton_pool_acquire(srv->inflight, 1, srv->a.header_timeout_ns) != BATON_OK) {
 			linger = answer_error(c, 503);
 			break;
 		}
-		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch));
+		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch), t0);
 		keep = req.keep_alive && !baton_http_shutting(srv);
 		if (rc != BATON_OK) {
 			baton_pool_release(srv->inflight, 1);

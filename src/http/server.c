@@ -4,6 +4,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -25,28 +26,78 @@ static int64_t now_ns(void)
 }
 
 /* --- step counters ---------------------------------------------------------- */
-void baton_http_step_begin(struct baton_http_server *srv, int step)
+/* Add to a counter of this worker's set: a plain read-modify-write of
+ * relaxed atomics (single writer). Off a worker, the last set, with an
+ * atomic add (several threads may write it). */
+static void step_add(struct baton_http_server *srv, int step, size_t field, int64_t v)
 {
-	/* Relaxed: counters order nothing (see server_internal.h). */
-	__atomic_add_fetch(&srv->steps[step].running, 1, __ATOMIC_RELAXED);
+	int w = baton_sched_worker_index();
+	struct http_step *st;
+	char *p;
+
+	if (w < 0 || (unsigned)w >= srv->nsteps - 1) {
+		st = &srv->steps[srv->nsteps - 1].s[step];
+		p = (char *)st + field;
+		if (field == offsetof(struct http_step, running))
+			__atomic_add_fetch((long *)p, (long)v, __ATOMIC_RELAXED);
+		else
+			__atomic_add_fetch((uint64_t *)p, (uint64_t)v, __ATOMIC_RELAXED);
+		return;
+	}
+	st = &srv->steps[w].s[step];
+	p = (char *)st + field;
+	/* Relaxed: only this worker writes it; the snapshot reads it racily. */
+	if (field == offsetof(struct http_step, running))
+		__atomic_store_n((long *)p, __atomic_load_n((long *)p, __ATOMIC_RELAXED) + (long)v,
+				 __ATOMIC_RELAXED);
+	else
+		__atomic_store_n((uint64_t *)p,
+				 __atomic_load_n((uint64_t *)p, __ATOMIC_RELAXED) + (uint64_t)v,
+				 __ATOMIC_RELAXED);
 }
 
-void baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok)
+void baton_http_step_begin(struct baton_http_server *srv, int step)
 {
-	struct http_step *st = &srv->steps[step];
+	step_add(srv, step, offsetof(struct http_step, running), 1);
+}
 
-	/* Relaxed: as above. */
-	__atomic_sub_fetch(&st->running, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(ok ? &st->completed : &st->rejected, 1, __ATOMIC_RELAXED);
-	if (t0)
-		__atomic_add_fetch(&st->ns, (uint64_t)(now_ns() - t0), __ATOMIC_RELAXED);
+/* Returns the time it ended (0 when t0 is 0: no clock read), which the
+ * caller may use as the next step's start. */
+int64_t baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok)
+{
+	int64_t end = 0;
+
+	step_add(srv, step, offsetof(struct http_step, running), -1);
+	step_add(srv, step, ok ? offsetof(struct http_step, completed)
+			       : offsetof(struct http_step, rejected), 1);
+	if (t0) {
+		end = now_ns();
+		step_add(srv, step, offsetof(struct http_step, ns), end - t0);
+	}
+	return end;
 }
 
 /* A request refused at this step before it started it. */
 void baton_http_step_reject(struct baton_http_server *srv, int step)
 {
-	/* Relaxed: as above. */
-	__atomic_add_fetch(&srv->steps[step].rejected, 1, __ATOMIC_RELAXED);
+	step_add(srv, step, offsetof(struct http_step, rejected), 1);
+}
+
+/* The sum over the workers' sets (racy reads: a best-effort instant). */
+static struct http_step step_sum(const struct baton_http_server *srv, int step)
+{
+	struct http_step sum = { 0, 0, 0, 0 };
+
+	for (unsigned i = 0; i < srv->nsteps; i++) {
+		const struct http_step *st = &srv->steps[i].s[step];
+
+		/* Relaxed: see step_add. */
+		sum.running += __atomic_load_n(&st->running, __ATOMIC_RELAXED);
+		sum.completed += __atomic_load_n(&st->completed, __ATOMIC_RELAXED);
+		sum.rejected += __atomic_load_n(&st->rejected, __ATOMIC_RELAXED);
+		sum.ns += __atomic_load_n(&st->ns, __ATOMIC_RELAXED);
+	}
+	return sum;
 }
 
 /* --- the connection list -------------------------------------------------- */
@@ -202,6 +253,7 @@ static bool attr_valid(const struct baton_http_server_attr *a)
 static void server_free(struct baton_http_server *srv)
 {
 	baton_stage_destroy(srv->handle);
+	free(srv->steps);
 	baton_pool_destroy(srv->conns);
 	baton_pool_destroy(srv->handlers);
 	baton_pool_destroy(srv->inflight);
@@ -214,7 +266,6 @@ static void server_free(struct baton_http_server *srv)
 int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 			     const struct baton_http_server_attr *attr)
 {
-	static const char *names[NSTEPS] = { "accept", "read", "handle", "write" };
 	struct baton_http_server *srv;
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	int rc;
@@ -229,8 +280,13 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	srv->a = *attr;
 	srv->lfd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
-	for (int i = 0; i < NSTEPS; i++)
-		srv->steps[i].name = names[i];
+	srv->nsteps = (unsigned)baton_sched_workers(s) + 1;
+	if (posix_memalign((void **)&srv->steps, 64, srv->nsteps * sizeof(*srv->steps)) != 0) {
+		srv->steps = NULL;
+		rc = BATON_ENOMEM;
+		goto fail;
+	}
+	memset(srv->steps, 0, srv->nsteps * sizeof(*srv->steps));
 	srv->lim = (struct baton_http_limits){ attr->max_target, attr->max_header_bytes,
 					       attr->max_fields, attr->max_body };
 	rc = BATON_ENOMEM;
@@ -341,17 +397,16 @@ int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t siz
 	size_t sl = 0;
 
 	sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl, "{\"steps\":[");
-	for (int i = 0; i < NSTEPS; i++) {
-		struct http_step *st = &srv->steps[i];
+	static const char *const names[NSTEPS] = { "accept", "read", "handle", "write" };
 
-		/* Relaxed: see server_internal.h. */
+	for (int i = 0; i < NSTEPS; i++) {
+		struct http_step st = step_sum(srv, i);
+
 		sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl,
 			"%s{\"name\":\"%s\",\"running\":%ld,\"completed\":%llu,"
-			"\"rejected\":%llu,\"ns\":%llu}", i ? "," : "", st->name,
-			__atomic_load_n(&st->running, __ATOMIC_RELAXED),
-			(unsigned long long)__atomic_load_n(&st->completed, __ATOMIC_RELAXED),
-			(unsigned long long)__atomic_load_n(&st->rejected, __ATOMIC_RELAXED),
-			(unsigned long long)__atomic_load_n(&st->ns, __ATOMIC_RELAXED));
+			"\"rejected\":%llu,\"ns\":%llu}", i ? "," : "", names[i], st.running,
+			(unsigned long long)st.completed, (unsigned long long)st.rejected,
+			(unsigned long long)st.ns);
 	}
 	sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl, "],");
 	size_t nst = srv->handle ? 1 : 0;

@@ -29,13 +29,19 @@
 
 enum { STEP_ACCEPT, STEP_READ, STEP_HANDLE, STEP_WRITE, NSTEPS };
 
-/* Counters of one step; updated with relaxed atomics (they order nothing,
- * a snapshot is a best-effort instant). */
+/* Counters of one step, one set per worker (each on its own cache lines,
+ * written only by its worker's thread: a relaxed load and store, no locked
+ * instruction), summed by the snapshot. A task that moves between begin
+ * and end leaves +1 running on one worker and -1 on another: the sum is
+ * right. They order nothing; a snapshot is a best-effort instant. */
 struct http_step {
-	const char *name;
 	long running;		/* now */
 	uint64_t completed, rejected, ns;
 };
+
+struct http_steps {
+	struct http_step s[NSTEPS];
+} __attribute__((aligned(64)));
 
 struct http_conn;
 
@@ -50,7 +56,9 @@ struct baton_http_server {
 	baton_stage_t *handle;	/* with compute workers, else NULL */
 	unsigned io_workers;	/* connections are bound to [0, io_workers) */
 	unsigned next_io;	/* the acceptor's round robin over them */
-	struct http_step steps[NSTEPS];
+	struct http_steps *steps; /* nsteps: one per worker, and one shared
+				     (atomic) for threads that are not workers */
+	unsigned nsteps;
 
 	pthread_mutex_t lock;	/* guards the list */
 	struct http_conn *list; /* open connections */
@@ -66,6 +74,7 @@ struct http_conn {
 	int fd;
 	bool idle;		/* between requests (atomic) */
 	unsigned long served;	/* requests answered on this connection */
+	int64_t t_queued;	/* when the response in `out` was queued; 0: unknown */
 	struct baton_http_progress prog; /* of the head being parsed in `in` */
 	char *in;		/* what was read: the current request first */
 	size_t in_len, in_cap;
@@ -85,7 +94,7 @@ struct http_job {
 
 /* server.c */
 void baton_http_step_begin(struct baton_http_server *srv, int step);
-void baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok);
+int64_t baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok);
 void baton_http_step_reject(struct baton_http_server *srv, int step);
 bool baton_http_conn_set_idle(struct http_conn *c, bool idle);
 bool baton_http_shutting(struct baton_http_server *srv);

@@ -117,21 +117,16 @@ void baton_io_edge(struct baton_io *io, unsigned events, bool hup)
 	baton_wakelist_run(&wl);
 }
 
-/* The call said EAGAIN: wait for an edge in `dir` (0 read, 1 write), unless
- * one came meanwhile. Returns BATON_OK to try the call again. */
-static int wait_edge(struct baton_io *io, int dir, int64_t deadline)
+/* The call said EAGAIN: wait for an edge in `dir` (0 read, 1 write) for at
+ * most timeout ns (< 0: no limit), unless one came meanwhile. Returns
+ * BATON_OK to try the call again. */
+static int wait_edge(struct baton_io *io, int dir, int64_t timeout)
 {
 	struct baton_task *t = baton_task_self();
 	unsigned bit = 1u << dir;
-	int64_t timeout = -1;
 
 	if (t == NULL)
 		return BATON_ENOSCHED;
-	if (deadline >= 0) {
-		timeout = deadline - baton_clock_now();
-		if (timeout <= 0)
-			return BATON_ETIMEDOUT;
-	}
 	baton_spin_lock(&io->lock);
 	if (io->ready & bit || io->hup) {
 		/* An edge arrived since the call: use it up and retry. */
@@ -142,18 +137,29 @@ static int wait_edge(struct baton_io *io, int dir, int64_t deadline)
 	return baton_wait_one(t, &io->waiters[dir], &io->lock, 0, NULL, NULL, timeout);
 }
 
-/* A deadline for timeout_ns (< 0: none), or 0 meaning "do not wait". */
-static int64_t deadline_of(int64_t timeout_ns)
-{
-	return timeout_ns < 0 ? -1 : timeout_ns == 0 ? 0 : baton_deadline_after(timeout_ns);
-}
+#define DEADLINE_UNSET INT64_MIN
 
-static int would_block(struct baton_io *io, int dir, int64_t deadline,
-		       int64_t timeout_ns)
+/* The call said EAGAIN: wait, within timeout_ns of the operation's start.
+ * The deadline is fixed at the first wait, not before the first attempt:
+ * most calls never wait, and a clock read costs as much as a short system
+ * call on some machines. */
+static int would_block(struct baton_io *io, int dir, int64_t *deadline, int64_t timeout_ns)
 {
+	int64_t timeout = -1;
+
 	if (timeout_ns == 0)
 		return BATON_EAGAIN;
-	return wait_edge(io, dir, deadline);
+	if (timeout_ns > 0) {
+		if (*deadline == DEADLINE_UNSET) {
+			*deadline = baton_deadline_after(timeout_ns);
+			timeout = timeout_ns;
+		} else {
+			timeout = *deadline - baton_clock_now();
+			if (timeout <= 0)
+				return BATON_ETIMEDOUT;
+		}
+	}
+	return wait_edge(io, dir, timeout);
 }
 
 /* --- the public operations ---------------------------------------------- */
@@ -192,7 +198,7 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 		  size_t *n)
 {
-	int64_t deadline = deadline_of(timeout_ns);
+	int64_t deadline = DEADLINE_UNSET;
 
 	if (io == NULL || (buf == NULL && len) || n == NULL)
 		return BATON_EINVAL;
@@ -208,7 +214,7 @@ int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return BATON_ESYS;
-		rc = would_block(io, 0, deadline, timeout_ns);
+		rc = would_block(io, 0, &deadline, timeout_ns);
 		if (rc != BATON_OK)
 			return rc;
 	}
@@ -217,7 +223,7 @@ int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 		   int64_t timeout_ns, size_t *n)
 {
-	int64_t deadline = deadline_of(timeout_ns);
+	int64_t deadline = DEADLINE_UNSET;
 	size_t done = 0;
 	int rc = BATON_OK;
 
@@ -239,7 +245,7 @@ int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 			rc = BATON_ESYS;
 			break;
 		}
-		rc = would_block(io, 1, deadline, timeout_ns);
+		rc = would_block(io, 1, &deadline, timeout_ns);
 		if (rc != BATON_OK)
 			break;
 	}
@@ -250,7 +256,7 @@ int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 
 int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
 {
-	int64_t deadline = deadline_of(timeout_ns);
+	int64_t deadline = DEADLINE_UNSET;
 
 	if (listener == NULL || fd == NULL)
 		return BATON_EINVAL;
@@ -266,7 +272,7 @@ int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return BATON_ESYS;
-		rc = would_block(listener, 0, deadline, timeout_ns);
+		rc = would_block(listener, 0, &deadline, timeout_ns);
 		if (rc != BATON_OK)
 			return rc;
 	}
@@ -275,7 +281,7 @@ int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
 int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
 		     int64_t timeout_ns)
 {
-	int64_t deadline = deadline_of(timeout_ns);
+	int64_t deadline = DEADLINE_UNSET;
 	int err = 0, rc;
 	socklen_t elen = sizeof(err);
 
@@ -286,7 +292,7 @@ int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
 	if (errno != EINPROGRESS && errno != EINTR)
 		return BATON_ESYS;
 	do {
-		rc = would_block(io, 1, deadline, timeout_ns);
+		rc = would_block(io, 1, &deadline, timeout_ns);
 		if (rc != BATON_OK)
 			return rc;
 		if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
