@@ -297,8 +297,7 @@ static void reuse_handler(void *item, void *ctx)
 	(void)item;
 	(void)ctx;
 	/* Relaxed: only counted, read after the run. */
-	__atomic_add_fetch(&reuse_done, 1, __ATOMIC_RELAXED);
-	if (reuse_done % 7 == 0)
+	if (__atomic_add_fetch(&reuse_done, 1, __ATOMIC_RELAXED) % 7 == 0)
 		baton_sched_yield();
 }
 

@@ -152,8 +152,9 @@ static void wake_drainers_if_idle(struct baton_stage *st, struct baton_wakelist 
 		baton_waiter_wake(wl, w, BATON_OK);
 }
 
-/* Hand `item` (already counted as running) to an idle runner; false if
- * none waits. */
+/* Hand `item` to an idle runner; false if none waits (one whose idle wait
+ * timed out is skipped: the claim fails, it decrements nidle itself). The
+ * caller counts the item as running. */
 static bool hand_to_idle(struct baton_stage *st, void *item, struct baton_wakelist *wl)
 {
 	struct baton_waiter *w = baton_waitq_claim_first(&st->runners);
@@ -479,12 +480,12 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		baton_spin_unlock(&st->lock);
 		return BATON_ESHUTDOWN;
 	}
+	/* An idle runner and nothing ahead of us: hand it over. (A runner
+	 * whose idle wait just timed out is skipped: it is leaving.) */
 	if (st->count == 0 && st->nneeds == 0 && st->running < st->concurrency &&
-	    st->runners.head != NULL) {
-		/* An idle runner and nothing ahead of us: hand it over. */
+	    hand_to_idle(st, item, &wl)) {
 		st->submitted++;
 		st->running++;
-		hand_to_idle(st, item, &wl);
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
 		return BATON_OK;
