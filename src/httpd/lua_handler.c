@@ -167,6 +167,7 @@ static void *call_on_stack(lua_State *L, void *arg)
 			msg = "(error object is not a string)", len = strlen(msg);
 		httpd_reply_error(j->reply, msg, len);
 	}
+	httpd_lua_end_request(L);
 	lua_settop(L, top);
 	return NULL;
 }

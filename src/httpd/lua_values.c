@@ -3,7 +3,7 @@
  *
  * request = {
  *     method = "GET", target = "/x?y", version = "1.1",
- *     headers = {
+ *     headers = {                          -- built when first read, during the call
  *         { "Host", "example" }, { "Accept", "a" }, { "accept", "b" },  -- in order, names as sent
  *         host = "example", accept = "a, b",   -- lower-case names; repeats joined with ", "
  *     },
@@ -15,6 +15,7 @@
  * string or number, or a list of them for a repeated field), or both.
  */
 #include <ctype.h>
+#include <string.h>
 
 #include <lauxlib.h>
 
@@ -71,6 +72,50 @@ static void push_headers(lua_State *L, const struct baton_http_req *req)
 	}
 }
 
+/*
+ * request.headers is built on first use: most handlers never read it, and
+ * building it (a table per field, lower-cased names) cost more than the
+ * rest of the call. The request table's metatable finds the C request
+ * through two registry slots that hold only during the call: the table
+ * being served and the request it stands for. A table kept past its call
+ * is not the one being served any more: its headers read as nil.
+ */
+static const char current_table_key = 0, current_req_key = 0, meta_key = 0;
+
+static int request_index(lua_State *L)
+{
+	const struct baton_http_req *req;
+	size_t n;
+	const char *k = lua_tolstring(L, 2, &n);
+
+	if (k == NULL || n != 7 || memcmp(k, "headers", 7) != 0)
+		return 0;
+	lua_rawgetp(L, LUA_REGISTRYINDEX, &current_table_key);
+	if (!lua_rawequal(L, 1, -1))
+		return 0; /* a request kept past its call */
+	lua_rawgetp(L, LUA_REGISTRYINDEX, &current_req_key);
+	req = lua_touserdata(L, -1);
+	lua_pop(L, 2);
+	if (req == NULL)
+		return 0;
+	push_headers(L, req);
+	lua_pushvalue(L, -1);
+	lua_setfield(L, 1, "headers"); /* rawset: built once per request */
+	return 1;
+}
+
+static void push_request_meta(lua_State *L)
+{
+	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &meta_key) == LUA_TTABLE)
+		return;
+	lua_pop(L, 1);
+	lua_createtable(L, 0, 1);
+	lua_pushcfunction(L, request_index);
+	lua_setfield(L, -2, "__index");
+	lua_pushvalue(L, -1);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &meta_key);
+}
+
 void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req)
 {
 	lua_createtable(L, 0, 4);
@@ -80,8 +125,20 @@ void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req)
 	lua_setfield(L, -2, "target");
 	lua_pushstring(L, req->version_minor ? "1.1" : "1.0");
 	lua_setfield(L, -2, "version");
-	push_headers(L, req);
-	lua_setfield(L, -2, "headers");
+	push_request_meta(L);
+	lua_setmetatable(L, -2);
+	lua_pushvalue(L, -1);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_table_key);
+	lua_pushlightuserdata(L, (void *)req);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_req_key);
+}
+
+void httpd_lua_end_request(lua_State *L)
+{
+	lua_pushnil(L);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_table_key);
+	lua_pushnil(L);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_req_key);
 }
 
 static int take_status(lua_State *L, int i, struct httpd_reply *r)

@@ -13,6 +13,10 @@
 /* Push the request table of docs/httpd.md. */
 void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req);
 
+/* After the call (also after an error): the request's headers can no
+ * longer be built (req is about to go away). */
+void httpd_lua_end_request(lua_State *L);
+
 /* Hand the handler's results, which start at stack index `base` (nret of
  * them), to the reply: status, headers, body. */
 void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_reply *r);

@@ -542,3 +542,17 @@ def test_bad_handler_queue_is_refused(httpd):
     p = subprocess.run([httpd, "--port", "0", "--workers", "1", "--compute-workers", "0",
                         "--handler-queue", "0"], capture_output=True, timeout=TIMEOUT)
     assert p.returncode == 2 and b"--handler-queue" in p.stderr
+
+
+def test_lua_request_kept_past_its_call_has_no_headers(httpd, tmp_path):
+    """request.headers is built when first read, during the call; a
+    request table a handler keeps for later, its headers unread, reads
+    them as nil instead of another request's (or freed memory)."""
+    srv = Server(httpd, str(tmp_path), ["lua", os.path.join(HANDLERS, "echo.lua")],
+                 ["--workers", "1"])
+    try:
+        assert srv.get("/kept")[2] == b"nil"   # nothing kept yet
+        assert srv.get("/kept")[2] == b"nil"   # the first one's: its call is over
+        assert b"header Host:" in srv.get("/echo")[2]  # read during the call
+    finally:
+        stopped_cleanly(srv)

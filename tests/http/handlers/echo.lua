@@ -52,11 +52,20 @@ local bad = {
 	["nothing"] = function() return end,
 }
 
+-- The request of the previous /kept call: its headers must read as nil
+-- once its call is over.
+local kept
+
 return function(request, body)
 	local path, query = request.target:match("^([^?]*)%??(.*)$")
 
 	if path == "/echo" then
 		return 200, { ["content-type"] = "text/plain" }, describe(request, body)
+	elseif path == "/kept" then
+		local before = kept
+		kept = request
+		-- the previous request's headers, never read during its call
+		return 200, nil, tostring(before and before.headers)
 	elseif path == "/spin" then
 		-- ms=N: compute (CPU time, no blocking) for N milliseconds
 		local ms = tonumber(query:match("ms=(%d+)")) or 0
