@@ -105,6 +105,9 @@ void baton_io_edge(struct baton_io *io, unsigned events, bool hup)
 
 	baton_spin_lock(&io->lock);
 	io->ready |= events;
+	if (events & BATON_IO_IN)
+		/* Relaxed store under the lock: read unlocked as a hint. */
+		__atomic_store_n(&io->read_edges, io->read_edges + 1, __ATOMIC_RELAXED);
 	if (hup)
 		io->hup = true;
 	for (int dir = 0; dir < 2; dir++) {
@@ -195,6 +198,29 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 	return BATON_OK;
 }
 
+/*
+ * A read that returned less than it asked for took everything the socket
+ * held at that moment, and any later byte brings a new edge (both pollers
+ * report every arrival). Until that edge, the next read would only say
+ * EAGAIN: skip it and wait at once. The edge count is read before the
+ * system call, so an edge that came during it (its bytes perhaps not read)
+ * counts as new. This saves the read that used to end every keep-alive
+ * request with EAGAIN.
+ */
+static bool drained_still(struct baton_io *io)
+{
+	bool still;
+
+	baton_spin_lock(&io->lock);
+	still = io->drained && io->read_edges == io->drained_at && !io->hup;
+	if (still)
+		io->ready &= ~(unsigned)BATON_IO_IN; /* an edge older than the read */
+	/* Relaxed store under the lock: read unlocked as a hint. */
+	__atomic_store_n(&io->drained, still, __ATOMIC_RELAXED);
+	baton_spin_unlock(&io->lock);
+	return still;
+}
+
 int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 		  size_t *n)
 {
@@ -203,10 +229,27 @@ int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 	if (io == NULL || (buf == NULL && len) || n == NULL)
 		return BATON_EINVAL;
 	for (;;) {
-		ssize_t r = read(io->fd, buf, len);
+		unsigned edges;
+		ssize_t r;
 		int rc;
 
+		/* Relaxed: a hint; drained_still() decides under the lock. */
+		if (__atomic_load_n(&io->drained, __ATOMIC_RELAXED) && drained_still(io)) {
+			rc = would_block(io, 0, &deadline, timeout_ns);
+			if (rc != BATON_OK)
+				return rc;
+		}
+		/* Relaxed: only compared with itself later, under the lock. */
+		edges = __atomic_load_n(&io->read_edges, __ATOMIC_RELAXED);
+		r = read(io->fd, buf, len);
 		if (r >= 0) {
+			if (r > 0 && (size_t)r < len) {
+				baton_spin_lock(&io->lock);
+				io->drained_at = edges;
+				/* As in drained_still. */
+				__atomic_store_n(&io->drained, true, __ATOMIC_RELAXED);
+				baton_spin_unlock(&io->lock);
+			}
 			*n = (size_t)r;
 			return BATON_OK;
 		}

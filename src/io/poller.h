@@ -31,6 +31,9 @@ struct baton_io {
 	struct baton_worker *home; /* whose poller reports its edges */
 	baton_spinlock_t lock;	   /* guards ready and the waiters */
 	unsigned ready;		   /* BATON_IO_IN/OUT seen and not yet used */
+	unsigned read_edges;	   /* read edges reported so far (under lock) */
+	unsigned drained_at;	   /* read_edges before a short read... */
+	bool drained;		   /* ...which took all there was: see io.c */
 	bool hup;		   /* error or hang-up: every wait returns */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
 	unsigned pending;	   /* io_uring: requests in flight + flags */
