@@ -71,7 +71,7 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--many", type=int, default=10000)
     args = p.parse_args()
-    httpd = next((c for c in (os.path.join(args.build, d, "baton-httpd")
+    httpd = next((os.path.abspath(c) for c in (os.path.join(args.build, d, "baton-httpd")
                               for d in run_http.HTTPD_DIRS) if os.access(c, os.X_OK)), None)
     wrk = run_http.find_tool("wrk")
     if httpd is None or wrk is None:
@@ -79,7 +79,7 @@ def main():
                           "value": None, "status": "missing",
                           "error": "baton-httpd not built" if httpd is None else "wrk missing"}))
         return 0
-    raise_fd_limit(2 * args.many + 1000)  # inherited by the server and wrk
+    raise_fd_limit(args.many + 1000)  # each process: ours, the server, wrk
     with tempfile.TemporaryDirectory() as tmp:
         server = run_http.Server([httpd, "--port", str(args.port), "--address", "127.0.0.1",
                                   "--workers", "1", "--handler", "hello",
