@@ -16,8 +16,8 @@
 
 #include "server_internal.h"
 
-#define IN_INITIAL 8192
-#define OUT_INITIAL 8192
+#define IN_INITIAL HTTP_BUF_SIZE
+#define OUT_INITIAL HTTP_BUF_SIZE
 #define INLINE_BODY_MAX (64 * 1024) /* larger bodies are written directly */
 
 static int64_t now_ns(void)
@@ -42,7 +42,8 @@ static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
 		cap *= 2;
 	if (cap > limit)
 		cap = limit;
-	p = realloc(c->in, cap);
+	p = c->in == NULL && cap == HTTP_BUF_SIZE ? baton_http_buf_get(c->srv)
+						  : realloc(c->in, cap);
 	if (p == NULL)
 		return false;
 	if (p != c->in) /* the parser's progress points into the old buffer */
@@ -61,7 +62,8 @@ static bool out_reserve(struct http_conn *c, size_t more)
 		return true;
 	while (cap < c->out_len + more)
 		cap *= 2;
-	p = realloc(c->out, cap);
+	p = c->out == NULL && cap == HTTP_BUF_SIZE ? baton_http_buf_get(c->srv)
+						   : realloc(c->out, cap);
 	if (p == NULL)
 		return false;
 	c->out = p;
@@ -94,6 +96,29 @@ static int read_more_for(struct http_conn *c, size_t limit, int64_t timeout_ns, 
 	if (!in_reserve(c, 4096 < limit - c->in_len ? 4096 : limit - c->in_len, limit))
 		return BATON_ENOMEM;
 	return baton_io_read(c->io, c->in + c->in_len, c->in_cap - c->in_len, timeout_ns, n);
+}
+
+/* Between requests: the next request's first bytes. If none is there
+ * yet, the connection waits without its buffers (a keep-alive connection
+ * is mostly idle: its memory is then its task's stack and the socket), and
+ * they are allocated again when bytes arrive. */
+static int read_idle(struct http_conn *c, size_t limit, size_t *n)
+{
+	int64_t idle = c->srv->a.idle_timeout_ns;
+	int rc = read_more_for(c, limit, 0, n);
+
+	if (rc != BATON_EAGAIN)
+		return rc;
+	baton_http_buf_put(c->srv, c->in, c->in_cap);
+	baton_http_buf_put(c->srv, c->out, c->out_cap); /* written: flush ran */
+	c->in = c->out = NULL;
+	c->in_cap = c->out_cap = 0;
+	c->out_len = 0;
+	c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
+	rc = baton_io_wait(c->io, BATON_IO_READABLE, idle);
+	if (rc != BATON_OK)
+		return rc;
+	return read_more_for(c, limit, idle, n);
 }
 
 /* As read_more_for, before `deadline` (< 0: none). */
@@ -182,7 +207,7 @@ static long read_head(struct http_conn *c, struct baton_http_request *req)
 			/* Idle, closed by shutdown. */
 			if (!baton_http_conn_set_idle(c, true))
 				return 0;
-			rc = read_more_for(c, limit, srv->a.idle_timeout_ns, &got);
+			rc = read_idle(c, limit, &got);
 			baton_http_conn_set_idle(c, false);
 			if (rc != BATON_OK || got == 0)
 				return 0; /* idle timeout, EOF or error: just close */

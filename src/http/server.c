@@ -100,6 +100,33 @@ static struct http_step step_sum(const struct baton_http_server *srv, int step)
 	return sum;
 }
 
+/* --- buffers ------------------------------------------------------------------ */
+static struct http_bufs *my_bufs(struct baton_http_server *srv)
+{
+	int w = baton_sched_worker_index();
+
+	return w >= 0 && (unsigned)w < srv->nsteps - 1 ? &srv->bufs[w] : NULL;
+}
+
+/* A buffer of HTTP_BUF_SIZE bytes: this worker's last given back, or new. */
+void *baton_http_buf_get(struct baton_http_server *srv)
+{
+	struct http_bufs *b = my_bufs(srv);
+
+	return b && b->n ? b->item[--b->n] : malloc(HTTP_BUF_SIZE);
+}
+
+/* Give back a buffer of cap bytes (NULL: nothing). */
+void baton_http_buf_put(struct baton_http_server *srv, void *p, size_t cap)
+{
+	struct http_bufs *b = my_bufs(srv);
+
+	if (p != NULL && cap == HTTP_BUF_SIZE && b && b->n < HTTP_BUF_CACHE)
+		b->item[b->n++] = p;
+	else
+		free(p);
+}
+
 /* --- the connection list -------------------------------------------------- */
 /* Mark a connection idle (between requests) or busy. Returns false when it
  * becomes idle while the server shuts down: the caller closes it. */
@@ -152,8 +179,8 @@ static void conn_task(void *arg)
 	baton_http_conn_main(c);
 	conn_unlink(srv, c);
 	baton_sem_destroy(c->done);
-	free(c->in);
-	free(c->out);
+	baton_http_buf_put(srv, c->in, c->in_cap);
+	baton_http_buf_put(srv, c->out, c->out_cap);
 	free(c);
 	baton_pool_release(srv->conns, 1);
 }
@@ -254,6 +281,10 @@ static void server_free(struct baton_http_server *srv)
 {
 	baton_stage_destroy(srv->handle);
 	free(srv->steps);
+	for (unsigned i = 0; srv->bufs && i < srv->nsteps; i++)
+		while (srv->bufs[i].n)
+			free(srv->bufs[i].item[--srv->bufs[i].n]);
+	free(srv->bufs);
 	baton_pool_destroy(srv->conns);
 	baton_pool_destroy(srv->handlers);
 	baton_pool_destroy(srv->inflight);
@@ -287,6 +318,12 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 		goto fail;
 	}
 	memset(srv->steps, 0, srv->nsteps * sizeof(*srv->steps));
+	if (posix_memalign((void **)&srv->bufs, 64, srv->nsteps * sizeof(*srv->bufs)) != 0) {
+		srv->bufs = NULL;
+		rc = BATON_ENOMEM;
+		goto fail;
+	}
+	memset(srv->bufs, 0, srv->nsteps * sizeof(*srv->bufs));
 	srv->lim = (struct baton_http_limits){ attr->max_target, attr->max_header_bytes,
 					       attr->max_fields, attr->max_body };
 	rc = BATON_ENOMEM;

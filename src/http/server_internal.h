@@ -43,6 +43,16 @@ struct http_steps {
 	struct http_step s[NSTEPS];
 } __attribute__((aligned(64)));
 
+/* Connection buffers of HTTP_BUF_SIZE that idle connections gave back,
+ * kept per worker (only its thread touches its cache) so that a busy
+ * keep-alive connection does not pay malloc and free per request. */
+#define HTTP_BUF_SIZE 8192
+#define HTTP_BUF_CACHE 32
+struct http_bufs {
+	void *item[HTTP_BUF_CACHE];
+	unsigned n;
+} __attribute__((aligned(64)));
+
 struct http_conn;
 
 struct baton_http_server {
@@ -59,6 +69,7 @@ struct baton_http_server {
 	struct http_steps *steps; /* nsteps: one per worker, and one shared
 				     (atomic) for threads that are not workers */
 	unsigned nsteps;
+	struct http_bufs *bufs;	/* one per worker (nsteps - 1 of them) */
 
 	pthread_mutex_t lock;	/* guards the list */
 	struct http_conn *list; /* open connections */
@@ -97,6 +108,8 @@ void baton_http_step_begin(struct baton_http_server *srv, int step);
 int64_t baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok);
 void baton_http_step_reject(struct baton_http_server *srv, int step);
 bool baton_http_conn_set_idle(struct http_conn *c, bool idle);
+void *baton_http_buf_get(struct baton_http_server *srv);
+void baton_http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
 bool baton_http_shutting(struct baton_http_server *srv);
 
 /* conn.c */
