@@ -52,3 +52,7 @@ else()
             -print_final_stats=1 ${_fuzz_work} ${_fuzz_dir}/corpus)
   set_tests_properties(fuzz_http_bounded PROPERTIES LABELS fuzz TIMEOUT 120)
 endif()
+
+# The server's public calls without clients (the pytest suites in
+# tests/http/ run it for real).
+baton_add_test(test_http_server LABELS threads TIMEOUT 120)

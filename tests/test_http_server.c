@@ -1,0 +1,154 @@
+/*
+ * tests/test_http_server.c - the server's public calls (baton/http.h) on
+ * their own, without clients (tests/http/ runs the server for real): every
+ * invalid attribute is refused with BATON_EINVAL, compute workers need a
+ * worker left for I/O, the handler-queue setter works only with them and
+ * within the capacity, the stats writer reports the length it needs, and a
+ * server shut down before its scheduler runs ends cleanly.
+ */
+#include <string.h>
+
+#include "harness.h"
+
+#include <baton/http.h>
+#include <baton/sched.h>
+
+static int hello(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
+{
+	(void)ctx;
+	(void)req;
+	resp->body = "hi\n";
+	resp->body_len = 3;
+	return BATON_OK;
+}
+
+static baton_sched_t *make_sched(unsigned workers)
+{
+	struct baton_sched_attr a = BATON_SCHED_ATTR_INIT;
+	baton_sched_t *s;
+
+	a.workers = workers;
+	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
+	return s;
+}
+
+static struct baton_http_server_attr good_attr(void)
+{
+	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+
+	a.host = "127.0.0.1";
+	a.port = 0;
+	a.handler = hello;
+	return a;
+}
+
+/* Shut down, let the acceptor notice, free. */
+static void finish(baton_http_server_t *srv, baton_sched_t *s)
+{
+	assert_int_equal(baton_http_server_shutdown(srv), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	assert_int_equal(baton_http_server_destroy(srv), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+static void test_invalid_attributes(void **state)
+{
+	baton_sched_t *s = make_sched(2);
+	baton_http_server_t *srv = NULL;
+	struct baton_http_server_attr a;
+
+	(void)state;
+	harness_watchdog(30);
+	a = good_attr();
+	assert_int_equal(baton_http_server_create(NULL, s, &a), BATON_EINVAL);
+	assert_int_equal(baton_http_server_create(&srv, NULL, &a), BATON_EINVAL);
+	assert_int_equal(baton_http_server_create(&srv, s, NULL), BATON_EINVAL);
+	a.handler = NULL;
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_EINVAL);
+	a = good_attr();
+	a.compute_workers = 2; /* nothing left for I/O */
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_EINVAL);
+	a = good_attr();
+	a.handler_queue = 0;
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_EINVAL);
+	a = good_attr();
+	a.queue_timeout_ns = -1;
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_EINVAL);
+	a = good_attr();
+	a.linger_ns = -1;
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_EINVAL);
+	a = good_attr();
+	a.max_inflight = 0;
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_EINVAL);
+	assert_null(srv);
+	assert_int_equal(baton_http_server_port(NULL), BATON_EINVAL);
+	assert_int_equal(baton_http_server_shutdown(NULL), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_handler_queue(NULL, 1), BATON_EINVAL);
+	assert_int_equal(baton_http_server_destroy(NULL), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+static void test_handler_queue_needs_compute_workers(void **state)
+{
+	baton_sched_t *s = make_sched(2);
+	baton_http_server_t *srv;
+	struct baton_http_server_attr a = good_attr();
+
+	(void)state;
+	harness_watchdog(30);
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
+	assert_true(baton_http_server_port(srv) > 0);
+	assert_int_equal(baton_http_server_set_handler_queue(srv, 8), BATON_EINVAL);
+	finish(srv, s);
+
+	s = make_sched(2);
+	a = good_attr();
+	a.compute_workers = 1;
+	a.handler_queue = 16;
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
+	assert_int_equal(baton_http_server_set_handler_queue(srv, 8), BATON_OK);
+	assert_int_equal(baton_http_server_set_handler_queue(srv, 16), BATON_OK);
+	assert_int_equal(baton_http_server_set_handler_queue(srv, 17), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_handler_queue(srv, 0), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_limits(srv, 4, 0, 0), BATON_OK);
+	finish(srv, s);
+}
+
+static void test_stats_json(void **state)
+{
+	baton_sched_t *s = make_sched(2);
+	baton_http_server_t *srv;
+	struct baton_http_server_attr a = good_attr();
+	char small[8], buf[4096];
+	size_t need = 0, len = 0;
+
+	(void)state;
+	harness_watchdog(30);
+	a.compute_workers = 1;
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
+	/* Too small: EINVAL, and the length it needs. */
+	assert_int_equal(baton_http_server_stats_json(srv, small, sizeof(small), &need),
+			 BATON_EINVAL);
+	assert_true(need > sizeof(small));
+	assert_int_equal(small[0], '\0');
+	assert_int_equal(baton_http_server_stats_json(srv, buf, sizeof(buf), &len), BATON_OK);
+	assert_int_equal(len, need);
+	assert_int_equal(strlen(buf), len);
+	assert_non_null(strstr(buf, "{\"steps\":[{\"name\":\"accept\""));
+	assert_non_null(strstr(buf, "\"stages\":[{\"name\":\"handle\""));
+	assert_non_null(strstr(buf, "\"pools\":[{\"name\":\"connections\""));
+	assert_int_equal(buf[len - 1], '}');
+	assert_int_equal(baton_http_server_stats_json(srv, buf, sizeof(buf), NULL), BATON_EINVAL);
+	finish(srv, s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid_attributes),
+		cmocka_unit_test(test_handler_queue_needs_compute_workers),
+		cmocka_unit_test(test_stats_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
