@@ -104,16 +104,23 @@ static inline baton_stage_t *make_stage(const char *name, baton_stage_fn fn,
 	return st;
 }
 
-/* The scheduler of this test, before its stages are made. */
-static inline void setup(void **state)
+/* The scheduler of this test with `workers` workers, before its stages
+ * are made. */
+static inline void setup_workers(void **state, unsigned workers)
 {
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 
 	cur = *state;
 	harness_watchdog(60);
 	failures = 0;
-	sa.workers = cur->workers;
+	sa.workers = workers;
 	assert_int_equal(baton_sched_create(&sched, &sa), BATON_OK);
+}
+
+/* The same with the configuration's workers. */
+static inline void setup(void **state)
+{
+	setup_workers(state, ((const struct cfg *)*state)->workers);
 }
 
 /* Run `main_fn` as a task until the scheduler returns, check, free it. */

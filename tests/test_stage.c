@@ -354,16 +354,11 @@ static void pin_main(void *arg)
 
 static void test_pinned_workers(void **state)
 {
-	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 	struct baton_stage_attr a;
 	baton_stage_t *st;
 
-	cur = *state;
-	harness_watchdog(60);
-	failures = 0;
+	setup_workers(state, 3); /* whatever the configuration says */
 	memset(pin_seen, 0, sizeof(pin_seen));
-	sa.workers = 3;
-	assert_int_equal(baton_sched_create(&sched, &sa), BATON_OK);
 	a = stage_attr("pinned", pin_handler, NULL, 16, 8);
 	a.first_worker = 1;
 	a.nworkers = 3; /* past the last worker */

@@ -108,18 +108,12 @@ def main():
             server.stop()
     med = {n: statistics.median(v) for n, v in samples.items()}
     for n, v in samples.items():
-        print(json.dumps({"suite": "http", "impl": "baton-c", "peer": False,
-                          "metric": "req_per_s", "unit": "req/s", "value": med[n],
-                          "params": {"connections": n}, "runs": len(v),
-                          "min": min(v), "max": max(v), "samples": v}))
-    print(json.dumps({"suite": "http", "impl": "baton-c", "peer": False,
-                      "metric": "many_conns_ratio", "unit": "ratio",
-                      "value": med[args.many] / med[100], "params": {"connections": args.many},
-                      "runs": args.runs}))
-    print(json.dumps({"suite": "http", "impl": "baton-c", "peer": False,
-                      "metric": "rss_bytes_per_conn", "unit": "bytes", "value": per_conn,
-                      "params": {"connections": args.many, "state": "idle keep-alive"},
-                      "runs": 1}))
+        print(json.dumps(run_http.line("baton-c", "req_per_s", "req/s", {"connections": n}, v)))
+    print(json.dumps(run_http.line("baton-c", "many_conns_ratio", "ratio",
+                                   {"connections": args.many}, [med[args.many] / med[100]])))
+    print(json.dumps(run_http.line("baton-c", "rss_bytes_per_conn", "bytes",
+                                   {"connections": args.many, "state": "idle keep-alive"},
+                                   [per_conn])))
     return 0
 
 

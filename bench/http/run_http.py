@@ -398,23 +398,27 @@ def run_load(argv, parse, seconds):
     return parse(out)
 
 
+def line(impl, metric, unit, params, values=None, status="ok", error=None):
+    """One JSON line of the http suite: the median of ``values`` with
+    runs/min/max/samples, or a null value with a status and reason."""
+    out = {"suite": "http", "impl": impl, "peer": not impl.startswith("baton-"),
+           "metric": metric, "unit": unit, "params": params}
+    if values:
+        out.update(value=statistics.median(values), runs=len(values),
+                   min=min(values), max=max(values), samples=values)
+    else:
+        out.update(value=None, runs=0, status=status, error=error)
+    return out
+
+
 def lines(args, samples=None, status="ok", error=None):
     """The three JSON lines: per metric, median/min/max/samples, or null
     values with a status and reason."""
     params = {"keepalive": args.keepalive, "cores": args.cores}
     metrics = (("req_per_s", "req/s"), ("p50_ms", "ms"), ("p99_ms", "ms"))
-    out = []
-    for i, (metric, unit) in enumerate(metrics):
-        line = {"suite": "http", "impl": args.impl, "peer": not args.impl.startswith("baton-"),
-                "metric": metric, "unit": unit, "params": params}
-        if samples:
-            values = [s[i] for s in samples]
-            line.update(value=statistics.median(values), runs=len(values),
-                        min=min(values), max=max(values), samples=values)
-        else:
-            line.update(value=None, runs=0, status=status, error=error)
-        out.append(line)
-    return out
+    return [line(args.impl, metric, unit, params,
+                 [s[i] for s in samples] if samples else None, status, error)
+            for i, (metric, unit) in enumerate(metrics)]
 
 
 def measure(args, tmp):

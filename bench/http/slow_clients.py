@@ -48,7 +48,7 @@ def main():
     for d in run_http.HTTPD_DIRS:
         cand = os.path.join(args.build, d, "baton-httpd")
         if os.access(cand, os.X_OK):
-            httpd = cand
+            httpd = os.path.abspath(cand)  # the server runs in a temporary directory
             break
     if httpd is None:
         print(json.dumps({"suite": "http", "impl": "baton-c", "metric": "slow_clients_ratio",
@@ -83,10 +83,7 @@ def main():
             server.stop()
     med = {n: statistics.median(v) for n, v in samples.items()}
     for n, v in samples.items():
-        print(json.dumps({"suite": "http", "impl": "baton-c", "peer": False,
-                          "metric": "req_per_s", "unit": "req/s", "value": med[n],
-                          "params": {"slow_clients": n}, "runs": len(v),
-                          "min": min(v), "max": max(v), "samples": v}))
+        print(json.dumps(run_http.line("baton-c", "req_per_s", "req/s", {"slow_clients": n}, v)))
     print(json.dumps({"suite": "http", "impl": "baton-c", "peer": False,
                       "metric": "slow_clients_ratio", "unit": "ratio",
                       "value": med[args.slow] / med[0], "params": {"slow_clients": args.slow},

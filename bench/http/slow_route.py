@@ -29,7 +29,6 @@ stopped.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -148,18 +147,12 @@ def main():
                 print(f"slow_route: {impl}: {err}", file=sys.stderr)
                 return 1
     for impl in impls:
-        peer = not impl.startswith("baton-")
         for route, metric, unit, k in (("fast", "p99_ms", "ms", 1), ("fast", "req_per_s", "req/s", 0),
                                        ("slow", "req_per_s", "req/s", 2)):
-            line = {"suite": "http", "impl": impl, "peer": peer, "metric": metric, "unit": unit,
-                    "params": {"route": route, "slow_ms": args.slow_ms}}
-            if impl in missing:
-                line.update(value=None, runs=0, status="missing", error=missing[impl])
-            else:
-                v = [s[k] for s in samples[impl]]
-                line.update(value=statistics.median(v), runs=len(v), min=min(v), max=max(v),
-                            samples=v, status="ok")
-            print(json.dumps(line))
+            params = {"route": route, "slow_ms": args.slow_ms}
+            values = [s[k] for s in samples[impl]]
+            print(json.dumps(run_http.line(impl, metric, unit, params, values or None,
+                                           "missing", missing.get(impl))))
     return 0
 
 

@@ -7,7 +7,8 @@
  * needs: before one of its items gets a task, the stage's dispatcher takes a
  * concurrency slot of the stage and then every resource pool the stage
  * declares ("database connections", "in-flight requests"), in one global
- * order. Only then is a task started to run the handler; when the handler
+ * order. Only then is a task given the item to run the handler (the
+ * stage's handler tasks are kept across items); when the handler
  * returns, the resources go back (unless the stage declared them KEEP: they
  * then stay held until the program releases them, usually in a later stage).
  * A full queue refuses new items (backpressure) instead of growing. Limits,
@@ -47,9 +48,10 @@
  *     otherwise). Release, close, the setters and snapshots work from any
  *     thread.
  *  2. Items flow only while the stage's scheduler runs. A stage starts its
- *     dispatcher task when items arrive and lets it finish when the stage is
- *     idle, so baton_sched_run() returns once every stage has drained. Run
- *     the scheduler until the stages you destroy are idle.
+ *     dispatcher task when items arrive and lets it finish when the queue is
+ *     empty; its handler tasks wait BATON_STAGE_RUNNER_IDLE_NS for more and
+ *     then end, so baton_sched_run() returns once every stage has drained.
+ *     Run the scheduler until the stages you destroy are idle (drain).
  *  3. A handler must not wait without a timeout for anything that needs a
  *     resource its own stage holds (for instance submit with timeout -1 to a
  *     full stage whose items wait for the same pool): that is a cycle.

@@ -26,33 +26,21 @@ static int64_t now_ns(void)
 }
 
 /* --- step counters ---------------------------------------------------------- */
-/* Add to a counter of this worker's set: a plain read-modify-write of
- * relaxed atomics (single writer). Off a worker, the last set, with an
- * atomic add (several threads may write it). */
+/* Add v to a counter of this worker's set: a relaxed load and store (one
+ * writer). Off a worker, to the last set, with an atomic add (several
+ * threads may write it). Unsigned arithmetic: `running` goes below zero on
+ * a worker a task left, and the sum over the sets comes out right. */
 static void step_add(struct baton_http_server *srv, int step, size_t field, int64_t v)
 {
 	int w = baton_sched_worker_index();
-	struct http_step *st;
-	char *p;
+	bool shared = w < 0 || (unsigned)w >= srv->nsteps - 1;
+	uint64_t *p = (uint64_t *)((char *)&srv->steps[shared ? srv->nsteps - 1 : (unsigned)w]
+					   .s[step] + field);
 
-	if (w < 0 || (unsigned)w >= srv->nsteps - 1) {
-		st = &srv->steps[srv->nsteps - 1].s[step];
-		p = (char *)st + field;
-		if (field == offsetof(struct http_step, running))
-			__atomic_add_fetch((long *)p, (long)v, __ATOMIC_RELAXED);
-		else
-			__atomic_add_fetch((uint64_t *)p, (uint64_t)v, __ATOMIC_RELAXED);
-		return;
-	}
-	st = &srv->steps[w].s[step];
-	p = (char *)st + field;
-	/* Relaxed: only this worker writes it; the snapshot reads it racily. */
-	if (field == offsetof(struct http_step, running))
-		__atomic_store_n((long *)p, __atomic_load_n((long *)p, __ATOMIC_RELAXED) + (long)v,
-				 __ATOMIC_RELAXED);
-	else
-		__atomic_store_n((uint64_t *)p,
-				 __atomic_load_n((uint64_t *)p, __ATOMIC_RELAXED) + (uint64_t)v,
+	if (shared)
+		__atomic_add_fetch(p, (uint64_t)v, __ATOMIC_RELAXED);
+	else /* relaxed: the snapshot reads it racily */
+		__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + (uint64_t)v,
 				 __ATOMIC_RELAXED);
 }
 
@@ -441,7 +429,8 @@ int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t siz
 
 		sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl,
 			"%s{\"name\":\"%s\",\"running\":%ld,\"completed\":%llu,"
-			"\"rejected\":%llu,\"ns\":%llu}", i ? "," : "", names[i], st.running,
+			"\"rejected\":%llu,\"ns\":%llu}", i ? "," : "", names[i],
+			(long)(int64_t)st.running,
 			(unsigned long long)st.completed, (unsigned long long)st.rejected,
 			(unsigned long long)st.ns);
 	}

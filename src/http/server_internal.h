@@ -35,7 +35,7 @@ enum { STEP_ACCEPT, STEP_READ, STEP_HANDLE, STEP_WRITE, NSTEPS };
  * and end leaves +1 running on one worker and -1 on another: the sum is
  * right. They order nothing; a snapshot is a best-effort instant. */
 struct http_step {
-	long running;		/* now */
+	uint64_t running;	/* now (two's complement: see step_add) */
 	uint64_t completed, rejected, ns;
 };
 

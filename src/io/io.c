@@ -244,11 +244,11 @@ int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 		r = read(io->fd, buf, len);
 		if (r >= 0) {
 			if (r > 0 && (size_t)r < len) {
-				baton_spin_lock(&io->lock);
-				io->drained_at = edges;
-				/* As in drained_still. */
+				/* No lock: only the reader uses these two (a
+				 * handle has one reader at a time); relaxed
+				 * because drained is peeked at above. */
+				__atomic_store_n(&io->drained_at, edges, __ATOMIC_RELAXED);
 				__atomic_store_n(&io->drained, true, __ATOMIC_RELAXED);
-				baton_spin_unlock(&io->lock);
 			}
 			*n = (size_t)r;
 			return BATON_OK;

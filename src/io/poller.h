@@ -33,7 +33,8 @@ struct baton_io {
 	unsigned ready;		   /* BATON_IO_IN/OUT seen and not yet used */
 	unsigned read_edges;	   /* read edges reported so far (under lock) */
 	unsigned drained_at;	   /* read_edges before a short read... */
-	bool drained;		   /* ...which took all there was: see io.c */
+	bool drained;		   /* ...which took all there was (the reader's
+				      own two: see io.c) */
 	bool hup;		   /* error or hang-up: every wait returns */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
 	unsigned pending;	   /* io_uring: requests in flight + flags */

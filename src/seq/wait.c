@@ -78,12 +78,10 @@ static bool would_deadlock(struct baton_seq *s)
 	return false;
 }
 
-/* The library prints nothing: `why` is for the reader of the call site;
- * the caller learns of it from BATON_EDEADLK (baton_strerror). */
-static int report_deadlock(struct baton_seq *s, const char *why)
+/* Give up with BATON_EDEADLK (the library prints nothing; the comment at
+ * each call says which case it is). */
+static int deadlock(void)
 {
-	(void)s;
-	(void)why;
 	/* relaxed: our own variable; nobody needs to see this in order */
 	atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
 	return BATON_EDEADLK;
@@ -203,8 +201,9 @@ int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result
 	/* relaxed: if it is us, we wrote it ourselves (and only a thread
 	 * that holds some lock can be its holder: keep off the lock line) */
 	if (check && atomic_load_explicit(&s->holder, memory_order_relaxed) == &seq_self)
-		return report_deadlock(s, "called off the dedicated stack by the thread that holds it "
-					  "(from a coroutine resumed inside a sequenced call?)");
+		/* called off the dedicated stack by the thread that holds it
+		 * (from a coroutine resumed inside a sequenced call) */
+		return deadlock();
 	while ((sl = claim_slot(s)) == NULL) {
 		/* more waiters than slots: wait for the lock without one */
 		if (try_lock(s)) {
@@ -212,7 +211,7 @@ int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result
 			goto done;
 		}
 		if (check && would_deadlock(s))
-			return report_deadlock(s, "a cycle of sequencers waiting for each other");
+			return deadlock(); /* a cycle of sequencers waiting for each other */
 		yield_cpu(check ? NULL : baton_task_self());
 	}
 	sl->req.fn = fn;
@@ -253,7 +252,7 @@ int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result
 			goto out;
 		}
 		release_slot(sl);
-		return report_deadlock(s, "a cycle of sequencers waiting for each other");
+		return deadlock(); /* a cycle of sequencers waiting for each other */
 	}
 out:
 	release_slot(sl);

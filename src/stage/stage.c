@@ -1,15 +1,17 @@
 /*
- * Stages: a bounded ring of items, one dispatcher task that turns the head
- * item into a running handler task, and the counters.
+ * Stages: a bounded ring of items, a dispatcher task that hands the head
+ * item to a handler task (a "runner"), the runners, and the counters.
  *
  * Everything mutable lives under the stage's spinlock; a task blocks on one
- * of three wait queues of the stage (the wait protocol of
+ * of four wait queues of the stage (the wait protocol of
  * src/sched/sched_internal.h, through baton_wait_one):
  *   producers   submitters finding the queue full; the waiter carries the
  *               item, and whoever frees a slot moves that item into the
  *               ring and wakes its producer (FIFO hand-off: nobody barges)
- *   dispatcher  the dispatcher, waiting for an item or a concurrency slot
+ *   dispatcher  the dispatcher, waiting for a concurrency slot
  *   drainers    tasks in baton_stage_drain, woken when the stage is idle
+ *   runners     idle runners; whoever hands one an item puts it in the
+ *               waiter (count it running first)
  *
  * The dispatcher, per item at the head of the ring, in this order:
  *   1. waits until fewer than `concurrency` handlers run (stage-local, so
@@ -18,11 +20,16 @@
  *      (one global order: two dispatchers cannot each hold what the other
  *      waits for), blocking only itself;
  *   3. pops the item (its slot goes to the oldest waiting producer) and
- *      starts a handler task for it: the task is spent last.
- * It exists only while the stage has work: the submit that finds no
- * dispatcher (`active` false) spawns one, and the dispatcher returns once
- * nothing is queued or running, so a scheduler's run ends when its stages
- * are idle. Being the only popper, it may read the head before popping it.
+ *      hands it to an idle runner or a new one: the task is spent last.
+ * It exists only while items are queued: the submit that finds no
+ * dispatcher (`active` false) spawns one, and it returns once the ring is
+ * empty. Being the only acquirer, it may read the head before popping it;
+ * runners pop too, but only in a stage without needs (can_take), where the
+ * dispatcher pops without unlocking in between.
+ *
+ * A runner, after each item, takes the head itself when it may, else waits
+ * as an idle runner for BATON_STAGE_RUNNER_IDLE_NS and ends: a scheduler's
+ * run still ends soon after its stages are idle.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +174,7 @@ static bool hand_to_idle(struct baton_stage *st, void *item, struct baton_wakeli
 	return true;
 }
 
-/* Tell every idle runner to end (drain, and the dispatcher's exit). */
+/* Tell every idle runner to end (a drainer wants them gone). */
 static void dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
@@ -230,8 +237,8 @@ static void runner_task(void *arg)
 			continue;
 		}
 		poke(st, &wl); /* a dispatcher waiting for a concurrency slot */
-		if (st->nidle >= st->concurrency || self == NULL)
-			break;
+		if (st->nidle >= st->concurrency)
+			break; /* enough wait already */
 		st->nidle++;
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
