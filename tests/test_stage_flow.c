@@ -283,7 +283,8 @@ static void test_bad_args(void **state)
 	assert_int_equal(baton_stage_create(NULL, sched, &a), BATON_EINVAL);
 	assert_int_equal(baton_stage_create(&st, NULL, &a), BATON_EINVAL);
 	assert_int_equal(baton_stage_create(&st, sched, NULL), BATON_EINVAL);
-	a.fn = NULL;
+	a.fn = NULL; /* a stage to pass through has no workers of its own */
+	a.nworkers = 1;
 	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_EINVAL);
 	a = stage_attr(NULL, nop_handler, NULL, 4, 1);
 	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_EINVAL);

@@ -63,6 +63,21 @@
  *  5. Destroy a stage when it is idle: nothing queued, nothing running, no
  *     submitter or drainer waiting (BATON_EBUSY otherwise). Destroy a pool
  *     when no stage lists it, no unit is in use and nobody waits.
+ *  6. A stage created without a handler (attr.fn NULL) is a step that the
+ *     calling task performs itself: it passes through the stage with
+ *     baton_stage_enter() and baton_stage_leave() instead of submitting an
+ *     item. Everything else holds as for items (queue, concurrency, needs,
+ *     counters, close, drain). Only such a stage can be entered, and it
+ *     cannot be submitted to (BATON_EINVAL).
+ *
+ * Passing through, when the step's work is best done where the caller
+ * already is (a connection task reading its socket), without a hand-off:
+ *
+ *     struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+ *     if (baton_stage_enter(s_read, &p, timeout) != BATON_OK)
+ *         return refuse();                    // full, timed out or closed
+ *     read_request(conn);                     // the step's own work
+ *     baton_stage_leave(&p, NULL);
  */
 #ifndef BATON_STAGE_H
 #define BATON_STAGE_H
@@ -147,7 +162,8 @@ struct baton_stage_attr {
 	size_t nneeds;		/* <= BATON_STAGE_MAX_NEEDS, distinct pools */
 	struct baton_task_attr task; /* dispatcher and handler tasks */
 	int first_worker;	/* with nworkers > 0: handlers run on workers */
-	unsigned nworkers;	/* [first_worker, first_worker + nworkers) */
+	unsigned nworkers;	/* [first_worker, first_worker + nworkers);
+				   0 for a stage without handler (rule 6) */
 };
 #define BATON_STAGE_ATTR_INIT \
 	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0 }
@@ -163,7 +179,10 @@ struct baton_stage_attr {
  * submit calls that returned == submitted + rejected (+ failures that are
  * not refusals: EINVAL, ENOSCHED, ENOMEM). Pools have their own snapshots.
  * Times are sums: divide by completed (handler_ns) or by completed +
- * running (wait_ns) for means. */
+ * running (wait_ns) for means. For a stage that tasks pass through, read
+ * "item" as a passing task and "handler" as its step: a task that waits
+ * for a slot counts as queued and submitted; if its wait is refused it
+ * moves from submitted to rejected. */
 struct baton_stage_stats {
 	const char *name;      /* the stage's, valid until it is destroyed */
 	size_t queued;	       /* items in the queue now */
@@ -181,16 +200,17 @@ struct baton_stage_stats {
 	uint64_t runners_started; /* handler tasks spawned so far */
 };
 
-/* Create a stage whose tasks run on scheduler s. attr is required (fn).
- * Errors: BATON_EINVAL (NULL argument, bad name, capacity 0 or above
- * BATON_STAGE_MAX_CAPACITY, concurrency 0, too many needs, a NULL pool,
- * units < 1, unknown flags, a pool listed twice), BATON_ENOMEM. */
+/* Create a stage whose tasks run on scheduler s; without attr.fn, a stage
+ * that tasks pass through (rule 6). Errors: BATON_EINVAL (NULL argument,
+ * bad name, capacity 0 or above BATON_STAGE_MAX_CAPACITY, concurrency 0,
+ * too many needs, a NULL pool, units < 1, unknown flags, a pool listed
+ * twice, workers given without fn), BATON_ENOMEM. */
 BATON_API int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 				 const struct baton_stage_attr *attr);
 
 /* Queue `item` (any pointer, NULL too). With the queue full, wait up to
  * timeout_ns for room; waiting submitters are admitted in arrival order.
- * Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
+ * Errors: BATON_EINVAL (also a stage without handler), BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
  * BATON_ESHUTDOWN (closed, before or while waiting), BATON_ENOSCHED,
  * BATON_ENOMEM (no dispatcher task could be started; nothing queued).
  * EAGAIN, ETIMEDOUT and ESHUTDOWN count as rejected. */
@@ -215,6 +235,38 @@ BATON_API int baton_stage_set_concurrency(baton_stage_t *st, unsigned n);
  * creation). Lowering below the items queued refuses new ones until the
  * queue is shorter. Errors: BATON_EINVAL. */
 BATON_API int baton_stage_set_queue_limit(baton_stage_t *st, size_t n);
+
+/* A task's passage through a stage without handler (rule 6), from enter
+ * to leave. Initialise it with BATON_STAGE_PASS_INIT; t0 may instead be
+ * set to when the step began (a CLOCK_MONOTONIC reading in ns, such as the
+ * end a previous leave returned), which saves the clock read. */
+struct baton_stage_pass {
+	baton_stage_t *stage; /* set by enter, cleared by leave */
+	int64_t t0;	      /* when the step began; 0: now, at enter */
+};
+#define BATON_STAGE_PASS_INIT { NULL, 0 }
+
+/* Take a concurrency slot of st and then its needs (in the pools' global
+ * order), and count the calling task as running. With every slot taken,
+ * wait for one behind the tasks already waiting (FIFO), at most timeout_ns
+ * in all, needs included; at most queue_limit tasks wait (they count as
+ * queued): with that many waiting, enter is refused at once, whatever the
+ * timeout. Closing the stage refuses the tasks that wait too. A task that
+ * holds the slot while it waits for a pool counts as running.
+ * Errors: BATON_EINVAL (NULL, p in use, a stage with a handler),
+ * BATON_EAGAIN (timeout 0 and no slot or unit now, or the queue full),
+ * BATON_ETIMEDOUT, BATON_ESHUTDOWN, BATON_ENOSCHED (timeout not 0 outside
+ * a task), BATON_ENOMEM. EAGAIN, ETIMEDOUT and ESHUTDOWN count as
+ * rejected. */
+BATON_API int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p,
+				int64_t timeout_ns);
+
+/* End the passage: give back the needs that are not KEEP and the slot
+ * (the first waiting task gets it), count the step completed with its time
+ * since p->t0. *end_ns (if not NULL) receives the clock reading taken as
+ * the step's end. Any thread. Errors: BATON_EINVAL (NULL p, or p not
+ * entered: a second leave). */
+BATON_API int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns);
 
 /* Fill *out (see struct baton_stage_stats). Errors: BATON_EINVAL. */
 BATON_API int baton_stage_snapshot(baton_stage_t *st,

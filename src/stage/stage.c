@@ -36,36 +36,6 @@
 
 #include "stage_internal.h"
 
-struct entry {
-	void *item;
-	int64_t t0; /* accepted, CLOCK_MONOTONIC ns */
-};
-
-struct baton_stage {
-	baton_spinlock_t lock;
-	struct entry *ring;	/* cap entries; count of them from head */
-	size_t cap, head, count, limit;
-	unsigned running, concurrency;
-	bool closed;
-	bool active;		/* a dispatcher task exists (or is spawning) */
-	unsigned nrunners;	/* runner tasks alive (spawning included) */
-	unsigned nidle;		/* of them, waiting in `runners` */
-	unsigned next_worker;	/* round robin over the stage's workers */
-	struct baton_waitq producers, dispatcher, drainers, runners;
-	uint64_t submitted, rejected, completed, handler_ns, wait_ns, runners_started;
-
-	/* Fixed at creation. */
-	baton_sched_t *sched;
-	baton_stage_fn fn;
-	void *ctx;
-	struct baton_task_attr task;
-	int first_worker;	/* runners are pinned to these workers... */
-	unsigned nworkers;	/* ...if nworkers > 0 */
-	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
-	size_t nneeds;
-	char name[BATON_NAME_MAX + 1];
-};
-
 /* A handler task's argument. */
 struct job {
 	struct baton_stage *st;
@@ -76,7 +46,7 @@ struct job {
 
 static void push(struct baton_stage *st, void *item, int64_t now)
 {
-	struct entry *e = &st->ring[(st->head + st->count) % st->cap];
+	struct stage_entry *e = &st->ring[(st->head + st->count) % st->cap];
 
 	e->item = item;
 	e->t0 = now;
@@ -112,17 +82,12 @@ static void admit(struct baton_stage *st, int64_t now,
 /* True if the caller must spawn a dispatcher once the lock is released. */
 static bool kick(struct baton_stage *st)
 {
-	if (st->active || st->count == 0)
+	if (st->fn == NULL || st->active || st->count == 0) /* fn NULL: no ring */
 		return false;
 	st->active = true;
 	return true;
 }
 
-/* Nothing queued, running, dispatching, or alive to take an item. */
-static bool idle(const struct baton_stage *st)
-{
-	return !st->active && st->count == 0 && st->running == 0 && st->nrunners == 0;
-}
 
 /* --- runners: long-lived handler tasks ---------------------------------------- */
 
@@ -148,16 +113,6 @@ static bool can_take(const struct baton_stage *st)
 	return st->nneeds == 0 && st->count > 0 && st->running < st->concurrency;
 }
 
-/* Wake the drainers once nothing is queued, running, or alive. */
-static void wake_drainers_if_idle(struct baton_stage *st, struct baton_wakelist *wl)
-{
-	struct baton_waiter *w;
-
-	if (!idle(st))
-		return;
-	while ((w = baton_waitq_claim_first(&st->drainers)) != NULL)
-		baton_waiter_wake(wl, w, BATON_OK);
-}
 
 /* Hand `item` to an idle runner; false if none waits (one whose idle wait
  * timed out is skipped: the claim fails, it decrements nidle itself). The
@@ -267,7 +222,7 @@ static void runner_task(void *arg)
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
 		st->nrunners--;
-		wake_drainers_if_idle(st, &wl);
+		baton__stage_wake_drainers(st, &wl);
 		/* Last touch of st: once it is idle, a drainer may destroy it. */
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
@@ -364,7 +319,7 @@ static void dispatch(void *arg)
 		baton_spin_lock(&st->lock);
 	}
 	st->active = false;
-	wake_drainers_if_idle(st, &wl);
+	baton__stage_wake_drainers(st, &wl);
 	/* Last touch of st: a drainer may destroy it once it has the lock. */
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
@@ -393,8 +348,8 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS];
 	size_t n;
 
-	if (out == NULL || s == NULL || attr == NULL || attr->fn == NULL ||
-	    attr->queue_capacity == 0 ||
+	if (out == NULL || s == NULL || attr == NULL ||
+	    (attr->fn == NULL && attr->nworkers > 0) || attr->queue_capacity == 0 ||
 	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY ||
 	    attr->concurrency == 0 || attr->nneeds > BATON_STAGE_MAX_NEEDS ||
 	    (attr->nneeds > 0 && attr->needs == NULL) ||
@@ -425,8 +380,9 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 		free(st);
 		return BATON_EINVAL;
 	}
-	st->ring = calloc(attr->queue_capacity, sizeof(*st->ring));
-	if (st->ring == NULL) {
+	/* A stage without handler queues tasks, in `passers`: no ring. */
+	st->ring = attr->fn ? calloc(attr->queue_capacity, sizeof(*st->ring)) : NULL;
+	if (attr->fn && st->ring == NULL) {
 		free(st);
 		return BATON_ENOMEM;
 	}
@@ -476,7 +432,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	bool spawn;
 	int rc;
 
-	if (st == NULL)
+	if (st == NULL || st->fn == NULL)
 		return BATON_EINVAL;
 	t = baton_task_self();
 	if (t == NULL && timeout_ns != 0)
@@ -545,6 +501,14 @@ int baton_stage_close(baton_stage_t *st)
 		st->rejected++;
 		baton_waiter_wake(&wl, w, BATON_ESHUTDOWN);
 	}
+	/* Tasks waiting to pass through have not started their step. */
+	while ((w = baton_waitq_claim_first(&st->passers)) != NULL) {
+		st->count--;
+		st->submitted--;
+		st->rejected++;
+		baton_waiter_wake(&wl, w, BATON_ESHUTDOWN);
+	}
+	baton__stage_wake_drainers(st, &wl);
 	spawn = kick(st);
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
@@ -564,7 +528,7 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 	if (t == NULL && timeout_ns != 0)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&st->lock);
-	if (idle(st)) {
+	if (baton__stage_idle(st)) {
 		baton_spin_unlock(&st->lock);
 		return BATON_OK;
 	}
@@ -587,7 +551,7 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 		baton_spin_unlock(&st->lock);
 		return BATON_EAGAIN;
 	}
-	if (idle(st)) { /* the new dispatcher may already have finished */
+	if (baton__stage_idle(st)) { /* the new dispatcher may already have finished */
 		baton_spin_unlock(&st->lock);
 		return BATON_OK;
 	}
@@ -603,6 +567,8 @@ int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)
 	baton_spin_lock(&st->lock);
 	st->concurrency = n;
 	poke(st, &wl);
+	if (st->fn == NULL)
+		baton__stage_admit_passers(st, baton_clock_now(), &wl);
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
 	return BATON_OK;
@@ -657,8 +623,9 @@ int baton_stage_destroy(baton_stage_t *st)
 		return BATON_OK;
 	baton_spin_lock(&st->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
-	busy = !idle(st) || st->producers.head != NULL || st->drainers.head != NULL ||
-	       st->dispatcher.head != NULL || st->runners.head != NULL;
+	busy = !baton__stage_idle(st) || st->producers.head != NULL || st->drainers.head != NULL ||
+	       st->dispatcher.head != NULL || st->runners.head != NULL ||
+	       st->passers.head != NULL;
 	baton_spin_unlock(&st->lock);
 	if (busy)
 		return BATON_EBUSY;

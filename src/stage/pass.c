@@ -1,0 +1,167 @@
+/*
+ * Passing through a stage: the stage without handler, whose step is done
+ * by the task that enters it (a connection task reading its own socket:
+ * handing that to another task would cost a switch and a wake-up per
+ * request, and buy nothing).
+ *
+ * The stage's lock guards the same fields as for items; `count` is the
+ * number of tasks waiting in `passers`, and `running` the tasks inside.
+ * A task leaving hands its slot straight to the first waiter (it counts the
+ * waiter as running before waking it), so nobody barges past the queue:
+ * enter takes a free slot itself only when nobody waits.
+ */
+#include "stage_internal.h"
+
+void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
+				struct baton_wakelist *wl)
+{
+	struct baton_waiter *w;
+
+	while (st->running < st->concurrency &&
+	       (w = baton_waitq_claim_first(&st->passers)) != NULL) {
+		struct baton_stage_pass *p = w->value;
+
+		st->count--;
+		st->running++;
+		st->wait_ns += (uint64_t)(now - p->t0);
+		p->t0 = now; /* the step starts once it is admitted */
+		baton_waiter_wake(wl, w, BATON_OK);
+	}
+}
+
+/* Give the slot back and serve the queue; `done`: the step ran (else it
+ * was refused after its slot was taken: counted rejected). Returns with the
+ * lock released: the stage may be destroyed once the wakelist has run. */
+static void give_back(struct baton_stage *st, int64_t now, int64_t t0, bool done)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+	baton_spin_lock(&st->lock);
+	st->running--;
+	if (done) {
+		st->completed++;
+		st->handler_ns += (uint64_t)(now - t0);
+	} else {
+		st->submitted--;
+		st->rejected++;
+	}
+	baton__stage_admit_passers(st, now, &wl);
+	baton__stage_wake_drainers(st, &wl);
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+}
+
+/* With the slot: take every need in the pools' order within the time
+ * left; on failure give back what was taken. */
+static int take_needs(struct baton_stage *st, int64_t t0, int64_t timeout_ns)
+{
+	size_t i;
+	int rc = BATON_OK;
+
+	for (i = 0; i < st->nneeds; i++) {
+		int64_t left = timeout_ns;
+
+		if (timeout_ns > 0) {
+			left = t0 + timeout_ns - baton_clock_now();
+			if (left <= 0)
+				left = 0; /* still try: a free unit is taken */
+		}
+		rc = baton_pool_acquire(st->needs[i].pool, st->needs[i].units, left);
+		if (rc != BATON_OK)
+			break;
+	}
+	if (rc == BATON_OK)
+		return BATON_OK;
+	while (i-- > 0)
+		baton_pool_release(st->needs[i].pool, st->needs[i].units);
+	return rc == BATON_EAGAIN && timeout_ns != 0 ? BATON_ETIMEDOUT : rc;
+}
+
+/* Queue the task (lock held, released on return) until a leaver gives it
+ * a slot, the timeout passes or the stage closes. */
+static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
+			 struct baton_stage_pass *p, int64_t timeout_ns)
+{
+	int rc;
+
+	st->count++;
+	st->submitted++;
+	rc = baton_wait_one(t, &st->passers, &st->lock, 0, p, NULL, timeout_ns);
+	if (rc == BATON_OK || rc == BATON_ESHUTDOWN) /* counted by the waker */
+		return rc;
+	/* Timed out, or no timer could be allocated: we unlinked ourselves. */
+	baton_spin_lock(&st->lock);
+	st->count--;
+	st->submitted--;
+	if (rc == BATON_ETIMEDOUT)
+		st->rejected++;
+	{
+		struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+		baton__stage_wake_drainers(st, &wl);
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+	}
+	return rc;
+}
+
+int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	int64_t t0;
+	int rc;
+
+	if (st == NULL || p == NULL || p->stage != NULL || st->fn != NULL)
+		return BATON_EINVAL;
+	t = baton_task_self();
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	t0 = p->t0 > 0 ? p->t0 : baton_clock_now();
+	p->t0 = t0;
+	baton_spin_lock(&st->lock);
+	if (st->closed) {
+		st->rejected++;
+		baton_spin_unlock(&st->lock);
+		return BATON_ESHUTDOWN;
+	}
+	if (st->count == 0 && st->running < st->concurrency) {
+		/* A free slot and nobody ahead: the common case, one lock. */
+		st->running++;
+		st->submitted++;
+		baton_spin_unlock(&st->lock);
+	} else if (timeout_ns == 0 || st->count >= st->limit) {
+		st->rejected++;
+		baton_spin_unlock(&st->lock);
+		return BATON_EAGAIN;
+	} else {
+		rc = wait_for_slot(st, t, p, timeout_ns);
+		if (rc != BATON_OK)
+			return rc;
+		/* p->t0 is now the admission time; the deadline stays t0's. */
+	}
+	if (st->nneeds > 0 && (rc = take_needs(st, t0, timeout_ns)) != BATON_OK) {
+		give_back(st, baton_clock_now(), p->t0, false);
+		return rc;
+	}
+	p->stage = st;
+	return BATON_OK;
+}
+
+int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns)
+{
+	struct baton_stage *st;
+	int64_t end;
+
+	if (p == NULL || p->stage == NULL)
+		return BATON_EINVAL;
+	st = p->stage;
+	p->stage = NULL;
+	end = baton_clock_now();
+	for (size_t i = st->nneeds; i-- > 0;)
+		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
+			baton_pool_release(st->needs[i].pool, st->needs[i].units);
+	give_back(st, end, p->t0, true);
+	if (end_ns != NULL)
+		*end_ns = end;
+	return BATON_OK;
+}
