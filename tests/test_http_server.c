@@ -88,7 +88,7 @@ static void test_invalid_attributes(void **state)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_handler_queue_needs_compute_workers(void **state)
+static void test_handler_queue_and_stages(void **state)
 {
 	baton_sched_t *s = make_sched(2);
 	baton_http_server_t *srv;
@@ -96,9 +96,27 @@ static void test_handler_queue_needs_compute_workers(void **state)
 
 	(void)state;
 	harness_watchdog(30);
+	a.handler_queue = 16;
 	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
 	assert_true(baton_http_server_port(srv) > 0);
-	assert_int_equal(baton_http_server_set_handler_queue(srv, 8), BATON_EINVAL);
+	/* The handle stage exists without compute workers too. */
+	assert_int_equal(baton_http_server_set_handler_queue(srv, 8), BATON_OK);
+	assert_int_equal(baton_http_server_set_handler_queue(srv, 17), BATON_EINVAL);
+	/* Each step's stage, within its bounds. */
+	assert_int_equal(baton_http_server_set_stage(srv, "read", 10, 5), BATON_OK);
+	assert_int_equal(baton_http_server_set_stage(srv, "write", 0, 0), BATON_OK);
+	assert_int_equal(baton_http_server_set_stage(srv, "handle", 3, 16), BATON_OK);
+	assert_int_equal(baton_http_server_set_stage(srv, "accept", 1, 1), BATON_OK);
+	assert_int_equal(baton_http_server_set_stage(srv, "accept", 2, 0), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_stage(srv, "accept", 0, 2), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_stage(srv, "read", 0,
+						     (size_t)a.max_connections + 1),
+			 BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_stage(srv, "read", BATON_HTTP_STAGE_MAX + 1, 0),
+			 BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_stage(srv, "parse", 1, 1), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_stage(srv, NULL, 1, 1), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_stage(NULL, "read", 1, 1), BATON_EINVAL);
 	finish(srv, s);
 
 	s = make_sched(2);
@@ -130,13 +148,16 @@ static void test_stats_json(void **state)
 	assert_int_equal(baton_http_server_stats_json(srv, small, sizeof(small), &need),
 			 BATON_EINVAL);
 	assert_true(need > sizeof(small));
-	assert_int_equal(small[0], '\0');
+	assert_non_null(memchr(small, '\0', sizeof(small))); /* a terminated prefix */
 	assert_int_equal(baton_http_server_stats_json(srv, buf, sizeof(buf), &len), BATON_OK);
 	assert_int_equal(len, need);
 	assert_int_equal(strlen(buf), len);
-	assert_non_null(strstr(buf, "{\"steps\":[{\"name\":\"accept\""));
-	assert_non_null(strstr(buf, "\"stages\":[{\"name\":\"handle\""));
+	/* The steps in request order, then the pools. */
+	assert_non_null(strstr(buf, "{\"stages\":[{\"name\":\"accept\""));
+	assert_true(strstr(buf, "\"name\":\"read\"") < strstr(buf, "\"name\":\"handle\""));
+	assert_true(strstr(buf, "\"name\":\"handle\"") < strstr(buf, "\"name\":\"write\""));
 	assert_non_null(strstr(buf, "\"pools\":[{\"name\":\"connections\""));
+	assert_non_null(strstr(buf, "{\"name\":\"in-flight\""));
 	assert_int_equal(buf[len - 1], '}');
 	assert_int_equal(baton_http_server_stats_json(srv, buf, sizeof(buf), NULL), BATON_EINVAL);
 	finish(srv, s);
@@ -146,7 +167,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_invalid_attributes),
-		cmocka_unit_test(test_handler_queue_needs_compute_workers),
+		cmocka_unit_test(test_handler_queue_and_stages),
 		cmocka_unit_test(test_stats_json),
 	};
 

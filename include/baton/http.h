@@ -5,17 +5,19 @@
  * (baton/stage.h): accept, read and parse, handle, write.
  *
  * A handler has the shape of Guile's: the request and its body in; status,
- * headers and body out. By default it runs in the connection's task, once
- * the handler step's pool grants it a slot, so the number of handlers
- * running at once is limited separately from the number of connections
- * doing I/O. With compute_workers > 0 the scheduler's workers are split:
- * connections (accept, read, parse, write) are bound to the first ones and
- * handlers run in the "handle" stage (baton/stage.h), bound to the last
- * compute_workers ones, so a handler that computes for a long time does not
- * hold up reading and writing. A request then waits in the stage's queue
- * (handler_queue long) while its connection is not read further; when the
- * queue stays full for queue_timeout_ns the request is answered 503 with
- * Retry-After.
+ * headers and body out. Each step is a stage (accept, read, handle, write)
+ * with its own queue, concurrency limit and counters, listed by GET /_stats
+ * and changed by POST /_limits or baton_http_server_set_stage(). By default
+ * a connection's task passes through every step itself, the handler
+ * included, so the number of handlers running at once is limited apart
+ * from the number of connections doing I/O. With compute_workers > 0 the
+ * scheduler's workers are split: connections (accept, read, parse, write)
+ * are bound to the first ones and the "handle" stage has tasks of its own,
+ * bound to the last compute_workers ones, so a handler that computes for a
+ * long time does not hold up reading and writing. Either way a request
+ * waits in the handle stage's queue (handler_queue long) while its
+ * connection is not read further; when it cannot get in within
+ * queue_timeout_ns the request is answered 503 with Retry-After.
  *
  *     static int hello(void *ctx, const struct baton_http_req *req,
  *                      struct baton_http_resp *resp)
@@ -131,8 +133,8 @@ struct baton_http_server_attr {
 	int64_t linger_ns;		/* lingering close: at most this long; 0: off */
 	unsigned compute_workers;	/* > 0: handlers run on the last this many
 					   workers, connections on the others */
-	size_t handler_queue;		/* requests waiting for a handler (compute) */
-	int64_t queue_timeout_ns;	/* then 503 + Retry-After (compute) */
+	size_t handler_queue;		/* requests waiting for a handler */
+	int64_t queue_timeout_ns;	/* then 503 + Retry-After */
 };
 
 #define BATON_HTTP_SERVER_ATTR_INIT { \
@@ -158,22 +160,36 @@ BATON_API int baton_http_server_port(const baton_http_server_t *srv);
  * returns. Any thread, also a signal handler's thread via a task. */
 BATON_API int baton_http_server_shutdown(baton_http_server_t *srv);
 
-/* Change limits while serving: handler concurrency, in-flight cap,
- * connection cap (<= 0 leaves one unchanged). Errors: BATON_EINVAL. With
- * compute workers, handler concurrency is the handle stage's. The server's
- * GET /_stats (attr.stats) has a writing twin for operators:
- * POST /_limits?handler_concurrency=N&handler_queue=N&max_inflight=N&max_connections=N. */
+/* Change limits while serving: handler concurrency (the handle stage's),
+ * in-flight cap, connection cap (<= 0 leaves one unchanged). Errors:
+ * BATON_EINVAL. The server's GET /_stats (attr.stats) has a writing twin
+ * for operators: POST /_limits?handler_concurrency=N&handler_queue=N&
+ * max_inflight=N&max_connections=N&read_concurrency=N&write_queue=N...
+ * (any stage's NAME_concurrency and NAME_queue). */
 BATON_API int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurrency,
 					   long max_inflight, long max_connections);
 
-/* The stage snapshot as JSON (the body of GET /_stats), NUL-terminated;
- * *len = its length even if it did not fit (BATON_EINVAL then). */
+/* The snapshots of the server's stages (accept, read, handle, write) and
+ * pools (connections, in-flight) as JSON, the body of GET /_stats (the
+ * format of baton_stage_json), NUL-terminated; *len = its length even if
+ * it did not fit (BATON_EINVAL then). */
 BATON_API int baton_http_server_stats_json(baton_http_server_t *srv, char *buf,
 					   size_t size, size_t *len);
 
 /* Change how many requests may wait for a handler (1..handler_queue given
- * at creation). Errors: BATON_EINVAL (also without compute workers). */
+ * at creation). Errors: BATON_EINVAL. */
 BATON_API int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n);
+
+/* The most a stage's concurrency may be set to. */
+#define BATON_HTTP_STAGE_MAX 1000000u
+
+/* Change one step's stage while serving: "accept", "read", "handle" or
+ * "write"; concurrency 1..BATON_HTTP_STAGE_MAX (accept: 1, there is one
+ * acceptor) and queue 1..its size at creation (the connection cap for read
+ * and write, handler_queue for handle, 1 for accept); 0 leaves either
+ * unchanged. Errors: BATON_EINVAL (unknown stage, a value out of range). */
+BATON_API int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
+					  unsigned concurrency, size_t queue);
 
 /* Free the server. Errors: BATON_EBUSY (connections still open). */
 BATON_API int baton_http_server_destroy(baton_http_server_t *srv);

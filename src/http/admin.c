@@ -3,8 +3,11 @@
  * on: GET /_stats (the steps, stages and pools as JSON) and
  * POST /_limits?name=value&... (change limits while serving, then answer
  * the new snapshot). Names: handler_concurrency, handler_queue,
- * max_inflight, max_connections; values are positive integers. A bad name
- * or value is a 400 and changes nothing.
+ * max_inflight, max_connections, and STAGE_concurrency, STAGE_queue for
+ * each stage (accept, read, handle, write); values are positive integers.
+ * A bad name or value is a 400 and changes nothing (names and values are
+ * all checked before the first change; a value a stage refuses, such as a
+ * queue above its size, stops at that name).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +42,27 @@ static long parse_positive(const char *p, const char *end)
 	return v > 0 ? v : -1;
 }
 
-/* Parse "a=1&b=2" into v[] (0: not given); false on anything else. */
-static bool parse_limits(const char *q, const char *end, long v[NLIMITS])
+/* A stage's own limits: stage_v[i][0] its concurrency, [1] its queue. */
+static bool parse_stage_limit(const char *q, const char *eq, long stage_v[][2], long v)
+{
+	static const char *const what[2] = { "_concurrency", "_queue" };
+
+	for (int k = 0; k < 2; k++) {
+		size_t wl = strlen(what[k]), n = (size_t)(eq - q);
+		int i;
+
+		if (n > wl && memcmp(eq - wl, what[k], wl) == 0 &&
+		    (i = baton_http_server_stage_index(q, n - wl)) >= 0) {
+			stage_v[i][k] = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Parse "a=1&b=2" into v[] and stage_v[] (0: not given); false on
+ * anything else. */
+static bool parse_limits(const char *q, const char *end, long v[NLIMITS], long stage_v[][2])
 {
 	while (q < end) {
 		const char *amp = memchr(q, '&', (size_t)(end - q));
@@ -54,8 +76,13 @@ static bool parse_limits(const char *q, const char *end, long v[NLIMITS])
 			if ((size_t)(eq - q) == strlen(limit_names[k]) &&
 			    memcmp(q, limit_names[k], (size_t)(eq - q)) == 0)
 				break;
-		if (k == NLIMITS || (v[k] = parse_positive(eq + 1, stop)) < 0)
+		if (k < NLIMITS) {
+			if ((v[k] = parse_positive(eq + 1, stop)) < 0)
+				return false;
+		} else if (!parse_stage_limit(q, eq, stage_v, parse_positive(eq + 1, stop)) ||
+			   parse_positive(eq + 1, stop) < 0) {
 			return false;
+		}
 		q = amp ? amp + 1 : end;
 	}
 	return true;
@@ -78,6 +105,7 @@ int baton_http_admin(struct baton_http_server *srv, const struct baton_http_requ
 		     struct baton_http_resp *resp)
 {
 	long v[NLIMITS] = { 0 };
+	long stage_v[HTTP_NSTAGES][2] = { { 0 } };
 	const char *q;
 
 	if (target_is(req, "/_stats", 7, false)) {
@@ -90,9 +118,14 @@ int baton_http_admin(struct baton_http_server *srv, const struct baton_http_requ
 	q = req->target + 8;
 	if (q < req->target + req->target_len)
 		q++; /* the '?' */
-	if (!parse_limits(q, req->target + req->target_len, v) ||
-	    (v[LIM_QUEUE] && srv->handle == NULL))
+	if (!parse_limits(q, req->target + req->target_len, v, stage_v))
 		return -400;
+	for (int i = 0; i < HTTP_NSTAGES; i++)
+		if ((stage_v[i][0] || stage_v[i][1]) &&
+		    baton_http_server_set_stage(srv, baton_http_stage_name(i),
+						(unsigned)stage_v[i][0],
+						(size_t)stage_v[i][1]) != BATON_OK)
+			return -400;
 	if ((v[LIM_QUEUE] && baton_http_server_set_handler_queue(srv, (size_t)v[LIM_QUEUE]) !=
 				     BATON_OK) ||
 	    baton_http_server_set_limits(srv, v[LIM_HANDLERS], v[LIM_INFLIGHT], v[LIM_CONNS]) !=

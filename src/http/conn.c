@@ -71,20 +71,30 @@ static bool out_reserve(struct http_conn *c, size_t more)
 	return true;
 }
 
-static int flush(struct http_conn *c)
+/* Write len bytes through the write stage. The step starts when the
+ * response was queued, if we know (c->t_queued), else now. */
+static int write_step(struct http_conn *c, const void *buf, size_t len)
 {
 	struct baton_http_server *srv = c->srv;
-	int64_t t0;
+	struct baton_stage_pass pass = { NULL, c->t_queued };
+	int rc;
+
+	c->t_queued = 0;
+	rc = baton_stage_enter(srv->stage[HTTP_WRITE], &pass, srv->a.write_timeout_ns);
+	if (rc != BATON_OK)
+		return rc;
+	rc = baton_io_write(c->io, buf, len, srv->a.write_timeout_ns, NULL);
+	baton_stage_leave(&pass, NULL);
+	return rc;
+}
+
+static int flush(struct http_conn *c)
+{
 	int rc;
 
 	if (c->out_len == 0)
 		return BATON_OK;
-	baton_http_step_begin(srv, STEP_WRITE);
-	/* The write step starts when the response was queued, if we know. */
-	t0 = c->t_queued ? c->t_queued : now_ns();
-	c->t_queued = 0;
-	rc = baton_io_write(c->io, c->out, c->out_len, srv->a.write_timeout_ns, NULL);
-	baton_http_step_end(srv, STEP_WRITE, t0, rc == BATON_OK);
+	rc = write_step(c, c->out, c->out_len);
 	c->out_len = 0;
 	return rc;
 }
@@ -170,8 +180,11 @@ static void linger_close(struct http_conn *c)
 }
 
 /* The next head, complete in c->in: its length (> 0), 0 to close quietly
- * (EOF, idle timeout, shutdown), or -status to answer and close. */
-static long read_head(struct http_conn *c, struct baton_http_request *req)
+ * (EOF, idle timeout, shutdown), or -status to answer and close. From the
+ * request's first byte the task is in the read stage (*pass): a full read
+ * stage, or no in-flight unit within the head's time, is a 503. */
+static long read_head(struct http_conn *c, struct baton_http_request *req,
+		      struct baton_stage_pass *pass)
 {
 	struct baton_http_server *srv = c->srv;
 	size_t limit = srv->lim.max_target + srv->lim.max_header_bytes + 1024;
@@ -182,6 +195,10 @@ static long read_head(struct http_conn *c, struct baton_http_request *req)
 		size_t got;
 		int rc;
 
+		if (c->in_len && pass->stage == NULL &&
+		    baton_stage_enter(srv->stage[HTTP_READ], pass, srv->a.header_timeout_ns) !=
+			    BATON_OK)
+			return -503;
 		if (c->in_len) {
 			/* Resumes where the last call stopped: a head sent a
 			 * byte at a time is scanned once, not once per byte. */
@@ -329,7 +346,7 @@ static int respond(struct http_conn *c, const struct baton_http_request *req,
 	}
 	if (flush(c) != BATON_OK)
 		return BATON_ESYS;
-	return baton_io_write(c->io, resp->body, resp->body_len, c->srv->a.write_timeout_ns, NULL);
+	return write_step(c, resp->body, resp->body_len);
 }
 
 /* The handle stage's function, on a compute worker: run the handler for
@@ -340,12 +357,9 @@ void baton_http_handle_job(void *item, void *ctx)
 	struct http_job *job = item;
 	struct baton_http_server *srv = ctx;
 	baton_sem_t *done = job->c->done;
-	int64_t t0 = now_ns();
 	int rc;
 
-	baton_http_step_begin(srv, STEP_HANDLE);
 	rc = srv->a.handler(srv->a.ctx, job->view, job->resp);
-	baton_http_step_end(srv, STEP_HANDLE, t0, rc == BATON_OK);
 	if (rc == BATON_OK && job->resp->status == 0)
 		job->resp->status = 200;
 	job->rc = rc;
@@ -365,17 +379,15 @@ static int handle_on_stage(struct http_conn *c, const struct baton_http_req *vie
 	if (c->done == NULL && baton_sem_create(&c->done, 0) != BATON_OK)
 		return BATON_ENOMEM;
 	rc = baton_stage_submit(srv->handle, &job, srv->a.queue_timeout_ns);
-	if (rc != BATON_OK) {
-		baton_http_step_reject(srv, STEP_HANDLE);
+	if (rc != BATON_OK)
 		return rc == BATON_ENOMEM ? rc : -503;
-	}
 	/* No timeout: the job is on our stack, so we wait until it is done. */
 	baton_sem_acquire(c->done, 1, -1);
 	return job.rc;
 }
 
-/* Run the handler (or static files, or /_stats) under the handler pool, or
- * on the handle stage. */
+/* Run the handler (or static files, or /_stats): in this task, passing
+ * through the handle stage, or on the stage's own tasks. */
 static int handle(struct http_conn *c, const struct baton_http_request *req,
 		  const char *body, size_t body_len, struct baton_http_resp *resp,
 		  char *scratch, size_t scratch_cap, int64_t start)
@@ -385,6 +397,7 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 		req->method, req->method_len, req->target, req->target_len,
 		req->version_minor, body, body_len, req,
 	};
+	struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
 	int rc;
 
 	memset(resp, 0, sizeof(*resp));
@@ -399,19 +412,14 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 		if (rc != 0)
 			return rc > 0 ? BATON_OK : rc;
 	}
-	if (srv->handle != NULL)
+	if (srv->compute)
 		return handle_on_stage(c, &view, resp);
-	/* The handler step: queue for a slot of the handlers pool. */
-	rc = baton_pool_acquire(srv->handlers, 1, srv->a.header_timeout_ns);
-	if (rc != BATON_OK) {
-		baton_http_step_reject(srv, STEP_HANDLE);
-		return rc;
-	}
-	baton_http_step_begin(srv, STEP_HANDLE);
+	pass.t0 = start;
+	if (baton_stage_enter(srv->handle, &pass, srv->a.queue_timeout_ns) != BATON_OK)
+		return -503;
 	rc = srv->a.handler(srv->a.ctx, &view, resp);
-	baton_pool_release(srv->handlers, 1);
 	/* Its end is when the response is queued: the write step's start. */
-	c->t_queued = baton_http_step_end(srv, STEP_HANDLE, start, rc == BATON_OK);
+	baton_stage_leave(&pass, &c->t_queued);
 	if (rc == BATON_OK && resp->status == 0)
 		resp->status = 200;
 	return rc;
@@ -459,28 +467,34 @@ void baton_http_conn_main(void *arg)
 
 	for (;;) {
 		struct baton_http_request req = { .fields = fields, .fields_cap = nf };
+		struct baton_stage_pass rd = BATON_STAGE_PASS_INIT;
 		struct baton_http_resp resp;
-		char *body;
-		size_t body_len, end;
+		char *body = NULL;
+		size_t body_len = 0, end = 0;
 		long head;
-		uintptr_t in_before;
-		int64_t t0 = now_ns();
+		uintptr_t in_before = 0;
+		int64_t t0;
 		bool keep;
-		int rc;
+		int rc = BATON_OK;
 
-		head = read_head(c, &req);
+		head = read_head(c, &req, &rd);
+		if (head > 0) {
+			in_before = (uintptr_t)c->in;
+			rc = read_body(c, &req, (size_t)head, &body, &body_len, &end);
+		}
+		/* The read step ends; the in-flight unit it took (KEEP) stays
+		 * with the request until its response is written. */
+		if (rd.stage != NULL && (head <= 0 || rc != BATON_OK)) {
+			baton_stage_leave(&rd, NULL);
+			baton_pool_release(srv->inflight, 1);
+		}
 		if (head == 0)
 			break;
 		if (head < 0) {
-			baton_http_step_reject(srv, STEP_READ);
 			linger = answer_error(c, (int)-head);
 			break;
 		}
-		baton_http_step_begin(srv, STEP_READ);
-		in_before = (uintptr_t)c->in;
-		rc = read_body(c, &req, (size_t)head, &body, &body_len, &end);
 		if (rc != BATON_OK) {
-			baton_http_step_end(srv, STEP_READ, t0, false);
 			linger = answer_error(c, rc <= -400 ? -rc : 400);
 			break;
 		}
@@ -489,12 +503,7 @@ void baton_http_conn_main(void *arg)
 		 * copy, which has the same bytes. */
 		if ((uintptr_t)c->in != in_before)
 			baton_http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
-		t0 = baton_http_step_end(srv, STEP_READ, t0, true); /* handle's start */
-		/* The in-flight cap: a request holds a unit until answered. */
-		if (baton_pool_acquire(srv->inflight, 1, srv->a.header_timeout_ns) != BATON_OK) {
-			linger = answer_error(c, 503);
-			break;
-		}
+		baton_stage_leave(&rd, &t0); /* its end is handle's start */
 		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch), t0);
 		keep = req.keep_alive && !baton_http_shutting(srv);
 		if (rc != BATON_OK) {

@@ -17,83 +17,12 @@
 #include "../io/poller.h"
 #include "server_internal.h"
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* --- step counters ---------------------------------------------------------- */
-/* Add v to a counter of this worker's set: a relaxed load and store (one
- * writer). Off a worker, to the last set, with an atomic add (several
- * threads may write it). Unsigned arithmetic: `running` goes below zero on
- * a worker a task left, and the sum over the sets comes out right. */
-static void step_add(struct baton_http_server *srv, int step, size_t field, int64_t v)
-{
-	int w = baton_sched_worker_index();
-	bool shared = w < 0 || (unsigned)w >= srv->nsteps - 1;
-	uint64_t *p = (uint64_t *)((char *)&srv->steps[shared ? srv->nsteps - 1 : (unsigned)w]
-					   .s[step] + field);
-
-	if (shared)
-		__atomic_add_fetch(p, (uint64_t)v, __ATOMIC_RELAXED);
-	else /* relaxed: the snapshot reads it racily */
-		__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + (uint64_t)v,
-				 __ATOMIC_RELAXED);
-}
-
-void baton_http_step_begin(struct baton_http_server *srv, int step)
-{
-	step_add(srv, step, offsetof(struct http_step, running), 1);
-}
-
-/* Returns the time it ended (0 when t0 is 0: no clock read), which the
- * caller may use as the next step's start. */
-int64_t baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok)
-{
-	int64_t end = 0;
-
-	step_add(srv, step, offsetof(struct http_step, running), -1);
-	step_add(srv, step, ok ? offsetof(struct http_step, completed)
-			       : offsetof(struct http_step, rejected), 1);
-	if (t0) {
-		end = now_ns();
-		step_add(srv, step, offsetof(struct http_step, ns), end - t0);
-	}
-	return end;
-}
-
-/* A request refused at this step before it started it. */
-void baton_http_step_reject(struct baton_http_server *srv, int step)
-{
-	step_add(srv, step, offsetof(struct http_step, rejected), 1);
-}
-
-/* The sum over the workers' sets (racy reads: a best-effort instant). */
-static struct http_step step_sum(const struct baton_http_server *srv, int step)
-{
-	struct http_step sum = { 0, 0, 0, 0 };
-
-	for (unsigned i = 0; i < srv->nsteps; i++) {
-		const struct http_step *st = &srv->steps[i].s[step];
-
-		/* Relaxed: see step_add. */
-		sum.running += __atomic_load_n(&st->running, __ATOMIC_RELAXED);
-		sum.completed += __atomic_load_n(&st->completed, __ATOMIC_RELAXED);
-		sum.rejected += __atomic_load_n(&st->rejected, __ATOMIC_RELAXED);
-		sum.ns += __atomic_load_n(&st->ns, __ATOMIC_RELAXED);
-	}
-	return sum;
-}
-
 /* --- buffers ------------------------------------------------------------------ */
 static struct http_bufs *my_bufs(struct baton_http_server *srv)
 {
 	int w = baton_sched_worker_index();
 
-	return w >= 0 && (unsigned)w < srv->nsteps - 1 ? &srv->bufs[w] : NULL;
+	return w >= 0 && (unsigned)w < srv->nbufs ? &srv->bufs[w] : NULL;
 }
 
 /* A buffer of HTTP_BUF_SIZE bytes: this worker's last given back, or new. */
@@ -187,9 +116,9 @@ static void acceptor(void *arg)
 		goto out;
 	}
 	while (!baton_http_shutting(srv)) {
+		struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
 		struct http_conn *c;
 		int fd, rc;
-		int64_t t0;
 
 		/* The connection cap: accept pauses while it is reached. */
 		rc = baton_pool_acquire(srv->conns, 1, 200000000);
@@ -201,16 +130,18 @@ static void acceptor(void *arg)
 		rc = baton_io_accept(lis, &fd, 200000000);
 		if (rc != BATON_OK) {
 			baton_pool_release(srv->conns, 1);
-			if (rc != BATON_ETIMEDOUT)
-				baton_http_step_reject(srv, STEP_ACCEPT);
 			if (rc == BATON_ESYS && (errno == EMFILE || errno == ENFILE ||
 						 errno == ENOBUFS || errno == ENOMEM))
 				baton_sched_sleep(10000000); /* out of fds: back off */
 			continue;
 		}
-		/* The accept step: from a connection to its task. */
-		baton_http_step_begin(srv, STEP_ACCEPT);
-		t0 = now_ns();
+		/* The accept step: from a connection to its task. One
+		 * acceptor, so the slot is free: timeout 0. */
+		if (baton_stage_enter(srv->stage[HTTP_ACCEPT], &pass, 0) != BATON_OK) {
+			close(fd);
+			baton_pool_release(srv->conns, 1);
+			continue;
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = calloc(1, sizeof(*c));
 		if (c)
@@ -219,14 +150,14 @@ static void acceptor(void *arg)
 			free(c);
 			close(fd);
 			baton_pool_release(srv->conns, 1);
-			baton_http_step_end(srv, STEP_ACCEPT, t0, false);
+			baton_stage_leave(&pass, NULL);
 			continue;
 		}
 		conn_link(srv, c);
 		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
 		ta.coro = srv->a.coro;
-		if (srv->handle != NULL) {
+		if (srv->compute) {
 			/* Connections stay on the I/O workers, spread evenly. */
 			ta.worker = (int)(srv->next_io++ % srv->io_workers);
 			ta.flags = BATON_TASK_BOUND;
@@ -236,10 +167,10 @@ static void acceptor(void *arg)
 			baton_io_close(c->io);
 			free(c);
 			baton_pool_release(srv->conns, 1);
-			baton_http_step_end(srv, STEP_ACCEPT, t0, false);
+			baton_stage_leave(&pass, NULL);
 			continue;
 		}
-		baton_http_step_end(srv, STEP_ACCEPT, t0, true);
+		baton_stage_leave(&pass, NULL);
 	}
 	baton_io_close(lis);
 out:
@@ -267,19 +198,80 @@ static bool attr_valid(const struct baton_http_server_attr *a)
 
 static void server_free(struct baton_http_server *srv)
 {
-	baton_stage_destroy(srv->handle);
-	free(srv->steps);
-	for (unsigned i = 0; srv->bufs && i < srv->nsteps; i++)
+	for (int i = 0; i < HTTP_NSTAGES; i++)
+		baton_stage_destroy(srv->stage[i]);
+	for (unsigned i = 0; srv->bufs && i < srv->nbufs; i++)
 		while (srv->bufs[i].n)
 			free(srv->bufs[i].item[--srv->bufs[i].n]);
 	free(srv->bufs);
 	baton_pool_destroy(srv->conns);
-	baton_pool_destroy(srv->handlers);
 	baton_pool_destroy(srv->inflight);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv->host);
 	free(srv->static_dir);
 	free(srv);
+}
+
+static unsigned clamp_conc(long n)
+{
+	return n > BATON_HTTP_STAGE_MAX ? BATON_HTTP_STAGE_MAX : (unsigned)n;
+}
+
+static const char *const stage_names[HTTP_NSTAGES] = { "accept", "read", "handle", "write" };
+
+const char *baton_http_stage_name(int i)
+{
+	return stage_names[i];
+}
+
+int baton_http_server_stage_index(const char *name, size_t len)
+{
+	for (int i = 0; i < HTTP_NSTAGES; i++)
+		if (strlen(stage_names[i]) == len && memcmp(stage_names[i], name, len) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * The steps as stages. Every connection reads and writes at most one
+ * request at a time, so those stages' concurrency starts at the connection
+ * cap (a lower one makes connections wait their turn to read or write).
+ * Read declares the in-flight pool, KEEP: a request holds its unit from
+ * its first byte until its response is written.
+ */
+static int make_stages(struct baton_http_server *srv, baton_sched_t *s)
+{
+	const struct baton_http_server_attr *a = &srv->a;
+	unsigned conns = clamp_conc(a->max_connections);
+	struct baton_stage_need inflight = { srv->inflight, 1, BATON_STAGE_KEEP };
+	struct { unsigned conc; size_t queue; } lim[HTTP_NSTAGES] = {
+		{ 1, 1 }, { conns, conns }, { clamp_conc(a->handler_concurrency),
+					      a->handler_queue }, { conns, conns },
+	};
+	int rc;
+
+	for (int i = 0; i < HTTP_NSTAGES; i++) {
+		struct baton_stage_attr sa = BATON_STAGE_ATTR_INIT;
+
+		sa.name = stage_names[i];
+		sa.queue_capacity = lim[i].queue;
+		sa.concurrency = lim[i].conc;
+		sa.task.coro = a->coro;
+		if (i == HTTP_READ) {
+			sa.needs = &inflight;
+			sa.nneeds = 1;
+		}
+		if (i == HTTP_HANDLE && srv->compute) {
+			sa.fn = baton_http_handle_job;
+			sa.ctx = srv;
+			sa.first_worker = (int)srv->io_workers;
+			sa.nworkers = a->compute_workers;
+		}
+		if ((rc = baton_stage_create(&srv->stage[i], s, &sa)) != BATON_OK)
+			return rc;
+	}
+	srv->handle = srv->stage[HTTP_HANDLE];
+	return BATON_OK;
 }
 
 int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
@@ -299,19 +291,13 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	srv->a = *attr;
 	srv->lfd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
-	srv->nsteps = (unsigned)baton_sched_workers(s) + 1;
-	if (posix_memalign((void **)&srv->steps, 64, srv->nsteps * sizeof(*srv->steps)) != 0) {
-		srv->steps = NULL;
-		rc = BATON_ENOMEM;
-		goto fail;
-	}
-	memset(srv->steps, 0, srv->nsteps * sizeof(*srv->steps));
-	if (posix_memalign((void **)&srv->bufs, 64, srv->nsteps * sizeof(*srv->bufs)) != 0) {
+	srv->nbufs = (unsigned)baton_sched_workers(s);
+	if (posix_memalign((void **)&srv->bufs, 64, srv->nbufs * sizeof(*srv->bufs)) != 0) {
 		srv->bufs = NULL;
 		rc = BATON_ENOMEM;
 		goto fail;
 	}
-	memset(srv->bufs, 0, srv->nsteps * sizeof(*srv->bufs));
+	memset(srv->bufs, 0, srv->nbufs * sizeof(*srv->bufs));
 	srv->lim = (struct baton_http_limits){ attr->max_target, attr->max_header_bytes,
 					       attr->max_fields, attr->max_body };
 	rc = BATON_ENOMEM;
@@ -319,30 +305,17 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	    (attr->static_dir && (srv->static_dir = strdup(attr->static_dir)) == NULL))
 		goto fail;
 	if ((rc = baton_pool_create(&srv->conns, "connections", attr->max_connections)) ||
-	    (rc = baton_pool_create(&srv->handlers, "handlers", attr->handler_concurrency)) ||
 	    (rc = baton_pool_create(&srv->inflight, "in-flight", attr->max_inflight)))
 		goto fail;
 	srv->io_workers = (unsigned)baton_sched_workers(s) - attr->compute_workers;
-	if (attr->compute_workers > 0) {
-		struct baton_stage_attr sa = BATON_STAGE_ATTR_INIT;
-
-		sa.name = "handle";
-		sa.fn = baton_http_handle_job;
-		sa.ctx = srv;
-		sa.queue_capacity = attr->handler_queue;
-		sa.concurrency = attr->handler_concurrency > 1000000 ? 1000000
-				 : (unsigned)attr->handler_concurrency;
-		sa.task.coro = attr->coro;
-		sa.first_worker = (int)srv->io_workers;
-		sa.nworkers = attr->compute_workers;
-		if ((rc = baton_stage_create(&srv->handle, s, &sa)) != BATON_OK)
-			goto fail;
-	}
+	srv->compute = attr->compute_workers > 0;
+	if ((rc = make_stages(srv, s)) != BATON_OK)
+		goto fail;
 	rc = listen_socket(srv);
 	if (rc != BATON_OK)
 		goto fail;
 	ta.coro = attr->coro;
-	if (srv->handle != NULL) { /* the acceptor is I/O too */
+	if (srv->compute) { /* the acceptor is I/O too */
 		ta.worker = 0;
 		ta.flags = BATON_TASK_BOUND;
 	}
@@ -387,9 +360,7 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 	if (srv == NULL)
 		return BATON_EINVAL;
 	if (handler_concurrency > 0)
-		rc = srv->handle ? baton_stage_set_concurrency(srv->handle, handler_concurrency >
-					       1000000 ? 1000000 : (unsigned)handler_concurrency)
-				 : baton_pool_set_capacity(srv->handlers, handler_concurrency);
+		rc = baton_stage_set_concurrency(srv->handle, clamp_conc(handler_concurrency));
 	if (rc == BATON_OK && max_inflight > 0)
 		rc = baton_pool_set_capacity(srv->inflight, max_inflight);
 	if (rc == BATON_OK && max_connections > 0)
@@ -399,60 +370,42 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 
 int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n)
 {
-	if (srv == NULL || srv->handle == NULL)
+	if (srv == NULL)
 		return BATON_EINVAL;
 	return baton_stage_set_queue_limit(srv->handle, n);
+}
+
+int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
+				unsigned concurrency, size_t queue)
+{
+	baton_stage_t *st;
+	int i, rc = BATON_OK;
+
+	if (srv == NULL || stage == NULL ||
+	    (i = baton_http_server_stage_index(stage, strlen(stage))) < 0)
+		return BATON_EINVAL;
+	st = srv->stage[i];
+	if (i == HTTP_ACCEPT && concurrency > 1) /* one acceptor */
+		return BATON_EINVAL;
+	if (concurrency > BATON_HTTP_STAGE_MAX)
+		return BATON_EINVAL;
+	if (queue > 0)
+		rc = baton_stage_set_queue_limit(st, queue);
+	if (rc == BATON_OK && concurrency > 0)
+		rc = baton_stage_set_concurrency(st, concurrency);
+	return rc;
 }
 
 int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t size,
 				 size_t *len)
 {
-	baton_pool_t *pools[3];
-	size_t n;
-	int rc;
+	baton_pool_t *pools[2];
 
-	if (srv == NULL || len == NULL || (buf == NULL && size))
+	if (srv == NULL)
 		return BATON_EINVAL;
 	pools[0] = srv->conns;
-	pools[1] = srv->handlers;
-	pools[2] = srv->inflight;
-	/* {"steps":[...],"stages":[...],"pools":[...]}: the steps by hand,
-	 * the stages and pools by the stage module's writer. */
-	char steps[1024];
-	size_t sl = 0;
-
-	sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl, "{\"steps\":[");
-	static const char *const names[NSTEPS] = { "accept", "read", "handle", "write" };
-
-	for (int i = 0; i < NSTEPS; i++) {
-		struct http_step st = step_sum(srv, i);
-
-		sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl,
-			"%s{\"name\":\"%s\",\"running\":%ld,\"completed\":%llu,"
-			"\"rejected\":%llu,\"ns\":%llu}", i ? "," : "", names[i],
-			(long)(int64_t)st.running,
-			(unsigned long long)st.completed, (unsigned long long)st.rejected,
-			(unsigned long long)st.ns);
-	}
-	sl += (size_t)snprintf(steps + sl, sizeof(steps) - sl, "],");
-	size_t nst = srv->handle ? 1 : 0;
-
-	/* The stages' object goes right after "...]," with its "{" on the
-	 * comma, which is then put back: one snapshot, no copy. */
-	if (size < sl) {
-		baton_stage_json(&srv->handle, nst, pools, 3, NULL, 0, &n);
-		*len = sl - 1 + n;
-		if (size)
-			buf[0] = '\0';
-		return BATON_EINVAL;
-	}
-	memcpy(buf, steps, sl);
-	rc = baton_stage_json(&srv->handle, nst, pools, 3, buf + sl - 1, size - sl + 1, &n);
-	buf[sl - 1] = ',';
-	*len = sl - 1 + n;
-	if (rc != BATON_OK)
-		buf[0] = '\0';
-	return rc;
+	pools[1] = srv->inflight;
+	return baton_stage_json(srv->stage, HTTP_NSTAGES, pools, 2, buf, size, len);
 }
 
 int baton_http_server_destroy(baton_http_server_t *srv)

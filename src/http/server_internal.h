@@ -6,13 +6,16 @@
  *   static.c   files from the static directory
  *   admin.c    the operator's endpoints: GET /_stats, POST /_limits
  *
- * The steps of a request are counted (docs/stages.md): accept, read (read
- * and parse a head and its body), handle, write. Without compute workers
- * the handle step runs in the connection's task once it holds a unit of
- * the "handlers" pool; with them it is the "handle" stage, whose handler
- * tasks are bound to the compute workers, and the connection task waits
- * for its request's job. The "in-flight" pool caps requests between parsed
- * and written, the "connections" pool makes the acceptor pause.
+ * The steps of a request are stages (docs/stages.md), each with its queue,
+ * concurrency limit and counters: accept (from a connection to its task),
+ * read (a request's head and body, from its first byte; it takes a unit of
+ * the "in-flight" pool and keeps it until the response is written), handle
+ * and write. The connection's task passes through the stages after accept
+ * itself (baton_stage_enter/leave): a hand-off per step would cost more
+ * than most steps. Only with compute workers is "handle" a stage with
+ * tasks of its own, bound to the compute workers; the connection task then
+ * waits for its request's job. The "connections" pool makes the acceptor
+ * pause.
  */
 #ifndef BATON_SRC_HTTP_SERVER_INTERNAL_H
 #define BATON_SRC_HTTP_SERVER_INTERNAL_H
@@ -27,22 +30,6 @@
 
 #include "http_parse.h"
 
-enum { STEP_ACCEPT, STEP_READ, STEP_HANDLE, STEP_WRITE, NSTEPS };
-
-/* Counters of one step, one set per worker (each on its own cache lines,
- * written only by its worker's thread: a relaxed load and store, no locked
- * instruction), summed by the snapshot. A task that moves between begin
- * and end leaves +1 running on one worker and -1 on another: the sum is
- * right. They order nothing; a snapshot is a best-effort instant. */
-struct http_step {
-	uint64_t running;	/* now (two's complement: see step_add) */
-	uint64_t completed, rejected, ns;
-};
-
-struct http_steps {
-	struct http_step s[NSTEPS];
-} __attribute__((aligned(64)));
-
 /* Connection buffers of HTTP_BUF_SIZE that idle connections gave back,
  * kept per worker (only its thread touches its cache) so that a busy
  * keep-alive connection does not pay malloc and free per request. */
@@ -55,6 +42,8 @@ struct http_bufs {
 
 struct http_conn;
 
+enum { HTTP_ACCEPT, HTTP_READ, HTTP_HANDLE, HTTP_WRITE, HTTP_NSTAGES };
+
 struct baton_http_server {
 	baton_sched_t *sched;
 	struct baton_http_server_attr a;
@@ -62,14 +51,14 @@ struct baton_http_server {
 	char *host, *static_dir;
 	int lfd;
 	unsigned short port;
-	baton_pool_t *conns, *handlers, *inflight;
-	baton_stage_t *handle;	/* with compute workers, else NULL */
+	baton_pool_t *conns, *inflight;
+	baton_stage_t *stage[HTTP_NSTAGES]; /* the steps, in request order */
+	baton_stage_t *handle;	/* stage[HTTP_HANDLE] */
+	bool compute;		/* handle has tasks on the compute workers */
 	unsigned io_workers;	/* connections are bound to [0, io_workers) */
 	unsigned next_io;	/* the acceptor's round robin over them */
-	struct http_steps *steps; /* nsteps: one per worker, and one shared
-				     (atomic) for threads that are not workers */
-	unsigned nsteps;
-	struct http_bufs *bufs;	/* one per worker (nsteps - 1 of them) */
+	struct http_bufs *bufs;	/* one per worker */
+	unsigned nbufs;
 
 	pthread_mutex_t lock;	/* guards the list */
 	struct http_conn *list; /* open connections */
@@ -104,9 +93,8 @@ struct http_job {
 };
 
 /* server.c */
-void baton_http_step_begin(struct baton_http_server *srv, int step);
-int64_t baton_http_step_end(struct baton_http_server *srv, int step, int64_t t0, bool ok);
-void baton_http_step_reject(struct baton_http_server *srv, int step);
+int baton_http_server_stage_index(const char *name, size_t len); /* or -1 */
+const char *baton_http_stage_name(int i);
 bool baton_http_conn_set_idle(struct http_conn *c, bool idle);
 void *baton_http_buf_get(struct baton_http_server *srv);
 void baton_http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
