@@ -8,6 +8,9 @@
  *                      compute split); every item crosses threads
  *   --impl spawn-1w    the baseline a stage replaces: one task spawned per
  *                      item on one worker
+ *   --impl pass-1w     no hand-off: the task passes through a stage without
+ *                      handler (enter, count, leave) per item, as a
+ *                      connection task does through the server's steps
  *
  * The handler does nothing but count, so the figure is the hand-off. The
  * submitter keeps the queue busy (submit waits when it is full). One JSON
@@ -56,6 +59,20 @@ static void submitter(void *arg)
 	baton_stage_drain(st, -1);
 }
 
+static void passer(void *arg)
+{
+	baton_stage_t *st = arg;
+
+	for (long i = 0; i < items; i++) {
+		struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+
+		if (baton_stage_enter(st, &p, -1) != BATON_OK)
+			abort();
+		count(NULL, NULL);
+		baton_stage_leave(&p, NULL);
+	}
+}
+
 static void spawner(void *arg)
 {
 	baton_sched_t *s = arg;
@@ -88,7 +105,7 @@ static double run_once(const char *impl)
 		struct baton_stage_attr a = BATON_STAGE_ATTR_INIT;
 
 		a.name = "bench";
-		a.fn = count;
+		a.fn = strcmp(impl, "pass-1w") == 0 ? NULL : count;
 		a.queue_capacity = 256;
 		a.concurrency = 1;
 		if (sa.workers == 2) {
@@ -99,7 +116,7 @@ static double run_once(const char *impl)
 			abort();
 		ta.worker = 0;
 		ta.flags = BATON_TASK_BOUND;
-		if (baton_sched_spawn(s, &ta, submitter, st) != BATON_OK)
+		if (baton_sched_spawn(s, &ta, a.fn ? submitter : passer, st) != BATON_OK)
 			abort();
 	}
 	t0 = now_ns();
@@ -133,8 +150,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--runs"))
 			runs = atoi(argv[i + 1]);
 	}
-	if (strcmp(impl, "runner-1w") && strcmp(impl, "runner-2w") && strcmp(impl, "spawn-1w")) {
-		fprintf(stderr, "usage: stage-bench --impl runner-1w|runner-2w|spawn-1w "
+	if (strcmp(impl, "runner-1w") && strcmp(impl, "runner-2w") && strcmp(impl, "spawn-1w") &&
+	    strcmp(impl, "pass-1w")) {
+		fprintf(stderr, "usage: stage-bench --impl runner-1w|runner-2w|spawn-1w|pass-1w "
 				"[--items N] [--runs N]\n");
 		return 2;
 	}

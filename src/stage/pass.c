@@ -9,8 +9,25 @@
  * A task leaving hands its slot straight to the first waiter (it counts the
  * waiter as running before waking it), so nobody barges past the queue:
  * enter takes a free slot itself only when nobody waits.
+ *
+ * A waiting task's pass lives on its stack, which a copy-stack task does not
+ * keep in place while it waits: the waker must not touch it. The waiter's
+ * value carries the time the wait began, and the waker puts the admission
+ * time in its place (baton_wait_one hands it back to the waiter).
  */
 #include "stage_internal.h"
+
+_Static_assert(sizeof(void *) >= sizeof(int64_t), "a time travels in a waiter's value");
+
+static void *time_value(int64_t t)
+{
+	return (void *)(intptr_t)t;
+}
+
+static int64_t value_time(void *v)
+{
+	return (int64_t)(intptr_t)v;
+}
 
 void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
 				struct baton_wakelist *wl)
@@ -19,12 +36,10 @@ void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
 
 	while (st->running < st->concurrency &&
 	       (w = baton_waitq_claim_first(&st->passers)) != NULL) {
-		struct baton_stage_pass *p = w->value;
-
 		st->count--;
 		st->running++;
-		st->wait_ns += (uint64_t)(now - p->t0);
-		p->t0 = now; /* the step starts once it is admitted */
+		st->wait_ns += (uint64_t)(now - value_time(w->value));
+		w->value = time_value(now); /* the step starts once admitted */
 		baton_waiter_wake(wl, w, BATON_OK);
 	}
 }
@@ -82,12 +97,16 @@ static int take_needs(struct baton_stage *st, int64_t t0, int64_t timeout_ns)
 static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
 			 struct baton_stage_pass *p, int64_t timeout_ns)
 {
+	void *admitted = NULL;
 	int rc;
 
 	st->count++;
 	st->submitted++;
-	rc = baton_wait_one(t, &st->passers, &st->lock, 0, p, NULL, timeout_ns);
-	if (rc == BATON_OK || rc == BATON_ESHUTDOWN) /* counted by the waker */
+	rc = baton_wait_one(t, &st->passers, &st->lock, 0, time_value(p->t0), &admitted,
+			    timeout_ns);
+	if (rc == BATON_OK)
+		p->t0 = value_time(admitted); /* counted by the waker */
+	if (rc == BATON_OK || rc == BATON_ESHUTDOWN)
 		return rc;
 	/* Timed out, or no timer could be allocated: we unlinked ourselves. */
 	baton_spin_lock(&st->lock);
