@@ -3,11 +3,11 @@
  *
  * Every public baton function that can fail returns an int: BATON_OK (0) on
  * success or one of the negative codes below. baton_strerror() turns a code
- * into a sentence fit for a log line.
+ * into a sentence fit for a log line, baton_err_name() into its name.
  *
  *     int rc = baton_coro_resume(co, NULL, &out);
  *     if (rc != BATON_OK)
- *         fprintf(stderr, "resume: %s\n", baton_strerror(rc));
+ *         fprintf(stderr, "resume: %s (%s)\n", baton_strerror(rc), baton_err_name(rc));
  *
  * Rules:
  *  - Codes are stable: new ones are appended, none is renumbered.
@@ -17,39 +17,51 @@
 #ifndef BATON_ERROR_H
 #define BATON_ERROR_H
 
-/* Marks the functions libbaton exports; everything else stays hidden. */
-#ifndef BATON_API
-#define BATON_API __attribute__((visibility("default")))
-#endif
+#include <baton/common.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum baton_error {
-	BATON_OK = 0,
-	BATON_EINVAL = -1,    /* an argument is NULL, out of range or inconsistent */
-	BATON_ENOMEM = -2,    /* malloc or mmap failed */
-	BATON_EDEAD = -3,     /* the coroutine has finished; it cannot be resumed */
-	BATON_ERUNNING = -4,  /* the coroutine is running or is resuming another */
-	BATON_ENOTCORO = -5,  /* the call must be made from inside a coroutine */
-	BATON_ETHREAD = -6,   /* the object belongs to another thread */
-	BATON_ELOCALADDR = -7,/* a value points into a copy-stack coroutine's stack */
-	BATON_ESTACK = -8,    /* the requested stack is too small or too large */
-	BATON_EDONE = -9,     /* a generator is exhausted */
-	BATON_EBUSY = -10,    /* the object is in use and cannot be destroyed now */
-	BATON_ETIMEDOUT = -11,/* the deadline passed before the operation could complete */
-	BATON_ECLOSED = -12,  /* the channel (or queue) is closed */
-	BATON_EPERM = -13,    /* the caller does not hold what the call releases */
-	BATON_EAGAIN = -14,   /* the operation would block (try-variants, full queues) */
-	BATON_ENOSCHED = -15, /* the call must be made from a coroutine run by a scheduler */
-	BATON_EDEADLK = -16,  /* the call would deadlock (e.g. a re-entrant call) */
-	BATON_ESYS = -17,     /* a system call failed (see errno) */
-	BATON_ESHUTDOWN = -18,/* the object is shutting down and takes no new work */
-};
+/*
+ * Every code once: X(NAME, value, description). The enum, baton_strerror()
+ * and baton_err_name() are generated from this list, so they cannot
+ * disagree; a program can expand it too (a table of its own, a binding).
+ */
+#define BATON_ERRORS(X)                                                              \
+	X(OK, 0, "success")                                                          \
+	X(EINVAL, -1, "invalid argument")                                            \
+	X(ENOMEM, -2, "out of memory")                                               \
+	X(EDEAD, -3, "the coroutine has finished and cannot be resumed")             \
+	X(ERUNNING, -4, "the coroutine is running or is resuming another one")       \
+	X(ENOTCORO, -5, "not called from inside a coroutine")                        \
+	X(ETHREAD, -6, "the object belongs to another thread")                       \
+	X(ELOCALADDR, -7, "the value points into the shared stack of copy-stack "    \
+			  "coroutines (address of a local of a coroutine that "      \
+			  "will be switched out)")                                   \
+	X(ESTACK, -8, "stack size out of range")                                     \
+	X(EDONE, -9, "the generator is exhausted")                                   \
+	X(EBUSY, -10, "the object is in use")                                        \
+	X(ETIMEDOUT, -11, "the deadline passed before the operation completed")      \
+	X(ECLOSED, -12, "the channel or queue is closed")                            \
+	X(EPERM, -13, "the caller does not hold what it tries to release")           \
+	X(EAGAIN, -14, "the operation would block")                                  \
+	X(ENOSCHED, -15, "not called from a coroutine run by a baton scheduler")     \
+	X(EDEADLK, -16, "the call would deadlock")                                   \
+	X(ESYS, -17, "a system call failed (see errno)")                             \
+	X(ESHUTDOWN, -18, "shutting down: no new work is accepted")
 
-/* A readable, static description of `code`; never NULL. */
+#define BATON_ERROR_ENUM_(name, value, text) BATON_##name = (value),
+enum baton_error { BATON_ERRORS(BATON_ERROR_ENUM_) };
+#undef BATON_ERROR_ENUM_
+
+/* A readable, static description of `code`; never NULL (an unknown code
+ * gets "unknown baton error code"). */
 BATON_API const char *baton_strerror(int code);
+
+/* The code's name without the prefix ("EINVAL", "OK"), for logs and
+ * bindings; "UNKNOWN" for a code not in the list. Static, never NULL. */
+BATON_API const char *baton_err_name(int code);
 
 #ifdef __cplusplus
 }

@@ -52,8 +52,8 @@
  *     the task may continue on another thread.
  *  5. baton_sched_destroy() frees the runnable tasks that had not finished,
  *     without unwinding them (as baton_coro_destroy does). A task blocked on
- *     a primitive is known only to that primitive: it is leaked, with a
- *     message on stderr. Let tasks finish before destroying.
+ *     a primitive is known only to that primitive: it is leaked (its stack
+ *     and state stay allocated). Let tasks finish before destroying.
  */
 #ifndef BATON_SCHED_H
 #define BATON_SCHED_H

@@ -26,8 +26,9 @@ void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value))
 {
 	(void)lo;
-	/* After the switch's `ret` pops X_RET, rsp is `top`, which must be
-	 * 16-byte aligned for the trampoline's call. */
+	/* After the switch pops X_RET (and jumps to it, or returns to it in
+	 * baton_arch_switch_ret), rsp is `top`, which must be 16-byte aligned
+	 * for the trampoline's call. */
 	uintptr_t top = ((uintptr_t)hi - 16) & ~(uintptr_t)15;
 	uint64_t *frame = (uint64_t *)top - X_WORDS;
 

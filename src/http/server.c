@@ -7,7 +7,6 @@
 #include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -110,8 +109,9 @@ static void acceptor(void *arg)
 	int one = 1;
 
 	if (baton_io_open(&lis, srv->lfd, true) != BATON_OK) {
-		fprintf(stderr, "baton-httpd: cannot watch the listening socket: %s\n",
-			strerror(errno));
+		/* No reactor here (out of memory, or no backend works): the
+		 * server accepts nothing. /_stats shows the accept stage closed. */
+		baton_stage_close(srv->stage[HTTP_ACCEPT]);
 		close(srv->lfd);
 		goto out;
 	}

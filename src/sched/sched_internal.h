@@ -7,7 +7,7 @@
  *   sched.c     create / spawn / run / destroy, the worker loop
  *   steal.c     idle workers: parking, steal requests, hand-over
  *   wait.c      park / claim / ready: how a task blocks and is woken
- *   timer.c     the per-worker timer heap, sleep, the public timers
+ *   timer.c     the per-worker timer heap and the clock (timeouts, sleep)
  *   queue.h     the local run queue and the multi-producer inbox
  *
  * The wait protocol (every primitive follows it):
