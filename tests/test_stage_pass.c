@@ -300,6 +300,7 @@ static void test_pass_bad_args(void **state)
 	assert_int_equal(baton_stage_enter(st, &p, 0), BATON_EINVAL); /* in use */
 	assert_int_equal(baton_stage_destroy(st), BATON_EBUSY);
 	assert_int_equal(baton_stage_leave(&p, NULL), BATON_OK);
+	assert_int_equal(baton_stage_destroy(st), BATON_OK);
 	a = stage_attr("workers", NULL, NULL, 4, 1);
 	a.nworkers = 1;
 	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_EINVAL);

@@ -401,9 +401,9 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	memcpy(st->needs, needs, n * sizeof(needs[0]));
 	st->nneeds = n;
 	for (size_t i = 0; i < n; i++) {
-		baton_spin_lock(&needs[i].pool->lock);
+		baton_spin_lock(&needs[i].pool->u.lock);
 		needs[i].pool->users++;
-		baton_spin_unlock(&needs[i].pool->lock);
+		baton_spin_unlock(&needs[i].pool->u.lock);
 	}
 	*out = st;
 	return BATON_OK;
@@ -630,9 +630,9 @@ int baton_stage_destroy(baton_stage_t *st)
 	if (busy)
 		return BATON_EBUSY;
 	for (size_t i = 0; i < st->nneeds; i++) {
-		baton_spin_lock(&st->needs[i].pool->lock);
+		baton_spin_lock(&st->needs[i].pool->u.lock);
 		st->needs[i].pool->users--;
-		baton_spin_unlock(&st->needs[i].pool->lock);
+		baton_spin_unlock(&st->needs[i].pool->u.lock);
 	}
 	free(st->ring);
 	free(st);

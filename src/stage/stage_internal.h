@@ -10,15 +10,11 @@
 
 #include <baton/stage.h>
 
-#include "../sync/sync_internal.h"
+#include "../sync/units.h"
 
 struct baton_pool {
-	baton_spinlock_t lock;
-	long capacity;		     /* units it may hand out; under lock */
-	long in_use;		     /* units held; under lock */
-	long users;		     /* stages that list it; under lock */
-	struct baton_waitq waiters; /* tasks in baton_pool_acquire, FIFO */
-	uint64_t acquired, refused; /* counters; under lock */
+	struct baton_units u;	     /* the units; u.lock guards users too */
+	long users;		     /* stages that list it */
 	uint64_t id;		     /* creation order: the acquisition order */
 	char name[BATON_NAME_MAX + 1];
 };

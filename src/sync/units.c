@@ -1,0 +1,135 @@
+/* FIFO units (units.h): acquire, release, capacity, and the grant step. */
+#include <limits.h>
+
+#include "units.h"
+
+void baton__units_init(struct baton_units *u, long capacity)
+{
+	*u = (struct baton_units){ .avail = capacity, .capacity = capacity };
+}
+
+/* Serve the head of the queue while its request fits. Caller holds the
+ * lock, and runs `wl` once it has released it. */
+static void grant(struct baton_units *u, struct baton_wakelist *wl)
+{
+	struct baton_waiter *w;
+
+	while ((w = u->waiters.head) != NULL) {
+		struct baton_task *t = w->task;
+		long amount = w->amount;
+
+		if (amount > u->avail) {
+			/* Relaxed: a waiter still linked is claimed only by its
+			 * timer. Seeing the claim late only leaves the waiter
+			 * for its task to unlink (and re-grant); seeing it, we
+			 * unlink it so it stops holding the queue back. */
+			if (__atomic_load_n(&t->wait_state, __ATOMIC_RELAXED) ==
+			    BATON_WAIT_WAITING)
+				break;
+			baton_waitq_remove(&u->waiters, w);
+			continue;
+		}
+		baton_waitq_remove(&u->waiters, w);
+		if (!baton_wait_claim(t))
+			continue; /* timed out meanwhile: skip it */
+		t->wait_index = w->index;
+		u->avail -= amount;
+		u->acquired++;
+		baton_waiter_wake(wl, w, BATON_OK);
+	}
+}
+
+/* Run grant and release the lock, then ready whom it served. */
+static void grant_unlock(struct baton_units *u)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+	grant(u, &wl);
+	baton_spin_unlock(&u->lock);
+	baton_wakelist_run(&wl);
+}
+
+int baton__units_acquire(struct baton_units *u, long n, int64_t timeout_ns)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_task *t = baton_task_self();
+	int rc;
+
+	if (t == NULL && timeout_ns != 0)
+		return BATON_ENOSCHED;
+	for (;;) {
+		baton_spin_lock(&u->lock);
+		/* Drop timed-out heads, which may let earlier waiters through:
+		 * those must be readied, outside the lock, before we decide. */
+		grant(u, &wl);
+		if (wl.head == NULL)
+			break;
+		baton_spin_unlock(&u->lock);
+		baton_wakelist_run(&wl);
+	}
+	if (u->waiters.head == NULL && n <= u->avail) {
+		u->avail -= n;
+		u->acquired++;
+		baton_spin_unlock(&u->lock);
+		return BATON_OK;
+	}
+	if (timeout_ns == 0) {
+		u->refused++;
+		baton_spin_unlock(&u->lock);
+		return BATON_EAGAIN;
+	}
+	rc = baton_wait_one(t, &u->waiters, &u->lock, n, NULL, NULL, timeout_ns);
+	if (rc != BATON_OK) {
+		/* We were perhaps the head that held the others back. */
+		baton_spin_lock(&u->lock);
+		u->refused++;
+		grant_unlock(u);
+	}
+	return rc;
+}
+
+bool baton__units_release(struct baton_units *u, long n)
+{
+	long avail;
+
+	baton_spin_lock(&u->lock);
+	if (__builtin_add_overflow(u->avail, n, &avail) || avail > u->capacity) {
+		baton_spin_unlock(&u->lock);
+		return false;
+	}
+	u->avail = avail;
+	grant_unlock(u);
+	return true;
+}
+
+void baton__units_set_capacity(struct baton_units *u, long capacity)
+{
+	baton_spin_lock(&u->lock);
+	/* No overflow: avail <= the old capacity, both in [0, LONG_MAX]. */
+	u->avail += capacity - u->capacity;
+	u->capacity = capacity;
+	grant_unlock(u);
+}
+
+long baton__units_waiting(const struct baton_units *u)
+{
+	long n = 0;
+
+	for (const struct baton_waiter *w = u->waiters.head; w; w = w->next)
+		/* Relaxed: a timed-out waiter not yet unlinked is not counted;
+		 * either reading is a state the units were in. */
+		if (__atomic_load_n(&w->task->wait_state, __ATOMIC_RELAXED) ==
+		    BATON_WAIT_WAITING)
+			n++;
+	return n;
+}
+
+bool baton__units_has_waiters(struct baton_units *u)
+{
+	bool busy;
+
+	baton_spin_lock(&u->lock);
+	busy = u->waiters.head != NULL;
+	baton_spin_unlock(&u->lock);
+	return busy;
+}
