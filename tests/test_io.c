@@ -356,6 +356,43 @@ static void test_outside_task(void **state)
 	assert_int_equal(baton_io_close(NULL), BATON_OK);
 }
 
+/* The bare listening socket needs no task (a server binds before it runs). */
+static void test_listen_socket_anywhere(void **state)
+{
+	unsigned short port = 0;
+	int fd = -1;
+
+	(void)state;
+	assert_int_equal(baton_io_listen_socket("127.0.0.1", &port, 4, &fd), BATON_OK);
+	assert_true(port > 0 && fd >= 0);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, O_NONBLOCK);
+	close(fd);
+	assert_int_equal(baton_io_listen_socket("nowhere", &port, 4, &fd), BATON_EINVAL);
+	assert_int_equal(baton_io_listen_socket(NULL, NULL, 4, &fd), BATON_EINVAL);
+	assert_int_equal(baton_io_listen_socket(NULL, &port, 4, NULL), BATON_EINVAL);
+	assert_int_equal(baton_io_listen_socket(NULL, &port, 0, &fd), BATON_EINVAL);
+}
+
+/* The scheduler accepts the backends io.h names, and no other. */
+static void test_backend_values(void **state)
+{
+	struct baton_sched_attr a = BATON_SCHED_ATTR_INIT;
+	baton_sched_t *s;
+
+	(void)state;
+	assert_int_equal(a.io_backend, BATON_IO_AUTO);
+	assert_int_equal(BATON_SCHED_IO_BACKEND_MAX, BATON_IO_URING);
+	for (int b = BATON_IO_AUTO; b <= BATON_IO_URING; b++) {
+		a.io_backend = b;
+		assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
+		assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	}
+	a.io_backend = BATON_IO_URING + 1;
+	assert_int_equal(baton_sched_create(&s, &a), BATON_EINVAL);
+	a.io_backend = -1;
+	assert_int_equal(baton_sched_create(&s, &a), BATON_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -365,6 +402,8 @@ int main(void)
 		MODEL_TESTS(test_wake_from_thread),
 		MODEL_TESTS(test_yield_polls_io),
 		cmocka_unit_test(test_outside_task),
+		cmocka_unit_test(test_listen_socket_anywhere),
+		cmocka_unit_test(test_backend_values),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,7 +50,7 @@ STOP_TIMEOUT = 5.0        # seconds between SIGTERM and SIGKILL
 SERVER_CPU, CLIENT_CPU = "1", "0"
 NGINX_MODULE_DIRS = ("/usr/share/nginx/modules", "/usr/lib/nginx/modules")
 SBIN = ("/usr/sbin", "/usr/local/sbin", "/sbin")
-HTTPD_DIRS = (".", "bin", "httpd", "src/httpd")   # where under --build to look
+HTTPD_DIRS = (".", "bin", "httpd", "apps/httpd")   # where under --build to look
 
 
 class Missing(Exception):
@@ -492,7 +492,7 @@ def parse_args(argv):
                    help="seconds of untimed load first (0: none; default 1)")
     p.add_argument("--httpd", metavar="PATH",
                    help="baton-httpd (default: the first of BUILD/baton-httpd, "
-                        "BUILD/bin/, BUILD/httpd/, BUILD/src/httpd/)")
+                        "BUILD/bin/, BUILD/httpd/, BUILD/apps/httpd/)")
     args = p.parse_args(argv)
     if args.port > 65535:
         p.error("--port must be <= 65535")

@@ -4,7 +4,7 @@
  * while its worker runs the others.
  *
  * Each worker of a scheduler has a reactor: epoll(7), or io_uring(7) where
- * the kernel has it and the scheduler asks for it (sched.h's io_backend).
+ * the kernel has it and the scheduler asks for it (io_backend, below).
  * A descriptor is wrapped in a handle once; operations on the handle try
  * the system call first and, when it would block, park the task until the
  * reactor reports the descriptor ready (or the timeout passes).
@@ -111,6 +111,26 @@ BATON_API int baton_io_close(baton_io_t *io);
  * Errors: BATON_EINVAL, BATON_ENOSCHED, BATON_ESYS (socket/bind/listen). */
 BATON_API int baton_io_listen_tcp(baton_io_t **out, const char *host,
 				  unsigned short port, int backlog);
+
+/* A non-blocking listening TCP socket on host:port (host NULL = any IPv4
+ * address; port 0 = any), SO_REUSEADDR, as a bare descriptor: *port
+ * receives the port bound and *fd the socket. Any thread, no scheduler
+ * needed: a server binds before its scheduler runs, so that the error
+ * reaches whoever creates it; baton_io_open() wraps it later, in a task.
+ * Errors: BATON_EINVAL (NULL, backlog < 1, a host that is not an IPv4
+ * address), BATON_ESYS (socket/bind/listen, errno set). */
+BATON_API int baton_io_listen_socket(const char *host, unsigned short *port, int backlog,
+				     int *fd);
+
+/* The reactor behind the handles, per scheduler (struct baton_sched_attr's
+ * io_backend). AUTO is io_uring where the kernel and the build have it,
+ * else epoll; the environment variable BATON_IO_BACKEND (epoll or
+ * io_uring) overrides the attribute. */
+enum baton_io_backend {
+	BATON_IO_AUTO = 0,
+	BATON_IO_EPOLL = 1,
+	BATON_IO_URING = 2,
+};
 
 /* The backend a worker of the calling task uses: "epoll", "io_uring", or
  * NULL outside tasks or before the first handle. */

@@ -74,20 +74,16 @@ typedef void (*baton_task_fn)(void *arg);
 
 #define BATON_SCHED_MAX_WORKERS 1024
 
-/* The reactor behind baton/io.h. AUTO is io_uring where the kernel and the
- * build have it, else epoll; the environment variable BATON_IO_BACKEND
- * (epoll or io_uring) overrides the attribute. */
-enum baton_io_backend {
-	BATON_IO_AUTO = 0,
-	BATON_IO_EPOLL = 1,
-	BATON_IO_URING = 2,
-};
-
 struct baton_sched_attr {
 	unsigned workers; /* 0 = one per online CPU; 1 = single-thread */
-	int io_backend;	  /* enum baton_io_backend */
+	int io_backend;	  /* the reactor its workers use for baton/io.h: an
+			     enum baton_io_backend of that header; 0 = AUTO */
 };
-#define BATON_SCHED_ATTR_INIT { 1, BATON_IO_AUTO }
+#define BATON_SCHED_ATTR_INIT { 1, 0 }
+
+/* The io_backend values a scheduler accepts: 0..this (baton/io.h names
+ * them; its tests check that they agree). */
+#define BATON_SCHED_IO_BACKEND_MAX 2
 
 /* Spawn options: the coroutine to create and where to start it. */
 #define BATON_SCHED_ANY_WORKER (-1)

@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../io/poller.h"
 #include "server_internal.h"
 
 /* --- buffers ------------------------------------------------------------------ */

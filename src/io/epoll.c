@@ -41,13 +41,13 @@ static int ep_create(struct baton_worker *w)
 		errno = e;
 		return BATON_ESYS;
 	}
-	w->poller = p;
+	baton_reactor_of(w)->poller = p;
 	return BATON_OK;
 }
 
 static int ep_add(struct baton_worker *w, struct baton_io *io)
 {
-	struct epoll_poller *p = w->poller;
+	struct epoll_poller *p = baton_reactor_of(w)->poller;
 	struct epoll_event ev = {
 		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 		.data.ptr = io,
@@ -59,14 +59,14 @@ static int ep_add(struct baton_worker *w, struct baton_io *io)
 
 static void ep_del(struct baton_worker *w, struct baton_io *io)
 {
-	struct epoll_poller *p = w->poller;
+	struct epoll_poller *p = baton_reactor_of(w)->poller;
 
 	epoll_ctl(p->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 }
 
 static void ep_poll(struct baton_worker *w, int64_t timeout_ns)
 {
-	struct epoll_poller *p = w->poller;
+	struct epoll_poller *p = baton_reactor_of(w)->poller;
 	struct timespec ts, *tp = NULL;
 	int n;
 
@@ -101,7 +101,7 @@ static void ep_poll(struct baton_worker *w, int64_t timeout_ns)
 
 static void ep_wake(struct baton_worker *w)
 {
-	struct epoll_poller *p = w->poller;
+	struct epoll_poller *p = baton_reactor_of(w)->poller;
 	uint64_t one = 1;
 
 	/* EAGAIN means the counter is full: a wake-up is pending anyway. */
@@ -110,12 +110,12 @@ static void ep_wake(struct baton_worker *w)
 
 static void ep_destroy(struct baton_worker *w)
 {
-	struct epoll_poller *p = w->poller;
+	struct epoll_poller *p = baton_reactor_of(w)->poller;
 
 	close(p->epfd);
 	close(p->evfd);
 	free(p);
-	w->poller = NULL;
+	baton_reactor_of(w)->poller = NULL;
 }
 
 const struct baton_poller_ops baton_poller_epoll = {

@@ -31,24 +31,40 @@ static const struct baton_poller_ops *choose_backend(struct baton_sched *s)
 	return want == BATON_IO_EPOLL ? &baton_poller_epoll : &baton_poller_uring;
 }
 
-/* The calling worker's poller, created on first use. */
+static void hook_poll(struct baton_worker *w, int64_t timeout_ns);
+static void hook_wake(struct baton_worker *w);
+static void hook_fini(struct baton_worker *w);
+
+static const struct baton_worker_hook reactor_hook = { hook_poll, hook_wake, hook_fini };
+
+/* The calling worker's reactor, created on first use and installed as the
+ * worker's idle hook. */
 static int worker_poller(struct baton_worker *w)
 {
 	const struct baton_poller_ops *ops;
+	struct baton_reactor *r;
 	int rc;
 
-	if (w->pops)
+	if (w->hook_data)
 		return BATON_OK;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return BATON_ENOMEM;
+	w->hook_data = r; /* the backend's create stores r->poller */
 	ops = choose_backend(w->sched);
 	rc = ops->create(w);
 	if (rc != BATON_OK && ops != &baton_poller_epoll) {
 		ops = &baton_poller_epoll; /* io_uring unavailable: fall back */
 		rc = ops->create(w);
 	}
-	if (rc != BATON_OK)
+	if (rc != BATON_OK) {
+		w->hook_data = NULL;
+		free(r);
 		return rc;
-	/* Release: wakers that see the pointer see the poller's state. */
-	__atomic_store_n(&w->pops, ops, __ATOMIC_RELEASE);
+	}
+	r->pops = ops;
+	/* Release: wakers that see the hook see the reactor's state. */
+	__atomic_store_n(&w->hook, &reactor_hook, __ATOMIC_RELEASE);
 	return BATON_OK;
 }
 
@@ -56,45 +72,55 @@ static int worker_poller(struct baton_worker *w)
  * requests naming it (io_uring), in which case it frees it later. */
 static void release_io(struct baton_worker *w, struct baton_io *io)
 {
-	if (w->pops->release == NULL || w->pops->release(w, io))
+	const struct baton_poller_ops *pops = baton_reactor_of(w)->pops;
+
+	if (pops->release == NULL || pops->release(w, io))
 		free(io);
 }
 
 static void free_dead(struct baton_worker *w)
 {
+	struct baton_reactor *r = baton_reactor_of(w);
 	struct baton_io *io, *next;
 
-	if (__atomic_load_n(&w->dead_ios, __ATOMIC_RELAXED) == NULL)
+	if (__atomic_load_n(&r->dead_ios, __ATOMIC_RELAXED) == NULL)
 		return;
 	/* Acquire: pairs with the release CAS of the closing thread. */
-	io = __atomic_exchange_n(&w->dead_ios, NULL, __ATOMIC_ACQUIRE);
+	io = __atomic_exchange_n(&r->dead_ios, NULL, __ATOMIC_ACQUIRE);
 	for (; io; io = next) {
 		next = io->dead_next;
 		release_io(w, io);
 	}
 }
 
-void baton_io_worker_poll(struct baton_worker *w, int64_t timeout_ns)
+static void hook_poll(struct baton_worker *w, int64_t timeout_ns)
 {
-	w->pops->poll(w, timeout_ns);
+	baton_reactor_of(w)->pops->poll(w, timeout_ns);
 	/* After the poll: no event of this round can name a dead handle. */
 	free_dead(w);
 }
 
-void baton_io_worker_fini(struct baton_worker *w)
+static void hook_wake(struct baton_worker *w)
 {
-	if (w->pops == NULL)
-		return;
+	baton_reactor_of(w)->pops->wake(w);
+}
+
+static void hook_fini(struct baton_worker *w)
+{
+	struct baton_reactor *r = baton_reactor_of(w);
+
 	free_dead(w);
-	w->pops->destroy(w);
-	w->pops = NULL;
+	r->pops->destroy(w);
+	w->hook = NULL;
+	w->hook_data = NULL;
+	free(r);
 }
 
 const char *baton_io_backend(void)
 {
 	struct baton_worker *w = baton_worker_self;
 
-	return w && w->current && w->pops ? w->pops->name : NULL;
+	return w && w->current && w->hook_data ? baton_reactor_of(w)->pops->name : NULL;
 }
 
 /* --- edges and waits ----------------------------------------------------- */
@@ -189,7 +215,7 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 	io->fd = fd;
 	io->owns_fd = owns_fd;
 	io->home = w;
-	rc = w->pops->add(w, io);
+	rc = baton_reactor_of(w)->pops->add(w, io);
 	if (rc != BATON_OK) {
 		free(io);
 		return rc;
@@ -397,7 +423,7 @@ int baton_io_close(baton_io_t *io)
 	if (busy)
 		return BATON_EBUSY;
 	home = io->home;
-	home->pops->del(home, io);
+	baton_reactor_of(home)->pops->del(home, io);
 	if (io->owns_fd)
 		close(io->fd);
 	if (self == home && self->current) {
@@ -410,24 +436,25 @@ int baton_io_close(baton_io_t *io)
 	 * events it is working through: the home worker frees it after its
 	 * next poll. Not through the waiter list: that poller may still
 	 * report an edge and look at the waiters. */
-	struct baton_io *head = __atomic_load_n(&home->dead_ios, __ATOMIC_RELAXED);
+	struct baton_io *head = __atomic_load_n(&baton_reactor_of(home)->dead_ios, __ATOMIC_RELAXED);
 	do {
 		io->dead_next = head;
 		/* Release: our writes to the handle happen before its free. */
-	} while (!__atomic_compare_exchange_n(&home->dead_ios, &head, io, true,
+	} while (!__atomic_compare_exchange_n(&baton_reactor_of(home)->dead_ios, &head, io, true,
 					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	baton_worker_wake(home);
 	return BATON_OK;
 }
 
-/* A non-blocking listening TCP socket on host:port (NULL: any address);
- * *port receives the port bound (useful with 0). Any thread. */
 int baton_io_listen_socket(const char *host, unsigned short *port, int backlog, int *out)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(*port) };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
 	int fd, one = 1;
 
+	if (port == NULL || out == NULL || backlog < 1)
+		return BATON_EINVAL;
+	sa.sin_port = htons(*port);
 	if (host == NULL)
 		sa.sin_addr.s_addr = htonl(INADDR_ANY);
 	else if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)

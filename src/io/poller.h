@@ -5,10 +5,12 @@
  *   epoll.c    epoll(7), edge-triggered, one registration per handle
  *   uring.c    io_uring(7) multishot poll requests (when liburing is found)
  *
- * A worker gets a poller the first time a task opens a handle on it. From
- * then on, when the worker has nothing to run, it sleeps in the poller
- * (which also ends at its earliest timer) instead of on its event count;
- * a thread that hands it a task interrupts that sleep (baton_worker_wake).
+ * A worker gets a reactor (struct baton_reactor: a poller and its dead
+ * list) the first time a task opens a handle on it, installed as the
+ * worker's idle hook (sched_internal.h). From then on, when the worker has
+ * nothing to run, it sleeps in the poller (which also ends at its earliest
+ * timer) instead of on its event count; a thread that hands it a task
+ * interrupts that sleep (baton_worker_wake calls the hook's wake).
  * Readiness is edge-triggered: a handle remembers "readable"/"writable"
  * until an operation on it runs into EAGAIN, and the task that waits for
  * it is readied by whichever worker's poller sees the edge.
@@ -41,6 +43,18 @@ struct baton_io {
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 };
 
+/* A worker's reactor: its hook_data. */
+struct baton_reactor {
+	const struct baton_poller_ops *pops;
+	void *poller;		    /* the backend's state */
+	struct baton_io *dead_ios;  /* closed elsewhere, freed here (atomic) */
+};
+
+static inline struct baton_reactor *baton_reactor_of(struct baton_worker *w)
+{
+	return w->hook_data;
+}
+
 struct baton_poller_ops {
 	const char *name;
 	/* A poller for worker w; BATON_ESYS if the backend cannot run here. */
@@ -64,11 +78,6 @@ struct baton_poller_ops {
 
 extern const struct baton_poller_ops baton_poller_epoll;
 extern const struct baton_poller_ops baton_poller_uring;
-
-/* io.c: a non-blocking listening TCP socket on host:port (host NULL: any
- * address); *port receives the port bound. Any thread (the server binds
- * before its scheduler runs, so that errors reach its creator). */
-int baton_io_listen_socket(const char *host, unsigned short *port, int backlog, int *fd);
 
 /* io.c: an edge was seen on io; ready its waiters. Any thread. */
 void baton_io_edge(struct baton_io *io, unsigned events, bool hup);

@@ -183,7 +183,7 @@ static int ur_create(struct baton_worker *w)
 		errno = -rc;
 		return BATON_ESYS;
 	}
-	w->poller = p;
+	baton_reactor_of(w)->poller = p;
 	return BATON_OK;
 }
 
@@ -202,7 +202,7 @@ static int ur_add(struct baton_worker *w, struct baton_io *io)
 		errno = EPERM;
 		return BATON_ESYS;
 	}
-	arm(w->poller, io);
+	arm(baton_reactor_of(w)->poller, io);
 	return BATON_OK;
 }
 
@@ -221,14 +221,14 @@ static void cancel(struct uring_poller *p, struct baton_io *io)
 static void ur_del(struct baton_worker *w, struct baton_io *io)
 {
 	if (baton_worker_self == w)
-		cancel(w->poller, io);
+		cancel(baton_reactor_of(w)->poller, io);
 	/* else another thread's: the ring is not ours, release() cancels */
 }
 
 /* On the home thread, after del() and the descriptor's close. */
 static bool ur_release(struct baton_worker *w, struct baton_io *io)
 {
-	struct uring_poller *p = w->poller;
+	struct uring_poller *p = baton_reactor_of(w)->poller;
 
 	cancel(p, io);
 	if ((io->pending & UR_COUNT) == 0)
@@ -325,7 +325,7 @@ static unsigned reap(struct uring_poller *p, bool edges)
 
 static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 {
-	struct uring_poller *p = w->poller;
+	struct uring_poller *p = baton_reactor_of(w)->poller;
 	struct io_uring *ring = &p->ring;
 	struct io_uring_cqe *cqe;
 
@@ -360,7 +360,7 @@ static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 
 static void ur_wake(struct baton_worker *w)
 {
-	struct uring_poller *p = w->poller;
+	struct uring_poller *p = baton_reactor_of(w)->poller;
 	uint64_t one = 1;
 
 	/* EAGAIN means the counter is full: a wake-up is pending anyway. */
@@ -369,7 +369,7 @@ static void ur_wake(struct baton_worker *w)
 
 static void ur_destroy(struct baton_worker *w)
 {
-	struct uring_poller *p = w->poller;
+	struct uring_poller *p = baton_reactor_of(w)->poller;
 
 	/* Dead handles whose removal is under way: their last CQEs come
 	 * promptly (the removals are submitted); wait a little for them
@@ -384,7 +384,7 @@ static void ur_destroy(struct baton_worker *w)
 	io_uring_queue_exit(&p->ring);
 	close(p->evfd);
 	free(p);
-	w->poller = NULL;
+	baton_reactor_of(w)->poller = NULL;
 }
 
 const struct baton_poller_ops baton_poller_uring = {

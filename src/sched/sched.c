@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "../coro/handoff.h"
-#include "../io/poller.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -59,19 +58,19 @@ static void sched_set_stop(struct baton_sched *s)
  * instead, interrupt that. */
 void baton_worker_wake(struct baton_worker *w)
 {
-	const struct baton_poller_ops *pops;
+	const struct baton_worker_hook *hook;
 
 	baton_ec_inc(&w->ec);
-	/* Acquire: the poller pointer is published with its state. */
-	pops = __atomic_load_n(&w->pops, __ATOMIC_ACQUIRE);
-	if (pops == NULL)
+	/* Acquire: the hook is published with its module's state. */
+	hook = __atomic_load_n(&w->hook, __ATOMIC_ACQUIRE);
+	if (hook == NULL)
 		return;
 	/* Seq_cst fence: orders what we handed over (inbox push) before the
 	 * in_poll load; pairs with the worker's fence between setting in_poll
 	 * and its last look at its inbox, so one of us sees the other. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&w->in_poll, __ATOMIC_RELAXED))
-		pops->wake(w);
+		hook->wake(w);
 }
 
 /* --- task life cycle ---------------------------------------------------- */
@@ -328,6 +327,13 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 }
 
 /* --- the worker loop ------------------------------------------------------ */
+/* The worker ends (the scheduler is destroyed): so does its hook's state. */
+static void worker_hook_fini(struct baton_worker *w)
+{
+	if (w->hook)
+		w->hook->fini(w); /* clears w->hook */
+}
+
 static bool runnable(const struct baton_worker *w)
 {
 	return w->runnext != NULL || w->runq_head != NULL;
@@ -336,8 +342,8 @@ static bool runnable(const struct baton_worker *w)
 static void poll_worker(struct baton_worker *w)
 {
 	w->ticks = 0;
-	if (w->pops)
-		baton_io_worker_poll(w, 0); /* edges make tasks runnable */
+	if (w->hook)
+		w->hook->poll(w, 0); /* I/O edges make tasks runnable */
 	baton_inbox_take(w);
 	if (w->timers.len)
 		baton_timer_heap_fire(&w->timers, baton_clock_now());
@@ -378,13 +384,13 @@ static void worker_idle(struct baton_worker *w)
 	 * never depends on them, only on the event count (or poller). */
 	__atomic_store_n(&w->parked, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->nparked, 1, __ATOMIC_RELAXED);
-	if (w->pops) {
+	if (w->hook) {
 		__atomic_store_n(&w->in_poll, 1, __ATOMIC_RELAXED);
 		/* Seq_cst fence: in_poll is visible before our last look at
 		 * the inbox; pairs with the fence in baton_worker_wake. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (baton_inbox_empty(w) && !sched_stopping(s))
-			baton_io_worker_poll(w, timeout);
+			w->hook->poll(w, timeout);
 		__atomic_store_n(&w->in_poll, 0, __ATOMIC_RELAXED);
 	} else {
 		baton_ec_wait_mp(&w->ec, version, timeout);
@@ -463,7 +469,7 @@ static void *worker_thread(void *arg)
 
 		if (__atomic_load_n(&c->destroying, __ATOMIC_ACQUIRE)) {
 			free_queued(w);
-			baton_io_worker_fini(w);
+			worker_hook_fini(w);
 			break;
 		}
 		if (gen == seen) {
@@ -500,8 +506,8 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 	unsigned n = attr ? attr->workers : 1;
 
 	if (out == NULL || n > BATON_SCHED_MAX_WORKERS ||
-	    (attr && (attr->io_backend < BATON_IO_AUTO ||
-		      attr->io_backend > BATON_IO_URING)))
+	    (attr && (attr->io_backend < 0 ||
+		      attr->io_backend > BATON_SCHED_IO_BACKEND_MAX)))
 		return BATON_EINVAL;
 	if (n == 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -520,7 +526,7 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 	}
 	memset(s->workers, 0, n * sizeof(*s->workers));
 	s->nworkers = n;
-	s->io_backend = attr ? attr->io_backend : BATON_IO_AUTO;
+	s->io_backend = attr ? attr->io_backend : 0;
 	for (unsigned i = 0; i < n; i++) {
 		s->workers[i].index = i;
 		s->workers[i].sched = s;
@@ -687,7 +693,7 @@ int baton_sched_destroy(baton_sched_t *s)
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		if (i == 0 || !s->workers[i].has_thread) {
 			free_queued(&s->workers[i]); /* the others freed theirs */
-			baton_io_worker_fini(&s->workers[i]);
+			worker_hook_fini(&s->workers[i]);
 		}
 		baton_timer_heap_fini(&s->workers[i].timers);
 	}

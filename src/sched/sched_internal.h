@@ -196,12 +196,29 @@ struct baton_worker {
 	struct baton_worker *steal_req; /* a thief asking for work, or NULL */
 	int parked;		    /* 1 while waiting on ec with nothing to do */
 	baton_ec_t ec;		    /* bumped after every push into inbox */
-	int in_poll;		    /* 1 while asleep in the poller (atomic) */
-	/* The reactor (src/io/), set by this worker on first use, read by
-	 * wakers (atomic pointer). */
-	const struct baton_poller_ops *pops;
-	void *poller;
-	struct baton_io *dead_ios;  /* closed elsewhere, freed here (atomic) */
+	int in_poll;		    /* 1 while asleep in the hook (atomic) */
+	/* Where the worker sleeps instead of on ec, installed by a higher
+	 * layer (the reactor of src/io/) on this worker's thread; read by
+	 * wakers (atomic pointer). hook_data is that layer's, per worker. */
+	const struct baton_worker_hook *hook;
+	void *hook_data;
+};
+
+/*
+ * A worker's idle hook: what the worker does instead of sleeping on its
+ * event count, once a higher layer installed it (the reactor does on the
+ * first handle opened on the worker, as libuv's loop calls uv__io_poll and
+ * ae.c calls aeApiPoll). The scheduler knows no more of that layer than
+ * these three calls.
+ */
+struct baton_worker_hook {
+	/* On the worker: wait up to timeout_ns (0: just look, < 0: no limit)
+	 * and ready the tasks whose events came. Ends early on wake(). */
+	void (*poll)(struct baton_worker *w, int64_t timeout_ns);
+	/* Any thread: end a poll in progress on w. */
+	void (*wake)(struct baton_worker *w);
+	/* The worker ends: free hook_data, clear hook. */
+	void (*fini)(struct baton_worker *w);
 };
 
 /* Starting and ending runs of the helper workers (threads 1..N-1). */
@@ -222,7 +239,7 @@ struct baton_sched {
 	int nparked;		/* workers parked (atomic, a hint) */
 	unsigned next_worker;	/* round-robin for spawns from outside */
 	pthread_t run_thread;	/* worker 0 of the last run */
-	int io_backend;		/* enum baton_io_backend asked for */
+	int io_backend;		/* attr.io_backend, for the reactor to read */
 	struct baton_sched_ctl ctl;
 };
 
@@ -440,9 +457,6 @@ int64_t baton_timer_heap_next(const struct baton_timer_heap *h);
 void baton_timer_heap_fire(struct baton_timer_heap *h, int64_t now);
 void baton_timer_heap_fini(struct baton_timer_heap *h);
 
-/* io (src/io/io.c): the worker side of the reactor */
-void baton_io_worker_poll(struct baton_worker *w, int64_t timeout_ns);
-void baton_io_worker_fini(struct baton_worker *w);
 
 /* steal.c */
 void baton_steal_serve(struct baton_worker *w);

@@ -1,5 +1,5 @@
 /*
- * src/httpd/lua_values.h - the Lua handler's values (lua_values.c): the
+ * apps/httpd/lua_values.h - the Lua handler's values (lua_values.c): the
  * request table it is given and the status, headers and body it returns.
  * Both run on the state's stack, inside lua_pcall (they may raise).
  */

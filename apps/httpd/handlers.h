@@ -1,5 +1,5 @@
 /*
- * src/httpd/handlers.h - the handlers baton-httpd can run: hello (C), a Lua
+ * apps/httpd/handlers.h - the handlers baton-httpd can run: hello (C), a Lua
  * file and a Scheme file, each behind the baton/http.h handler shape, and
  * what the Lua and Scheme handlers share: the response they build out of
  * their language's values (reply.c), checked against the rules of

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <baton/http.h>
+#include <baton/io.h>
 #include <baton/sched.h>
 
 #include "handlers.h"

@@ -1,0 +1,100 @@
+"""The library's include graph against the layer order of
+docs/architecture.md: a module includes only its own and lower layers."""
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+# Public headers owned by a module of another name.
+HEADER_OWNER = {"error": "common", "baton": None}  # baton.h: the umbrella
+
+
+def read_layers(doc):
+    """{module: layer} from the table between the layers markers."""
+    text = open(doc).read()
+    m = re.search(r"<!-- layers:begin -->(.*?)<!-- layers:end -->", text, re.S)
+    assert m, f"{doc}: no layers table"
+    layers = {}
+    for line in m.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].isdigit():
+            for mod in cells[1].split(","):
+                layers[mod.strip()] = int(cells[0])
+    return layers
+
+
+def module_of_include(inc, src_file):
+    """The module an include names, or None for system and own headers."""
+    if inc.startswith("baton/"):
+        name = inc[len("baton/"):-2]
+        return HEADER_OWNER.get(name, name)
+    if inc.startswith("../"):
+        return inc.split("/")[1]
+    return None
+
+
+def violations(root, layers):
+    """(file, include, why) for every include that breaks the order."""
+    out = []
+    for base in ("src", "include/baton"):
+        for dirpath, _, files in os.walk(os.path.join(root, base)):
+            for f in files:
+                if not f.endswith((".c", ".h", ".S")):
+                    continue
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, root)
+                if base == "src":
+                    mod = rel.split(os.sep)[1]
+                else:
+                    name = f[:-2]
+                    mod = HEADER_OWNER.get(name, name)
+                if mod is None:
+                    continue
+                if mod not in layers:
+                    out.append((rel, "", f"module {mod!r} is not in the layers table"))
+                    continue
+                for line in open(path, errors="replace"):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    other = module_of_include(m.group(1), rel)
+                    if other is None or other == mod:
+                        continue
+                    if other not in layers:
+                        out.append((rel, m.group(1), f"{other!r} is not in the layers table"))
+                    elif layers[other] >= layers[mod]:
+                        out.append((rel, m.group(1),
+                                    f"{mod} (layer {layers[mod]}) includes {other} "
+                                    f"(layer {layers[other]})"))
+    return out
+
+
+def test_library_follows_the_layers():
+    layers = read_layers(os.path.join(ROOT, "docs", "architecture.md"))
+    bad = violations(ROOT, layers)
+    assert not bad, "\n".join(f"{f}: #include {i}: {why}" for f, i, why in bad)
+
+
+def test_every_src_folder_has_a_layer():
+    layers = read_layers(os.path.join(ROOT, "docs", "architecture.md"))
+    folders = {d for d in os.listdir(os.path.join(ROOT, "src"))
+               if os.path.isdir(os.path.join(ROOT, "src", d))}
+    assert folders <= set(layers), folders - set(layers)
+
+
+def test_a_cycle_is_caught(tmp_path):
+    """The check can fail: a lower module including a higher one is named."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "architecture.md").write_text(
+        "<!-- layers:begin -->\n| layer | modules |\n|---|---|\n"
+        "| 0 | low |\n| 1 | high |\n<!-- layers:end -->\n")
+    for mod, inc in (("low", '#include "../high/high.h"'), ("high", '#include "../low/low.h"')):
+        d = tmp_path / "src" / mod
+        d.mkdir(parents=True)
+        (d / f"{mod}.c").write_text(inc + "\n")
+    (tmp_path / "include" / "baton").mkdir(parents=True)
+    bad = violations(str(tmp_path), read_layers(str(tmp_path / "docs" / "architecture.md")))
+    assert [b[0] for b in bad] == [os.path.join("src", "low", "low.c")]
+    assert "low (layer 0) includes high (layer 1)" in bad[0][2]
