@@ -2,3 +2,12 @@
 baton_add_test(test_error)
 target_compile_definitions(test_error PRIVATE
   BATON_TEST_PROJECT_VERSION="${PROJECT_VERSION}")
+
+# Every global symbol of the library is public API or baton__-prefixed.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND AND CMAKE_NM)
+  add_test(NAME symbols
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_symbols.py
+            ${CMAKE_NM} $<TARGET_FILE:baton> ${PROJECT_SOURCE_DIR}/include/baton)
+  set_tests_properties(symbols PROPERTIES LABELS unit TIMEOUT 60)
+endif()

@@ -32,14 +32,14 @@ static int decode_split(const struct baton_http_limits *lim, const char *in, siz
 	size_t i = 0, o = 0;
 	int r = 0;
 
-	baton_http_chunked_init(&c, lim ? lim : &deflim);
+	baton__http_chunked_init(&c, lim ? lim : &deflim);
 	while (i < n) {
 		size_t piece = 1 + next() % (n - i);
 		size_t room = cap - o;
 		size_t cons, prod;
 		if (small_out && room > 3)
 			room = 1 + next() % 3;
-		r = baton_http_chunked_feed(&c, in + i, piece, &cons, out + o, room, &prod);
+		r = baton__http_chunked_feed(&c, in + i, piece, &cons, out + o, room, &prod);
 		assert_true(cons <= piece);
 		assert_true(prod <= room);
 		i += cons;
@@ -49,7 +49,7 @@ static int decode_split(const struct baton_http_limits *lim, const char *in, siz
 	}
 	*outn = o;
 	*used = i;
-	assert_int_equal(baton_http_chunked_done(&c), r == 1);
+	assert_int_equal(baton__http_chunked_done(&c), r == 1);
 	return r;
 }
 
@@ -92,11 +92,11 @@ static void test_random_splits(void **state)
 		memcpy(copy, enc, e);
 		struct baton_http_chunked c;
 		size_t i = 0, o = 0;
-		baton_http_chunked_init(&c, &deflim);
+		baton__http_chunked_init(&c, &deflim);
 		do {
 			size_t cons, prod, piece = 1 + next() % (e - i);
 			/* the decoded bytes go to copy + o <= copy + i: never ahead */
-			r = baton_http_chunked_feed(&c, copy + i, piece, &cons, copy + o, e - o, &prod);
+			r = baton__http_chunked_feed(&c, copy + i, piece, &cons, copy + o, e - o, &prod);
 			i += cons;
 			o += prod;
 		} while (r == 0 && i < e);
@@ -153,7 +153,7 @@ static void test_malformed(void **state)
 	}
 }
 
-#define FEED(c, s) baton_http_chunked_feed((c), s, sizeof(s) - 1, &cons, out, sizeof(out), &prod)
+#define FEED(c, s) baton__http_chunked_feed((c), s, sizeof(s) - 1, &cons, out, sizeof(out), &prod)
 
 static void test_limits(void **state)
 {
@@ -164,24 +164,24 @@ static void test_limits(void **state)
 	(void)state;
 
 	/* 10 bytes in total pass, 11 fail when the size digit is seen */
-	baton_http_chunked_init(&c, &lim);
-	assert_int_equal(baton_http_chunked_feed(&c, "4\r\n1234\r\n6\r\n123456\r\n0\r\n\r\n", 25,
+	baton__http_chunked_init(&c, &lim);
+	assert_int_equal(baton__http_chunked_feed(&c, "4\r\n1234\r\n6\r\n123456\r\n0\r\n\r\n", 25,
 						 &cons, out, sizeof(out), &prod), 1);
 	assert_int_equal(prod, 10);
-	baton_http_chunked_init(&c, &lim);
-	assert_int_equal(baton_http_chunked_feed(&c, "4\r\n1234\r\n7", 10, &cons, out, sizeof(out), &prod), -413);
+	baton__http_chunked_init(&c, &lim);
+	assert_int_equal(baton__http_chunked_feed(&c, "4\r\n1234\r\n7", 10, &cons, out, sizeof(out), &prod), -413);
 	assert_non_null(c.why);
 	/* sticky */
-	assert_int_equal(baton_http_chunked_feed(&c, "\r\n", 2, &cons, out, sizeof(out), &prod), -413);
+	assert_int_equal(baton__http_chunked_feed(&c, "\r\n", 2, &cons, out, sizeof(out), &prod), -413);
 	assert_int_equal(cons, 0);
 
 	/* trailers: max_header_bytes and max_fields apply */
-	baton_http_chunked_init(&c, &lim);
+	baton__http_chunked_init(&c, &lim);
 	assert_int_equal(FEED(&c, "0\r\nA: 1\r\nB:\r\n\r\n"), 1);
 	assert_int_equal(cons, 15);
-	baton_http_chunked_init(&c, &lim);
+	baton__http_chunked_init(&c, &lim);
 	assert_int_equal(FEED(&c, "0\r\nA: 1234567890123456\r\n\r\n"), -431);
-	baton_http_chunked_init(&c, &lim);
+	baton__http_chunked_init(&c, &lim);
 	assert_int_equal(FEED(&c, "0\r\nA:\r\nB:\r\nC:\r\n\r\n"), -431);
 
 	/* a chunk line over 4096 bytes (leading zeros) */
@@ -189,15 +189,15 @@ static void test_limits(void **state)
 		static char line[5000];
 		memset(line, '0', sizeof(line));
 		line[sizeof(line) - 1] = '1';  /* leading zeros, then 1 */
-		baton_http_chunked_init(&c, &deflim);
-		assert_int_equal(baton_http_chunked_feed(&c, line, sizeof(line), &cons, out, sizeof(out), &prod), -400);
+		baton__http_chunked_init(&c, &deflim);
+		assert_int_equal(baton__http_chunked_feed(&c, line, sizeof(line), &cons, out, sizeof(out), &prod), -400);
 	}
 
 	/* bad arguments */
-	baton_http_chunked_init(&c, NULL);
-	assert_int_equal(baton_http_chunked_feed(NULL, "", 0, &cons, out, 1, &prod), BATON_HTTP_EINVAL);
-	assert_int_equal(baton_http_chunked_feed(&c, NULL, 1, &cons, out, 1, &prod), BATON_HTTP_EINVAL);
-	assert_int_equal(baton_http_chunked_done(NULL), 0);
+	baton__http_chunked_init(&c, NULL);
+	assert_int_equal(baton__http_chunked_feed(NULL, "", 0, &cons, out, 1, &prod), BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_chunked_feed(&c, NULL, 1, &cons, out, 1, &prod), BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_chunked_done(NULL), 0);
 }
 
 static void test_format(void **state)
@@ -212,7 +212,7 @@ static void test_format(void **state)
 	};
 	(void)state;
 
-	n = baton_http_format_head(buf, sizeof(buf), 200, 13, 1, extra, 1);
+	n = baton__http_format_head(buf, sizeof(buf), 200, 13, 1, extra, 1);
 	assert_true(n > 0);
 	buf[n] = 0;
 	assert_memory_equal(buf, "HTTP/1.1 200 OK\r\nDate: ", 23);
@@ -220,31 +220,31 @@ static void test_format(void **state)
 				    "Connection: keep-alive\r\nContent-Type: text/plain\r\n\r\n"));
 	assert_true(buf[n - 1] == '\n' && buf[n - 2] == '\r' && buf[n - 3] == '\n');
 	/* the date is an IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
-	const char *d = baton_http_date();
+	const char *d = baton__http_date();
 	assert_true(d[3] == ',' && d[7] == ' ' && d[19] == ':' && memcmp(d + 25, " GMT", 4) == 0);
 	assert_memory_equal(buf + 23, d, 29);
 
-	n = baton_http_format_head(buf, sizeof(buf), 200, BATON_HTTP_CHUNKED_BODY, 0, NULL, 0);
+	n = baton__http_format_head(buf, sizeof(buf), 200, BATON_HTTP_CHUNKED_BODY, 0, NULL, 0);
 	buf[n] = 0;
 	assert_non_null(strstr(buf, "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"));
-	n = baton_http_format_head(buf, sizeof(buf), 204, BATON_HTTP_NO_BODY, 1, NULL, 0);
+	n = baton__http_format_head(buf, sizeof(buf), 204, BATON_HTTP_NO_BODY, 1, NULL, 0);
 	buf[n] = 0;
 	assert_null(strstr(buf, "Content-Length"));
 	assert_memory_equal(buf, "HTTP/1.1 204 No Content\r\n", 25);
-	n = baton_http_format_head(buf, sizeof(buf), 299, 0, 1, NULL, 0);
+	n = baton__http_format_head(buf, sizeof(buf), 299, 0, 1, NULL, 0);
 	assert_memory_equal(buf, "HTTP/1.1 299 \r\n", 15);
 
 	/* refusals: too small, header injection, bad status */
-	assert_int_equal(baton_http_format_head(buf, 40, 200, 0, 1, NULL, 0), 0);
-	assert_int_equal(baton_http_format_head(buf, sizeof(buf), 200, 0, 1, evil, 1), 0);
-	assert_int_equal(baton_http_format_head(buf, sizeof(buf), 99, 0, 1, NULL, 0), 0);
-	assert_int_equal(baton_http_format_head(buf, sizeof(buf), 200, -3, 1, NULL, 0), 0);
-	assert_int_equal(baton_http_format_head(NULL, 10, 200, 0, 1, NULL, 0), 0);
+	assert_int_equal(baton__http_format_head(buf, 40, 200, 0, 1, NULL, 0), 0);
+	assert_int_equal(baton__http_format_head(buf, sizeof(buf), 200, 0, 1, evil, 1), 0);
+	assert_int_equal(baton__http_format_head(buf, sizeof(buf), 99, 0, 1, NULL, 0), 0);
+	assert_int_equal(baton__http_format_head(buf, sizeof(buf), 200, -3, 1, NULL, 0), 0);
+	assert_int_equal(baton__http_format_head(NULL, 10, 200, 0, 1, NULL, 0), 0);
 
 	/* every canned error: the body length matches Content-Length */
 	static const int st[] = { 400, 408, 413, 414, 417, 431, 500, 501, 503, 505 };
 	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
-		n = baton_http_format_error(buf, sizeof(buf), st[i]);
+		n = baton__http_format_error(buf, sizeof(buf), st[i]);
 		assert_true(n > 0);
 		buf[n] = 0;
 		assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
@@ -253,9 +253,9 @@ static void test_format(void **state)
 		assert_int_equal(cl, (long)(buf + n - body));
 		assert_int_equal(atoi(body), st[i]);
 		assert_int_equal(atoi(buf + 9), st[i]);
-		assert_true(baton_http_reason(st[i])[0] != 0);
+		assert_true(baton__http_reason(st[i])[0] != 0);
 	}
-	assert_int_equal(baton_http_format_error(buf, 20, 400), 0);
+	assert_int_equal(baton__http_format_error(buf, 20, 400), 0);
 	assert_string_equal(BATON_HTTP_CONTINUE, "HTTP/1.1 100 Continue\r\n\r\n");
 }
 

@@ -118,7 +118,7 @@ static long parse(const char *s, size_t n, const struct baton_http_limits *lim,
 
 	req->fields = fields;
 	req->fields_cap = 128;
-	r = baton_http_parse_head(s, n, lim ? lim : &deflim, req, &why);
+	r = baton__http_parse_head(s, n, lim ? lim : &deflim, req, &why);
 	if (r < 0)
 		assert_non_null(why);
 	return r;
@@ -208,9 +208,9 @@ static void test_resume(void **state)
 			struct baton_http_request a = { .fields = f1, .fields_cap = 128 };
 			struct baton_http_request b = { .fields = f2, .fields_cap = 128 };
 			struct baton_http_progress pr = BATON_HTTP_PROGRESS_INIT;
-			long want = baton_http_parse_head(s, n, &deflim, &a, NULL), got = 0;
+			long want = baton__http_parse_head(s, n, &deflim, &a, NULL), got = 0;
 			for (size_t k = step < n ? step : n;; k = k + step < n ? k + step : n) {
-				got = baton_http_parse_head_resume(s, k, &deflim, &b, &pr, NULL);
+				got = baton__http_parse_head_resume(s, k, &deflim, &b, &pr, NULL);
 				if (got != 0 || k == n)
 					break;
 			}
@@ -247,7 +247,7 @@ static void test_resume_slow_client(void **state)
 		buf[n++] = 'n';
 	n += (size_t)sprintf(buf + n, ": 1\r\n\r\n");
 	for (size_t k = 1; k <= n; k++) {
-		r = baton_http_parse_head_resume(buf, k, &deflim, &req, &pr, NULL);
+		r = baton__http_parse_head_resume(buf, k, &deflim, &req, &pr, NULL);
 		if (r != 0)
 			break;
 	}
@@ -262,7 +262,7 @@ static void test_resume_slow_client(void **state)
 	pr.fstart = 16;
 	pr.line = 25;
 	pr.len = 1;
-	assert_int_equal(baton_http_parse_head_resume(moved, n, &deflim, &req, &pr, NULL), (long)n);
+	assert_int_equal(baton__http_parse_head_resume(moved, n, &deflim, &req, &pr, NULL), (long)n);
 	assert_ptr_equal(req.target, moved + 4);
 }
 
@@ -301,8 +301,8 @@ static void test_fields(void **state)
 		assert_true(req.fields[i].name >= r && req.fields[i].name < r + n);
 		assert_true(req.fields[i].value + req.fields[i].value_len <= r + n);
 	}
-	assert_ptr_equal(baton_http_find_field(&req, "content-LENGTH"), &req.fields[1]);
-	assert_null(baton_http_find_field(&req, "Content-Type"));
+	assert_ptr_equal(baton__http_find_field(&req, "content-LENGTH"), &req.fields[1]);
+	assert_null(baton__http_find_field(&req, "Content-Type"));
 
 	n = parse(STR("HEAD * HTTP/1.0\r\n\r\n"), NULL, &req);
 	assert_true(n > 0);
@@ -388,7 +388,7 @@ static void test_limits(void **state)
 		struct baton_http_field two[2];
 		struct baton_http_request r2 = { .fields = two, .fields_cap = 2 };
 		static const char s[] = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
-		assert_int_equal(baton_http_parse_head(s, sizeof(s) - 1, &deflim, &r2, NULL), -431);
+		assert_int_equal(baton__http_parse_head(s, sizeof(s) - 1, &deflim, &r2, NULL), -431);
 	}
 
 	/* body: Content-Length over max_body */
@@ -493,12 +493,12 @@ static void test_bad_args(void **state)
 	struct baton_http_limits zero = { 0, 0, 0, 0 };
 
 	(void)state;
-	assert_int_equal(baton_http_parse_head(NULL, 1, &deflim, &req, NULL), BATON_HTTP_EINVAL);
-	assert_int_equal(baton_http_parse_head("x", 1, NULL, &req, NULL), BATON_HTTP_EINVAL);
-	assert_int_equal(baton_http_parse_head("x", 1, &deflim, NULL, NULL), BATON_HTTP_EINVAL);
-	assert_int_equal(baton_http_parse_head("x", 1, &zero, &req, NULL), BATON_HTTP_EINVAL);
-	assert_int_equal(baton_http_parse_head(NULL, 0, &deflim, &req, NULL), 0);
-	assert_null(baton_http_find_field(NULL, "x"));
+	assert_int_equal(baton__http_parse_head(NULL, 1, &deflim, &req, NULL), BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_parse_head("x", 1, NULL, &req, NULL), BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_parse_head("x", 1, &deflim, NULL, NULL), BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_parse_head("x", 1, &zero, &req, NULL), BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_parse_head(NULL, 0, &deflim, &req, NULL), 0);
+	assert_null(baton__http_find_field(NULL, "x"));
 }
 
 int main(void)

@@ -10,10 +10,10 @@
  *                                      time with -DBATON_SWITCH=ucontext
  *
  * Rules:
- *  - baton_arch_switch() may only target a context made by baton_arch_make()
- *    and not yet run, or one suspended by baton_arch_switch().
- *  - The entry function given to baton_arch_make() must never return; it
- *    leaves its context with a final baton_arch_switch().
+ *  - baton__arch_switch() may only target a context made by baton__arch_make()
+ *    and not yet run, or one suspended by baton__arch_switch().
+ *  - The entry function given to baton__arch_make() must never return; it
+ *    leaves its context with a final baton__arch_switch().
  */
 #ifndef BATON_SRC_ARCH_H
 #define BATON_SRC_ARCH_H
@@ -42,46 +42,46 @@ typedef struct baton_arch_ctx {
 
 /* Suspend the running context into `from`, resume `to`, hand it `value`.
  * Returns the value passed by whoever later switches back to `from`. */
-void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			void *value);
 
 #if BATON_SWITCH_UCONTEXT
-static inline int baton_arch_switch_out(baton_arch_ctx_t *from,
+static inline int baton__arch_switch_out(baton_arch_ctx_t *from,
 					baton_arch_ctx_t *to, void *value,
 					void **out)
 {
-	*out = baton_arch_switch(from, to, value);
+	*out = baton__arch_switch(from, to, value);
 	return 0;
 }
 #else
-/* As baton_arch_switch, but the value received is stored in *out and the
+/* As baton__arch_switch, but the value received is stored in *out and the
  * call returns 0, so that a C function can end with
- * `return baton_arch_switch_out(...)` as a tail call. `out` must not be
+ * `return baton__arch_switch_out(...)` as a tail call. `out` must not be
  * NULL. */
-int baton_arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+int baton__arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			  void *value, void **out);
 #endif
 
 #if BATON_SWITCH_UCONTEXT
-#define baton_arch_switch_ret baton_arch_switch_out
+#define baton__arch_switch_ret baton__arch_switch_out
 #else
-/* As baton_arch_switch_out, ending in a return instead of an indirect
+/* As baton__arch_switch_out, ending in a return instead of an indirect
  * jump: for switches between contexts that stopped at the same call sites
  * (see switch_x86_64.S). */
-int baton_arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			  void *value, void **out);
 #endif
 
 /* Prepare `ctx` so that the first switch to it calls entry(value) on the
  * stack [lo, hi). The current FP control state becomes the context's. */
-void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value));
 
 /* The lowest stack address a suspended context still uses: everything in
- * [baton_arch_ctx_sp(ctx), top of its stack) must be kept to resume it. */
-char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx);
+ * [baton__arch_ctx_sp(ctx), top of its stack) must be kept to resume it. */
+char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx);
 
-/* Bytes below the top of the stack that baton_arch_make() uses. */
+/* Bytes below the top of the stack that baton__arch_make() uses. */
 #define BATON_ARCH_MAKE_RESERVE 256
 
 #endif /* BATON_SRC_ARCH_H */

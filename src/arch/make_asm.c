@@ -8,10 +8,10 @@
 
 #include "arch.h"
 
-uint64_t baton_arch_fpenv(void);
-void baton_arch_trampoline(void);
+uint64_t baton__arch_fpenv(void);
+void baton__arch_trampoline(void);
 
-char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx)
+char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx)
 {
 	return ctx->sp;
 }
@@ -22,20 +22,20 @@ char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx)
  * ret. `out` is NULL: the first switch hands its value over in rax. */
 enum { X_FPENV, X_OUT, X_R15, X_R14, X_R13, X_R12, X_RBX, X_RBP, X_RET, X_WORDS };
 
-void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value))
 {
 	(void)lo;
 	/* After the switch pops X_RET (and jumps to it, or returns to it in
-	 * baton_arch_switch_ret), rsp is `top`, which must be 16-byte aligned
+	 * baton__arch_switch_ret), rsp is `top`, which must be 16-byte aligned
 	 * for the trampoline's call. */
 	uintptr_t top = ((uintptr_t)hi - 16) & ~(uintptr_t)15;
 	uint64_t *frame = (uint64_t *)top - X_WORDS;
 
 	memset(frame, 0, X_WORDS * sizeof(uint64_t));
-	frame[X_FPENV] = baton_arch_fpenv();
+	frame[X_FPENV] = baton__arch_fpenv();
 	frame[X_R12] = (uint64_t)(uintptr_t)entry;
-	frame[X_RET] = (uint64_t)(uintptr_t)baton_arch_trampoline;
+	frame[X_RET] = (uint64_t)(uintptr_t)baton__arch_trampoline;
 	ctx->sp = frame;
 }
 
@@ -44,7 +44,7 @@ void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 /* 22 eight-byte slots: x19..x28, x29, x30, d8..d15, fpcr, pad */
 enum { A_X19 = 0, A_X29 = 10, A_X30 = 11, A_FPCR = 20, A_WORDS = 22 };
 
-void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value))
 {
 	(void)lo;
@@ -54,8 +54,8 @@ void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 	memset(frame, 0, A_WORDS * sizeof(uint64_t));
 	frame[A_X19] = (uint64_t)(uintptr_t)entry;
 	frame[A_X29] = 0; /* ends frame-pointer chains */
-	frame[A_X30] = (uint64_t)(uintptr_t)baton_arch_trampoline;
-	frame[A_FPCR] = baton_arch_fpenv();
+	frame[A_X30] = (uint64_t)(uintptr_t)baton__arch_trampoline;
+	frame[A_FPCR] = baton__arch_fpenv();
 	ctx->sp = frame;
 }
 

@@ -1,12 +1,12 @@
 /*
  * Context switch for AArch64, AAPCS64.
  *
- * void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ * void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                         void *value);
- * int baton_arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ * int baton__arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                           void *value, void **out);
  *
- * baton_arch_switch_out stores the value in *out and returns 0 instead; see
+ * baton__arch_switch_out stores the value in *out and returns 0 instead; see
  * switch_x86_64.S for why, and why we leave with `br x30` rather than `ret`
  * (the return-address predictor cannot know the other context's chain).
  *
@@ -18,7 +18,7 @@
  * Saved frame (176 bytes, sp stays 16-byte aligned):
  *     0 x19 x20   16 x21 x22   32 x23 x24   48 x25 x26   64 x27 x28
  *    80 x29 x30   96 d8 d9    112 d10 d11  128 d12 d13  144 d14 d15
- *   160 fpcr     168 out (NULL for baton_arch_switch)
+ *   160 fpcr     168 out (NULL for baton__arch_switch)
  *
  * FPCR (rounding mode, flush-to-zero...) is callee-saved. Writing it is
  * expensive on many cores while reading it is cheap, so it is written only
@@ -28,16 +28,16 @@
  * into the saved frame costs nothing worth a branch, so it always happens.
  */
 	.text
-	.globl	baton_arch_switch
-	.hidden	baton_arch_switch
-	.type	baton_arch_switch, %function
+	.globl	baton__arch_switch
+	.hidden	baton__arch_switch
+	.type	baton__arch_switch, %function
 	.p2align 4
-baton_arch_switch:
+baton__arch_switch:
 	.cfi_startproc
 	mov	x3, xzr			/* out = NULL: hand the value back in x0 */
-	.globl	baton_arch_switch_out
-	.hidden	baton_arch_switch_out
-baton_arch_switch_out:
+	.globl	baton__arch_switch_out
+	.hidden	baton__arch_switch_out
+baton__arch_switch_out:
 	sub	sp, sp, #176
 	stp	x19, x20, [sp, #0]
 	stp	x21, x22, [sp, #16]
@@ -80,22 +80,22 @@ baton_arch_switch_out:
 1:	msr	fpcr, x11
 	b	0b
 	.cfi_endproc
-	.size	baton_arch_switch, .-baton_arch_switch
+	.size	baton__arch_switch, .-baton__arch_switch
 
 /*
- * int baton_arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ * int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                           void *value, void **out);
  *
- * baton_arch_switch_out ending in `ret` instead of `br x30`, for the
+ * baton__arch_switch_out ending in `ret` instead of `br x30`, for the
  * scheduler's task-to-task hand-off, where both contexts usually stopped at
  * the same call sites and the return-address predictor's stack is right
  * (see switch_x86_64.S). Same frame: either entry resumes the other's.
  */
-	.globl	baton_arch_switch_ret
-	.hidden	baton_arch_switch_ret
-	.type	baton_arch_switch_ret, %function
+	.globl	baton__arch_switch_ret
+	.hidden	baton__arch_switch_ret
+	.type	baton__arch_switch_ret, %function
 	.p2align 4
-baton_arch_switch_ret:
+baton__arch_switch_ret:
 	.cfi_startproc
 	sub	sp, sp, #176
 	stp	x19, x20, [sp, #0]
@@ -139,35 +139,35 @@ baton_arch_switch_ret:
 1:	msr	fpcr, x11
 	b	0b
 	.cfi_endproc
-	.size	baton_arch_switch_ret, .-baton_arch_switch_ret
+	.size	baton__arch_switch_ret, .-baton__arch_switch_ret
 
 /*
- * First code of a new context: baton_arch_make() puts its address in the
+ * First code of a new context: baton__arch_make() puts its address in the
  * saved x30 and the entry function in x19; the first switch left the value
  * in x0. x29 is zero, which ends frame-pointer unwinding, and the CFI marks
  * the return address undefined so debuggers stop here.
  */
-	.globl	baton_arch_trampoline
-	.hidden	baton_arch_trampoline
-	.type	baton_arch_trampoline, %function
+	.globl	baton__arch_trampoline
+	.hidden	baton__arch_trampoline
+	.type	baton__arch_trampoline, %function
 	.p2align 4
-baton_arch_trampoline:
+baton__arch_trampoline:
 	.cfi_startproc
 	.cfi_undefined x30
 	blr	x19
 	brk	#0			/* the entry function never returns */
 	.cfi_endproc
-	.size	baton_arch_trampoline, .-baton_arch_trampoline
+	.size	baton__arch_trampoline, .-baton__arch_trampoline
 
-	.globl	baton_arch_fpenv
-	.hidden	baton_arch_fpenv
-	.type	baton_arch_fpenv, %function
+	.globl	baton__arch_fpenv
+	.hidden	baton__arch_fpenv
+	.type	baton__arch_fpenv, %function
 	.p2align 4
-baton_arch_fpenv:
+baton__arch_fpenv:
 	.cfi_startproc
 	mrs	x0, fpcr
 	ret
 	.cfi_endproc
-	.size	baton_arch_fpenv, .-baton_arch_fpenv
+	.size	baton__arch_fpenv, .-baton__arch_fpenv
 
 	.section .note.GNU-stack,"",%progbits

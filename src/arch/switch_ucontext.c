@@ -30,7 +30,7 @@ static void trampoline(void)
 	abort(); /* entry functions never return */
 }
 
-void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			void *value)
 {
 	to->value = value;
@@ -40,7 +40,7 @@ void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 	return from->value;
 }
 
-void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value))
 {
 	if (getcontext(&ctx->uc) != 0)
@@ -52,7 +52,7 @@ void baton_arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 	makecontext(&ctx->uc, trampoline, 0);
 }
 
-char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx)
+char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx)
 {
 	const mcontext_t *mc = &ctx->uc.uc_mcontext;
 	char *sp;
@@ -63,7 +63,7 @@ char *baton_arch_ctx_sp(const baton_arch_ctx_t *ctx)
 #elif defined(__aarch64__)
 	sp = (char *)mc->sp;
 #else
-#error "baton_arch_ctx_sp: add this architecture's saved stack pointer"
+#error "baton__arch_ctx_sp: add this architecture's saved stack pointer"
 #endif
 	return sp;
 }

@@ -1,27 +1,27 @@
 /*
  * Context switch for x86-64, System V ABI.
  *
- * void *baton_arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ * void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                         void *value);
- * int baton_arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ * int baton__arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                           void *value, void **out);
  *
  * Saves the callee-saved state of the running context on its own stack,
  * stores the stack pointer in from->sp, loads to->sp, restores that
- * context's callee-saved state and hands it `value`: baton_arch_switch
- * returns it; baton_arch_switch_out stores it in *out and returns 0, which
+ * context's callee-saved state and hands it `value`: baton__arch_switch
+ * returns it; baton__arch_switch_out stores it in *out and returns 0, which
  * lets baton_coro_resume/yield tail-call it (see below).
  *
  * Saved frame, from the saved stack pointer upwards:
  *     0  mxcsr (4 bytes) | x87 control word (2 bytes) | 2 unused bytes
- *     8  out (NULL for baton_arch_switch)
+ *     8  out (NULL for baton__arch_switch)
  *    16  r15   24 r14   32 r13   40 r12   48 rbx   56 rbp   64 return address
  *
  * We return with pop + indirect jmp, not ret. Every switch lands at a
  * return address the return-stack predictor never saw pushed (the other
  * context's call site), so a ret would mispredict, and so would each ret
  * after it up the other context's call chain. With the public resume and
- * yield tail-calling baton_arch_switch_out, the jmp goes straight back into
+ * yield tail-calling baton__arch_switch_out, the jmp goes straight back into
  * the caller of resume or yield: no ret executes on a resume/yield round
  * trip, and the indirect-branch predictor learns the alternation. (On a CPU
  * enforcing CET indirect-branch tracking this jmp would need an endbr64 at
@@ -102,26 +102,26 @@
 	.endm
 
 	.text
-	.globl	baton_arch_switch
-	.hidden	baton_arch_switch
-	.type	baton_arch_switch, @function
+	.globl	baton__arch_switch
+	.hidden	baton__arch_switch
+	.type	baton__arch_switch, @function
 	.p2align 4
-baton_arch_switch:
+baton__arch_switch:
 	.cfi_startproc
 	endbr64
 	xorl	%ecx, %ecx		/* out = NULL: hand the value back in rax */
-	.globl	baton_arch_switch_out
-	.hidden	baton_arch_switch_out
-baton_arch_switch_out:
+	.globl	baton__arch_switch_out
+	.hidden	baton__arch_switch_out
+baton__arch_switch_out:
 	SWITCH_BODY jmp
 	.cfi_endproc
-	.size	baton_arch_switch, .-baton_arch_switch
+	.size	baton__arch_switch, .-baton__arch_switch
 
 /*
- * int baton_arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ * int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                           void *value, void **out);
  *
- * baton_arch_switch_out with a ret at the end instead of pop + jmp, for the
+ * baton__arch_switch_out with a ret at the end instead of pop + jmp, for the
  * scheduler's task-to-task hand-off. There the context we leave and the one
  * we enter usually stopped at the same call sites (every task of a worker
  * blocks through the same few functions), so the return-stack predictor,
@@ -131,43 +131,43 @@ baton_arch_switch_out:
  * off by one entry and each would mispredict. The saved frame is the same,
  * so a context saved by one entry is resumed by the other.
  */
-	.globl	baton_arch_switch_ret
-	.hidden	baton_arch_switch_ret
-	.type	baton_arch_switch_ret, @function
+	.globl	baton__arch_switch_ret
+	.hidden	baton__arch_switch_ret
+	.type	baton__arch_switch_ret, @function
 	.p2align 4
-baton_arch_switch_ret:
+baton__arch_switch_ret:
 	.cfi_startproc
 	endbr64
 	SWITCH_BODY ret
 	.cfi_endproc
-	.size	baton_arch_switch_ret, .-baton_arch_switch_ret
+	.size	baton__arch_switch_ret, .-baton__arch_switch_ret
 
 /*
- * First code a new context runs: baton_arch_make() leaves its address as the
+ * First code a new context runs: baton__arch_make() leaves its address as the
  * return address of the initial frame and the entry function in r12. The
  * value passed by the first switch is in rax. The stack is 16-byte aligned
  * here, as a call requires. Marking rip undefined ends unwinding, so
  * debuggers and backtrace() stop at the coroutine's first frame.
  */
-	.globl	baton_arch_trampoline
-	.hidden	baton_arch_trampoline
-	.type	baton_arch_trampoline, @function
+	.globl	baton__arch_trampoline
+	.hidden	baton__arch_trampoline
+	.type	baton__arch_trampoline, @function
 	.p2align 4
-baton_arch_trampoline:
+baton__arch_trampoline:
 	.cfi_startproc
 	.cfi_undefined rip
 	movq	%rax, %rdi
 	callq	*%r12
 	ud2				/* the entry function never returns */
 	.cfi_endproc
-	.size	baton_arch_trampoline, .-baton_arch_trampoline
+	.size	baton__arch_trampoline, .-baton__arch_trampoline
 
 /* Read the current FP control state in the layout of the saved slot. */
-	.globl	baton_arch_fpenv
-	.hidden	baton_arch_fpenv
-	.type	baton_arch_fpenv, @function
+	.globl	baton__arch_fpenv
+	.hidden	baton__arch_fpenv
+	.type	baton__arch_fpenv, @function
 	.p2align 4
-baton_arch_fpenv:
+baton__arch_fpenv:
 	.cfi_startproc
 	endbr64
 	movq	$0, -8(%rsp)
@@ -176,6 +176,6 @@ baton_arch_fpenv:
 	movq	-8(%rsp), %rax
 	ret
 	.cfi_endproc
-	.size	baton_arch_fpenv, .-baton_arch_fpenv
+	.size	baton__arch_fpenv, .-baton__arch_fpenv
 
 	.section .note.GNU-stack,"",@progbits

@@ -34,7 +34,7 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 	return BATON_OK;
 }
 
-int baton_chan_try_send_locked(struct baton_chan *ch, void *value,
+int baton__chan_try_send_locked(struct baton_chan *ch, void *value,
 			       struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
@@ -54,7 +54,7 @@ int baton_chan_try_send_locked(struct baton_chan *ch, void *value,
 	return BATON_CHAN_BLOCK;
 }
 
-int baton_chan_try_recv_locked(struct baton_chan *ch, void **value,
+int baton__chan_try_recv_locked(struct baton_chan *ch, void **value,
 			       struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
@@ -98,7 +98,7 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 	__atomic_store_n(&r->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
 	r->wait_index = w->index;
 	w->value = value;
-	return r; /* wait_result is BATON_OK from baton_wait_one */
+	return r; /* wait_result is BATON_OK from baton__wait_one */
 }
 
 /* The general steps, out of line so that the hop's paths above them need
@@ -108,14 +108,14 @@ static __attribute__((noinline)) int send_general(struct baton_chan *ch,
 						  void *value, int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	int rc = baton_chan_try_send_locked(ch, value, &wl);
+	int rc = baton__chan_try_send_locked(ch, value, &wl);
 
 	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
 		baton_spin_unlock(&ch->lock);
 		baton_wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
-	return baton_wait_one(t, &ch->sendq, &ch->lock, 0, value, NULL, timeout_ns);
+	return baton__wait_one(t, &ch->sendq, &ch->lock, 0, value, NULL, timeout_ns);
 }
 
 static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
@@ -124,10 +124,10 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	void *v = NULL;
-	int rc = baton_chan_try_recv_locked(ch, &v, &wl);
+	int rc = baton__chan_try_recv_locked(ch, &v, &wl);
 
 	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
-		return baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
+		return baton__wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
 	baton_spin_unlock(&ch->lock);
 	baton_wakelist_run(&wl);
 	if (rc == BATON_CHAN_BLOCK)
@@ -140,12 +140,12 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 {
 	struct baton_task *t, *r;
+	int rc;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	baton_spin_lock(&ch->lock);
 	/* A closed channel has no waiting receivers, so no check first. */
 	if (BATON_LIKELY((r = take_solo_receiver(ch, value)) != NULL)) {
@@ -159,26 +159,25 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 {
 	struct baton_task *t;
+	int rc;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	baton_spin_lock(&ch->lock);
 	/* The hop's case: nothing to take, so wait (the general step would
 	 * find the same, after more tests). The message lands in *value only
 	 * on success. */
 	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
 			 timeout_ns != 0))
-		return baton_wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
+		return baton__wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
 	return recv_general(ch, t, value, timeout_ns);
 }
 
 int baton_chan_close(baton_chan_t *ch)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_waiter *w;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
@@ -190,10 +189,8 @@ int baton_chan_close(baton_chan_t *ch)
 	ch->closed = true;
 	/* Waiting receivers exist only with an empty buffer: all get
 	 * ECLOSED. Waiting senders will never be received: ECLOSED too. */
-	while ((w = baton_waitq_claim_first(&ch->recvq)) != NULL)
-		baton_waiter_wake(&wl, w, BATON_ECLOSED);
-	while ((w = baton_waitq_claim_first(&ch->sendq)) != NULL)
-		baton_waiter_wake(&wl, w, BATON_ECLOSED);
+	baton_waitq_wake_all(&ch->recvq, &wl, BATON_ECLOSED);
+	baton_waitq_wake_all(&ch->sendq, &wl, BATON_ECLOSED);
 	baton_spin_unlock(&ch->lock);
 	baton_wakelist_run(&wl);
 	return BATON_OK;

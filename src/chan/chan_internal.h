@@ -30,9 +30,9 @@ enum {
 };
 
 /* Claimed partners are added to `wl`: ready them after unlocking. */
-int baton_chan_try_send_locked(struct baton_chan *ch, void *value,
+int baton__chan_try_send_locked(struct baton_chan *ch, void *value,
 			       struct baton_wakelist *wl);
-int baton_chan_try_recv_locked(struct baton_chan *ch, void **value,
+int baton__chan_try_recv_locked(struct baton_chan *ch, void **value,
 			       struct baton_wakelist *wl);
 
 #endif /* BATON_SRC_CHAN_INTERNAL_H */

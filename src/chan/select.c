@@ -78,9 +78,9 @@ static size_t try_all(struct baton_chan_op *ops, size_t n,
 		int rc;
 
 		if (op->dir == BATON_CHAN_SEND)
-			rc = baton_chan_try_send_locked(op->chan, op->value, wl);
+			rc = baton__chan_try_send_locked(op->chan, op->value, wl);
 		else
-			rc = baton_chan_try_recv_locked(op->chan, &v, wl);
+			rc = baton__chan_try_recv_locked(op->chan, &v, wl);
 		if (rc == BATON_CHAN_BLOCK)
 			continue;
 		op->result = rc;
@@ -103,9 +103,8 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	rc = validate(ops, n, index);
 	if (rc != BATON_OK)
 		return rc;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	m = lock_order(ops, n, chans);
 	for (size_t i = 0; i < m; i++)
 		baton_spin_lock(&chans[i]->lock);
@@ -131,7 +130,7 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 
 		w->value = ops[i].dir == BATON_CHAN_SEND ? ops[i].value : NULL;
 	}
-	rc = baton_wait_park(t, timeout_ns);
+	rc = baton__wait_park(t, timeout_ns);
 	if (rc == BATON_OK || rc == BATON_ECLOSED) {
 		size_t i = (size_t)t->wait_index;
 

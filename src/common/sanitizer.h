@@ -22,21 +22,7 @@
 #include <stddef.h>
 
 #include "config.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define BATON_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BATON_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define BATON_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BATON_TSAN 1
-#endif
-#endif
+#include "prelude.h" /* BATON_ASAN, BATON_TSAN */
 
 /* 1 when switches must go through baton_coro_switch() to tell a sanitizer */
 #if BATON_ASAN || BATON_TSAN

@@ -187,7 +187,7 @@ static void arena_free(struct baton_arena *a)
 static void slot_release(struct baton_arena *a, uint32_t i)
 {
 	char *p = a->base + (size_t)i * a->cls->slot_size;
-	size_t low = BATON_STACK_LOW_PAGES * baton_stack_page();
+	size_t low = BATON_STACK_LOW_PAGES * baton__stack_page();
 
 	baton_sanitizer_unpoison(p + low, a->cls->slot_size - low);
 	madvise(p + low, a->cls->slot_size - low, MADV_DONTNEED);
@@ -216,7 +216,7 @@ static int carve(struct baton_arena *a, uint32_t *idx)
 
 	if (a->cls->guarded) {
 		if (guarded_live >= guard_budget ||
-		    mprotect(p, BATON_STACK_LOW_PAGES * baton_stack_page(),
+		    mprotect(p, BATON_STACK_LOW_PAGES * baton__stack_page(),
 			     PROT_NONE) != 0)
 			return BATON_ENOMEM; /* the mapping limit, after all */
 		guarded_live++;
@@ -267,7 +267,7 @@ got:
 	return BATON_OK;
 }
 
-int baton_arena_take(size_t slot_size, bool want_guard, void **map,
+int baton__arena_take(size_t slot_size, bool want_guard, void **map,
 		     struct baton_arena **arena, bool *guarded)
 {
 	struct baton_arena_class *c;
@@ -292,7 +292,7 @@ int baton_arena_take(size_t slot_size, bool want_guard, void **map,
 	return rc;
 }
 
-void baton_arena_give(struct baton_arena *a, void *map)
+void baton__arena_give(struct baton_arena *a, void *map)
 {
 	struct baton_arena_class *c = a->cls;
 	uint32_t idx = (uint32_t)(((char *)map - a->base) / c->slot_size);
@@ -314,7 +314,7 @@ void baton_arena_give(struct baton_arena *a, void *map)
 	pthread_mutex_unlock(&arena_lock);
 }
 
-size_t baton_arena_trim(void)
+size_t baton__arena_trim(void)
 {
 	size_t released = 0;
 
@@ -343,7 +343,7 @@ size_t baton_arena_trim(void)
 	return released;
 }
 
-long baton_arena_guarded_live(void)
+long baton__arena_guarded_live(void)
 {
 	long n;
 

@@ -53,17 +53,17 @@ static int ensure_shared(struct baton_thread *t)
 {
 	struct baton_shared_stack *s = &t->shared;
 	struct baton_coro *c = &t->copier;
-	size_t page = baton_stack_page();
+	size_t page = baton__stack_page();
 	int rc;
 
 	if (s->map)
 		return BATON_OK;
-	rc = baton_stack_map(SHARED_STACK_SIZE, 0, &s->map, &s->map_size);
+	rc = baton__stack_map(SHARED_STACK_SIZE, 0, &s->map, &s->map_size);
 	if (rc != BATON_OK)
 		return rc;
-	rc = baton_stack_map(COPIER_STACK_SIZE, 0, &c->map, &c->map_size);
+	rc = baton__stack_map(COPIER_STACK_SIZE, 0, &c->map, &c->map_size);
 	if (rc != BATON_OK) {
-		baton_stack_unmap(s->map, s->map_size);
+		baton__stack_unmap(s->map, s->map_size);
 		s->map = NULL;
 		return rc;
 	}
@@ -83,7 +83,7 @@ static int ensure_shared(struct baton_thread *t)
 	memcpy(c->name, "(copier)", sizeof("(copier)"));
 	c->vg_stack = baton_sanitizer_stack_register(c->stack_lo, c->stack_hi);
 	baton_sanitizer_fiber_init(&c->san, false);
-	baton_arch_make(&c->ctx, c->stack_lo, c->stack_hi, copier_main);
+	baton__arch_make(&c->ctx, c->stack_lo, c->stack_hi, copier_main);
 	/* The copier never touches the FP state: it shares it, so a switch
 	 * through it costs what the direct switch would (see arch's rule). */
 	c->ctx.shared_fp = 1;
@@ -108,7 +108,7 @@ static void mark_dirty(struct baton_shared_stack *s, char *sp);
 
 static void copy_out(struct baton_thread *t, struct baton_coro *co)
 {
-	char *sp = baton_arch_ctx_sp(&co->ctx);
+	char *sp = baton__arch_ctx_sp(&co->ctx);
 	size_t len = (size_t)(t->shared.hi - sp);
 
 	copy_bytes(co->save, sp, len);
@@ -138,20 +138,20 @@ static void copy_in(struct baton_thread *t, struct baton_coro *co)
 	if (!co->started) {
 		baton_sanitizer_unpoison(s->hi - BATON_ARCH_MAKE_RESERVE,
 					 BATON_ARCH_MAKE_RESERVE);
-		baton_arch_make(&co->ctx, s->lo, s->hi, baton_coro_entry);
+		baton__arch_make(&co->ctx, s->lo, s->hi, baton__coro_entry);
 		co->started = true;
 	} else {
 		baton_sanitizer_unpoison(s->hi - co->save_len, co->save_len);
 		copy_bytes(s->hi - co->save_len, co->save, co->save_len);
 	}
-	sp = baton_arch_ctx_sp(&co->ctx);
+	sp = baton__arch_ctx_sp(&co->ctx);
 	if (BATON_DEBUG && s->dirty < sp)
 		memset(s->dirty, 0xdb, (size_t)(sp - s->dirty));
 	s->dirty = s->hi;
 	s->owner = co;
 }
 
-int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
+int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 			    struct baton_coro *to)
 {
 	struct baton_coro *owner;
@@ -184,7 +184,7 @@ int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 		return BATON_COPYSTACK_VIA_COPIER;
 	}
 	if (owner) {
-		sp = baton_arch_ctx_sp(&owner->ctx);
+		sp = baton__arch_ctx_sp(&owner->ctx);
 		rc = reserve(owner, (size_t)(t->shared.hi - sp));
 		if (rc != BATON_OK)
 			return rc;
@@ -194,7 +194,7 @@ int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 	return BATON_OK;
 }
 
-void *baton_copystack_via_copier(struct baton_thread *t,
+void *baton__copystack_via_copier(struct baton_thread *t,
 				 struct baton_coro *from,
 				 struct baton_coro *to, void *value,
 				 bool from_dies)
@@ -210,9 +210,9 @@ static void copier_main(void *value)
 	baton_sanitizer_entered();
 	for (;;) {
 		/* The copier belongs to one thread and never migrates. */
-		struct baton_thread *t = &baton_tls;
+		struct baton_thread *t = &baton__tls;
 		struct baton_coro *from = t->job_from, *to = t->job_to;
-		char *sp = baton_arch_ctx_sp(&from->ctx);
+		char *sp = baton__arch_ctx_sp(&from->ctx);
 
 		if (from->status != BATON_CORO_DEAD) {
 			/* prepare() reserved with a margin; should the real
@@ -236,26 +236,26 @@ static void copier_main(void *value)
 /* A copy-stack coroutine that finished, or is destroyed: nothing of it
  * needs saving, but what it left on S is dirty. When it is the one running
  * (finishing), its frames reach at most a little below ours. */
-void baton_copystack_forget(struct baton_thread *t, struct baton_coro *co)
+void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co)
 {
 	if (t->shared.owner != co)
 		return;
 	if (co->status == BATON_CORO_DEAD && t->current == co)
 		mark_dirty(&t->shared, (char *)__builtin_frame_address(0) - 1024);
 	else
-		mark_dirty(&t->shared, baton_arch_ctx_sp(&co->ctx));
+		mark_dirty(&t->shared, baton__arch_ctx_sp(&co->ctx));
 	t->shared.owner = NULL;
 }
 
-void baton_copystack_release(struct baton_thread *t, struct baton_coro *co)
+void baton__copystack_release(struct baton_thread *t, struct baton_coro *co)
 {
-	baton_copystack_forget(t, co);
+	baton__copystack_forget(t, co);
 	free(co->save);
 	co->save = NULL;
 	co->save_len = co->save_cap = 0;
 }
 
-void baton_copystack_thread_exit(struct baton_thread *t)
+void baton__copystack_thread_exit(struct baton_thread *t)
 {
 	struct baton_shared_stack *s = &t->shared;
 	struct baton_coro *c = &t->copier;
@@ -265,14 +265,14 @@ void baton_copystack_thread_exit(struct baton_thread *t)
 	baton_sanitizer_stack_deregister(s->vg_stack);
 	baton_sanitizer_stack_deregister(c->vg_stack);
 	baton_sanitizer_fiber_fini(&c->san);
-	baton_stack_unmap(s->map, s->map_size);
-	baton_stack_unmap(c->map, c->map_size);
+	baton__stack_unmap(s->map, s->map_size);
+	baton__stack_unmap(c->map, c->map_size);
 	memset(s, 0, sizeof(*s));
 }
 
-bool baton_copystack_points_inside(const void *p)
+bool baton__copystack_points_inside(const void *p)
 {
-	const struct baton_shared_stack *s = &baton_tls.shared;
+	const struct baton_shared_stack *s = &baton__tls.shared;
 
 	return s->map && (const char *)p >= s->lo && (const char *)p < s->hi;
 }

@@ -6,7 +6,7 @@
  * switch may need (moving frames on or off the shared stack of copy-stack
  * coroutines) is decided by one branch on the target's model.
  *
- * After baton_arch_switch() returns we may be on another thread (a stackful
+ * After baton__arch_switch() returns we may be on another thread (a stackful
  * coroutine can be resumed anywhere), so no code here keeps a pointer to
  * thread-local state across a switch: the side that switches sets
  * t->current for the side that wakes up.
@@ -30,14 +30,14 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 	bool via_copier = false;
 
 	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK)) {
-		int rc = baton_copystack_prepare(t, from, to);
+		int rc = baton__copystack_prepare(t, from, to);
 		if (rc < 0)
 			return rc;
 		via_copier = rc == BATON_COPYSTACK_VIA_COPIER;
 	}
 	t->current = to == &t->root ? NULL : to;
 	if (via_copier)
-		value = baton_copystack_via_copier(t, from, to, value,
+		value = baton__copystack_via_copier(t, from, to, value,
 						   from_dies);
 	else
 		value = baton_coro_switch(from, to, value, from_dies);
@@ -48,7 +48,7 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 #if BATON_DEBUG
 #define CHECK_LOCALADDR(p) \
 	do { \
-		if (baton_copystack_points_inside(p)) \
+		if (baton__copystack_points_inside(p)) \
 			return BATON_ELOCALADDR; \
 	} while (0)
 #else
@@ -134,14 +134,14 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 			return resume_slow(t, from, co, in, out);
 		/* The common case, a copy-stack target resumed from off the
 		 * shared stack: copy here, then take the fast switch. */
-		rc = baton_copystack_prepare(t, from, co);
+		rc = baton__copystack_prepare(t, from, co);
 		if (BATON_UNLIKELY(rc != BATON_OK))
 			return resume_undo(from, co, rc);
 	}
 	t->current = co;
 	/* Tail call: when `co` yields, the value lands in *out and we return
 	 * BATON_OK straight from the switch to our caller. */
-	return baton_arch_switch_out(&from->ctx, &co->ctx, in, out);
+	return baton__arch_switch_out(&from->ctx, &co->ctx, in, out);
 }
 
 int baton_coro_yield(void *out, void **in)
@@ -162,23 +162,23 @@ int baton_coro_yield(void *out, void **in)
 	if (BATON_UNLIKELY(needs_slow_switch(t, to)))
 		return yield_slow(t, co, to, out, in);
 	t->current = to == &t->root ? NULL : to;
-	return baton_arch_switch_out(&co->ctx, &to->ctx, out, in);
+	return baton__arch_switch_out(&co->ctx, &to->ctx, out, in);
 }
 
 /* Every coroutine starts here, on its own stack, from the trampoline. */
-void baton_coro_entry(void *value)
+void baton__coro_entry(void *value)
 {
 	struct baton_thread *t;
 	struct baton_coro *co;
 	void *ignored;
 
 	baton_sanitizer_entered();
-	co = baton_tls.current;
+	co = baton__tls.current;
 	value = co->fn(co->arg, value);
 
 	/* The function may have migrated to another thread while it ran:
-	 * the address of baton_tls computed before the call is stale. */
-	t = baton_thread_get_after_switch();
+	 * the address of baton__tls computed before the call is stale. */
+	t = baton__thread_get_after_switch();
 	baton_stack_canary_check(co);
 	co->status = BATON_CORO_DEAD;
 	co->resumer->status = BATON_CORO_RUNNING;
@@ -186,7 +186,7 @@ void baton_coro_entry(void *value)
 	 * copy-stack resumer, the copier sees DEAD and skips the save.) */
 	if (co->model == BATON_CORO_COPYSTACK &&
 	    co->resumer->model != BATON_CORO_COPYSTACK)
-		baton_copystack_forget(t, co);
+		baton__copystack_forget(t, co);
 	for (;;) {
 		/* Only copy-stack bookkeeping can fail here, and only for lack
 		 * of memory to save another coroutine; nothing can be returned
@@ -196,12 +196,10 @@ void baton_coro_entry(void *value)
 	}
 }
 
+/* A label: a longer name is cut (coro.h says so). */
 static void set_name(struct baton_coro *co, const char *name)
 {
-	size_t n = name ? strnlen(name, sizeof(co->name) - 1) : 0;
-
-	memcpy(co->name, name ? name : "", n);
-	co->name[n] = '\0';
+	(void)baton__name_copy(co->name, sizeof(co->name), name);
 }
 
 static void init_common(struct baton_coro *co, baton_coro_fn fn, void *arg,
@@ -224,7 +222,7 @@ static size_t control_block_size(void)
 static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 			   size_t size, bool canary)
 {
-	size_t page = baton_stack_page();
+	size_t page = baton__stack_page();
 	size_t low = BATON_STACK_LOW_PAGES * page;
 	size_t usable = (size + page - 1) & ~(page - 1);
 	size_t map_size, color;
@@ -237,7 +235,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	 * (the first one any resume touches). */
 	map_size = low + usable +
 		   ((control_block_size() + 31 * 64 + page - 1) & ~(page - 1));
-	rc = baton_stack_take(t, map_size, canary, &st);
+	rc = baton__stack_take(t, map_size, canary, &st);
 	if (rc != BATON_OK)
 		return rc;
 	/* Cache colouring: stacks are page-aligned, so without an offset every
@@ -300,7 +298,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		return BATON_ESTACK;
 
 	t = baton_thread_get();
-	baton_stack_overflow_handler_install();
+	baton__stack_overflow_handler_install();
 	if (attr->model == BATON_CORO_STACKFUL)
 		rc = create_stackful(t, out, size,
 				     (attr->flags & BATON_CORO_STACK_CANARY) != 0);
@@ -311,8 +309,8 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	init_common(*out, fn, arg, attr->name);
 	(*out)->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
 	if (attr->model == BATON_CORO_STACKFUL)
-		baton_arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
-				baton_coro_entry);
+		baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
+				baton__coro_entry);
 	return BATON_OK;
 }
 
@@ -330,7 +328,7 @@ int baton_coro_destroy(baton_coro_t *co)
 		return BATON_ETHREAD;
 	baton_sanitizer_fiber_fini(&co->san);
 	if (co->model == BATON_CORO_COPYSTACK) {
-		baton_copystack_release(t, co);
+		baton__copystack_release(t, co);
 		free(co);
 		return BATON_OK;
 	}
@@ -339,7 +337,7 @@ int baton_coro_destroy(baton_coro_t *co)
 		struct baton_stack st = { co->map, co->map_size, co->arena,
 					  co->guarded };
 
-		baton_stack_give(t, &st);
+		baton__stack_give(t, &st);
 	}
 	return BATON_OK;
 }
@@ -366,7 +364,7 @@ int baton_coro_model(const baton_coro_t *co)
 
 baton_coro_t *baton_coro_self(void)
 {
-	return baton_tls.current;
+	return baton__tls.current;
 }
 
 const char *baton_coro_name(const baton_coro_t *co)
@@ -405,7 +403,7 @@ static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
 	return rc;
 }
 
-int baton_coro_handoff(struct baton_coro *to)
+int baton__coro_handoff(struct baton_coro *to)
 {
 	struct baton_thread *t = baton_thread_get();
 	struct baton_coro *from = t->current;
@@ -419,10 +417,10 @@ int baton_coro_handoff(struct baton_coro *to)
 	t->current = to;
 	/* Tail call, as in resume: we come back here only when someone
 	 * switches to `from` again. */
-	return baton_arch_switch_ret(&from->ctx, &to->ctx, NULL, &from->discard);
+	return baton__arch_switch_ret(&from->ctx, &to->ctx, NULL, &from->discard);
 }
 
-int baton_coro_handoff_exit(struct baton_coro *to)
+int baton__coro_handoff_exit(struct baton_coro *to)
 {
 	struct baton_thread *t = baton_thread_get();
 	struct baton_coro *from = t->current;
@@ -432,10 +430,10 @@ int baton_coro_handoff_exit(struct baton_coro *to)
 	to->resumer = from->resumer;
 	from->status = BATON_CORO_DEAD;
 	to->status = BATON_CORO_RUNNING;
-	/* As at the end of baton_coro_entry: nobody needs our frames. */
+	/* As at the end of baton__coro_entry: nobody needs our frames. */
 	if (from->model == BATON_CORO_COPYSTACK &&
 	    to->model != BATON_CORO_COPYSTACK)
-		baton_copystack_forget(t, from);
+		baton__copystack_forget(t, from);
 	rc = handoff_slow(t, from, to, true); /* returns only on failure */
 	from->status = BATON_CORO_RUNNING;
 	return rc;

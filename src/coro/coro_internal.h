@@ -19,10 +19,8 @@
 #include <baton/coro.h>
 
 #include "../arch/arch.h"
+#include "../common/prelude.h"
 #include "../common/sanitizer.h"
-
-#define BATON_LIKELY(x) __builtin_expect(!!(x), 1)
-#define BATON_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* A stackful coroutine's control block sits at the top of its own mapping,
  * above its stack: one allocation, and a resume touches one page for both. */
@@ -89,24 +87,24 @@ struct baton_thread {
 	size_t altstack_size;
 };
 
-extern __thread struct baton_thread baton_tls
+extern __thread struct baton_thread baton__tls
 	__attribute__((tls_model("initial-exec")));
 
-void baton_thread_init(struct baton_thread *t);
+void baton__thread_init(struct baton_thread *t);
 
 /* The state of the thread running now, computed afresh. A compiler may keep
  * the address of a thread-local variable in a register across a call (on
  * AArch64 it is derived from TPIDR_EL0 once per function); after a call
  * during which the coroutine may have moved to another thread, use this,
  * not baton_thread_get(). Out of line (thread.c) so it cannot be folded. */
-struct baton_thread *baton_thread_get_after_switch(void);
+struct baton_thread *baton__thread_get_after_switch(void);
 
 static inline struct baton_thread *baton_thread_get(void)
 {
-	struct baton_thread *t = &baton_tls;
+	struct baton_thread *t = &baton__tls;
 
 	if (BATON_UNLIKELY(!t->ready))
-		baton_thread_init(t);
+		baton__thread_init(t);
 	return t;
 }
 
@@ -118,7 +116,7 @@ static inline void *baton_coro_switch(struct baton_coro *from,
 {
 	baton_sanitizer_switch_begin(&from->san, &to->san, to->stack_lo,
 				     to->stack_hi, from_dies);
-	value = baton_arch_switch(&from->ctx, &to->ctx, value);
+	value = baton__arch_switch(&from->ctx, &to->ctx, value);
 	baton_sanitizer_switch_end(&from->san);
 	return value;
 }
@@ -138,22 +136,22 @@ struct baton_stack {
 };
 
 /* arena.c */
-int baton_arena_take(size_t slot_size, bool want_guard, void **map,
+int baton__arena_take(size_t slot_size, bool want_guard, void **map,
 		     struct baton_arena **arena, bool *guarded);
-void baton_arena_give(struct baton_arena *a, void *map);
-size_t baton_arena_trim(void);
-long baton_arena_guarded_live(void);
+void baton__arena_give(struct baton_arena *a, void *map);
+size_t baton__arena_trim(void);
+long baton__arena_guarded_live(void);
 
 /* stack.c */
-int baton_stack_map(size_t usable, size_t top_reserve, void **map,
+int baton__stack_map(size_t usable, size_t top_reserve, void **map,
 		    size_t *map_size);
-void baton_stack_unmap(void *map, size_t map_size);
-int baton_stack_take(struct baton_thread *t, size_t map_size, bool canary,
+void baton__stack_unmap(void *map, size_t map_size);
+int baton__stack_take(struct baton_thread *t, size_t map_size, bool canary,
 		     struct baton_stack *out);
-void baton_stack_give(struct baton_thread *t, const struct baton_stack *st);
-void baton_stack_overflow_handler_install(void);
-size_t baton_stack_page(void);
-__attribute__((noreturn, cold)) void baton_stack_canary_failed(const struct baton_coro *co);
+void baton__stack_give(struct baton_thread *t, const struct baton_stack *st);
+void baton__stack_overflow_handler_install(void);
+size_t baton__stack_page(void);
+__attribute__((noreturn, cold)) void baton__stack_canary_failed(const struct baton_coro *co);
 
 /* A canary-mode coroutine that is switching away: is its canary intact?
  * One predictable branch for every other coroutine. The canary is the
@@ -165,7 +163,7 @@ static inline void baton_stack_canary_check(const struct baton_coro *co)
 {
 	if (BATON_UNLIKELY(co->canary) &&
 	    BATON_UNLIKELY(*(const volatile uint64_t *)(const void *)co->stack_lo != 0))
-		baton_stack_canary_failed(co);
+		baton__stack_canary_failed(co);
 }
 
 /* copystack.c */
@@ -174,18 +172,18 @@ static inline void baton_stack_canary_check(const struct baton_coro *co)
  * `from` is running on the shared stack and the copier must do it, or an
  * error (nothing changed). */
 #define BATON_COPYSTACK_VIA_COPIER 1
-int baton_copystack_prepare(struct baton_thread *t, struct baton_coro *from,
+int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 			    struct baton_coro *to);
-void *baton_copystack_via_copier(struct baton_thread *t,
+void *baton__copystack_via_copier(struct baton_thread *t,
 				 struct baton_coro *from,
 				 struct baton_coro *to, void *value,
 				 bool from_dies);
-void baton_copystack_forget(struct baton_thread *t, struct baton_coro *co);
-void baton_copystack_release(struct baton_thread *t, struct baton_coro *co);
-void baton_copystack_thread_exit(struct baton_thread *t);
-bool baton_copystack_points_inside(const void *p);
+void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co);
+void baton__copystack_release(struct baton_thread *t, struct baton_coro *co);
+void baton__copystack_thread_exit(struct baton_thread *t);
+bool baton__copystack_points_inside(const void *p);
 
 /* coro.c */
-void baton_coro_entry(void *value);
+void baton__coro_entry(void *value);
 
 #endif /* BATON_SRC_CORO_INTERNAL_H */

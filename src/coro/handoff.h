@@ -20,18 +20,18 @@
  * coroutine. */
 static inline baton_coro_t *baton_coro_running(void)
 {
-	return baton_tls.current;
+	return baton__tls.current;
 }
 
 /* Suspend the running coroutine and run `to`, which takes over the
  * caller's resumer. Returns BATON_OK when someone switches back to the
  * caller; an error (BATON_ENOMEM, BATON_ETHREAD: copy-stack bookkeeping)
  * at once, with nothing switched. */
-int baton_coro_handoff(baton_coro_t *to);
+int baton__coro_handoff(baton_coro_t *to);
 
 /* The same for a coroutine whose function is over: it becomes DEAD and is
  * never switched to again (its owner destroys it). Returns only on failure
- * (as baton_coro_handoff), with the caller still RUNNING. */
-int baton_coro_handoff_exit(baton_coro_t *to);
+ * (as baton__coro_handoff), with the caller still RUNNING. */
+int baton__coro_handoff_exit(baton_coro_t *to);
 
 #endif /* BATON_SRC_CORO_HANDOFF_H */

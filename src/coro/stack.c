@@ -33,7 +33,7 @@ struct baton_pooled_stack {
 	struct baton_stack stack;
 };
 
-size_t baton_stack_page(void)
+size_t baton__stack_page(void)
 {
 	static size_t page;
 
@@ -43,10 +43,10 @@ size_t baton_stack_page(void)
 }
 
 /* Map `usable` + `top_reserve` bytes (rounded to pages) above a guard page. */
-int baton_stack_map(size_t usable, size_t top_reserve, void **map,
+int baton__stack_map(size_t usable, size_t top_reserve, void **map,
 		    size_t *map_size)
 {
-	size_t page = baton_stack_page();
+	size_t page = baton__stack_page();
 	size_t size = page + ((usable + top_reserve + page - 1) & ~(page - 1));
 	void *p;
 
@@ -65,13 +65,13 @@ int baton_stack_map(size_t usable, size_t top_reserve, void **map,
 	return BATON_OK;
 }
 
-void baton_stack_unmap(void *map, size_t map_size)
+void baton__stack_unmap(void *map, size_t map_size)
 {
 	/* AddressSanitizer keeps the shadow of unmapped memory: frames that
 	 * ran here would leave their redzones on whatever is mapped next at
 	 * these addresses (a thread's stack and TLS, another stack). */
-	baton_sanitizer_unpoison((char *)map + baton_stack_page(),
-				 map_size - baton_stack_page());
+	baton_sanitizer_unpoison((char *)map + baton__stack_page(),
+				 map_size - baton__stack_page());
 	munmap(map, map_size);
 }
 
@@ -81,7 +81,7 @@ static struct baton_pooled_stack *record_of(const struct baton_stack *st)
 					     sizeof(struct baton_pooled_stack));
 }
 
-int baton_stack_take(struct baton_thread *t, size_t map_size, bool canary,
+int baton__stack_take(struct baton_thread *t, size_t map_size, bool canary,
 		     struct baton_stack *out)
 {
 	struct baton_pooled_stack **pp = &t->pool, *s;
@@ -95,16 +95,16 @@ int baton_stack_take(struct baton_thread *t, size_t map_size, bool canary,
 		}
 	}
 	out->map_size = map_size;
-	return baton_arena_take(map_size, !canary, &out->map, &out->arena,
+	return baton__arena_take(map_size, !canary, &out->map, &out->arena,
 				&out->guarded);
 }
 
-void baton_stack_give(struct baton_thread *t, const struct baton_stack *st)
+void baton__stack_give(struct baton_thread *t, const struct baton_stack *st)
 {
 	struct baton_pooled_stack *s;
 
 	if (t->pool_count >= POOL_MAX) {
-		baton_arena_give(st->arena, st->map);
+		baton__arena_give(st->arena, st->map);
 		return;
 	}
 	s = record_of(st);
@@ -123,11 +123,11 @@ size_t baton_coro_pool_trim(void)
 		struct baton_stack st = s->stack;
 
 		next = s->next;
-		baton_arena_give(st.arena, st.map);
+		baton__arena_give(st.arena, st.map);
 	}
 	t->pool = NULL;
 	t->pool_count = 0;
-	return baton_arena_trim();
+	return baton__arena_trim();
 }
 
 /*
@@ -200,16 +200,16 @@ static void canary_report(void *arg)
 /* The overflowed stack has at most its slack page left, too little for a
  * report and abort(): move to the thread's alternate signal stack (or, if
  * the program installed its own, a static one) first. */
-void baton_stack_canary_failed(const struct baton_coro *co)
+void baton__stack_canary_failed(const struct baton_coro *co)
 {
 	static char spare[16384] __attribute__((aligned(64)));
 	static __thread baton_arch_ctx_t left, report;
-	struct baton_thread *t = &baton_tls;
+	struct baton_thread *t = &baton__tls;
 	char *lo = t->altstack ? t->altstack : spare;
 	char *hi = lo + (t->altstack ? t->altstack_size : sizeof(spare));
 
-	baton_arch_make(&report, lo, hi, canary_report);
-	baton_arch_switch(&left, &report, (void *)co);
+	baton__arch_make(&report, lo, hi, canary_report);
+	baton__arch_switch(&left, &report, (void *)co);
 	abort(); /* not reached */
 }
 
@@ -217,12 +217,12 @@ void baton_stack_canary_failed(const struct baton_coro *co)
  * shared stack's when a copy-stack coroutine is running. */
 static bool in_guard(const char *addr, const char *lo, size_t pages)
 {
-	return lo && addr >= lo - pages * baton_stack_page() && addr < lo;
+	return lo && addr >= lo - pages * baton__stack_page() && addr < lo;
 }
 
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
-	struct baton_thread *t = &baton_tls;
+	struct baton_thread *t = &baton__tls;
 	const struct baton_coro *co = t->ready ? t->current : NULL;
 	const char *addr = si->si_addr;
 
@@ -262,7 +262,7 @@ static void install_handler(void)
 	sigaction(SIGSEGV, &sa, &previous_segv);
 }
 
-void baton_stack_overflow_handler_install(void)
+void baton__stack_overflow_handler_install(void)
 {
 	pthread_once(&handler_once, install_handler);
 }

@@ -13,9 +13,9 @@
 
 #include "coro_internal.h"
 
-__thread struct baton_thread baton_tls __attribute__((tls_model("initial-exec")));
+__thread struct baton_thread baton__tls __attribute__((tls_model("initial-exec")));
 
-__attribute__((noinline, noipa)) struct baton_thread *baton_thread_get_after_switch(void)
+__attribute__((noinline, noipa)) struct baton_thread *baton__thread_get_after_switch(void)
 {
 	/* An empty asm the optimiser cannot see through: no caller may
 	 * assume two calls return the same address. */
@@ -34,7 +34,7 @@ static void thread_exit(void *arg)
 	stack_t none = { .ss_flags = SS_DISABLE };
 
 	baton_coro_pool_trim();
-	baton_copystack_thread_exit(t);
+	baton__copystack_thread_exit(t);
 	if (t->altstack) {
 		sigaltstack(&none, NULL);
 		munmap(t->altstack, t->altstack_size);
@@ -91,7 +91,7 @@ static void install_altstack(struct baton_thread *t)
 	t->altstack_size = size;
 }
 
-void baton_thread_init(struct baton_thread *t)
+void baton__thread_init(struct baton_thread *t)
 {
 	pthread_once(&exit_key_once, make_exit_key);
 	memset(t, 0, sizeof(*t));

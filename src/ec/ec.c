@@ -13,29 +13,14 @@
 
 #include <baton/ec.h>
 
+#include "../common/prelude.h"
+
 enum {
 	EC_SPIN = 128,                /* re-reads of the word before blocking */
 	EC_SLICE_SCALE = 4,           /* growth of the blocking slices */
 };
 #define EC_SLICE0_NS INT64_C(1000000)     /* first blocking slice: 1 ms */
 #define EC_QUIET_NS  INT64_C(1000000000)  /* flag set 1 s: no inc_sp in flight */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield" ::: "memory");
-#endif
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Sleeps while *word == expect, at most ns nanoseconds (< 0: no limit). Any
  * return (woken, value differs, timeout, signal) sends the caller back to
@@ -89,10 +74,10 @@ static int ec_wait(baton_ec_t *ec, uint32_t old, int64_t timeout_ns, bool slices
 	if (timeout_ns == 0)
 		return BATON_ETIMEDOUT;
 	if (timeout_ns > 0)
-		deadline = now_ns() + timeout_ns;
+		deadline = baton__clock_now() + timeout_ns;
 
 	for (int i = 0; i < EC_SPIN; i++) {
-		cpu_relax();
+		baton__cpu_relax();
 		if (baton_ec_value(ec) != old)
 			return BATON_OK;
 	}
@@ -112,7 +97,7 @@ static int ec_wait(baton_ec_t *ec, uint32_t old, int64_t timeout_ns, bool slices
 				continue;
 			fresh = true;
 		}
-		now = now_ns();
+		now = baton__clock_now();
 		if (deadline >= 0 && now >= deadline)
 			return BATON_ETIMEDOUT;
 		if (fresh) {

@@ -52,7 +52,7 @@ static bool parse_stage_limit(const char *q, const char *eq, long stage_v[][2], 
 		int i;
 
 		if (n > wl && memcmp(eq - wl, what[k], wl) == 0 &&
-		    (i = baton_http_server_stage_index(q, n - wl)) >= 0) {
+		    (i = baton__http_server_stage_index(q, n - wl)) >= 0) {
 			stage_v[i][k] = v;
 			return true;
 		}
@@ -101,7 +101,7 @@ static int answer_stats(struct baton_http_server *srv, struct baton_http_resp *r
 	return BATON_OK;
 }
 
-int baton_http_admin(struct baton_http_server *srv, const struct baton_http_request *req,
+int baton__http_admin(struct baton_http_server *srv, const struct baton_http_request *req,
 		     struct baton_http_resp *resp)
 {
 	long v[NLIMITS] = { 0 };
@@ -122,7 +122,7 @@ int baton_http_admin(struct baton_http_server *srv, const struct baton_http_requ
 		return -400;
 	for (int i = 0; i < HTTP_NSTAGES; i++)
 		if ((stage_v[i][0] || stage_v[i][1]) &&
-		    baton_http_server_set_stage(srv, baton_http_stage_name(i),
+		    baton_http_server_set_stage(srv, baton__http_stage_name(i),
 						(unsigned)stage_v[i][0],
 						(size_t)stage_v[i][1]) != BATON_OK)
 			return -400;

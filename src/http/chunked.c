@@ -37,7 +37,7 @@ enum {
 	S_DONE,
 };
 
-void baton_http_chunked_init(struct baton_http_chunked *c, const struct baton_http_limits *lim)
+void baton__http_chunked_init(struct baton_http_chunked *c, const struct baton_http_limits *lim)
 {
 	if (!c)
 		return;
@@ -48,7 +48,7 @@ void baton_http_chunked_init(struct baton_http_chunked *c, const struct baton_ht
 	c->max_trailer_fields = lim ? lim->max_fields : 100;
 }
 
-int baton_http_chunked_done(const struct baton_http_chunked *c)
+int baton__http_chunked_done(const struct baton_http_chunked *c)
 {
 	/* Not after an error: the last byte can both end the trailers and
 	 * overflow their limit. */
@@ -69,7 +69,7 @@ static int hexval(unsigned char ch)
 	return (ch | 0x20) - 'a' + 10;
 }
 
-int baton_http_chunked_feed(struct baton_http_chunked *c, const char *in, size_t in_len,
+int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_t in_len,
 			    size_t *consumed, char *out, size_t out_cap, size_t *produced)
 {
 	const unsigned char *p = (const unsigned char *)in;

@@ -15,19 +15,12 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "../common/prelude.h"
 #include "server_internal.h"
 
 #define IN_INITIAL HTTP_BUF_SIZE
 #define OUT_INITIAL HTTP_BUF_SIZE
 #define INLINE_BODY_MAX (64 * 1024) /* larger bodies are written directly */
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Room for `more` bytes after in_len, within `limit` bytes in all. */
 static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
@@ -43,7 +36,7 @@ static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
 		cap *= 2;
 	if (cap > limit)
 		cap = limit;
-	p = c->in == NULL && cap == HTTP_BUF_SIZE ? baton_http_buf_get(c->srv)
+	p = c->in == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c->srv)
 						  : realloc(c->in, cap);
 	if (p == NULL)
 		return false;
@@ -63,7 +56,7 @@ static bool out_reserve(struct http_conn *c, size_t more)
 		return true;
 	while (cap < c->out_len + more)
 		cap *= 2;
-	p = c->out == NULL && cap == HTTP_BUF_SIZE ? baton_http_buf_get(c->srv)
+	p = c->out == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c->srv)
 						   : realloc(c->out, cap);
 	if (p == NULL)
 		return false;
@@ -120,8 +113,8 @@ static int read_idle(struct http_conn *c, size_t limit, size_t *n)
 
 	if (rc != BATON_EAGAIN)
 		return rc;
-	baton_http_buf_put(c->srv, c->in, c->in_cap);
-	baton_http_buf_put(c->srv, c->out, c->out_cap); /* written: flush ran */
+	baton__http_buf_put(c->srv, c->in, c->in_cap);
+	baton__http_buf_put(c->srv, c->out, c->out_cap); /* written: flush ran */
 	c->in = c->out = NULL;
 	c->in_cap = c->out_cap = 0;
 	c->out_len = 0;
@@ -138,7 +131,7 @@ static int read_more(struct http_conn *c, size_t limit, int64_t deadline, size_t
 	int64_t timeout = -1;
 
 	if (deadline >= 0) {
-		timeout = deadline - now_ns();
+		timeout = deadline - baton__clock_now();
 		if (timeout <= 0)
 			return BATON_ETIMEDOUT;
 	}
@@ -150,7 +143,7 @@ static int read_more(struct http_conn *c, size_t limit, int64_t deadline, size_t
 static bool answer_error(struct http_conn *c, int status)
 {
 	if (out_reserve(c, 512))
-		c->out_len += baton_http_format_error(c->out + c->out_len, 512, status);
+		c->out_len += baton__http_format_error(c->out + c->out_len, 512, status);
 	return flush(c) == BATON_OK;
 }
 
@@ -163,7 +156,7 @@ static bool answer_error(struct http_conn *c, int status)
  */
 static void linger_close(struct http_conn *c)
 {
-	int64_t deadline = now_ns() + c->srv->a.linger_ns;
+	int64_t deadline = baton__clock_now() + c->srv->a.linger_ns;
 	char small[512];
 	char *sink = c->in_cap ? c->in : small;
 	size_t cap = c->in_cap ? c->in_cap : sizeof(small);
@@ -171,7 +164,7 @@ static void linger_close(struct http_conn *c)
 	if (c->srv->a.linger_ns <= 0 || shutdown(c->fd, SHUT_WR) != 0)
 		return;
 	for (;;) {
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - baton__clock_now();
 		size_t got;
 
 		if (left <= 0 || baton_io_read(c->io, sink, cap, left, &got) != BATON_OK ||
@@ -203,12 +196,12 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 		if (c->in_len) {
 			/* Resumes where the last call stopped: a head sent a
 			 * byte at a time is scanned once, not once per byte. */
-			n = baton_http_parse_head_resume(c->in, c->in_len, &srv->lim, req,
+			n = baton__http_parse_head_resume(c->in, c->in_len, &srv->lim, req,
 							 &c->prog, NULL);
 			if (n != BATON_HTTP_NEED_MORE)
 				return n;
 			if (deadline < 0)
-				deadline = now_ns() + srv->a.header_timeout_ns;
+				deadline = baton__clock_now() + srv->a.header_timeout_ns;
 		}
 		/* About to wait for the client: what we owe it goes first. */
 		if (flush(c) != BATON_OK)
@@ -223,10 +216,10 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 			if (c->served)
 				baton_sched_yield();
 			/* Idle, closed by shutdown. */
-			if (!baton_http_conn_set_idle(c, true))
+			if (!baton__http_conn_set_idle(c, true))
 				return 0;
 			rc = read_idle(c, limit, &got);
-			baton_http_conn_set_idle(c, false);
+			baton__http_conn_set_idle(c, false);
 			if (rc != BATON_OK || got == 0)
 				return 0; /* idle timeout, EOF or error: just close */
 		} else {
@@ -258,7 +251,7 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 	*end = head;
 	if (req->content_length <= 0 && !req->chunked)
 		return BATON_OK;
-	deadline = now_ns() + srv->a.header_timeout_ns;
+	deadline = baton__clock_now() + srv->a.header_timeout_ns;
 	/* Expect: 100-continue: say go on, unless the body is already here. */
 	if (req->expect_continue && c->in_len == head) {
 		if (!out_reserve(c, sizeof(BATON_HTTP_CONTINUE)))
@@ -288,11 +281,11 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 	struct baton_http_chunked dec;
 	size_t in_pos = head, out_pos = head;
 
-	baton_http_chunked_init(&dec, &srv->lim);
+	baton__http_chunked_init(&dec, &srv->lim);
 	for (;;) {
 		size_t consumed, produced;
 
-		rc = baton_http_chunked_feed(&dec, c->in + in_pos, c->in_len - in_pos, &consumed,
+		rc = baton__http_chunked_feed(&dec, c->in + in_pos, c->in_len - in_pos, &consumed,
 					     c->in + out_pos, c->in_len - out_pos, &produced);
 		in_pos += consumed;
 		out_pos += produced;
@@ -333,7 +326,7 @@ static int respond(struct http_conn *c, const struct baton_http_request *req,
 		head_cap += extra[i].name_len + extra[i].value_len + 4;
 	if (!out_reserve(c, head_cap + (inline_body ? resp->body_len : 0)))
 		return BATON_ENOMEM;
-	n = baton_http_format_head(c->out + c->out_len, head_cap, resp->status,
+	n = baton__http_format_head(c->out + c->out_len, head_cap, resp->status,
 				   (int64_t)resp->body_len, keep, extra, nextra);
 	if (n == 0)
 		return BATON_EINVAL; /* a bad header from the handler */
@@ -353,7 +346,7 @@ static int respond(struct http_conn *c, const struct baton_http_request *req,
 /* The handle stage's function, on a compute worker: run the handler for
  * the job and post its connection's semaphore. The job lives on the
  * connection task's stack: after the post it may be gone. */
-void baton_http_handle_job(void *item, void *ctx)
+void baton__http_handle_job(void *item, void *ctx)
 {
 	struct http_job *job = item;
 	struct baton_http_server *srv = ctx;
@@ -405,11 +398,11 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	resp->scratch = scratch;
 	resp->scratch_cap = scratch_cap;
 	if (srv->a.stats && req->target_len > 2 && req->target[1] == '_' &&
-	    (rc = baton_http_admin(srv, req, resp)) != 0)
+	    (rc = baton__http_admin(srv, req, resp)) != 0)
 		return rc > 0 ? BATON_OK : rc;
 	if (srv->static_dir && (req->method_id == BATON_HTTP_GET ||
 				req->method_id == BATON_HTTP_HEAD)) {
-		rc = baton_http_static(srv, req, resp);
+		rc = baton__http_static(srv, req, resp);
 		if (rc != 0)
 			return rc > 0 ? BATON_OK : rc;
 	}
@@ -433,7 +426,7 @@ const char *baton_http_req_header(const struct baton_http_req *req, const char *
 
 	if (req == NULL || req->head_ == NULL || name == NULL)
 		return NULL;
-	f = baton_http_find_field(req->head_, name);
+	f = baton__http_find_field(req->head_, name);
 	if (f && len)
 		*len = f->value_len;
 	return f ? f->value : NULL;
@@ -457,7 +450,7 @@ int baton_http_req_field(const struct baton_http_req *req, size_t i, const char 
 	return BATON_OK;
 }
 
-void baton_http_conn_main(void *arg)
+void baton__http_conn_main(void *arg)
 {
 	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
@@ -503,10 +496,10 @@ void baton_http_conn_main(void *arg)
 		 * pointers (method, target, fields) are re-read from the new
 		 * copy, which has the same bytes. */
 		if ((uintptr_t)c->in != in_before)
-			baton_http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
+			baton__http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
 		baton_stage_leave(&rd, &t0); /* its end is handle's start */
 		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch), t0);
-		keep = req.keep_alive && !baton_http_shutting(srv);
+		keep = req.keep_alive && !baton__http_shutting(srv);
 		if (rc != BATON_OK) {
 			baton_pool_release(srv->inflight, 1);
 			if (resp.release && resp.body)

@@ -16,11 +16,11 @@
  *     struct baton_http_request req = { .fields = fields, .fields_cap = 100 };
  *     struct baton_http_progress prog = BATON_HTTP_PROGRESS_INIT; // per connection
  *     const char *why;
- *     long n = baton_http_parse_head_resume(buf, len, &lim, &req, &prog, &why);
+ *     long n = baton__http_parse_head_resume(buf, len, &lim, &req, &prog, &why);
  *     if (n == BATON_HTTP_NEED_MORE)
  *         ... read more, append, call again ...
  *     else if (n < 0)
- *         ... write baton_http_format_error(out, cap, (int)-n), close ...
+ *         ... write baton__http_format_error(out, cap, (int)-n), close ...
  *     else
  *         ... request head is buf[0, n); the body (if any) follows ...
  *
@@ -114,7 +114,7 @@ struct baton_http_request {
  *   < 0  -status (-400, -413, -414, -417, -431, -501, -505); *why (if why is
  *        not NULL) is a short static reason for a log line. -1: bad call.
  */
-long baton_http_parse_head(const char *buf, size_t len,
+long baton__http_parse_head(const char *buf, size_t len,
 			   const struct baton_http_limits *lim,
 			   struct baton_http_request *req, const char **why);
 
@@ -138,14 +138,14 @@ struct baton_http_progress {
 
 #define BATON_HTTP_PROGRESS_INIT { 0 }
 
-long baton_http_parse_head_resume(const char *buf, size_t len,
+long baton__http_parse_head_resume(const char *buf, size_t len,
 				  const struct baton_http_limits *lim,
 				  struct baton_http_request *req,
 				  struct baton_http_progress *progress, const char **why);
 
 /* Case-insensitive lookup of a header field of a parsed request (the first
  * one of that name); NULL if absent. */
-const struct baton_http_field *baton_http_find_field(const struct baton_http_request *req,
+const struct baton_http_field *baton__http_find_field(const struct baton_http_request *req,
 						     const char *name);
 
 /*
@@ -165,7 +165,7 @@ struct baton_http_chunked {
 	size_t max_trailer_bytes, max_trailer_fields;
 };
 
-void baton_http_chunked_init(struct baton_http_chunked *c, const struct baton_http_limits *lim);
+void baton__http_chunked_init(struct baton_http_chunked *c, const struct baton_http_limits *lim);
 
 /*
  * Decode from in[0, in_len): writes body bytes to out[0, out_cap) (out may
@@ -176,11 +176,11 @@ void baton_http_chunked_init(struct baton_http_chunked *c, const struct baton_ht
  * or more room in out (check *consumed), -status on a malformed body (400)
  * or one over the limits (413, 431 for trailers); the error is sticky.
  */
-int baton_http_chunked_feed(struct baton_http_chunked *c, const char *in, size_t in_len,
+int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_t in_len,
 			    size_t *consumed, char *out, size_t out_cap, size_t *produced);
 
 /* 1 once the decoder has seen the end of the body, else 0. */
-int baton_http_chunked_done(const struct baton_http_chunked *c);
+int baton__http_chunked_done(const struct baton_http_chunked *c);
 
 /* Response heads. */
 #define BATON_HTTP_CHUNKED_BODY (-1)   /* content_length: Transfer-Encoding: chunked */
@@ -188,7 +188,7 @@ int baton_http_chunked_done(const struct baton_http_chunked *c);
 #define BATON_HTTP_CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
 
 /* The reason phrase of a status ("" for statuses it does not know). */
-const char *baton_http_reason(int status);
+const char *baton__http_reason(int status);
 
 /*
  * Write "HTTP/1.1 status reason", Date, Server: baton, the framing header
@@ -197,15 +197,15 @@ const char *baton_http_reason(int status);
  * if they do not fit in cap, status is not 100..999, or an extra field has
  * a name that is not a token or a value with CR, LF or NUL.
  */
-size_t baton_http_format_head(char *buf, size_t cap, int status, int64_t content_length,
+size_t baton__http_format_head(char *buf, size_t cap, int status, int64_t content_length,
 			      int keep_alive, const struct baton_http_field *extra, size_t nextra);
 
 /* A complete canned error response (head and a short text body) with
  * Connection: close; 0 if it does not fit or status is not 100..999. */
-size_t baton_http_format_error(char *buf, size_t cap, int status);
+size_t baton__http_format_error(char *buf, size_t cap, int status);
 
 /* The current IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT", 29 bytes, no
  * NUL), cached per second per thread. */
-const char *baton_http_date(void);
+const char *baton__http_date(void);
 
 #endif /* BATON_HTTP_PARSE_H */

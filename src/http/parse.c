@@ -3,7 +3,7 @@
  * buffer that stops at the first byte it cannot judge yet. Every decision
  * is taken at a fixed byte, so the answer for a given prefix never depends
  * on how the bytes were split into reads. With a progress record
- * (baton_http_parse_head_resume) a call that needs more saves the field
+ * (baton__http_parse_head_resume) a call that needs more saves the field
  * line, and the byte in it, where it stopped, plus the field semantics so
  * far; the next call goes on from there instead of from byte 0.
  *
@@ -319,7 +319,7 @@ static void save(struct baton_http_progress *pr, const char *buf, size_t len, si
 	memcpy(pr->h, h, sizeof(*h));
 }
 
-long baton_http_parse_head_resume(const char *buf, size_t len, const struct baton_http_limits *lim,
+long baton__http_parse_head_resume(const char *buf, size_t len, const struct baton_http_limits *lim,
 				  struct baton_http_request *req, struct baton_http_progress *pr,
 				  const char **why)
 {
@@ -515,13 +515,13 @@ value:
 	return (long)pos;
 }
 
-long baton_http_parse_head(const char *buf, size_t len, const struct baton_http_limits *lim,
+long baton__http_parse_head(const char *buf, size_t len, const struct baton_http_limits *lim,
 			   struct baton_http_request *req, const char **why)
 {
-	return baton_http_parse_head_resume(buf, len, lim, req, NULL, why);
+	return baton__http_parse_head_resume(buf, len, lim, req, NULL, why);
 }
 
-const struct baton_http_field *baton_http_find_field(const struct baton_http_request *req,
+const struct baton_http_field *baton__http_find_field(const struct baton_http_request *req,
 						     const char *name)
 {
 	size_t n;

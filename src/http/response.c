@@ -9,7 +9,7 @@
 #include "http_ctype.h"
 #include "http_parse.h"
 
-const char *baton_http_reason(int status)
+const char *baton__http_reason(int status)
 {
 	switch (status) {
 	case 100: return "Continue";
@@ -86,7 +86,7 @@ static void imf_fixdate(char d[29], time_t now)
 	memcpy(d + 25, " GMT", 4);
 }
 
-const char *baton_http_date(void)
+const char *baton__http_date(void)
 {
 	/* Per thread, so no synchronisation: each worker formats once a second. */
 	static __thread time_t cached = (time_t)-1;
@@ -134,7 +134,7 @@ static void put_u64(struct out *o, uint64_t v)
 
 static void status_line(struct out *o, int status)
 {
-	const char *reason = baton_http_reason(status);
+	const char *reason = baton__http_reason(status);
 	char code[4] = {
 		(char)('0' + status / 100), (char)('0' + status / 10 % 10),
 		(char)('0' + status % 10), ' ',
@@ -144,7 +144,7 @@ static void status_line(struct out *o, int status)
 	put(o, code, 4);
 	put(o, reason, strlen(reason));
 	PUTS(o, "\r\nDate: ");
-	put(o, baton_http_date(), 29);
+	put(o, baton__http_date(), 29);
 	PUTS(o, "\r\nServer: baton\r\n");
 }
 
@@ -162,7 +162,7 @@ static int extra_ok(const struct baton_http_field *f)
 	return 1;
 }
 
-size_t baton_http_format_head(char *buf, size_t cap, int status, int64_t content_length,
+size_t baton__http_format_head(char *buf, size_t cap, int status, int64_t content_length,
 			      int keep_alive, const struct baton_http_field *extra, size_t nextra)
 {
 	struct out o = { buf, 0, cap, 0 };
@@ -194,7 +194,7 @@ size_t baton_http_format_head(char *buf, size_t cap, int status, int64_t content
 	return o.over ? 0 : o.len;
 }
 
-size_t baton_http_format_error(char *buf, size_t cap, int status)
+size_t baton__http_format_error(char *buf, size_t cap, int status)
 {
 	struct out o = { buf, 0, cap, 0 };
 	const char *reason;
@@ -203,7 +203,7 @@ size_t baton_http_format_error(char *buf, size_t cap, int status)
 
 	if (!buf || status < 100 || status > 999)
 		return 0;
-	reason = baton_http_reason(status);
+	reason = baton__http_reason(status);
 	rlen = strlen(reason);
 	code[0] = (char)('0' + status / 100);
 	code[1] = (char)('0' + status / 10 % 10);

@@ -24,7 +24,7 @@ static struct http_bufs *my_bufs(struct baton_http_server *srv)
 }
 
 /* A buffer of HTTP_BUF_SIZE bytes: this worker's last given back, or new. */
-void *baton_http_buf_get(struct baton_http_server *srv)
+void *baton__http_buf_get(struct baton_http_server *srv)
 {
 	struct http_bufs *b = my_bufs(srv);
 
@@ -32,7 +32,7 @@ void *baton_http_buf_get(struct baton_http_server *srv)
 }
 
 /* Give back a buffer of cap bytes (NULL: nothing). */
-void baton_http_buf_put(struct baton_http_server *srv, void *p, size_t cap)
+void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap)
 {
 	struct http_bufs *b = my_bufs(srv);
 
@@ -45,18 +45,18 @@ void baton_http_buf_put(struct baton_http_server *srv, void *p, size_t cap)
 /* --- the connection list -------------------------------------------------- */
 /* Mark a connection idle (between requests) or busy. Returns false when it
  * becomes idle while the server shuts down: the caller closes it. */
-bool baton_http_conn_set_idle(struct http_conn *c, bool idle)
+bool baton__http_conn_set_idle(struct http_conn *c, bool idle)
 {
 	/* Seq_cst store then load, against shutdown's seq_cst store of
 	 * shutting then load of idle (Dekker): either this connection sees
 	 * the shutdown, or the shutdown sees it idle and ends its read. */
 	__atomic_store_n(&c->idle, idle, __ATOMIC_SEQ_CST);
-	return !(idle && baton_http_shutting(c->srv));
+	return !(idle && baton__http_shutting(c->srv));
 }
 
-bool baton_http_shutting(struct baton_http_server *srv)
+bool baton__http_shutting(struct baton_http_server *srv)
 {
-	/* Seq_cst: see baton_http_conn_set_idle. */
+	/* Seq_cst: see baton__http_conn_set_idle. */
 	return __atomic_load_n(&srv->shutting, __ATOMIC_SEQ_CST);
 }
 
@@ -85,17 +85,17 @@ static void conn_unlink(struct baton_http_server *srv, struct http_conn *c)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-/* The connection task: wraps baton_http_conn_main with the bookkeeping. */
+/* The connection task: wraps baton__http_conn_main with the bookkeeping. */
 static void conn_task(void *arg)
 {
 	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
 
-	baton_http_conn_main(c);
+	baton__http_conn_main(c);
 	conn_unlink(srv, c);
 	baton_sem_destroy(c->done);
-	baton_http_buf_put(srv, c->in, c->in_cap);
-	baton_http_buf_put(srv, c->out, c->out_cap);
+	baton__http_buf_put(srv, c->in, c->in_cap);
+	baton__http_buf_put(srv, c->out, c->out_cap);
 	free(c);
 	baton_pool_release(srv->conns, 1);
 }
@@ -114,7 +114,7 @@ static void acceptor(void *arg)
 		close(srv->lfd);
 		goto out;
 	}
-	while (!baton_http_shutting(srv)) {
+	while (!baton__http_shutting(srv)) {
 		struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
 		struct http_conn *c;
 		int fd, rc;
@@ -218,12 +218,12 @@ static unsigned clamp_conc(long n)
 
 static const char *const stage_names[HTTP_NSTAGES] = { "accept", "read", "handle", "write" };
 
-const char *baton_http_stage_name(int i)
+const char *baton__http_stage_name(int i)
 {
 	return stage_names[i];
 }
 
-int baton_http_server_stage_index(const char *name, size_t len)
+int baton__http_server_stage_index(const char *name, size_t len)
 {
 	for (int i = 0; i < HTTP_NSTAGES; i++)
 		if (strlen(stage_names[i]) == len && memcmp(stage_names[i], name, len) == 0)
@@ -261,7 +261,7 @@ static int make_stages(struct baton_http_server *srv, baton_sched_t *s)
 			sa.nneeds = 1;
 		}
 		if (i == HTTP_HANDLE && srv->compute) {
-			sa.fn = baton_http_handle_job;
+			sa.fn = baton__http_handle_job;
 			sa.ctx = srv;
 			sa.first_worker = (int)srv->io_workers;
 			sa.nworkers = a->compute_workers;
@@ -339,7 +339,7 @@ int baton_http_server_shutdown(baton_http_server_t *srv)
 {
 	if (srv == NULL)
 		return BATON_EINVAL;
-	/* Seq_cst: see baton_http_conn_set_idle. */
+	/* Seq_cst: see baton__http_conn_set_idle. */
 	__atomic_store_n(&srv->shutting, true, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&srv->lock);
 	/* Idle connections wait in read: end that read with EOF. Busy ones
@@ -381,7 +381,7 @@ int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
 	int i, rc = BATON_OK;
 
 	if (srv == NULL || stage == NULL ||
-	    (i = baton_http_server_stage_index(stage, strlen(stage))) < 0)
+	    (i = baton__http_server_stage_index(stage, strlen(stage))) < 0)
 		return BATON_EINVAL;
 	st = srv->stage[i];
 	if (i == HTTP_ACCEPT && concurrency > 1) /* one acceptor */

@@ -93,25 +93,25 @@ struct http_job {
 };
 
 /* server.c */
-int baton_http_server_stage_index(const char *name, size_t len); /* or -1 */
-const char *baton_http_stage_name(int i);
-bool baton_http_conn_set_idle(struct http_conn *c, bool idle);
-void *baton_http_buf_get(struct baton_http_server *srv);
-void baton_http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
-bool baton_http_shutting(struct baton_http_server *srv);
+int baton__http_server_stage_index(const char *name, size_t len); /* or -1 */
+const char *baton__http_stage_name(int i);
+bool baton__http_conn_set_idle(struct http_conn *c, bool idle);
+void *baton__http_buf_get(struct baton_http_server *srv);
+void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
+bool baton__http_shutting(struct baton_http_server *srv);
 
 /* conn.c */
-void baton_http_conn_main(void *arg);
-void baton_http_handle_job(void *item, void *ctx); /* the handle stage's fn */
+void baton__http_conn_main(void *arg);
+void baton__http_handle_job(void *item, void *ctx); /* the handle stage's fn */
 
 /* admin.c: GET /_stats, POST /_limits; 1 if it answered (resp filled), 0
  * if the request is not for it, -status or an error code on failure. */
-int baton_http_admin(struct baton_http_server *srv, const struct baton_http_request *req,
+int baton__http_admin(struct baton_http_server *srv, const struct baton_http_request *req,
 		     struct baton_http_resp *resp);
 
 /* static.c: 1 if a file answered (resp filled, body to free), 0 if the
  * path is not a file there, -status on a refused path. */
-int baton_http_static(struct baton_http_server *srv, const struct baton_http_request *req,
+int baton__http_static(struct baton_http_server *srv, const struct baton_http_request *req,
 		      struct baton_http_resp *resp);
 
 #endif /* BATON_SRC_HTTP_SERVER_INTERNAL_H */

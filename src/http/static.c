@@ -55,7 +55,7 @@ static void release_file(const void *body)
 	free((void *)body);
 }
 
-int baton_http_static(struct baton_http_server *srv, const struct baton_http_request *req,
+int baton__http_static(struct baton_http_server *srv, const struct baton_http_request *req,
 		      struct baton_http_resp *resp)
 {
 	char path[PATH_MAX];

@@ -95,7 +95,7 @@ static void ep_poll(struct baton_worker *w, int64_t timeout_ns)
 			ready |= BATON_IO_IN;
 		if (ev->events & EPOLLOUT)
 			ready |= BATON_IO_OUT;
-		baton_io_edge(io, ready, ev->events & (EPOLLERR | EPOLLHUP));
+		baton__io_edge(io, ready, ev->events & (EPOLLERR | EPOLLHUP));
 	}
 }
 
@@ -118,7 +118,7 @@ static void ep_destroy(struct baton_worker *w)
 	baton_reactor_of(w)->poller = NULL;
 }
 
-const struct baton_poller_ops baton_poller_epoll = {
+const struct baton_poller_ops baton__poller_epoll = {
 	.name = "epoll",
 	.create = ep_create,
 	.add = ep_add,

@@ -5,7 +5,7 @@
  * handle's remembered readiness under the handle's lock: an edge that
  * arrived since the call returned means "try again"; otherwise the task
  * links a waiter and parks (the wait protocol of sched_internal.h). The
- * poller's baton_io_edge() sets the readiness and claims the waiters.
+ * poller's baton__io_edge() sets the readiness and claims the waiters.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@ static const struct baton_poller_ops *choose_backend(struct baton_sched *s)
 	else if (env && strcmp(env, "io_uring") == 0)
 		want = BATON_IO_URING;
 	/* AUTO tries io_uring first; worker_poller falls back to epoll. */
-	return want == BATON_IO_EPOLL ? &baton_poller_epoll : &baton_poller_uring;
+	return want == BATON_IO_EPOLL ? &baton__poller_epoll : &baton__poller_uring;
 }
 
 static void hook_poll(struct baton_worker *w, int64_t timeout_ns);
@@ -53,8 +53,8 @@ static int worker_poller(struct baton_worker *w)
 	w->hook_data = r; /* the backend's create stores r->poller */
 	ops = choose_backend(w->sched);
 	rc = ops->create(w);
-	if (rc != BATON_OK && ops != &baton_poller_epoll) {
-		ops = &baton_poller_epoll; /* io_uring unavailable: fall back */
+	if (rc != BATON_OK && ops != &baton__poller_epoll) {
+		ops = &baton__poller_epoll; /* io_uring unavailable: fall back */
 		rc = ops->create(w);
 	}
 	if (rc != BATON_OK) {
@@ -118,13 +118,13 @@ static void hook_fini(struct baton_worker *w)
 
 const char *baton_io_backend(void)
 {
-	struct baton_worker *w = baton_worker_self;
+	struct baton_worker *w = baton__worker_self;
 
 	return w && w->current && w->hook_data ? baton_reactor_of(w)->pops->name : NULL;
 }
 
 /* --- edges and waits ----------------------------------------------------- */
-void baton_io_edge(struct baton_io *io, unsigned events, bool hup)
+void baton__io_edge(struct baton_io *io, unsigned events, bool hup)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_waiter *wt;
@@ -163,7 +163,7 @@ static int wait_edge(struct baton_io *io, int dir, int64_t timeout)
 		baton_spin_unlock(&io->lock);
 		return BATON_OK;
 	}
-	return baton_wait_one(t, &io->waiters[dir], &io->lock, 0, NULL, NULL, timeout);
+	return baton__wait_one(t, &io->waiters[dir], &io->lock, 0, NULL, NULL, timeout);
 }
 
 #define DEADLINE_UNSET INT64_MIN
@@ -180,10 +180,10 @@ static int would_block(struct baton_io *io, int dir, int64_t *deadline, int64_t 
 		return BATON_EAGAIN;
 	if (timeout_ns > 0) {
 		if (*deadline == DEADLINE_UNSET) {
-			*deadline = baton_deadline_after(timeout_ns);
+			*deadline = baton__deadline_after(timeout_ns);
 			timeout = timeout_ns;
 		} else {
-			timeout = *deadline - baton_clock_now();
+			timeout = *deadline - baton__clock_now();
 			if (timeout <= 0)
 				return BATON_ETIMEDOUT;
 		}
@@ -194,7 +194,7 @@ static int would_block(struct baton_io *io, int dir, int64_t *deadline, int64_t 
 /* --- the public operations ---------------------------------------------- */
 int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 {
-	struct baton_worker *w = baton_worker_self;
+	struct baton_worker *w = baton__worker_self;
 	struct baton_io *io;
 	int flags, rc;
 
@@ -400,7 +400,7 @@ int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 		baton_wait_add(t, &io->waiters[0], &io->lock);
 	if (events & BATON_IO_WRITABLE)
 		baton_wait_add(t, &io->waiters[1], &io->lock);
-	rc = baton_wait_park(t, timeout_ns);
+	rc = baton__wait_park(t, timeout_ns);
 	baton_wait_finish(t);
 	return rc;
 }
@@ -412,7 +412,7 @@ int baton_io_fd(const baton_io_t *io)
 
 int baton_io_close(baton_io_t *io)
 {
-	struct baton_worker *home, *self = baton_worker_self;
+	struct baton_worker *home, *self = baton__worker_self;
 	bool busy;
 
 	if (io == NULL)
@@ -442,7 +442,7 @@ int baton_io_close(baton_io_t *io)
 		/* Release: our writes to the handle happen before its free. */
 	} while (!__atomic_compare_exchange_n(&baton_reactor_of(home)->dead_ios, &head, io, true,
 					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-	baton_worker_wake(home);
+	baton__worker_wake(home);
 	return BATON_OK;
 }
 

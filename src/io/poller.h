@@ -10,7 +10,7 @@
  * worker's idle hook (sched_internal.h). From then on, when the worker has
  * nothing to run, it sleeps in the poller (which also ends at its earliest
  * timer) instead of on its event count; a thread that hands it a task
- * interrupts that sleep (baton_worker_wake calls the hook's wake).
+ * interrupts that sleep (baton__worker_wake calls the hook's wake).
  * Readiness is edge-triggered: a handle remembers "readable"/"writable"
  * until an operation on it runs into EAGAIN, and the task that waits for
  * it is readied by whichever worker's poller sees the edge.
@@ -76,10 +76,10 @@ struct baton_poller_ops {
 	void (*destroy)(struct baton_worker *w);
 };
 
-extern const struct baton_poller_ops baton_poller_epoll;
-extern const struct baton_poller_ops baton_poller_uring;
+extern const struct baton_poller_ops baton__poller_epoll;
+extern const struct baton_poller_ops baton__poller_uring;
 
 /* io.c: an edge was seen on io; ready its waiters. Any thread. */
-void baton_io_edge(struct baton_io *io, unsigned events, bool hup);
+void baton__io_edge(struct baton_io *io, unsigned events, bool hup);
 
 #endif /* BATON_SRC_IO_POLLER_H */

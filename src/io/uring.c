@@ -220,7 +220,7 @@ static void cancel(struct uring_poller *p, struct baton_io *io)
 
 static void ur_del(struct baton_worker *w, struct baton_io *io)
 {
-	if (baton_worker_self == w)
+	if (baton__worker_self == w)
 		cancel(baton_reactor_of(w)->poller, io);
 	/* else another thread's: the ring is not ours, release() cancels */
 }
@@ -265,7 +265,7 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 			ready |= BATON_IO_IN;
 		if (res & POLLOUT)
 			ready |= BATON_IO_OUT;
-		baton_io_edge(io, ready, res & (POLLERR | POLLHUP));
+		baton__io_edge(io, ready, res & (POLLERR | POLLHUP));
 	}
 	if (more) {
 		io->pending |= UR_MORE;
@@ -286,7 +286,7 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 	} else {
 		/* The kernel refused to watch it: wake its waiters, whose
 		 * next system call reports the problem. */
-		baton_io_edge(io, BATON_IO_IN | BATON_IO_OUT, true);
+		baton__io_edge(io, BATON_IO_IN | BATON_IO_OUT, true);
 	}
 }
 
@@ -387,7 +387,7 @@ static void ur_destroy(struct baton_worker *w)
 	baton_reactor_of(w)->poller = NULL;
 }
 
-const struct baton_poller_ops baton_poller_uring = {
+const struct baton_poller_ops baton__poller_uring = {
 	.name = "io_uring",
 	.create = ur_create,
 	.add = ur_add,
@@ -405,7 +405,7 @@ static int ur_unavailable(struct baton_worker *w)
 	return BATON_ESYS;
 }
 
-const struct baton_poller_ops baton_poller_uring = {
+const struct baton_poller_ops baton__poller_uring = {
 	.name = "io_uring",
 	.create = ur_unavailable,
 };

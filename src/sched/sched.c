@@ -2,7 +2,7 @@
  * The scheduler: tasks, workers and the loop each worker runs.
  *
  * A task that blocks or yields switches straight to the next runnable task
- * of its worker (baton_sched_task_after): one switch per hop. What must
+ * of its worker (baton__sched_task_after): one switch per hop. What must
  * happen once its context is saved - release the locks it parked under,
  * requeue it, free it - is left in the worker as the after-switch hook and
  * done by whichever side runs next (baton_sched_after_switch). The worker's
@@ -31,7 +31,7 @@
 #include "queue.h"
 #include "sched_internal.h"
 
-__thread struct baton_worker *baton_worker_self
+__thread struct baton_worker *baton__worker_self
 	__attribute__((tls_model("initial-exec")));
 
 /* How many dispatches may pass before the inbox and timers are polled even
@@ -50,13 +50,13 @@ static void sched_set_stop(struct baton_sched *s)
 	/* Release: see sched_stopping. */
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < s->nworkers; i++)
-		baton_worker_wake(&s->workers[i]);
+		baton__worker_wake(&s->workers[i]);
 }
 
 /* Make sure w notices what was just handed to it (its inbox, a stop or a
  * steal answer): bump its event count, and if it sleeps in its poller
  * instead, interrupt that. */
-void baton_worker_wake(struct baton_worker *w)
+void baton__worker_wake(struct baton_worker *w)
 {
 	const struct baton_worker_hook *hook;
 
@@ -113,7 +113,7 @@ static bool follows_waker(const struct baton_task *t,
  * order in the queue. */
 static void task_enqueue(struct baton_task *t, bool wake)
 {
-	struct baton_worker *self = baton_worker_self;
+	struct baton_worker *self = baton__worker_self;
 	struct baton_worker *owner = t->owner;
 
 	if (wake && self != owner && self && follows_waker(t, self)) {
@@ -126,28 +126,28 @@ static void task_enqueue(struct baton_task *t, bool wake)
 
 			self->runnext = t;
 			if (prev)
-				baton_runnext_displace(self, prev);
+				baton__runnext_displace(self, prev);
 			return;
 		}
 		baton_runq_push(self, t);
 		if (self->runq_len >= 2 && owner->sched->nworkers > 1)
-			baton_steal_wake_idle(owner->sched);
+			baton__steal_wake_idle(owner->sched);
 		return;
 	}
 	if (self)
 		self->stats.cross_wakes += wake;
 	baton_inbox_push_chain(owner, t, t);
-	baton_worker_wake(owner); /* after the push: see queue.h */
+	baton__worker_wake(owner); /* after the push: see queue.h */
 }
 
-void baton_runnext_displace(struct baton_worker *w, struct baton_task *prev)
+void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev)
 {
 	baton_runq_push(w, prev);
 	if (w->runq_len >= 2 && w->sched->nworkers > 1)
-		baton_steal_wake_idle(w->sched);
+		baton__steal_wake_idle(w->sched);
 }
 
-void baton_task_ready_slow(struct baton_task *t)
+void baton__task_ready_slow(struct baton_task *t)
 {
 	task_enqueue(t, true);
 }
@@ -155,14 +155,14 @@ void baton_task_ready_slow(struct baton_task *t)
 /* Contended: spin a little (the holder is usually a few dozen instructions
  * from releasing), then give the CPU away, since the holder may have been
  * preempted and spinning would only delay it. */
-void baton_spin_lock_slow(baton_spinlock_t *l)
+void baton__spin_lock_slow(baton_spinlock_t *l)
 {
 	for (unsigned spins = 0;; spins++) {
 		/* Relaxed: spin on a plain load so the line stays shared; the
 		 * acquiring exchange below is what takes the lock. */
 		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
 			if (spins++ < 128)
-				baton_spin_pause();
+				baton__cpu_relax();
 			else
 				sched_yield();
 		}
@@ -272,9 +272,9 @@ task_switch_away(struct baton_task *t, enum baton_after after)
 		w->current = next;
 		w->stats.handoffs++;
 		if (after == BATON_AFTER_DONE)
-			rc = baton_coro_handoff_exit(next->co); /* no return */
+			rc = baton__coro_handoff_exit(next->co); /* no return */
 		else
-			rc = baton_coro_handoff(next->co);
+			rc = baton__coro_handoff(next->co);
 		if (BATON_LIKELY(rc == BATON_OK))
 			return;
 		/* Copy-stack bookkeeping failed (BATON_ENOMEM): nothing was
@@ -288,7 +288,7 @@ task_switch_away(struct baton_task *t, enum baton_after after)
 	/* DONE: returning ends the coroutine; the loop finishes the task. */
 }
 
-void baton_sched_task_after(struct baton_task *t, enum baton_after after)
+void baton__sched_task_after(struct baton_task *t, enum baton_after after)
 {
 	task_switch_away(t, after);
 	/* Resumed, perhaps on another worker: t->owner is the one running
@@ -346,11 +346,11 @@ static void poll_worker(struct baton_worker *w)
 		w->hook->poll(w, 0); /* I/O edges make tasks runnable */
 	baton_inbox_take(w);
 	if (w->timers.len)
-		baton_timer_heap_fire(&w->timers, baton_clock_now());
+		baton__timer_heap_fire(&w->timers, baton__clock_now());
 	/* Work arrived from elsewhere (spawns, wake-ups) while a worker
 	 * sleeps: let it ask for some. */
 	if (w->runq_len >= 2 && w->sched->nworkers > 1)
-		baton_steal_wake_idle(w->sched);
+		baton__steal_wake_idle(w->sched);
 }
 
 static void worker_idle(struct baton_worker *w)
@@ -361,11 +361,11 @@ static void worker_idle(struct baton_worker *w)
 
 	/* Answer (with nothing) a thief that asked while we ran dry. */
 	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
-		baton_steal_serve(w);
+		baton__steal_serve(w);
 	if (!baton_inbox_empty(w) || sched_stopping(s))
 		return;
 	if (s->nworkers > 1) {
-		baton_steal_idle(w); /* may post a request and wait briefly */
+		baton__steal_idle(w); /* may post a request and wait briefly */
 		/* Re-read the version before the last look at everything
 		 * that bumps it (inbox, stop, steal answers): a stop raised
 		 * between a look and a later read would leave us asleep on
@@ -374,9 +374,9 @@ static void worker_idle(struct baton_worker *w)
 		if (!baton_inbox_empty(w) || runnable(w) || sched_stopping(s))
 			return;
 	}
-	next = baton_timer_heap_next(&w->timers);
+	next = baton__timer_heap_next(&w->timers);
 	if (next != INT64_MAX) {
-		timeout = next - baton_clock_now();
+		timeout = next - baton__clock_now();
 		if (timeout <= 0)
 			return;
 	}
@@ -387,7 +387,7 @@ static void worker_idle(struct baton_worker *w)
 	if (w->hook) {
 		__atomic_store_n(&w->in_poll, 1, __ATOMIC_RELAXED);
 		/* Seq_cst fence: in_poll is visible before our last look at
-		 * the inbox; pairs with the fence in baton_worker_wake. */
+		 * the inbox; pairs with the fence in baton__worker_wake. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (baton_inbox_empty(w) && !sched_stopping(s))
 			w->hook->poll(w, timeout);
@@ -402,10 +402,10 @@ static void worker_idle(struct baton_worker *w)
 static void worker_loop(struct baton_worker *w)
 {
 	struct baton_sched *s = w->sched;
-	struct baton_worker *outer = baton_worker_self; /* a run inside a task */
+	struct baton_worker *outer = baton__worker_self; /* a run inside a task */
 	struct baton_task *t;
 
-	baton_worker_self = w;
+	baton__worker_self = w;
 	for (;;) {
 		if (BATON_UNLIKELY(w->ticks >= BATON_POLL_TICKS ||
 				   !runnable(w))) {
@@ -417,17 +417,17 @@ static void worker_loop(struct baton_worker *w)
 				continue;
 			}
 		}
-		/* Relaxed peek; baton_steal_serve takes the request with an
+		/* Relaxed peek; baton__steal_serve takes the request with an
 		 * acquiring exchange. */
 		if (BATON_UNLIKELY(__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED)))
-			baton_steal_serve(w);
+			baton__steal_serve(w);
 		t = take_next(w);
 		if (t)
 			run_task(w, t);
 	}
 	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
-		baton_steal_serve(w);
-	baton_worker_self = outer;
+		baton__steal_serve(w);
+	baton__worker_self = outer;
 }
 
 /* Tasks still queued at destroy: runnable ones are in run queues and
@@ -446,7 +446,7 @@ static void free_queued(struct baton_worker *w)
 	}
 	while ((t = baton_runq_pop(w)) != NULL) {
 		if (t->timeout.index != SIZE_MAX)
-			baton_timer_heap_remove(&w->timers, &t->timeout);
+			baton__timer_heap_remove(&w->timers, &t->timeout);
 		task_free(t);
 		/* Relaxed: destroy reads it after joining every worker. */
 		__atomic_sub_fetch(&w->sched->live, 1, __ATOMIC_RELAXED);
@@ -540,7 +540,7 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 
 static struct baton_worker *pick_worker(struct baton_sched *s, int index)
 {
-	struct baton_worker *self = baton_worker_self;
+	struct baton_worker *self = baton__worker_self;
 
 	if (index >= 0)
 		return &s->workers[index];
@@ -598,7 +598,7 @@ int baton_sched_run(baton_sched_t *s)
 
 	if (s == NULL)
 		return BATON_EINVAL;
-	if (baton_worker_self && baton_worker_self->sched == s)
+	if (baton__worker_self && baton__worker_self->sched == s)
 		return BATON_EBUSY;
 	c = &s->ctl;
 	int expected = 0;
@@ -695,7 +695,7 @@ int baton_sched_destroy(baton_sched_t *s)
 			free_queued(&s->workers[i]); /* the others freed theirs */
 			worker_hook_fini(&s->workers[i]);
 		}
-		baton_timer_heap_fini(&s->workers[i].timers);
+		baton__timer_heap_fini(&s->workers[i].timers);
 	}
 	/* s->live > 0: tasks still blocked on primitives are leaked (rule 5);
 	 * a library does not print, the rule says so instead. */
@@ -716,20 +716,20 @@ int baton_sched_yield(void)
 	 * otherwise wait for the next poll tick while we keep yielding. */
 	if (!runnable(t->owner))
 		t->owner->ticks = BATON_POLL_TICKS;
-	baton_sched_task_after(t, BATON_AFTER_YIELD);
+	baton__sched_task_after(t, BATON_AFTER_YIELD);
 	return BATON_OK;
 }
 
 baton_sched_t *baton_sched_self(void)
 {
-	struct baton_worker *w = baton_worker_self;
+	struct baton_worker *w = baton__worker_self;
 
 	return w && w->current ? w->sched : NULL;
 }
 
 int baton_sched_worker_index(void)
 {
-	struct baton_worker *w = baton_worker_self;
+	struct baton_worker *w = baton__worker_self;
 
 	return w && w->current ? (int)w->index : -1;
 }

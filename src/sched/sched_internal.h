@@ -13,7 +13,7 @@
  * The wait protocol (every primitive follows it):
  *  1. The task calls baton_wait_begin(): a new wait generation, state WAITING.
  *  2. Under the primitive's spinlock it links one baton_waiter per operation
- *     into the primitive's wait queue, then calls baton_wait_park() with the
+ *     into the primitive's wait queue, then calls baton__wait_park() with the
  *     lock(s) to release and an optional deadline. The locks are released by
  *     the worker only after the task's context is saved, so no waker can
  *     run the task before it has really stopped.
@@ -40,9 +40,9 @@
 #include <baton/ec.h>
 #include <baton/sched.h>
 
+#include "../common/prelude.h"
 #include "../coro/handoff.h"
 
-#define BATON_CACHELINE 64
 
 /* --- spinlock ---------------------------------------------------------------
  * Guards wait queues and channel buffers for a few dozen instructions; a
@@ -51,22 +51,13 @@ typedef struct baton_spinlock {
 	int locked;
 } baton_spinlock_t;
 
-static inline void baton_spin_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
-void baton_spin_lock_slow(baton_spinlock_t *l);
+void baton__spin_lock_slow(baton_spinlock_t *l);
 
 static inline void baton_spin_lock(baton_spinlock_t *l)
 {
 	/* Acquire: the critical section's loads happen after we own it. */
 	if (BATON_UNLIKELY(__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)))
-		baton_spin_lock_slow(l);
+		baton__spin_lock_slow(l);
 }
 
 static inline void baton_spin_unlock(baton_spinlock_t *l)
@@ -244,14 +235,14 @@ struct baton_sched {
 };
 
 /* The worker running on this thread, or NULL. */
-extern __thread struct baton_worker *baton_worker_self
+extern __thread struct baton_worker *baton__worker_self
 	__attribute__((tls_model("initial-exec")));
 
 /* The task the calling thread's worker is running (its coroutine or one it
  * resumed), or NULL: an identity, e.g. a mutex's owner. */
 static inline struct baton_task *baton_task_current(void)
 {
-	struct baton_worker *w = baton_worker_self;
+	struct baton_worker *w = baton__worker_self;
 
 	return w ? w->current : NULL;
 }
@@ -261,34 +252,43 @@ static inline struct baton_task *baton_task_current(void)
  * coroutine, not the task). */
 static inline struct baton_task *baton_task_self(void)
 {
-	struct baton_worker *w = baton_worker_self;
+	struct baton_worker *w = baton__worker_self;
 	struct baton_task *t = w ? w->current : NULL;
 
 	return t && baton_coro_running() == t->co ? t : NULL;
 }
 
+/* The prologue of every call that may wait (baton/sync.h's convention):
+ * *t gets the calling task; outside one, only timeout 0 (a try) is
+ * allowed, and BATON_ENOSCHED is returned otherwise. */
+static inline int baton_task_for_wait(struct baton_task **t, int64_t timeout_ns)
+{
+	*t = baton_task_self();
+	return *t == NULL && timeout_ns != 0 ? BATON_ENOSCHED : BATON_OK;
+}
+
 /* sched.c */
-void baton_worker_wake(struct baton_worker *w);
-void baton_task_ready_slow(struct baton_task *task);
-void baton_runnext_displace(struct baton_worker *w, struct baton_task *prev);
+void baton__worker_wake(struct baton_worker *w);
+void baton__task_ready_slow(struct baton_task *task);
+void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev);
 
 /* Make a claimed task runnable. Inline, the hop's case: woken by a running
  * task of its own worker, it takes the runnext slot (owner-only fields,
  * plain stores); everything else - another worker, a thread that is no
- * worker, a wake-up from the loop - goes through baton_task_ready_slow. */
+ * worker, a wake-up from the loop - goes through baton__task_ready_slow. */
 static inline void baton_task_ready(struct baton_task *t)
 {
-	struct baton_worker *self = baton_worker_self;
+	struct baton_worker *self = baton__worker_self;
 
 	if (BATON_LIKELY(self == t->owner && self->current != NULL)) {
 		struct baton_task *prev = self->runnext;
 
 		self->runnext = t;
 		if (BATON_UNLIKELY(prev != NULL))
-			baton_runnext_displace(self, prev);
+			baton__runnext_displace(self, prev);
 		return;
 	}
-	baton_task_ready_slow(t);
+	baton__task_ready_slow(t);
 }
 
 static inline void baton_wakelist_run(struct baton_wakelist *wl)
@@ -318,14 +318,14 @@ static inline void baton_waiter_wake(struct baton_wakelist *wl,
 	w->task->wait_result = result;
 	baton_wakelist_add(wl, w->task);
 }
-void baton_sched_task_after(struct baton_task *task, enum baton_after after);
+void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
-int baton_wait_park(struct baton_task *task, int64_t timeout_ns);
-int baton_wait_one(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
+int baton__wait_park(struct baton_task *task, int64_t timeout_ns);
+int baton__wait_one(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
 		   long amount, void *value, void **received, int64_t timeout_ns);
-int baton_wait_reserve_many(struct baton_task *task, unsigned n);
-void baton_wait_free_many(struct baton_task *task);
+int baton__wait_reserve_many(struct baton_task *task, unsigned n);
+void baton__wait_free_many(struct baton_task *task);
 
 static inline void baton_waitq_push(struct baton_waitq *q,
 				    struct baton_waiter *w)
@@ -393,6 +393,21 @@ static inline struct baton_waiter *baton_waitq_claim_first(struct baton_waitq *q
 	return NULL;
 }
 
+/* Claim every waiter of q into wl with `result` (close, a count reaching
+ * zero); returns how many. Caller holds the lock. */
+static inline size_t baton_waitq_wake_all(struct baton_waitq *q, struct baton_wakelist *wl,
+					  int result)
+{
+	struct baton_waiter *w;
+	size_t n = 0;
+
+	while ((w = baton_waitq_claim_first(q)) != NULL) {
+		baton_waiter_wake(wl, w, result);
+		n++;
+	}
+	return n;
+}
+
 /* Room for n waiters: inline for up to BATON_TASK_INLINE_WAITERS. */
 static inline int baton_wait_reserve(struct baton_task *t, unsigned n)
 {
@@ -403,12 +418,12 @@ static inline int baton_wait_reserve(struct baton_task *t, unsigned n)
 		t->locks = t->inline_locks;
 		return BATON_OK;
 	}
-	return baton_wait_reserve_many(t, n);
+	return baton__wait_reserve_many(t, n);
 }
 
 static inline void baton_wait_begin(struct baton_task *t)
 {
-	t->wait_solo = false; /* baton_wait_one says when it is */
+	t->wait_solo = false; /* baton__wait_one says when it is */
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
 	/* Relaxed: wakers read the state only after finding a waiter in a
@@ -439,7 +454,7 @@ static inline struct baton_waiter *baton_wait_add(struct baton_task *t,
 static inline void baton_wait_finish(struct baton_task *t)
 {
 	if (BATON_UNLIKELY(t->waiters != t->inline_waiters))
-		baton_wait_free_many(t);
+		baton__wait_free_many(t);
 	t->nwaiters = 0;
 	t->nlocks = 0;
 	/* Relaxed: only this task reads or writes its state now. */
@@ -447,20 +462,19 @@ static inline void baton_wait_finish(struct baton_task *t)
 }
 
 /* timer.c */
-int64_t baton_clock_now(void);
-int64_t baton_deadline_after(int64_t timeout_ns);
-int baton_timer_heap_add(struct baton_timer_heap *h,
+int64_t baton__deadline_after(int64_t timeout_ns);
+int baton__timer_heap_add(struct baton_timer_heap *h,
 			 struct baton_timer_node *n);
-void baton_timer_heap_remove(struct baton_timer_heap *h,
+void baton__timer_heap_remove(struct baton_timer_heap *h,
 			     struct baton_timer_node *n);
-int64_t baton_timer_heap_next(const struct baton_timer_heap *h);
-void baton_timer_heap_fire(struct baton_timer_heap *h, int64_t now);
-void baton_timer_heap_fini(struct baton_timer_heap *h);
+int64_t baton__timer_heap_next(const struct baton_timer_heap *h);
+void baton__timer_heap_fire(struct baton_timer_heap *h, int64_t now);
+void baton__timer_heap_fini(struct baton_timer_heap *h);
 
 
 /* steal.c */
-void baton_steal_serve(struct baton_worker *w);
-void baton_steal_idle(struct baton_worker *w);
-void baton_steal_wake_idle(struct baton_sched *s);
+void baton__steal_serve(struct baton_worker *w);
+void baton__steal_idle(struct baton_worker *w);
+void baton__steal_wake_idle(struct baton_sched *s);
 
 #endif /* BATON_SRC_SCHED_INTERNAL_H */

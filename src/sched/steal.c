@@ -21,7 +21,7 @@ static bool movable(const struct baton_task *t)
 	return !t->pinned && !t->bound && t->timeout.index == SIZE_MAX;
 }
 
-void baton_steal_serve(struct baton_worker *w)
+void baton__steal_serve(struct baton_worker *w)
 {
 	struct baton_task *give_head = NULL, *give_tail = NULL;
 	struct baton_task *keep_head = NULL, *keep_tail = NULL;
@@ -70,11 +70,11 @@ void baton_steal_serve(struct baton_worker *w)
 	baton_runq_publish(w);
 	if (give_head) {
 		baton_inbox_push_chain(thief, give_head, give_tail);
-		baton_worker_wake(thief); /* after the push: see queue.h */
+		baton__worker_wake(thief); /* after the push: see queue.h */
 	}
 }
 
-void baton_steal_idle(struct baton_worker *w)
+void baton__steal_idle(struct baton_worker *w)
 {
 	struct baton_sched *s = w->sched;
 	struct baton_worker *victim = NULL;
@@ -103,7 +103,7 @@ void baton_steal_idle(struct baton_worker *w)
 	baton_ec_wait_mp(&w->ec, version, BATON_STEAL_WAIT_NS);
 }
 
-void baton_steal_wake_idle(struct baton_sched *s)
+void baton__steal_wake_idle(struct baton_sched *s)
 {
 	/* Relaxed: a hint. Missing a parked worker only delays balancing. */
 	if (__atomic_load_n(&s->nparked, __ATOMIC_RELAXED) == 0)
@@ -117,7 +117,7 @@ void baton_steal_wake_idle(struct baton_sched *s)
 		if (__atomic_load_n(&w->parked, __ATOMIC_RELAXED) &&
 		    __atomic_compare_exchange_n(&w->parked, &one, 0, false,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-			baton_worker_wake(w);
+			baton__worker_wake(w);
 			return;
 		}
 	}

@@ -9,17 +9,9 @@
 
 #include "sched_internal.h"
 
-int64_t baton_clock_now(void)
+int64_t baton__deadline_after(int64_t timeout_ns)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t baton_deadline_after(int64_t timeout_ns)
-{
-	int64_t now = baton_clock_now();
+	int64_t now = baton__clock_now();
 
 	return timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
 }
@@ -64,7 +56,7 @@ static void sift_down(struct baton_timer_heap *h, size_t i)
 	place(h, i, n);
 }
 
-int baton_timer_heap_add(struct baton_timer_heap *h, struct baton_timer_node *n)
+int baton__timer_heap_add(struct baton_timer_heap *h, struct baton_timer_node *n)
 {
 	if (h->len == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 64;
@@ -80,7 +72,7 @@ int baton_timer_heap_add(struct baton_timer_heap *h, struct baton_timer_node *n)
 	return BATON_OK;
 }
 
-void baton_timer_heap_remove(struct baton_timer_heap *h, struct baton_timer_node *n)
+void baton__timer_heap_remove(struct baton_timer_heap *h, struct baton_timer_node *n)
 {
 	size_t i = n->index;
 	struct baton_timer_node *last = h->nodes[--h->len];
@@ -95,22 +87,22 @@ void baton_timer_heap_remove(struct baton_timer_heap *h, struct baton_timer_node
 		sift_down(h, i);
 }
 
-int64_t baton_timer_heap_next(const struct baton_timer_heap *h)
+int64_t baton__timer_heap_next(const struct baton_timer_heap *h)
 {
 	return h->len ? h->nodes[0]->deadline : INT64_MAX;
 }
 
-void baton_timer_heap_fire(struct baton_timer_heap *h, int64_t now)
+void baton__timer_heap_fire(struct baton_timer_heap *h, int64_t now)
 {
 	while (h->len && h->nodes[0]->deadline <= now) {
 		struct baton_timer_node *n = h->nodes[0];
 
-		baton_timer_heap_remove(h, n); /* index = SIZE_MAX: not armed */
+		baton__timer_heap_remove(h, n); /* index = SIZE_MAX: not armed */
 		n->fire(n);
 	}
 }
 
-void baton_timer_heap_fini(struct baton_timer_heap *h)
+void baton__timer_heap_fini(struct baton_timer_heap *h)
 {
 	free(h->nodes);
 	h->nodes = NULL;
@@ -130,7 +122,7 @@ int baton_sched_sleep(int64_t ns)
 		return baton_sched_yield();
 	baton_wait_reserve(t, 0);
 	baton_wait_begin(t);
-	rc = baton_wait_park(t, ns);
+	rc = baton__wait_park(t, ns);
 	baton_wait_finish(t);
 	return rc == BATON_ETIMEDOUT ? BATON_OK : rc;
 }

@@ -14,7 +14,7 @@
 
 /* More waiters than fit in the task (a wide select): one block holds the
  * waiters and room for as many locks (at most one per waiter). */
-int baton_wait_reserve_many(struct baton_task *t, unsigned n)
+int baton__wait_reserve_many(struct baton_task *t, unsigned n)
 {
 	char *block = malloc(n * (sizeof(*t->waiters) + sizeof(*t->locks)));
 
@@ -25,7 +25,7 @@ int baton_wait_reserve_many(struct baton_task *t, unsigned n)
 	return BATON_OK;
 }
 
-void baton_wait_free_many(struct baton_task *t)
+void baton__wait_free_many(struct baton_task *t)
 {
 	free(t->waiters);
 	t->waiters = t->inline_waiters;
@@ -65,7 +65,7 @@ static void unlink_rest(struct baton_task *t)
  * message handed over by the claimant lands in *received. This is every
  * hop's path, so it sets the wait up in place rather than through
  * reserve/begin/add: one inline waiter, one lock. */
-int baton_wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
+int baton__wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
 		   long amount, void *value, void **received, int64_t timeout_ns)
 {
 	struct baton_waiter *w = &t->inline_waiters[0];
@@ -90,10 +90,10 @@ int baton_wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t
 	baton_waitq_push(q, w);
 	if (BATON_LIKELY(timeout_ns < 0)) {
 		/* Only a claimant, which unlinked the waiter, wakes us. */
-		baton_sched_task_after(t, BATON_AFTER_PARK);
+		baton__sched_task_after(t, BATON_AFTER_PARK);
 		rc = t->wait_result;
 	} else {
-		rc = baton_wait_park(t, timeout_ns); /* releases lock once parked */
+		rc = baton__wait_park(t, timeout_ns); /* releases lock once parked */
 	}
 	if (rc == BATON_OK && received)
 		*received = w->value;
@@ -104,15 +104,15 @@ int baton_wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t
 	return rc;
 }
 
-int baton_wait_park(struct baton_task *t, int64_t timeout_ns)
+int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
 {
 	struct baton_worker *w = t->owner;
 
 	t->wait_timed = timeout_ns >= 0;
 	if (timeout_ns >= 0) {
-		t->timeout.deadline = baton_deadline_after(timeout_ns);
+		t->timeout.deadline = baton__deadline_after(timeout_ns);
 		t->timeout.fire = timeout_fire;
-		if (baton_timer_heap_add(&w->timers, &t->timeout) != BATON_OK) {
+		if (baton__timer_heap_add(&w->timers, &t->timeout) != BATON_OK) {
 			/* Not parked yet: take the wake-up ourselves. */
 			if (baton_wait_claim(t))
 				t->wait_result = BATON_ENOMEM;
@@ -121,11 +121,11 @@ int baton_wait_park(struct baton_task *t, int64_t timeout_ns)
 			goto done;
 		}
 	}
-	baton_sched_task_after(t, BATON_AFTER_PARK);
+	baton__sched_task_after(t, BATON_AFTER_PARK);
 	/* Woken: on the same worker (a task with an armed timeout is never
 	 * handed to a thief), so the heap is ours. */
 	if (t->timeout.index != SIZE_MAX)
-		baton_timer_heap_remove(&t->owner->timers, &t->timeout);
+		baton__timer_heap_remove(&t->owner->timers, &t->timeout);
 done:
 	t->wait_timed = false;
 	unlink_rest(t);

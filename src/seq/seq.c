@@ -33,8 +33,8 @@
 
 /* initial-exec: the library is PIC, and the general-dynamic model would
  * call __tls_get_addr on every lock and unlock */
-__thread struct seq_thread seq_self __attribute__((tls_model("initial-exec")));
-#if SEQ_TSAN
+__thread struct seq_thread baton__seq_self __attribute__((tls_model("initial-exec")));
+#if BATON_TSAN
 _Atomic unsigned seq_tsan_fence_word;
 #endif
 
@@ -68,7 +68,7 @@ static void serve_batch(struct baton_seq *s)
 		/* release: the result is visible to the owner once it reads
 		 * IDLE (its acquire load in wait_slot). No atomic RMW here:
 		 * the store may complete in the background, and only owners
-		 * that sleep get an event-count increment, from seq_unlock() */
+		 * that sleep get an event-count increment, from baton__seq_unlock() */
 		atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_release);
 		s->served[(sl - s->slots) / 64] |= 1ull << ((sl - s->slots) % 64);
 	}
@@ -131,7 +131,7 @@ static struct seq_slot *next_waiter(struct baton_seq *s)
  * our unlock and sees the new version. Reached only when some waiter
  * announced it may sleep, so the uncontended unlock never takes park_lock.
  */
-void seq_slot_wake(struct seq_slot *sl)
+void baton__seq_slot_wake(struct seq_slot *sl)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_waiter *w;
@@ -155,7 +155,7 @@ void seq_slot_wake(struct seq_slot *sl)
  * other is in wait_slot (sleepers++, fence, then state and lock loads):
  * either the sleeper sees our stores (IDLE, GRANTED, lock 0) or we see it.
  */
-void seq_unlock(struct baton_seq *s)
+void baton__seq_unlock(struct baton_seq *s)
 {
 	uint64_t served[SEQ_SLOTS / 64];
 	struct seq_slot *heir = NULL;
@@ -166,7 +166,7 @@ void seq_unlock(struct baton_seq *s)
 		s->served[w] = 0;
 		any |= served[w] != 0;
 	}
-	seq_self.held--;
+	baton__seq_self.held--;
 	/* relaxed: read only by the deadlock check */
 	atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
 	/* relaxed: K is a tuning knob. hwm != 0 only after contention */
@@ -202,10 +202,10 @@ void seq_unlock(struct baton_seq *s)
 				 * valid (it belongs to the sequencer); a late
 				 * increment on a reused slot is a spurious
 				 * wake-up its new owner tolerates */
-				seq_slot_wake(&s->slots[w * 64 + b]);
+				baton__seq_slot_wake(&s->slots[w * 64 + b]);
 			}
 	if (heir != NULL) {
-		seq_slot_wake(heir);
+		baton__seq_slot_wake(heir);
 	} else {
 		/* Nudge one sleeper to come and take the free lock, unless a
 		 * waiter is awake and spinning: it will take the lock (or go
@@ -231,17 +231,17 @@ void seq_unlock(struct baton_seq *s)
 				sleeper = sl;
 		}
 		if (sleeper != NULL)
-			seq_slot_wake(sleeper);
+			baton__seq_slot_wake(sleeper);
 	}
 }
 
 /* Holding the lock: switch to the stack, run r and a batch, switch back. */
-void seq_run_locked(struct baton_seq *s, struct seq_req *r)
+void baton__seq_run_locked(struct baton_seq *s, struct seq_req *r)
 {
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
 	 * it and it always yields back) and stackful. */
 	baton_coro_resume(s->co, r, NULL);
-	seq_unlock(s);
+	baton__seq_unlock(s);
 }
 
 int baton_seq_call(baton_seq_t *s, baton_seq_fn fn, void *arg, void **result)
@@ -252,11 +252,11 @@ int baton_seq_call(baton_seq_t *s, baton_seq_fn fn, void *arg, void **result)
 		return BATON_EINVAL;
 	/* Under contention, go straight to publishing: a CAS that fails
 	 * would still take the lock line away from the holder. */
-	if (__builtin_expect(seq_self.contended == s || !try_lock(s), 0))
-		return seq_call_slow(s, fn, arg, result);
+	if (__builtin_expect(baton__seq_self.contended == s || !try_lock(s), 0))
+		return baton__seq_call_slow(s, fn, arg, result);
 	r.fn = fn;
 	r.arg = arg;
-	seq_run_locked(s, &r);
+	baton__seq_run_locked(s, &r);
 	if (result)
 		*result = r.result;
 	return BATON_OK;
@@ -269,7 +269,6 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 	static const struct baton_seq_attr defaults = BATON_SEQ_ATTR_INIT;
 	struct baton_coro_attr ca = BATON_CORO_ATTR_INIT;
 	struct baton_seq *s;
-	size_t n;
 	int rc;
 
 	if (out == NULL)
@@ -285,8 +284,7 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 	atomic_init(&s->batch, attr->batch);
 	for (unsigned i = 0; i < SEQ_SLOTS; i++)
 		baton_ec_init(&s->slots[i].ec);
-	n = attr->name ? strnlen(attr->name, sizeof(s->name) - 1) : 0;
-	memcpy(s->name, attr->name ? attr->name : "", n);
+	(void)baton__name_copy(s->name, sizeof(s->name), attr->name); /* a label: cut */
 	rc = baton_coro_create(&s->co, &ca, seq_main, s);
 	if (rc != BATON_OK) {
 		free(s);

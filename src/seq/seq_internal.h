@@ -83,7 +83,7 @@ struct baton_seq {
 /* initial-exec: the library is PIC, and the general-dynamic model would
  * call __tls_get_addr on every lock and unlock */
 
-extern __thread struct seq_thread seq_self __attribute__((tls_model("initial-exec")));
+extern __thread struct seq_thread baton__seq_self __attribute__((tls_model("initial-exec")));
 
 /*
  * The full fence of the two Dekker halves (unlock / going to sleep).
@@ -91,28 +91,12 @@ extern __thread struct seq_thread seq_self __attribute__((tls_model("initial-exe
  * an RMW on one shared word stands in for it, a seq_cst operation TSan does
  * understand (slower, and only in TSan builds).
  */
-#if defined(__SANITIZE_THREAD__)
-#define SEQ_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SEQ_TSAN 1
-#endif
-#endif
-#if SEQ_TSAN
+#if BATON_TSAN
 extern _Atomic unsigned seq_tsan_fence_word;
 #define seq_fence() atomic_fetch_add_explicit(&seq_tsan_fence_word, 0, memory_order_seq_cst)
 #else
 #define seq_fence() atomic_thread_fence(memory_order_seq_cst)
 #endif
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 /* A relaxed increment by the lock holder (single writer at a time; the
  * lock orders successive holders), readable racily by baton_seq_stats. */
@@ -125,8 +109,8 @@ static inline void count(_Atomic uint64_t *c, uint64_t n)
 static inline void became_holder(struct baton_seq *s)
 {
 	/* relaxed: read only by the deadlock check, which re-validates */
-	atomic_store_explicit(&s->holder, &seq_self, memory_order_relaxed);
-	seq_self.held++;
+	atomic_store_explicit(&s->holder, &baton__seq_self, memory_order_relaxed);
+	baton__seq_self.held++;
 }
 
 static inline bool try_lock(struct baton_seq *s)
@@ -152,11 +136,11 @@ static inline bool waiting(unsigned st)
 enum wait_outcome { WAIT_SERVED, WAIT_LOCKED, WAIT_DEADLOCK };
 
 /* seq.c */
-void seq_slot_wake(struct seq_slot *sl);
-void seq_unlock(struct baton_seq *s);
-void seq_run_locked(struct baton_seq *s, struct seq_req *r);
+void baton__seq_slot_wake(struct seq_slot *sl);
+void baton__seq_unlock(struct baton_seq *s);
+void baton__seq_run_locked(struct baton_seq *s, struct seq_req *r);
 
 /* wait.c: the lock is taken; publish, wait, get served or take it */
-int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result);
+int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result);
 
 #endif /* BATON_SRC_SEQ_INTERNAL_H */

@@ -16,7 +16,7 @@ static _Atomic unsigned seq_next_hint;
 
 static struct seq_slot *claim_slot(struct baton_seq *s)
 {
-	struct seq_thread *me = &seq_self;
+	struct seq_thread *me = &baton__seq_self;
 
 	if (!me->hinted) {
 		/* relaxed: only spreads threads over slots */
@@ -61,7 +61,7 @@ static void release_slot(struct seq_slot *sl)
 /* Is there a cycle: we wait for s, whose holder waits for ..., held by us? */
 static bool would_deadlock(struct baton_seq *s)
 {
-	struct seq_thread *me = &seq_self;
+	struct seq_thread *me = &baton__seq_self;
 
 	/* seq_cst store then seq_cst loads: of two threads closing a cycle
 	 * at the same time, at least one sees the other's waiting_for */
@@ -83,7 +83,7 @@ static bool would_deadlock(struct baton_seq *s)
 static int deadlock(void)
 {
 	/* relaxed: our own variable; nobody needs to see this in order */
-	atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
+	atomic_store_explicit(&baton__seq_self.waiting_for, NULL, memory_order_relaxed);
 	return BATON_EDEADLK;
 }
 
@@ -95,9 +95,9 @@ static void yield_cpu(struct baton_task *self)
 		sched_yield();
 }
 
-/* Park the task `self` until seq_slot_wake(sl), unless the version moved
+/* Park the task `self` until baton__seq_slot_wake(sl), unless the version moved
  * past v: the check under park_lock pairs with the wake's increment before
- * it takes the lock (see seq_slot_wake). */
+ * it takes the lock (see baton__seq_slot_wake). */
 static void park(struct baton_seq *s, struct seq_slot *sl, uint32_t v, struct baton_task *self)
 {
 	baton_spin_lock(&sl->park_lock);
@@ -109,7 +109,7 @@ static void park(struct baton_seq *s, struct seq_slot *sl, uint32_t v, struct ba
 	atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
 	/* No timeout: no timer to allocate, so the result is BATON_OK; the
 	 * wait releases park_lock once the task is off its stack. */
-	baton_wait_one(self, &sl->parked, &sl->park_lock, 0, NULL, NULL, -1);
+	baton__wait_one(self, &sl->parked, &sl->park_lock, 0, NULL, NULL, -1);
 }
 
 /* Wait until our request in `sl` was served, or we hold the lock. A task
@@ -151,7 +151,7 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 			if (n == 0)
 				/* relaxed: a hint for unlock's hand-off choice */
 				atomic_store_explicit(&sl->hot, 1, memory_order_relaxed);
-			cpu_relax();
+			baton__cpu_relax();
 			continue;
 		}
 		if (n == SEQ_SPIN)
@@ -162,7 +162,7 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 			continue;
 		}
 		/* relaxed RMW + seq_cst fence: our half of the Dekker pair
-		 * with seq_unlock(); the loads below cannot pass the fence */
+		 * with baton__seq_unlock(); the loads below cannot pass the fence */
 		atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_relaxed);
 		seq_fence();
 		v = baton_ec_value(&sl->ec);
@@ -186,10 +186,10 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 }
 
 /* The lock is taken: publish, wait, and get served or take the lock. */
-int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result)
+int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result)
 {
 	struct seq_req r = { fn, arg, NULL };
-	bool check = seq_self.held > 0;
+	bool check = baton__seq_self.held > 0;
 	struct seq_slot *sl;
 	enum wait_outcome out;
 
@@ -200,14 +200,14 @@ int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result
 	}
 	/* relaxed: if it is us, we wrote it ourselves (and only a thread
 	 * that holds some lock can be its holder: keep off the lock line) */
-	if (check && atomic_load_explicit(&s->holder, memory_order_relaxed) == &seq_self)
+	if (check && atomic_load_explicit(&s->holder, memory_order_relaxed) == &baton__seq_self)
 		/* called off the dedicated stack by the thread that holds it
 		 * (from a coroutine resumed inside a sequenced call) */
 		return deadlock();
 	while ((sl = claim_slot(s)) == NULL) {
 		/* more waiters than slots: wait for the lock without one */
 		if (try_lock(s)) {
-			seq_run_locked(s, &r);
+			baton__seq_run_locked(s, &r);
 			goto done;
 		}
 		if (check && would_deadlock(s))
@@ -223,17 +223,17 @@ int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result
 	/* relaxed: as in wait_slot */
 	atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
 	/* next time, publish at once if combining served us this time */
-	seq_self.contended = out == WAIT_SERVED ? s : NULL;
+	baton__seq_self.contended = out == WAIT_SERVED ? s : NULL;
 	if (out == WAIT_LOCKED) {
 		/* acquire: as in wait_slot; under the lock nobody else can
 		 * serve the slot now, so IDLE means a previous holder did */
 		if (atomic_load_explicit(&sl->state, memory_order_acquire) != SLOT_IDLE) {
 			/* relaxed: we hold the lock; no holder scans now */
 			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
-			seq_run_locked(s, &r);
+			baton__seq_run_locked(s, &r);
 		} else {
 			r.result = sl->req.result;
-			seq_unlock(s);
+			baton__seq_unlock(s);
 		}
 	} else if (out == WAIT_SERVED) {
 		r.result = sl->req.result;
@@ -248,7 +248,7 @@ int seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result
 							     memory_order_relaxed)) {
 			became_holder(s);
 			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
-			seq_run_locked(s, &r);
+			baton__seq_run_locked(s, &r);
 			goto out;
 		}
 		release_slot(sl);
@@ -258,7 +258,7 @@ out:
 	release_slot(sl);
 	if (check)
 		/* relaxed: our own variable, re-set before every check */
-		atomic_store_explicit(&seq_self.waiting_for, NULL, memory_order_relaxed);
+		atomic_store_explicit(&baton__seq_self.waiting_for, NULL, memory_order_relaxed);
 done:
 	if (result)
 		*result = r.result;

@@ -13,7 +13,7 @@
  * A waiting task's pass lives on its stack, which a copy-stack task does not
  * keep in place while it waits: the waker must not touch it. The waiter's
  * value carries the time the wait began, and the waker puts the admission
- * time in its place (baton_wait_one hands it back to the waiter).
+ * time in its place (baton__wait_one hands it back to the waiter).
  */
 #include "stage_internal.h"
 
@@ -77,7 +77,7 @@ static int take_needs(struct baton_stage *st, int64_t t0, int64_t timeout_ns)
 		int64_t left = timeout_ns;
 
 		if (timeout_ns > 0) {
-			left = t0 + timeout_ns - baton_clock_now();
+			left = t0 + timeout_ns - baton__clock_now();
 			if (left <= 0)
 				left = 0; /* still try: a free unit is taken */
 		}
@@ -102,7 +102,7 @@ static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
 
 	st->count++;
 	st->submitted++;
-	rc = baton_wait_one(t, &st->passers, &st->lock, 0, time_value(p->t0), &admitted,
+	rc = baton__wait_one(t, &st->passers, &st->lock, 0, time_value(p->t0), &admitted,
 			    timeout_ns);
 	if (rc == BATON_OK)
 		p->t0 = value_time(admitted); /* counted by the waker */
@@ -132,10 +132,9 @@ int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p, int64_t tim
 
 	if (st == NULL || p == NULL || p->stage != NULL || st->fn != NULL)
 		return BATON_EINVAL;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
-	t0 = p->t0 > 0 ? p->t0 : baton_clock_now();
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
+	t0 = p->t0 > 0 ? p->t0 : baton__clock_now();
 	p->t0 = t0;
 	baton_spin_lock(&st->lock);
 	if (st->closed) {
@@ -159,7 +158,7 @@ int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p, int64_t tim
 		/* p->t0 is now the admission time; the deadline stays t0's. */
 	}
 	if (st->nneeds > 0 && (rc = take_needs(st, t0, timeout_ns)) != BATON_OK) {
-		give_back(st, baton_clock_now(), p->t0, false);
+		give_back(st, baton__clock_now(), p->t0, false);
 		return rc;
 	}
 	p->stage = st;
@@ -175,7 +174,7 @@ int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns)
 		return BATON_EINVAL;
 	st = p->stage;
 	p->stage = NULL;
-	end = baton_clock_now();
+	end = baton__clock_now();
 	for (size_t i = st->nneeds; i-- > 0;)
 		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
 			baton_pool_release(st->needs[i].pool, st->needs[i].units);

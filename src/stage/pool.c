@@ -11,20 +11,6 @@
 
 static uint64_t next_pool_id;
 
-bool baton_stage_name_copy(char *dst, const char *src)
-{
-	size_t n;
-
-	if (src == NULL)
-		return false;
-	n = strnlen(src, BATON_NAME_MAX + 1);
-	if (n == 0 || n > BATON_NAME_MAX)
-		return false;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-	return true;
-}
-
 int baton_pool_create(baton_pool_t **out, const char *name, long capacity)
 {
 	struct baton_pool *p;
@@ -34,7 +20,7 @@ int baton_pool_create(baton_pool_t **out, const char *name, long capacity)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return BATON_ENOMEM;
-	if (!baton_stage_name_copy(p->name, name)) {
+	if (!baton__name_copy(p->name, sizeof(p->name), name)) { /* an identifier */
 		free(p);
 		return BATON_EINVAL;
 	}

@@ -4,7 +4,7 @@
  *
  * Everything mutable lives under the stage's spinlock; a task blocks on one
  * of four wait queues of the stage (the wait protocol of
- * src/sched/sched_internal.h, through baton_wait_one):
+ * src/sched/sched_internal.h, through baton__wait_one):
  *   producers   submitters finding the queue full; the waiter carries the
  *               item, and whoever frees a slot moves that item into the
  *               ring and wakes its producer (FIFO hand-off: nobody barges)
@@ -132,12 +132,7 @@ static bool hand_to_idle(struct baton_stage *st, void *item, struct baton_wakeli
 /* Tell every idle runner to end (a drainer wants them gone). */
 static void dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl)
 {
-	struct baton_waiter *w;
-
-	while ((w = baton_waitq_claim_first(&st->runners)) != NULL) {
-		st->nidle--;
-		baton_waiter_wake(wl, w, BATON_ESHUTDOWN);
-	}
+	st->nidle -= (unsigned)baton_waitq_wake_all(&st->runners, wl, BATON_ESHUTDOWN);
 }
 
 /* Run one item's handler, started at `start`, and give back its needs;
@@ -150,7 +145,7 @@ static int64_t run_one(struct baton_stage *st, void *item, int64_t start)
 	int64_t end;
 
 	st->fn(item, st->ctx);
-	end = baton_clock_now();
+	end = baton__clock_now();
 	for (size_t i = st->nneeds; i-- > 0;)
 		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
 			baton_pool_release(st->needs[i].pool, st->needs[i].units);
@@ -176,7 +171,7 @@ static void runner_task(void *arg)
 	struct baton_stage *st = job.st;
 	void *item = job.item;
 	struct baton_task *self = baton_task_self();
-	int64_t t = baton_clock_now();
+	int64_t t = baton__clock_now();
 	int rc;
 
 	free(arg);
@@ -200,16 +195,16 @@ static void runner_task(void *arg)
 		baton_spin_lock(&st->lock);
 		if (can_take(st)) { /* arrived while we were unlocked */
 			st->nidle--;
-			t = baton_clock_now();
+			t = baton__clock_now();
 			item = pop(st, t, &wl);
 			baton_spin_unlock(&st->lock);
 			baton_wakelist_run(&wl);
 			continue;
 		}
-		rc = baton_wait_one(self, &st->runners, &st->lock, 0, NULL, &item,
+		rc = baton__wait_one(self, &st->runners, &st->lock, 0, NULL, &item,
 				    BATON_STAGE_RUNNER_IDLE_NS);
 		if (rc == BATON_OK) {
-			t = baton_clock_now();
+			t = baton__clock_now();
 			continue; /* handed an item, counted as running */
 		}
 		baton_spin_lock(&st->lock);
@@ -271,7 +266,7 @@ static void start(struct baton_stage *st, void *item)
 			return;
 		free(job);
 	}
-	run_one(st, item, baton_clock_now());
+	run_one(st, item, baton__clock_now());
 	baton_spin_lock(&st->lock);
 	st->nrunners--;
 	baton_spin_unlock(&st->lock);
@@ -281,7 +276,7 @@ static void start(struct baton_stage *st, void *item)
 static void dispatcher_wait(struct baton_stage *st, struct baton_task *self)
 {
 	/* No timeout: no timer to allocate, so the only result is BATON_OK. */
-	baton_wait_one(self, &st->dispatcher, &st->lock, 0, NULL, NULL, -1);
+	baton__wait_one(self, &st->dispatcher, &st->lock, 0, NULL, NULL, -1);
 	baton_spin_lock(&st->lock);
 }
 
@@ -312,7 +307,7 @@ static void dispatch(void *arg)
 			while (st->running >= st->concurrency) /* lowered meanwhile */
 				dispatcher_wait(st, self);
 		}
-		item = pop(st, baton_clock_now(), &wl);
+		item = pop(st, baton__clock_now(), &wl);
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
 		start(st, item);
@@ -376,7 +371,7 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	st = calloc(1, sizeof(*st));
 	if (st == NULL)
 		return BATON_ENOMEM;
-	if (!baton_stage_name_copy(st->name, attr->name)) {
+	if (!baton__name_copy(st->name, sizeof(st->name), attr->name)) { /* refused */
 		free(st);
 		return BATON_EINVAL;
 	}
@@ -434,9 +429,8 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 
 	if (st == NULL || st->fn == NULL)
 		return BATON_EINVAL;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	baton_spin_lock(&st->lock);
 	if (st->closed) {
 		st->rejected++;
@@ -455,7 +449,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	}
 	if (st->count < st->limit) {
 		pos = st->count;
-		push(st, item, baton_clock_now());
+		push(st, item, baton__clock_now());
 		if (pos == 0)
 			poke(st, &wl); /* a dispatcher idle between handlers */
 		spawn = kick(st);
@@ -473,7 +467,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		return BATON_EAGAIN;
 	}
 	/* Full: wait for a slot; the one who frees it moves our item in. */
-	rc = baton_wait_one(t, &st->producers, &st->lock, 0, item, NULL,
+	rc = baton__wait_one(t, &st->producers, &st->lock, 0, item, NULL,
 			       timeout_ns);
 	if (rc == BATON_ETIMEDOUT) {
 		baton_spin_lock(&st->lock);
@@ -486,7 +480,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 int baton_stage_close(baton_stage_t *st)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_waiter *w;
+	size_t n;
 	bool spawn;
 
 	if (st == NULL)
@@ -497,17 +491,12 @@ int baton_stage_close(baton_stage_t *st)
 		return BATON_ESHUTDOWN;
 	}
 	st->closed = true;
-	while ((w = baton_waitq_claim_first(&st->producers)) != NULL) {
-		st->rejected++;
-		baton_waiter_wake(&wl, w, BATON_ESHUTDOWN);
-	}
+	st->rejected += baton_waitq_wake_all(&st->producers, &wl, BATON_ESHUTDOWN);
 	/* Tasks waiting to pass through have not started their step. */
-	while ((w = baton_waitq_claim_first(&st->passers)) != NULL) {
-		st->count--;
-		st->submitted--;
-		st->rejected++;
-		baton_waiter_wake(&wl, w, BATON_ESHUTDOWN);
-	}
+	n = baton_waitq_wake_all(&st->passers, &wl, BATON_ESHUTDOWN);
+	st->count -= n;
+	st->submitted -= n;
+	st->rejected += n;
 	baton__stage_wake_drainers(st, &wl);
 	spawn = kick(st);
 	baton_spin_unlock(&st->lock);
@@ -524,9 +513,8 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 
 	if (st == NULL)
 		return BATON_EINVAL;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	baton_spin_lock(&st->lock);
 	if (baton__stage_idle(st)) {
 		baton_spin_unlock(&st->lock);
@@ -555,7 +543,7 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 		baton_spin_unlock(&st->lock);
 		return BATON_OK;
 	}
-	return baton_wait_one(t, &st->drainers, &st->lock, 0, NULL, NULL, timeout_ns);
+	return baton__wait_one(t, &st->drainers, &st->lock, 0, NULL, NULL, timeout_ns);
 }
 
 int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)
@@ -568,7 +556,7 @@ int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)
 	st->concurrency = n;
 	poke(st, &wl);
 	if (st->fn == NULL)
-		baton__stage_admit_passers(st, baton_clock_now(), &wl);
+		baton__stage_admit_passers(st, baton__clock_now(), &wl);
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
 	return BATON_OK;
@@ -583,7 +571,7 @@ int baton_stage_set_queue_limit(baton_stage_t *st, size_t n)
 		return BATON_EINVAL;
 	baton_spin_lock(&st->lock);
 	st->limit = n;
-	admit(st, baton_clock_now(), &wl);
+	admit(st, baton__clock_now(), &wl);
 	poke(st, &wl);
 	spawn = kick(st);
 	baton_spin_unlock(&st->lock);

@@ -60,12 +60,8 @@ static inline bool baton__stage_idle(const struct baton_stage *st)
 static inline void baton__stage_wake_drainers(struct baton_stage *st,
 					      struct baton_wakelist *wl)
 {
-	struct baton_waiter *w;
-
-	if (!baton__stage_idle(st))
-		return;
-	while ((w = baton_waitq_claim_first(&st->drainers)) != NULL)
-		baton_waiter_wake(wl, w, BATON_OK);
+	if (baton__stage_idle(st))
+		baton_waitq_wake_all(&st->drainers, wl, BATON_OK);
 }
 
 /* pass.c, under the lock: give free slots to waiting tasks, first come
@@ -73,7 +69,5 @@ static inline void baton__stage_wake_drainers(struct baton_stage *st,
 void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
 				struct baton_wakelist *wl);
 
-/* Copy a name of 1..BATON_NAME_MAX bytes; false if it is not one. */
-bool baton_stage_name_copy(char *dst, const char *src);
 
 #endif /* BATON_SRC_STAGE_INTERNAL_H */

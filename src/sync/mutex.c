@@ -49,12 +49,12 @@ int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
 {
 	struct baton_task *t;
 	const void *me;
+	int rc;
 
 	if (m == NULL)
 		return BATON_EINVAL;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	me = caller();
 	baton_spin_lock(&m->lock);
 	if (m->owner == NULL) {
@@ -63,14 +63,13 @@ int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
 		return BATON_OK;
 	}
 	if (m->owner == me || timeout_ns == 0) {
-		int rc = m->owner == me ? BATON_EDEADLK : BATON_EAGAIN;
-
+		rc = m->owner == me ? BATON_EDEADLK : BATON_EAGAIN;
 		baton_spin_unlock(&m->lock);
 		return rc;
 	}
 	/* BATON_OK: the unlocker made us the owner before waking us. Any
 	 * other result: we were never made the owner, and are unlinked. */
-	return baton_wait_one(t, &m->waiters, &m->lock, 0, NULL, NULL, timeout_ns);
+	return baton__wait_one(t, &m->waiters, &m->lock, 0, NULL, NULL, timeout_ns);
 }
 
 int baton_mutex_unlock(baton_mutex_t *m)

@@ -52,11 +52,11 @@ static void grant_unlock(struct baton_units *u)
 int baton__units_acquire(struct baton_units *u, long n, int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t;
 	int rc;
 
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	for (;;) {
 		baton_spin_lock(&u->lock);
 		/* Drop timed-out heads, which may let earlier waiters through:
@@ -78,7 +78,7 @@ int baton__units_acquire(struct baton_units *u, long n, int64_t timeout_ns)
 		baton_spin_unlock(&u->lock);
 		return BATON_EAGAIN;
 	}
-	rc = baton_wait_one(t, &u->waiters, &u->lock, n, NULL, NULL, timeout_ns);
+	rc = baton__wait_one(t, &u->waiters, &u->lock, n, NULL, NULL, timeout_ns);
 	if (rc != BATON_OK) {
 		/* We were perhaps the head that held the others back. */
 		baton_spin_lock(&u->lock);

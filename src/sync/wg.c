@@ -31,7 +31,6 @@ int baton_wg_create(baton_wg_t **out)
 int baton_wg_add(baton_wg_t *wg, long delta)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_waiter *w;
 	long count;
 
 	if (wg == NULL)
@@ -43,8 +42,7 @@ int baton_wg_add(baton_wg_t *wg, long delta)
 	}
 	wg->count = count;
 	if (count == 0)
-		while ((w = baton_waitq_claim_first(&wg->waiters)) != NULL)
-			baton_waiter_wake(&wl, w, BATON_OK);
+		baton_waitq_wake_all(&wg->waiters, &wl, BATON_OK);
 	baton_spin_unlock(&wg->lock);
 	baton_wakelist_run(&wl);
 	return BATON_OK;
@@ -58,20 +56,19 @@ int baton_wg_done(baton_wg_t *wg)
 int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns)
 {
 	struct baton_task *t;
+	int rc;
 
 	if (wg == NULL)
 		return BATON_EINVAL;
-	t = baton_task_self();
-	if (t == NULL && timeout_ns != 0)
-		return BATON_ENOSCHED;
+	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
 	baton_spin_lock(&wg->lock);
 	if (wg->count == 0 || timeout_ns == 0) {
-		int rc = wg->count == 0 ? BATON_OK : BATON_EAGAIN;
-
+		rc = wg->count == 0 ? BATON_OK : BATON_EAGAIN;
 		baton_spin_unlock(&wg->lock);
 		return rc;
 	}
-	return baton_wait_one(t, &wg->waiters, &wg->lock, 0, NULL, NULL, timeout_ns);
+	return baton__wait_one(t, &wg->waiters, &wg->lock, 0, NULL, NULL, timeout_ns);
 }
 
 int baton_wg_count(baton_wg_t *wg, long *out)

@@ -10,7 +10,7 @@
  *  - a prefix gives need-more or the same answer as the whole input: the
  *    answer does not depend on how reads split the bytes;
  *  - every pointer of a parsed request lies inside the head;
- *  - the resumed parser (baton_http_parse_head_resume), fed in two pieces or
+ *  - the resumed parser (baton__http_parse_head_resume), fed in two pieces or
  *    byte by byte, answers like the one-shot parser, with the same request;
  *  - the chunked decoder gives the same status, consumption and body
  *    whether fed in one piece, in two at the split point, byte by byte into
@@ -46,7 +46,7 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 	memcpy(buf, data, n);
 	req->fields = fields;
 	req->fields_cap = cap;
-	r = baton_http_parse_head(buf, n, lim, req, &why);
+	r = baton__http_parse_head(buf, n, lim, req, &why);
 	CHECK(r >= 0 || why != NULL);
 	if (r > 0) {
 		const char *lo = buf, *hi = buf + r;
@@ -64,11 +64,11 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 		CHECK(req->content_length <= lim->max_body);
 		CHECK(!req->host || (req->host >= lo && req->host + req->host_len <= hi));
 		CHECK(req->version_minor == 0 || req->host);
-		const struct baton_http_field *h = baton_http_find_field(req, "HOST");
+		const struct baton_http_field *h = baton__http_find_field(req, "HOST");
 		CHECK(h ? h->value == req->host : req->host == NULL);
 		/* a parsed field is a valid extra field of a response head */
 		static char out[1 << 16];
-		size_t on = baton_http_format_head(out, sizeof(out), 200, req->content_length,
+		size_t on = baton__http_format_head(out, sizeof(out), 200, req->content_length,
 						   req->keep_alive, req->fields, req->nfields);
 		CHECK(on > 0 || (size_t)r > sizeof(out) / 2);
 	}
@@ -91,14 +91,14 @@ static void resumed(const uint8_t *data, size_t n, size_t split, size_t step,
 
 	memcpy(buf, data, n);
 	for (;;) {
-		got = baton_http_parse_head_resume(buf, k, lim, &b, &pr, NULL);
+		got = baton__http_parse_head_resume(buf, k, lim, &b, &pr, NULL);
 		if (got != 0 || k == n)
 			break;
 		k = step ? (k + step < n ? k + step : n) : n;
 	}
 	CHECK(got == want);
 	if (got > 0) {
-		CHECK(baton_http_parse_head(buf, n, lim, &a, NULL) == got);
+		CHECK(baton__http_parse_head(buf, n, lim, &a, NULL) == got);
 		CHECK(a.method == b.method && a.target == b.target && a.host == b.host);
 		CHECK(a.nfields == b.nfields && a.content_length == b.content_length);
 		CHECK(a.chunked == b.chunked && a.keep_alive == b.keep_alive);
@@ -135,14 +135,14 @@ static struct decoded decode(const struct baton_http_limits *lim, const uint8_t 
 	char *copy = malloc(n ? n : 1), *out = malloc(out_cap);
 
 	memcpy(copy, in, n);
-	baton_http_chunked_init(&c, lim);
+	baton__http_chunked_init(&c, lim);
 	for (;;) {
 		size_t avail = n - d.consumed, cons, prod;
 		if (piece)
 			avail = avail < piece ? avail : piece;
 		else if (d.consumed < split)
 			avail = split - d.consumed;
-		d.status = baton_http_chunked_feed(&c, copy + d.consumed, avail, &cons, out,
+		d.status = baton__http_chunked_feed(&c, copy + d.consumed, avail, &cons, out,
 						   out_cap, &prod);
 		CHECK(cons <= avail && prod <= out_cap);
 		CHECK(d.status == 0 || d.status == 1 || d.status == -400 || d.status == -413 ||
@@ -154,7 +154,7 @@ static struct decoded decode(const struct baton_http_limits *lim, const uint8_t 
 		if (d.status != 0 || (cons == 0 && prod == 0 && avail == n - d.consumed))
 			break;
 	}
-	CHECK(baton_http_chunked_done(&c) == (d.status == 1));
+	CHECK(baton__http_chunked_done(&c) == (d.status == 1));
 	free(copy);
 	free(out);
 	return d;
@@ -169,8 +169,8 @@ static struct decoded decode_in_place(const struct baton_http_limits *lim, const
 	size_t cons, prod;
 
 	memcpy(buf, in, n);
-	baton_http_chunked_init(&c, lim);
-	d.status = baton_http_chunked_feed(&c, buf, n, &cons, buf, n, &prod);
+	baton__http_chunked_init(&c, lim);
+	d.status = baton__http_chunked_feed(&c, buf, n, &cons, buf, n, &prod);
 	d.consumed = cons;
 	d.produced = prod;
 	hash_bytes(&d.hash, buf, prod);
