@@ -3,14 +3,17 @@
  * without cmocka's signal handlers, so the parent sees exactly what a user
  * program would: our report and SIGABRT, or the default SIGSEGV action.
  *
- *   overflow_child stackful|copystack|null|canary|fallback
+ *   overflow_child stackful|copystack|null|canary|fallback|own
  *
  * canary: a stackful coroutine with BATON_CORO_STACK_CANARY overflows by
  * about 2 KiB (into the slack page below its stack), then yields: the
  * switch finds the canary overwritten. fallback: the same with default
  * attributes, after the parent set BATON_STACK_GUARD_BUDGET=1 and one
- * guarded stack was taken, so this one is a canary stack.
+ * guarded stack was taken, so this one is a canary stack. own: the program
+ * keeps baton's reporter out (baton_coro_overflow_handler(0)) and installs
+ * its own handler, which must be the one that sees the guard-page fault.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,6 +76,37 @@ static void *null_deref(void *arg, void *in)
 	return (void *)(long)*(volatile int *)((char *)arg + 16);
 }
 
+static void own_handler(int sig)
+{
+	static const char msg[] = "the program's own handler ran\n";
+
+	(void)sig;
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	_exit(42);
+}
+
+/* Keep baton's reporter out, then install the program's handler (on an
+ * alternate stack: the fault is a stack overflow). */
+static int own_setup(void)
+{
+	static char alt[65536];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	struct sigaction sa;
+
+	if (baton_coro_overflow_handler(0) != BATON_OK ||
+	    baton_coro_overflow_handler(0) != BATON_OK || /* the same choice again */
+	    baton_coro_overflow_handler(1) != BATON_EBUSY || /* made once */
+	    baton_coro_overflow_handler(2) != BATON_EINVAL)
+		return 5;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = own_handler;
+	sa.sa_flags = SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGSEGV, &sa, NULL) != 0)
+		return 6;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct baton_coro_attr attr = { BATON_CORO_STACKFUL, 32 * 1024, "deep-diver", 0 };
@@ -82,7 +116,7 @@ int main(int argc, char **argv)
 
 	alarm(20);
 	if (argc != 2) {
-		fprintf(stderr, "usage: overflow_child stackful|copystack|null|canary|fallback\n");
+		fprintf(stderr, "usage: overflow_child stackful|copystack|null|canary|fallback|own\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "canary") == 0 || strcmp(argv[1], "fallback") == 0) {
@@ -99,6 +133,8 @@ int main(int argc, char **argv)
 				return 3;
 		}
 	}
+	if (strcmp(argv[1], "own") == 0 && (rc = own_setup()) != 0)
+		return rc;
 	if (strcmp(argv[1], "copystack") == 0) {
 		attr.model = BATON_CORO_COPYSTACK;
 		attr.name = "cs-diver";

@@ -34,7 +34,20 @@ static baton_sched_t *make_sched(unsigned workers)
 
 static struct baton_http_server_attr good_attr(void)
 {
-	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+	struct baton_http_server_attr a, b = BATON_HTTP_SERVER_ATTR_INIT;
+
+	/* The function gives what the macro gives. */
+	assert_int_equal(baton_http_server_attr_init(NULL), BATON_EINVAL);
+	assert_int_equal(baton_http_server_attr_init(&a), BATON_OK);
+	assert_int_equal(a.port, b.port);
+	assert_int_equal(a.max_body, b.max_body);
+	assert_int_equal(a.max_connections, b.max_connections);
+	assert_int_equal(a.linger_ns, b.linger_ns);
+	assert_int_equal(a.queue_timeout_ns, b.queue_timeout_ns);
+	assert_int_equal(a.coro.stack_size, b.coro.stack_size);
+	assert_null(a.handler);
+	assert_int_equal(a.port, 8080);
+	assert_int_equal(a.handler_queue, 1024);
 
 	a.host = "127.0.0.1";
 	a.port = 0;

@@ -95,6 +95,21 @@ static void other_faults_keep_default_action(void **state)
 	assert_null(strstr(err, "stack overflow"));
 }
 
+/* A program that keeps baton's reporter out gets the fault itself. */
+static void own_handler_gets_the_overflow(void **state)
+{
+	int status;
+	char *err;
+
+	(void)state;
+	err = run_child("own", &status);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 42)
+		fail_msg("expected the program's handler (exit 42), status %#x; stderr: %s",
+			 status, err);
+	assert_non_null(strstr(err, "the program's own handler ran"));
+	assert_null(strstr(err, "stack overflow"));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -103,6 +118,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(canary_overflow_is_reported),
 		cmocka_unit_test(fallback_overflow_is_reported),
 		cmocka_unit_test(other_faults_keep_default_action),
+		cmocka_unit_test(own_handler_gets_the_overflow),
 	};
 
 	if (argc < 2) {

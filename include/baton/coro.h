@@ -71,6 +71,14 @@
  *     created with BATON_CORO_SHARED_FPENV, and a thread's own context after
  *     baton_coro_thread_share_fpenv(1), have none of their own instead: they
  *     run in the state of whoever switched to them and must not change it.
+ *  6. Reporting a guard-page overflow by name takes a SIGSEGV handler. baton
+ *     installs one when the first coroutine is created; it handles faults
+ *     in baton's guard pages and passes every other fault to the handler
+ *     that was installed before it. A program that installs its own
+ *     SIGSEGV handler later must chain to the previous one itself, or call
+ *     baton_coro_overflow_handler(0) before creating any coroutine: baton
+ *     then installs nothing (an overflow still stops at the guard page, as
+ *     a plain SIGSEGV; canaries still report).
  */
 #ifndef BATON_CORO_H
 #define BATON_CORO_H
@@ -181,8 +189,17 @@ BATON_API const char *baton_coro_name(const baton_coro_t *co);
 BATON_API size_t baton_coro_stack_size(const baton_coro_t *co);
 
 /* Free a coroutine that is suspended or dead (see rule 4). NULL is a no-op.
- * Errors: BATON_EBUSY (it is running or resuming another). */
+ * Errors: BATON_EBUSY (it is running or resuming another), BATON_ETHREAD
+ * (a copy-stack coroutine that has run, destroyed from another thread
+ * than the one it ran on: its frames live in that thread's shared stack). */
 BATON_API int baton_coro_destroy(baton_coro_t *co);
+
+/* Choose whether baton installs its SIGSEGV overflow reporter (rule 6):
+ * 1 installs it now (it is installed on the first create anyway), 0 keeps
+ * it out for the life of the process. Any thread.
+ * Errors: BATON_EINVAL (not 0 or 1), BATON_EBUSY (0 asked after it was
+ * installed, or 1 after 0: the choice is made once). */
+BATON_API int baton_coro_overflow_handler(int install);
 
 /* Declare whether the calling thread's own context (its stack outside any
  * coroutine) keeps its floating-point control state across switches (the

@@ -137,12 +137,19 @@ struct baton_http_server_attr {
 	int64_t queue_timeout_ns;	/* then 503 + Retry-After */
 };
 
-#define BATON_HTTP_SERVER_ATTR_INIT { \
-	NULL, 8080, NULL, NULL, NULL, 0, \
-	8192, 32768, 100, 1048576, \
-	10000000000LL, 60000000000LL, 30000000000LL, \
-	10000, 256, 4096, 1024, BATON_CORO_ATTR_INIT, 2000000000LL, \
-	0, 1024, 1000000000LL }
+/* The defaults, by name: an attribute not listed is 0 or NULL. */
+#define BATON_HTTP_SERVER_ATTR_INIT {                                          \
+	.port = 8080, .max_target = 8192, .max_header_bytes = 32768,          \
+	.max_fields = 100, .max_body = 1048576,                               \
+	.header_timeout_ns = 10000000000LL, .idle_timeout_ns = 60000000000LL, \
+	.write_timeout_ns = 30000000000LL, .max_connections = 10000,          \
+	.handler_concurrency = 256, .max_inflight = 4096, .backlog = 1024,    \
+	.coro = BATON_CORO_ATTR_INIT, .linger_ns = 2000000000LL,              \
+	.handler_queue = 1024, .queue_timeout_ns = 1000000000LL }
+
+/* The same defaults for a struct already declared (or for C++ before
+ * C++20, which has no designated initializers). Errors: BATON_EINVAL. */
+BATON_API int baton_http_server_attr_init(struct baton_http_server_attr *a);
 
 /* Bind and listen now (errors are reported here), and spawn the acceptor
  * on scheduler s; connections are served once s runs. From any thread.

@@ -76,12 +76,18 @@ typedef struct baton_io baton_io_t;
  * BATON_ESYS (fcntl, or the reactor refused the descriptor). */
 BATON_API int baton_io_open(baton_io_t **out, int fd, bool owns_fd);
 
-/* Read up to len bytes; *n = bytes read (0 at end of file). */
+/* Read up to len bytes; *n = bytes read (0 at end of file).
+ * Errors: BATON_EINVAL (NULL io or n, NULL buf with len > 0),
+ * BATON_EAGAIN (timeout 0 and nothing to read), BATON_ETIMEDOUT,
+ * BATON_ENOSCHED (it would wait, outside a task), BATON_ENOMEM (no timer
+ * for the timeout), BATON_ESYS (read failed, errno set: ECONNRESET...). */
 BATON_API int baton_io_read(baton_io_t *io, void *buf, size_t len,
 			    int64_t timeout_ns, size_t *n);
 
 /* Write all len bytes (partial writes are continued); *n (may be NULL) =
- * bytes written, also when an error or the timeout cut it short. */
+ * bytes written, also when an error or the timeout cut it short.
+ * Errors: as read (EAGAIN: the socket's buffer is full and timeout is 0),
+ * BATON_ESYS with errno EPIPE when the peer has gone (no SIGPIPE). */
 BATON_API int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 			     int64_t timeout_ns, size_t *n);
 

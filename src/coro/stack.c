@@ -139,6 +139,9 @@ size_t baton_coro_pool_trim(void)
  */
 
 static struct sigaction previous_segv;
+/* The overflow reporter: not decided yet, installed, or kept out. */
+enum { HANDLER_UNSET, HANDLER_ON, HANDLER_OFF };
+static int handler_state = HANDLER_UNSET;
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 
 struct line {
@@ -262,7 +265,35 @@ static void install_handler(void)
 	sigaction(SIGSEGV, &sa, &previous_segv);
 }
 
+/* Decide once: the first caller's choice holds; true if the state is
+ * `want` afterwards. A create that races with the program's 0 may decide
+ * first, and the program is told (BATON_EBUSY). Installing goes through
+ * pthread_once, so nobody returns from an ON before the handler is in. */
+static bool decide(int want)
+{
+	int expected = HANDLER_UNSET;
+
+	/* Acq_rel/acquire: the choice is one word; pthread_once orders the
+	 * installation itself. */
+	if (!__atomic_compare_exchange_n(&handler_state, &expected, want, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	    expected != want)
+		return false;
+	if (want == HANDLER_ON)
+		pthread_once(&handler_once, install_handler);
+	return true;
+}
+
 void baton__stack_overflow_handler_install(void)
 {
-	pthread_once(&handler_once, install_handler);
+	/* Relaxed: a hint; decide() settles a race. */
+	if (__atomic_load_n(&handler_state, __ATOMIC_RELAXED) == HANDLER_UNSET)
+		(void)decide(HANDLER_ON);
+}
+
+int baton_coro_overflow_handler(int install)
+{
+	if (install != 0 && install != 1)
+		return BATON_EINVAL;
+	return decide(install ? HANDLER_ON : HANDLER_OFF) ? BATON_OK : BATON_EBUSY;
 }

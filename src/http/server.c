@@ -185,6 +185,16 @@ static int listen_socket(struct baton_http_server *srv)
 	return baton_io_listen_socket(srv->host, &srv->port, srv->a.backlog, &srv->lfd);
 }
 
+int baton_http_server_attr_init(struct baton_http_server_attr *a)
+{
+	static const struct baton_http_server_attr defaults = BATON_HTTP_SERVER_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = defaults;
+	return BATON_OK;
+}
+
 static bool attr_valid(const struct baton_http_server_attr *a)
 {
 	return a->handler && a->handler_queue > 0 && a->queue_timeout_ns >= 0 &&
