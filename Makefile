@@ -10,14 +10,17 @@
 BUILD   := build
 VENV    := $(BUILD)/venv
 PY      := $(VENV)/bin/python
-CMAKE   := cmake -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS    ?= 2
 CTEST   := ctest --output-on-failure -j $(JOBS)
+# Each configuration is a preset of CMakePresets.json, built in build/NAME.
+PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
-.PHONY: test bench httpd deps-test deps-bench venv-test venv clean
+.PHONY: test bench httpd deps-test deps-httpd deps-bench venv-test venv clean
 
 deps-test:
 	@tools/install-deps.sh test
+deps-httpd:
+	@tools/install-deps.sh httpd
 deps-bench:
 	@tools/install-deps.sh bench
 
@@ -31,12 +34,10 @@ $(VENV)/.bench-stamp: tools/requirements.txt
 	touch $@
 
 test: deps-test $(VENV)/.test-stamp
-	$(CMAKE) -S . -B $(BUILD)/native -DBATON_BUILD_BENCH=OFF
-	cmake --build $(BUILD)/native
+	$(call PRESET,native)
 	cd $(BUILD)/native && $(CTEST)
 	$(PY) -m pytest -q -p no:cacheprovider tests/http --httpd $(BUILD)/native/baton-httpd
-	$(CMAKE) -S . -B $(BUILD)/asan -DBATON_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DBATON_BUILD_BENCH=OFF
-	cmake --build $(BUILD)/asan
+	$(call PRESET,asan)
 	cd $(BUILD)/asan && $(CTEST)
 	# The server's robustness tests again, on the ASan+UBSan binary: a leak
 	# (LeakSanitizer at exit) or any report fails them.
@@ -45,22 +46,18 @@ test: deps-test $(VENV)/.test-stamp
 	# shared between threads). (TSan counts each coroutine as a thread and
 	# stops at 8128, so the suites with 20000 coroutines stay out of this
 	# build.)
-	$(CMAKE) -S . -B $(BUILD)/tsan -DBATON_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug -DBATON_BUILD_BENCH=OFF -DBATON_BUILD_EXAMPLES=ON
-	cmake --build $(BUILD)/tsan
+	$(call PRESET,tsan)
 	cd $(BUILD)/tsan && $(CTEST) -L threads
-	$(CMAKE) -S . -B $(BUILD)/ucontext -DBATON_SWITCH=ucontext -DBATON_BUILD_BENCH=OFF -DBATON_TEST_VALGRIND=OFF
-	cmake --build $(BUILD)/ucontext
+	$(call PRESET,ucontext)
 	cd $(BUILD)/ucontext && $(CTEST) -L unit
-	$(CMAKE) -S . -B $(BUILD)/aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DBATON_BUILD_BENCH=OFF
-	cmake --build $(BUILD)/aarch64
+	$(call PRESET,aarch64)
 	cd $(BUILD)/aarch64 && $(CTEST)
 	$(PY) -m pytest -q -p no:cacheprovider tools/tests
 
 BENCH_ARGS := $(if $(QUICK),--quick) $(foreach s,$(SUITE),--suite $(s))
 
 bench: deps-bench $(VENV)/.bench-stamp
-	$(CMAKE) -S . -B $(BUILD)/bench -DBATON_BUILD_TESTS=OFF -DBATON_BUILD_EXAMPLES=OFF
-	cmake --build $(BUILD)/bench
+	$(call PRESET,bench)
 	PYTHONPATH=tools $(PY) -m baton_bench run --src . --build $(BUILD)/bench $(BENCH_ARGS) \
 		--out $(BUILD)/results.jsonl --report $(BUILD)/report
 
@@ -69,9 +66,8 @@ bench: deps-bench $(VENV)/.bench-stamp
 PORT    ?= 8080
 WORKERS ?= 0
 HANDLER ?= hello
-httpd: deps-test
-	$(CMAKE) -S . -B $(BUILD)/release -DBATON_BUILD_TESTS=OFF -DBATON_BUILD_BENCH=OFF -DBATON_BUILD_EXAMPLES=OFF
-	cmake --build $(BUILD)/release --target baton-httpd
+httpd: deps-httpd
+	cmake --preset release >/dev/null && cmake --build $(BUILD)/release --target baton-httpd
 	$(BUILD)/release/baton-httpd --port $(PORT) --workers $(WORKERS) --handler $(HANDLER)
 
 clean:

@@ -1,21 +1,10 @@
 # The HTTP/1.1 request parser of baton-httpd (src/http/http_parse.h,
 # docs/http-parser.md): unit tests, and a bounded libFuzzer run.
 #
-# The parser's .c files are compiled into the test programs directly, so the
-# tests do not depend on src/http being part of libbaton.
-set(BATON_HTTP_SOURCES
-  ${PROJECT_SOURCE_DIR}/src/http/parse.c
-  ${PROJECT_SOURCE_DIR}/src/http/chunked.c
-  ${PROJECT_SOURCE_DIR}/src/http/response.c)
-
-baton_add_test(test_http_parse SOURCES test_http_parse.c ${BATON_HTTP_SOURCES} TIMEOUT 120)
-baton_add_test(test_http_chunked SOURCES test_http_chunked.c ${BATON_HTTP_SOURCES} TIMEOUT 120)
-# The library's warning set for the parser itself.
-set_source_files_properties(${BATON_HTTP_SOURCES} PROPERTIES COMPILE_OPTIONS "${BATON_WARNINGS}")
-foreach(_t test_http_parse test_http_chunked)
-  target_include_directories(${_t} PRIVATE ${PROJECT_SOURCE_DIR}/src/http)
-  target_compile_definitions(${_t} PRIVATE _GNU_SOURCE)
-endforeach()
+# The tests link the parser's object library (the library's own objects),
+# so they reach its internal calls, hidden in libbaton.
+baton_add_test(test_http_parse TIMEOUT 120 LIBS baton_http_parser)
+baton_add_test(test_http_chunked TIMEOUT 120 LIBS baton_http_parser)
 
 # libFuzzer needs clang; the project compiles with gcc, so the fuzzer is a
 # custom command. Skipped when cross-compiling (no clang runtime for the
@@ -34,8 +23,8 @@ else()
   add_custom_command(OUTPUT ${_fuzz_bin}
     COMMAND ${BATON_CLANG} -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined
             -fno-sanitize-recover=all -I${PROJECT_SOURCE_DIR}/src/http
-            -o ${_fuzz_bin} ${_fuzz_dir}/fuzz_http.c ${BATON_HTTP_SOURCES}
-    DEPENDS ${_fuzz_dir}/fuzz_http.c ${BATON_HTTP_SOURCES}
+            -o ${_fuzz_bin} ${_fuzz_dir}/fuzz_http.c ${BATON_HTTP_PARSER_SOURCES}
+    DEPENDS ${_fuzz_dir}/fuzz_http.c ${BATON_HTTP_PARSER_SOURCES}
             ${PROJECT_SOURCE_DIR}/src/http/http_parse.h ${PROJECT_SOURCE_DIR}/src/http/http_ctype.h
     COMMENT "Building the HTTP parser fuzzer with clang (libFuzzer)"
     VERBATIM)

@@ -1,16 +1,23 @@
 #!/bin/sh
 # Install the Debian packages baton's build, tests and benchmarks need, and
 # skip those already present. Run as root (or with sudo available) on
-# Debian 12. Usage: tools/install-deps.sh test|bench
+# Debian 12. Usage: tools/install-deps.sh test|bench|httpd
+#   httpd  only what building and running baton-httpd takes (make httpd)
+#   test   and the test toolchain: cmocka, valgrind, clang, the AArch64 cross
+#          toolchain with qemu-user and arm64 cmocka, Spin
+#   bench  and the benchmarks' peers
 set -eu
 what=${1:-test}
 
-# Build and test: compilers, CMake, cmocka, valgrind, the AArch64 cross
+# Build: compilers, CMake, and the runtimes of the handlers and bindings.
+pkgs="build-essential cmake ninja-build pkg-config python3-venv
+      chicken-bin libchicken-dev liblua5.4-dev lua5.4 liburing-dev"
+# Test: cmocka, valgrind, clang (the fuzzer), Spin, the AArch64 cross
 # toolchain with qemu-user, and arm64 cmocka (multiarch) for the cross tests.
-pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev valgrind
-      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-venv
-      spin chicken-bin libchicken-dev liblua5.4-dev lua5.4 liburing-dev
-      clang libclang-rt-14-dev"
+if [ "$what" != httpd ]; then
+	pkgs="$pkgs libcmocka-dev valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	      qemu-user spin clang libclang-rt-14-dev"
+fi
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
 	pkgs="$pkgs g++ libboost-context-dev libboost-fiber-dev luajit2 libck-dev
@@ -22,6 +29,7 @@ for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
 arm64_cmocka=yes
+[ "$what" = httpd ] ||
 dpkg-query -W -f='${Status}' libcmocka-dev:arm64 2>/dev/null | grep -q "ok installed" || arm64_cmocka=no
 
 if [ -z "$missing" ] && [ "$arm64_cmocka" = yes ]; then
