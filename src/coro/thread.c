@@ -5,7 +5,6 @@
  */
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,7 +25,7 @@ __attribute__((noinline, noipa)) struct baton_thread *baton__thread_get_after_sw
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 /* Serials only need to be unique; no other memory is ordered by them. */
-static _Atomic uint64_t next_serial = 1;
+static uint64_t next_serial = 1;
 
 static void thread_exit(void *arg)
 {
@@ -95,8 +94,8 @@ void baton__thread_init(struct baton_thread *t)
 {
 	pthread_once(&exit_key_once, make_exit_key);
 	memset(t, 0, sizeof(*t));
-	t->serial = atomic_fetch_add_explicit(&next_serial, 1,
-					      memory_order_relaxed);
+	t->serial = __atomic_fetch_add(&next_serial, 1,
+					      __ATOMIC_RELAXED);
 	t->root.status = BATON_CORO_RUNNING;
 	t->root.model = BATON_CORO_STACKFUL;
 	memcpy(t->root.name, "(thread)", sizeof("(thread)"));

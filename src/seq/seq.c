@@ -35,7 +35,7 @@
  * call __tls_get_addr on every lock and unlock */
 __thread struct seq_thread baton__seq_self __attribute__((tls_model("initial-exec")));
 #if BATON_TSAN
-_Atomic unsigned seq_tsan_fence_word;
+unsigned baton__seq_tsan_fence_word;
 #endif
 
 /* ---- on the dedicated stack --------------------------------------------- */
@@ -44,12 +44,12 @@ _Atomic unsigned seq_tsan_fence_word;
 static void serve_batch(struct baton_seq *s)
 {
 	/* relaxed: K is a tuning knob; a stale value for one batch is fine */
-	unsigned k = atomic_load_explicit(&s->batch, memory_order_relaxed);
+	unsigned k = __atomic_load_n(&s->batch, __ATOMIC_RELAXED);
 	/* acquire: pairs with the release in claim_slot, so slots below hwm
 	 * are initialised before we read them */
-	unsigned hwm = atomic_load_explicit(&s->hwm, memory_order_acquire);
+	unsigned hwm = __atomic_load_n(&s->hwm, __ATOMIC_ACQUIRE);
 	/* relaxed: written under the lock; unlock reads it as a hint */
-	unsigned i = atomic_load_explicit(&s->cursor, memory_order_relaxed), n = 0;
+	unsigned i = __atomic_load_n(&s->cursor, __ATOMIC_RELAXED), n = 0;
 
 	if (k == 0 || hwm == 0)
 		return;
@@ -61,7 +61,7 @@ static void serve_batch(struct baton_seq *s)
 		i = i + 1 == hwm ? 0 : i + 1;
 		/* acquire: pairs with the owner's release of PENDING, so its
 		 * fn and arg are visible */
-		if (atomic_load_explicit(&sl->state, memory_order_acquire) != SLOT_PENDING)
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != SLOT_PENDING)
 			continue;
 		sl->req.result = sl->req.fn(sl->req.arg);
 		n++;
@@ -69,11 +69,11 @@ static void serve_batch(struct baton_seq *s)
 		 * IDLE (its acquire load in wait_slot). No atomic RMW here:
 		 * the store may complete in the background, and only owners
 		 * that sleep get an event-count increment, from baton__seq_unlock() */
-		atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_release);
+		__atomic_store_n(&sl->state, SLOT_IDLE, __ATOMIC_RELEASE);
 		s->served[(sl - s->slots) / 64] |= 1ull << ((sl - s->slots) % 64);
 	}
 	/* relaxed: see above */
-	atomic_store_explicit(&s->cursor, i, memory_order_relaxed);
+	__atomic_store_n(&s->cursor, i, __ATOMIC_RELAXED);
 	count(&s->combined, n);
 }
 
@@ -89,7 +89,7 @@ static void *seq_main(void *arg, void *in)
 		/* relaxed: a hint; serve_batch re-reads it with acquire. A
 		 * waiter that we miss here is served by a later holder or
 		 * takes the lock itself */
-		if (__builtin_expect(atomic_load_explicit(&s->hwm, memory_order_relaxed) != 0, 0))
+		if (__builtin_expect(__atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0, 0))
 			serve_batch(s);
 		baton_coro_yield(NULL, &in);
 	}
@@ -106,17 +106,17 @@ static void *seq_main(void *arg, void *in)
 static struct seq_slot *next_waiter(struct baton_seq *s)
 {
 	/* acquire: as in serve_batch */
-	unsigned hwm = atomic_load_explicit(&s->hwm, memory_order_acquire);
+	unsigned hwm = __atomic_load_n(&s->hwm, __ATOMIC_ACQUIRE);
 	/* relaxed: written only under the lock (we hold it) */
-	unsigned start = atomic_load_explicit(&s->cursor, memory_order_relaxed);
+	unsigned start = __atomic_load_n(&s->cursor, __ATOMIC_RELAXED);
 
 	for (unsigned j = 0; j < hwm; j++) {
 		unsigned i = (start + j) % hwm;
 		/* relaxed: a candidate only; the caller's CAS or event
 		 * count increment is what counts */
-		if (waiting(atomic_load_explicit(&s->slots[i].state, memory_order_relaxed)) &&
-		    atomic_load_explicit(&s->slots[i].hot, memory_order_relaxed)) {
-			atomic_store_explicit(&s->cursor, (i + 1) % hwm, memory_order_relaxed);
+		if (waiting(__atomic_load_n(&s->slots[i].state, __ATOMIC_RELAXED)) &&
+		    __atomic_load_n(&s->slots[i].hot, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&s->cursor, (i + 1) % hwm, __ATOMIC_RELAXED);
 			return &s->slots[i];
 		}
 	}
@@ -168,29 +168,29 @@ void baton__seq_unlock(struct baton_seq *s)
 	}
 	baton__seq_self.held--;
 	/* relaxed: read only by the deadlock check */
-	atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
+	__atomic_store_n(&s->holder, NULL, __ATOMIC_RELAXED);
 	/* relaxed: K is a tuning knob. hwm != 0 only after contention */
-	if (atomic_load_explicit(&s->batch, memory_order_relaxed) == 0 &&
-	    atomic_load_explicit(&s->hwm, memory_order_relaxed) != 0 &&
+	if (__atomic_load_n(&s->batch, __ATOMIC_RELAXED) == 0 &&
+	    __atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0 &&
 	    (heir = next_waiter(s)) != NULL) {
-		unsigned st = atomic_load_explicit(&heir->state, memory_order_relaxed);
+		unsigned st = __atomic_load_n(&heir->state, __ATOMIC_RELAXED);
 
 		/* release: hands our run (runtime state, stack) to the heir,
 		 * like the release store of the lock below; the CAS fails
 		 * only if the owner withdrew a LOCKONLY request */
 		if (!waiting(st) ||
-		    !atomic_compare_exchange_strong_explicit(&heir->state, &st, SLOT_GRANTED,
-							     memory_order_release,
-							     memory_order_relaxed))
+		    !__atomic_compare_exchange_n(&heir->state, &st, SLOT_GRANTED, false,
+							     __ATOMIC_RELEASE,
+							     __ATOMIC_RELAXED))
 			heir = NULL;
 	}
 	if (heir == NULL)
 		/* release: our run happens before the next holder's */
-		atomic_store_explicit(&s->lock, 0, memory_order_release);
+		__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
 	/* seq_cst fence: orders the stores above before the sleepers load */
 	seq_fence();
 	/* relaxed: the fence did the ordering */
-	if (__builtin_expect(atomic_load_explicit(&s->sleepers, memory_order_relaxed) == 0, 1))
+	if (__builtin_expect(__atomic_load_n(&s->sleepers, __ATOMIC_RELAXED) == 0, 1))
 		return;
 	if (any)
 		for (unsigned w = 0; w < SEQ_SLOTS / 64; w++)
@@ -213,19 +213,19 @@ void baton__seq_unlock(struct baton_seq *s)
 		 * a futex wake on every release would cost more than the
 		 * calls. The lock is not ours any more: the scan only picks
 		 * a candidate. */
-		unsigned hwm = atomic_load_explicit(&s->hwm, memory_order_acquire);
+		unsigned hwm = __atomic_load_n(&s->hwm, __ATOMIC_ACQUIRE);
 		/* relaxed: a fairness hint, raced on by releasers */
-		unsigned start = atomic_load_explicit(&s->cursor, memory_order_relaxed);
+		unsigned start = __atomic_load_n(&s->cursor, __ATOMIC_RELAXED);
 		struct seq_slot *sleeper = NULL;
 
 		for (unsigned j = 0; j < hwm; j++) {
 			struct seq_slot *sl = &s->slots[(start + j) % hwm];
 
 			/* relaxed: only picks whom to wake */
-			if (!waiting(atomic_load_explicit(&sl->state, memory_order_relaxed)))
+			if (!waiting(__atomic_load_n(&sl->state, __ATOMIC_RELAXED)))
 				continue;
 			/* relaxed: a hint, see above */
-			if (atomic_load_explicit(&sl->hot, memory_order_relaxed))
+			if (__atomic_load_n(&sl->hot, __ATOMIC_RELAXED))
 				return;
 			if (sleeper == NULL)
 				sleeper = sl;
@@ -281,7 +281,7 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 	if (s == NULL)
 		return BATON_ENOMEM;
 	memset(s, 0, sizeof(*s));
-	atomic_init(&s->batch, attr->batch);
+	__atomic_store_n(&s->batch, attr->batch, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < SEQ_SLOTS; i++)
 		baton_ec_init(&s->slots[i].ec);
 	(void)baton__name_copy(s->name, sizeof(s->name), attr->name); /* a label: cut */
@@ -305,16 +305,16 @@ int baton_seq_destroy(baton_seq_t *s)
 		return BATON_OK;
 	/* acquire: we see the last holder's work finished; holding the lock
 	 * ourselves keeps new callers out while we look at the slots */
-	if (!atomic_compare_exchange_strong_explicit(&s->lock, &zero, 1,
-						     memory_order_acquire,
-						     memory_order_relaxed))
+	if (!__atomic_compare_exchange_n(&s->lock, &zero, 1, false,
+						     __ATOMIC_ACQUIRE,
+						     __ATOMIC_RELAXED))
 		return BATON_EBUSY;
 	for (unsigned i = 0; i < SEQ_SLOTS; i++)
 		/* acquire: pairs with release_slot; a claimed slot is a
 		 * caller still inside baton_seq_call */
-		if (atomic_load_explicit(&s->slots[i].owner, memory_order_acquire) != 0) {
+		if (__atomic_load_n(&s->slots[i].owner, __ATOMIC_ACQUIRE) != 0) {
 			/* release: undo our acquisition */
-			atomic_store_explicit(&s->lock, 0, memory_order_release);
+			__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
 			return BATON_EBUSY;
 		}
 	baton_coro_destroy(s->co);
@@ -327,7 +327,7 @@ int baton_seq_set_batch(baton_seq_t *s, unsigned k)
 	if (s == NULL)
 		return BATON_EINVAL;
 	/* relaxed: read by the next batch; nothing else depends on it */
-	atomic_store_explicit(&s->batch, k, memory_order_relaxed);
+	__atomic_store_n(&s->batch, k, __ATOMIC_RELAXED);
 	return BATON_OK;
 }
 
@@ -342,11 +342,11 @@ int baton_seq_stats(const baton_seq_t *s, struct baton_seq_stats *st)
 		return BATON_EINVAL;
 	/* relaxed: counters; exact once the sequencer is idle and the reader
 	 * synchronised with the callers (e.g. joined them) */
-	st->switches = atomic_load_explicit(&s->switches, memory_order_relaxed);
-	st->combined = atomic_load_explicit(&s->combined, memory_order_relaxed);
+	st->switches = __atomic_load_n(&s->switches, __ATOMIC_RELAXED);
+	st->combined = __atomic_load_n(&s->combined, __ATOMIC_RELAXED);
 	st->calls = st->switches + st->combined;
-	st->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
-	st->parks = atomic_load_explicit(&s->parks, memory_order_relaxed);
+	st->sleeps = __atomic_load_n(&s->sleeps, __ATOMIC_RELAXED);
+	st->parks = __atomic_load_n(&s->parks, __ATOMIC_RELAXED);
 	return BATON_OK;
 }
 

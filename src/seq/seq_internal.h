@@ -8,7 +8,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -41,9 +40,9 @@ struct seq_req {
 /* One waiter's record: everything a holder touches to serve it sits in
  * this one cache line, so serving costs one line transfer each way. */
 struct seq_slot {
-	_Atomic unsigned owner;	 /* 0 free, 1 claimed by a waiting thread */
-	_Atomic unsigned state;	 /* enum slot_state */
-	_Atomic unsigned hot;	 /* its owner is spinning (on a CPU, most likely) */
+	unsigned owner;	 /* 0 free, 1 claimed by a waiting thread */
+	unsigned state;	 /* enum slot_state */
+	unsigned hot;	 /* its owner is spinning (on a CPU, most likely) */
 	struct seq_req req;	 /* written by the owner before PENDING, result by the server */
 	baton_ec_t ec;		 /* the owner sleeps here: completion or "lock is free" */
 	/* An owner that is a scheduler task parks here instead of blocking
@@ -54,7 +53,7 @@ struct seq_slot {
 
 /* Per thread: what it holds and waits for, for the deadlock check. */
 struct seq_thread {
-	_Atomic(struct baton_seq *) waiting_for;
+	struct baton_seq * waiting_for;
 	unsigned held;		 /* sequencer locks this thread holds */
 	struct baton_seq *contended; /* our last call on it was served by combining */
 	unsigned hint;		 /* slot to try first */
@@ -63,17 +62,17 @@ struct seq_thread {
 
 struct baton_seq {
 	/* The lock line: written by every acquisition and release. */
-	_Atomic unsigned lock;			  /* 0 free, 1 held */
-	_Atomic(struct seq_thread *) holder;	  /* the holding thread, for EDEADLK */
-	_Atomic unsigned sleepers;		  /* waiters that may be asleep */
-	_Atomic unsigned batch;			  /* K */
-	_Atomic unsigned hwm;			  /* slots [0, hwm) have been used */
+	unsigned lock;			  /* 0 free, 1 held */
+	struct seq_thread * holder;	  /* the holding thread, for EDEADLK */
+	unsigned sleepers;		  /* waiters that may be asleep */
+	unsigned batch;			  /* K */
+	unsigned hwm;			  /* slots [0, hwm) have been used */
 
 	/* Under the lock only (the holder's data). */
-	_Atomic unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
+	unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
 	uint64_t served[SEQ_SLOTS / 64];	  /* slots served in this holding */
-	_Atomic uint64_t switches, combined;	  /* relaxed counters */
-	_Atomic uint64_t sleeps, parks;
+	uint64_t switches, combined;	  /* relaxed counters */
+	uint64_t sleeps, parks;
 	baton_coro_t *co;
 	char name[32];
 
@@ -92,24 +91,24 @@ extern __thread struct seq_thread baton__seq_self __attribute__((tls_model("init
  * understand (slower, and only in TSan builds).
  */
 #if BATON_TSAN
-extern _Atomic unsigned seq_tsan_fence_word;
-#define seq_fence() atomic_fetch_add_explicit(&seq_tsan_fence_word, 0, memory_order_seq_cst)
+extern unsigned baton__seq_tsan_fence_word;
+#define seq_fence() __atomic_fetch_add(&baton__seq_tsan_fence_word, 0, __ATOMIC_SEQ_CST)
 #else
-#define seq_fence() atomic_thread_fence(memory_order_seq_cst)
+#define seq_fence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 
 /* A relaxed increment by the lock holder (single writer at a time; the
  * lock orders successive holders), readable racily by baton_seq_stats. */
-static inline void count(_Atomic uint64_t *c, uint64_t n)
+static inline void count(uint64_t *c, uint64_t n)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-			      memory_order_relaxed);
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
+			      __ATOMIC_RELAXED);
 }
 
 static inline void became_holder(struct baton_seq *s)
 {
 	/* relaxed: read only by the deadlock check, which re-validates */
-	atomic_store_explicit(&s->holder, &baton__seq_self, memory_order_relaxed);
+	__atomic_store_n(&s->holder, &baton__seq_self, __ATOMIC_RELAXED);
 	baton__seq_self.held++;
 }
 
@@ -120,9 +119,9 @@ static inline bool try_lock(struct baton_seq *s)
 	/* acquire: everything the previous holder did (stack, runtime state,
 	 * results) happens before our run; relaxed on failure: we learn
 	 * nothing from a failed attempt */
-	if (!atomic_compare_exchange_strong_explicit(&s->lock, &zero, 1,
-						     memory_order_acquire,
-						     memory_order_relaxed))
+	if (!__atomic_compare_exchange_n(&s->lock, &zero, 1, false,
+						     __ATOMIC_ACQUIRE,
+						     __ATOMIC_RELAXED))
 		return false;
 	became_holder(s);
 	return true;

@@ -12,7 +12,7 @@
 #include "seq_internal.h"
 
 /* Spreads the threads' first slot choice; orders nothing. */
-static _Atomic unsigned seq_next_hint;
+static unsigned seq_next_hint;
 
 static struct seq_slot *claim_slot(struct baton_seq *s)
 {
@@ -20,8 +20,8 @@ static struct seq_slot *claim_slot(struct baton_seq *s)
 
 	if (!me->hinted) {
 		/* relaxed: only spreads threads over slots */
-		me->hint = atomic_fetch_add_explicit(&seq_next_hint, 1,
-						     memory_order_relaxed) % SEQ_SLOTS;
+		me->hint = __atomic_fetch_add(&seq_next_hint, 1,
+						     __ATOMIC_RELAXED) % SEQ_SLOTS;
 		me->hinted = true;
 	}
 	for (unsigned j = 0; j < SEQ_SLOTS; j++) {
@@ -32,19 +32,19 @@ static struct seq_slot *claim_slot(struct baton_seq *s)
 
 		/* relaxed peek, then acquire CAS: pairs with the previous
 		 * owner's release of the slot, so its last use is over */
-		if (atomic_load_explicit(&sl->owner, memory_order_relaxed) != 0 ||
-		    !atomic_compare_exchange_strong_explicit(&sl->owner, &zero, 1,
-							     memory_order_acquire,
-							     memory_order_relaxed))
+		if (__atomic_load_n(&sl->owner, __ATOMIC_RELAXED) != 0 ||
+		    !__atomic_compare_exchange_n(&sl->owner, &zero, 1, false,
+							     __ATOMIC_ACQUIRE,
+							     __ATOMIC_RELAXED))
 			continue;
 		me->hint = i;
 		/* relaxed load, release CAS: holders that see the new hwm
 		 * (acquire) see the slot as we leave it */
-		hwm = atomic_load_explicit(&s->hwm, memory_order_relaxed);
+		hwm = __atomic_load_n(&s->hwm, __ATOMIC_RELAXED);
 		while (hwm <= i &&
-		       !atomic_compare_exchange_weak_explicit(&s->hwm, &hwm, i + 1,
-							      memory_order_release,
-							      memory_order_relaxed))
+		       !__atomic_compare_exchange_n(&s->hwm, &hwm, i + 1, true,
+							      __ATOMIC_RELEASE,
+							      __ATOMIC_RELAXED))
 			;
 		return sl;
 	}
@@ -55,7 +55,7 @@ static void release_slot(struct seq_slot *sl)
 {
 	/* release: our last reads of the slot happen before its next owner's
 	 * acquire CAS */
-	atomic_store_explicit(&sl->owner, 0, memory_order_release);
+	__atomic_store_n(&sl->owner, 0, __ATOMIC_RELEASE);
 }
 
 /* Is there a cycle: we wait for s, whose holder waits for ..., held by us? */
@@ -65,15 +65,15 @@ static bool would_deadlock(struct baton_seq *s)
 
 	/* seq_cst store then seq_cst loads: of two threads closing a cycle
 	 * at the same time, at least one sees the other's waiting_for */
-	atomic_store_explicit(&me->waiting_for, s, memory_order_seq_cst);
+	__atomic_store_n(&me->waiting_for, s, __ATOMIC_SEQ_CST);
 	for (int depth = 0; s != NULL && depth < SEQ_CHAIN; depth++) {
-		struct seq_thread *h = atomic_load_explicit(&s->holder, memory_order_seq_cst);
+		struct seq_thread *h = __atomic_load_n(&s->holder, __ATOMIC_SEQ_CST);
 
 		if (h == me)
 			return true;
 		if (h == NULL)
 			return false;
-		s = atomic_load_explicit(&h->waiting_for, memory_order_seq_cst);
+		s = __atomic_load_n(&h->waiting_for, __ATOMIC_SEQ_CST);
 	}
 	return false;
 }
@@ -83,7 +83,7 @@ static bool would_deadlock(struct baton_seq *s)
 static int deadlock(void)
 {
 	/* relaxed: our own variable; nobody needs to see this in order */
-	atomic_store_explicit(&baton__seq_self.waiting_for, NULL, memory_order_relaxed);
+	__atomic_store_n(&baton__seq_self.waiting_for, NULL, __ATOMIC_RELAXED);
 	return BATON_EDEADLK;
 }
 
@@ -106,7 +106,7 @@ static void park(struct baton_seq *s, struct seq_slot *sl, uint32_t v, struct ba
 		return;
 	}
 	/* relaxed: only a count */
-	atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
+	__atomic_fetch_add(&s->parks, 1, __ATOMIC_RELAXED);
 	/* No timeout: no timer to allocate, so the result is BATON_OK; the
 	 * wait releases park_lock once the task is off its stack. */
 	baton__wait_one(self, &sl->parked, &sl->park_lock, 0, NULL, NULL, -1);
@@ -124,7 +124,7 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 	 * time, so that the holder's lock and unlock stay local to its core;
 	 * one that cannot (K = 0, or LOCKONLY) watches the lock all along.
 	 * relaxed: K is a tuning knob */
-	unsigned every = !check && atomic_load_explicit(&s->batch, memory_order_relaxed) > 0
+	unsigned every = !check && __atomic_load_n(&s->batch, __ATOMIC_RELAXED) > 0
 			 ? SEQ_LOCK_EVERY : 1;
 
 	for (unsigned n = 0;; n++) {
@@ -134,7 +134,7 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 		/* acquire: pairs with the server's release of IDLE (the
 		 * result is ours to read) or the releaser's of GRANTED (its
 		 * run happens before ours) */
-		st = atomic_load_explicit(&sl->state, memory_order_acquire);
+		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		if (st == SLOT_IDLE)
 			return WAIT_SERVED;
 		if (st == SLOT_GRANTED) {
@@ -143,44 +143,44 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 		}
 		/* relaxed peek before the CAS, to keep the line shared */
 		if (n % every == every - 1 &&
-		    atomic_load_explicit(&s->lock, memory_order_relaxed) == 0 && try_lock(s))
+		    __atomic_load_n(&s->lock, __ATOMIC_RELAXED) == 0 && try_lock(s))
 			return WAIT_LOCKED;
 		if (check && would_deadlock(s))
 			return WAIT_DEADLOCK;
 		if (n < SEQ_SPIN) {
 			if (n == 0)
 				/* relaxed: a hint for unlock's hand-off choice */
-				atomic_store_explicit(&sl->hot, 1, memory_order_relaxed);
+				__atomic_store_n(&sl->hot, 1, __ATOMIC_RELAXED);
 			baton__cpu_relax();
 			continue;
 		}
 		if (n == SEQ_SPIN)
 			/* relaxed: as above */
-			atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
+			__atomic_store_n(&sl->hot, 0, __ATOMIC_RELAXED);
 		if (n < SEQ_SPIN + SEQ_YIELDS) {
 			yield_cpu(self);
 			continue;
 		}
 		/* relaxed RMW + seq_cst fence: our half of the Dekker pair
 		 * with baton__seq_unlock(); the loads below cannot pass the fence */
-		atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_relaxed);
+		__atomic_fetch_add(&s->sleepers, 1, __ATOMIC_RELAXED);
 		seq_fence();
 		v = baton_ec_value(&sl->ec);
 		/* acquire: as above. relaxed lock load: the fence orders it;
 		 * if it is still held, its holder will see us in sleepers */
-		st = atomic_load_explicit(&sl->state, memory_order_acquire);
-		if (waiting(st) && atomic_load_explicit(&s->lock, memory_order_relaxed) != 0) {
+		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+		if (waiting(st) && __atomic_load_n(&s->lock, __ATOMIC_RELAXED) != 0) {
 			if (self != NULL) {
 				park(s, sl, v, self);
 			} else {
 				/* relaxed: only a count */
-				atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
+				__atomic_fetch_add(&s->sleeps, 1, __ATOMIC_RELAXED);
 				/* with a lock held we re-check for cycles now and then */
 				baton_ec_wait_mp(&sl->ec, v, check ? 1000000 : -1);
 			}
 		}
 		/* relaxed: only a count; the loop re-reads state and lock */
-		atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
+		__atomic_fetch_sub(&s->sleepers, 1, __ATOMIC_RELAXED);
 		n = 0;
 	}
 }
@@ -200,7 +200,7 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 	}
 	/* relaxed: if it is us, we wrote it ourselves (and only a thread
 	 * that holds some lock can be its holder: keep off the lock line) */
-	if (check && atomic_load_explicit(&s->holder, memory_order_relaxed) == &baton__seq_self)
+	if (check && __atomic_load_n(&s->holder, __ATOMIC_RELAXED) == &baton__seq_self)
 		/* called off the dedicated stack by the thread that holds it
 		 * (from a coroutine resumed inside a sequenced call) */
 		return deadlock();
@@ -217,19 +217,19 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 	sl->req.fn = fn;
 	sl->req.arg = arg;
 	/* release: fn and arg are visible to a holder that sees PENDING */
-	atomic_store_explicit(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING,
-			      memory_order_release);
+	__atomic_store_n(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING,
+			      __ATOMIC_RELEASE);
 	out = wait_slot(s, sl, check);
 	/* relaxed: as in wait_slot */
-	atomic_store_explicit(&sl->hot, 0, memory_order_relaxed);
+	__atomic_store_n(&sl->hot, 0, __ATOMIC_RELAXED);
 	/* next time, publish at once if combining served us this time */
 	baton__seq_self.contended = out == WAIT_SERVED ? s : NULL;
 	if (out == WAIT_LOCKED) {
 		/* acquire: as in wait_slot; under the lock nobody else can
 		 * serve the slot now, so IDLE means a previous holder did */
-		if (atomic_load_explicit(&sl->state, memory_order_acquire) != SLOT_IDLE) {
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != SLOT_IDLE) {
 			/* relaxed: we hold the lock; no holder scans now */
-			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
+			__atomic_store_n(&sl->state, SLOT_IDLE, __ATOMIC_RELAXED);
 			baton__seq_run_locked(s, &r);
 		} else {
 			r.result = sl->req.result;
@@ -243,11 +243,11 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 		/* relaxed: withdraw; it fails only if a releaser granted us
 		 * the lock meanwhile (acquire then: its run before ours), and
 		 * then there is no deadlock any more: run as a holder */
-		if (!atomic_compare_exchange_strong_explicit(&sl->state, &st, SLOT_IDLE,
-							     memory_order_acquire,
-							     memory_order_relaxed)) {
+		if (!__atomic_compare_exchange_n(&sl->state, &st, SLOT_IDLE, false,
+							     __ATOMIC_ACQUIRE,
+							     __ATOMIC_RELAXED)) {
 			became_holder(s);
-			atomic_store_explicit(&sl->state, SLOT_IDLE, memory_order_relaxed);
+			__atomic_store_n(&sl->state, SLOT_IDLE, __ATOMIC_RELAXED);
 			baton__seq_run_locked(s, &r);
 			goto out;
 		}
@@ -258,7 +258,7 @@ out:
 	release_slot(sl);
 	if (check)
 		/* relaxed: our own variable, re-set before every check */
-		atomic_store_explicit(&baton__seq_self.waiting_for, NULL, memory_order_relaxed);
+		__atomic_store_n(&baton__seq_self.waiting_for, NULL, __ATOMIC_RELAXED);
 done:
 	if (result)
 		*result = r.result;
