@@ -45,3 +45,8 @@ endif()
 # The server's public calls without clients (the pytest suites in
 # tests/http/ run it for real).
 baton_add_test(test_http_server LABELS threads TIMEOUT 120)
+
+# baton-httpd's /_stats writer, a file of the program (apps/httpd).
+baton_add_test(test_httpd_json SOURCES test_httpd_json.c
+  ${PROJECT_SOURCE_DIR}/apps/httpd/stats_json.c)
+target_include_directories(test_httpd_json PRIVATE ${PROJECT_SOURCE_DIR}/apps/httpd)

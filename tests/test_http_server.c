@@ -145,34 +145,35 @@ static void test_handler_queue_and_stages(void **state)
 	finish(srv, s);
 }
 
-static void test_stats_json(void **state)
+static void test_snapshot(void **state)
 {
 	baton_sched_t *s = make_sched(2);
 	baton_http_server_t *srv;
 	struct baton_http_server_attr a = good_attr();
-	char small[8], buf[4096];
-	size_t need = 0, len = 0;
+	struct baton_http_server_stats st;
+	static const char *const names[] = { "accept", "read", "handle", "write" };
 
 	(void)state;
 	harness_watchdog(30);
 	a.compute_workers = 1;
+	a.max_inflight = 77;
 	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
-	/* Too small: EINVAL, and the length it needs. */
-	assert_int_equal(baton_http_server_stats_json(srv, small, sizeof(small), &need),
-			 BATON_EINVAL);
-	assert_true(need > sizeof(small));
-	assert_non_null(memchr(small, '\0', sizeof(small))); /* a terminated prefix */
-	assert_int_equal(baton_http_server_stats_json(srv, buf, sizeof(buf), &len), BATON_OK);
-	assert_int_equal(len, need);
-	assert_int_equal(strlen(buf), len);
+	assert_int_equal(baton_http_server_snapshot(srv, &st), BATON_OK);
 	/* The steps in request order, then the pools. */
-	assert_non_null(strstr(buf, "{\"stages\":[{\"name\":\"accept\""));
-	assert_true(strstr(buf, "\"name\":\"read\"") < strstr(buf, "\"name\":\"handle\""));
-	assert_true(strstr(buf, "\"name\":\"handle\"") < strstr(buf, "\"name\":\"write\""));
-	assert_non_null(strstr(buf, "\"pools\":[{\"name\":\"connections\""));
-	assert_non_null(strstr(buf, "{\"name\":\"in-flight\""));
-	assert_int_equal(buf[len - 1], '}');
-	assert_int_equal(baton_http_server_stats_json(srv, buf, sizeof(buf), NULL), BATON_EINVAL);
+	for (int i = 0; i < BATON_HTTP_NSTAGES; i++) {
+		assert_string_equal(st.stages[i].name, names[i]);
+		assert_int_equal(st.stages[i].submitted, 0);
+	}
+	assert_int_equal(st.stages[0].concurrency, 1); /* one acceptor */
+	assert_int_equal(st.stages[2].queue_limit, a.handler_queue);
+	assert_string_equal(st.pools[0].name, "connections");
+	assert_string_equal(st.pools[1].name, "in-flight");
+	assert_int_equal(st.pools[1].capacity, 77);
+	assert_int_equal(baton_http_server_set_stage(srv, "write", 9, 0), BATON_OK);
+	assert_int_equal(baton_http_server_snapshot(srv, &st), BATON_OK);
+	assert_int_equal(st.stages[3].concurrency, 9);
+	assert_int_equal(baton_http_server_snapshot(srv, NULL), BATON_EINVAL);
+	assert_int_equal(baton_http_server_snapshot(NULL, &st), BATON_EINVAL);
 	finish(srv, s);
 }
 
@@ -181,7 +182,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_invalid_attributes),
 		cmocka_unit_test(test_handler_queue_and_stages),
-		cmocka_unit_test(test_stats_json),
+		cmocka_unit_test(test_snapshot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

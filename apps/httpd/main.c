@@ -23,6 +23,7 @@
 #include <baton/io.h>
 #include <baton/sched.h>
 
+#include "admin.h"
 #include "handlers.h"
 
 static void usage(FILE *f)
@@ -137,6 +138,7 @@ static void unload_handler(const char *kind, void *ctx)
 int main(int argc, char **argv)
 {
 	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+	bool stats = false;
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT };
 	const char *kind = "hello";
@@ -152,7 +154,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(o, "--stats")) {
-			a.stats = 1;
+			stats = true;
 			continue;
 		} else if (!strcmp(o, "--lua-shared")) {
 			ho.lua_shared = true;
@@ -264,6 +266,10 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (stats) { /* /_stats and /_limits, answered on the I/O worker */
+		a.io_handler = httpd_admin;
+		a.io_ctx = &sc.srv; /* set by the create below, read per request */
+	}
 	if ((rc = baton_http_server_create(&sc.srv, s, &a)) != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot start: %s%s%s\n", baton_strerror(rc),
 			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "");

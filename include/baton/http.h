@@ -6,8 +6,10 @@
  *
  * A handler has the shape of Guile's: the request and its body in; status,
  * headers and body out. Each step is a stage (accept, read, handle, write)
- * with its own queue, concurrency limit and counters, listed by GET /_stats
- * and changed by POST /_limits or baton_http_server_set_stage(). By default
+ * with its own queue, concurrency limit and counters, read by
+ * baton_http_server_snapshot() and changed by baton_http_server_set_stage()
+ * while serving (baton-httpd serves both as GET /_stats and POST /_limits).
+ * By default
  * a connection's task passes through every step itself, the handler
  * included, so the number of handlers running at once is limited apart
  * from the number of connections doing I/O. With compute_workers > 0 the
@@ -66,6 +68,13 @@
  *  5. With compute_workers > 0 the scheduler needs more workers than that
  *     (at least one for connections), and a handler may run on another
  *     thread than the one that read its request.
+ *  6. attr.io_handler, if set, sees every request first, in its
+ *     connection's task on the I/O worker, before static files and the
+ *     handle stage: it answers by setting resp->status (and the rest of
+ *     resp, as a handler does), or leaves status 0 to pass the request on.
+ *     It must return quickly: it holds up the other connections of its
+ *     worker. An operator's endpoints belong there (baton-httpd's /_stats),
+ *     since they answer even while every handler is busy.
  */
 #ifndef BATON_HTTP_H
 #define BATON_HTTP_H
@@ -75,6 +84,7 @@
 
 #include <baton/error.h>
 #include <baton/sched.h>
+#include <baton/stage.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -117,7 +127,8 @@ struct baton_http_server_attr {
 	baton_http_handler_fn handler;
 	void *ctx;
 	const char *static_dir;		/* serve GET/HEAD files from here first; NULL: off */
-	int stats;			/* 1: GET /_stats answers the stage snapshot */
+	baton_http_handler_fn io_handler; /* sees every request first (rule 6) */
+	void *io_ctx;			/* its first argument */
 	size_t max_target;		/* 414 above it */
 	size_t max_header_bytes;	/* 431 above it */
 	size_t max_fields;		/* 431 above it */
@@ -168,20 +179,24 @@ BATON_API int baton_http_server_port(const baton_http_server_t *srv);
 BATON_API int baton_http_server_shutdown(baton_http_server_t *srv);
 
 /* Change limits while serving: handler concurrency (the handle stage's),
- * in-flight cap, connection cap (<= 0 leaves one unchanged). Errors:
- * BATON_EINVAL. The server's GET /_stats (attr.stats) has a writing twin
- * for operators: POST /_limits?handler_concurrency=N&handler_queue=N&
- * max_inflight=N&max_connections=N&read_concurrency=N&write_queue=N...
- * (any stage's NAME_concurrency and NAME_queue). */
+ * in-flight cap, connection cap (<= 0 leaves one unchanged). Any thread.
+ * Errors: BATON_EINVAL. (baton-httpd puts these and the setters below
+ * behind POST /_limits.) */
 BATON_API int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurrency,
 					   long max_inflight, long max_connections);
 
-/* The snapshots of the server's stages (accept, read, handle, write) and
- * pools (connections, in-flight) as JSON, the body of GET /_stats (the
- * format of baton_stage_json), NUL-terminated; *len = its length even if
- * it did not fit (BATON_EINVAL then). */
-BATON_API int baton_http_server_stats_json(baton_http_server_t *srv, char *buf,
-					   size_t size, size_t *len);
+/* The server's stages, in request order, and its pools. */
+#define BATON_HTTP_NSTAGES 4 /* accept, read, handle, write */
+#define BATON_HTTP_NPOOLS 2  /* connections, in-flight */
+struct baton_http_server_stats {
+	struct baton_stage_stats stages[BATON_HTTP_NSTAGES];
+	struct baton_pool_stats pools[BATON_HTTP_NPOOLS];
+};
+
+/* Fill *out with the snapshots of the server's stages and pools (names
+ * valid until the server is destroyed). Any thread. Errors: BATON_EINVAL. */
+BATON_API int baton_http_server_snapshot(baton_http_server_t *srv,
+					 struct baton_http_server_stats *out);
 
 /* Change how many requests may wait for a handler (1..handler_queue given
  * at creation). Errors: BATON_EINVAL. */

@@ -275,18 +275,6 @@ BATON_API int baton_stage_snapshot(baton_stage_t *st,
 /* Free an idle stage (rule 5). NULL is a no-op. Errors: BATON_EBUSY. */
 BATON_API int baton_stage_destroy(baton_stage_t *st);
 
-/* Write the snapshots of `stages` and `pools` (either list may be empty)
- * as one JSON object into buf, NUL-terminated:
- *   {"stages":[{"name":"parse","queued":0,...}],"pools":[{...}]}
- * *len receives the length of the whole text (without the NUL) even when
- * it does not fit; buf NULL with size 0 only asks for it (BATON_OK).
- * Errors: BATON_EINVAL (NULL len, a NULL list with a count, a NULL entry,
- * NULL buf with size > 0, or size <= *len: the text did not fit; buf then
- * holds a truncated, NUL-terminated prefix). */
-BATON_API int baton_stage_json(baton_stage_t *const *stages, size_t nstages,
-			       baton_pool_t *const *pools, size_t npools,
-			       char *buf, size_t size, size_t *len);
-
 #ifdef __cplusplus
 }
 #endif

@@ -397,9 +397,11 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	memset(resp, 0, sizeof(*resp));
 	resp->scratch = scratch;
 	resp->scratch_cap = scratch_cap;
-	if (srv->a.stats && req->target_len > 2 && req->target[1] == '_' &&
-	    (rc = baton__http_admin(srv, req, resp)) != 0)
-		return rc > 0 ? BATON_OK : rc;
+	if (srv->a.io_handler != NULL) { /* first, here on the I/O worker */
+		rc = srv->a.io_handler(srv->a.io_ctx, &view, resp);
+		if (rc != BATON_OK || resp->status != 0)
+			return rc;
+	}
 	if (srv->static_dir && (req->method_id == BATON_HTTP_GET ||
 				req->method_id == BATON_HTTP_HEAD)) {
 		rc = baton__http_static(srv, req, resp);

@@ -228,12 +228,7 @@ static unsigned clamp_conc(long n)
 
 static const char *const stage_names[HTTP_NSTAGES] = { "accept", "read", "handle", "write" };
 
-const char *baton__http_stage_name(int i)
-{
-	return stage_names[i];
-}
-
-int baton__http_server_stage_index(const char *name, size_t len)
+static int stage_index(const char *name, size_t len)
 {
 	for (int i = 0; i < HTTP_NSTAGES; i++)
 		if (strlen(stage_names[i]) == len && memcmp(stage_names[i], name, len) == 0)
@@ -391,7 +386,7 @@ int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
 	int i, rc = BATON_OK;
 
 	if (srv == NULL || stage == NULL ||
-	    (i = baton__http_server_stage_index(stage, strlen(stage))) < 0)
+	    (i = stage_index(stage, strlen(stage))) < 0)
 		return BATON_EINVAL;
 	st = srv->stage[i];
 	if (i == HTTP_ACCEPT && concurrency > 1) /* one acceptor */
@@ -405,16 +400,15 @@ int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
 	return rc;
 }
 
-int baton_http_server_stats_json(baton_http_server_t *srv, char *buf, size_t size,
-				 size_t *len)
+int baton_http_server_snapshot(baton_http_server_t *srv, struct baton_http_server_stats *out)
 {
-	baton_pool_t *pools[2];
-
-	if (srv == NULL)
+	if (srv == NULL || out == NULL)
 		return BATON_EINVAL;
-	pools[0] = srv->conns;
-	pools[1] = srv->inflight;
-	return baton_stage_json(srv->stage, HTTP_NSTAGES, pools, 2, buf, size, len);
+	for (int i = 0; i < HTTP_NSTAGES; i++)
+		baton_stage_snapshot(srv->stage[i], &out->stages[i]);
+	baton_pool_snapshot(srv->conns, &out->pools[0]);
+	baton_pool_snapshot(srv->inflight, &out->pools[1]);
+	return BATON_OK;
 }
 
 int baton_http_server_destroy(baton_http_server_t *srv)

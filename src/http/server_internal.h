@@ -4,7 +4,6 @@
  *   server.c   create / shutdown / destroy, the acceptor, the statistics
  *   conn.c     one connection: read and parse, body, handle, write
  *   static.c   files from the static directory
- *   admin.c    the operator's endpoints: GET /_stats, POST /_limits
  *
  * The steps of a request are stages (docs/stages.md), each with its queue,
  * concurrency limit and counters: accept (from a connection to its task),
@@ -43,6 +42,7 @@ struct http_bufs {
 struct http_conn;
 
 enum { HTTP_ACCEPT, HTTP_READ, HTTP_HANDLE, HTTP_WRITE, HTTP_NSTAGES };
+_Static_assert(HTTP_NSTAGES == BATON_HTTP_NSTAGES, "the public snapshot's size");
 
 struct baton_http_server {
 	baton_sched_t *sched;
@@ -93,8 +93,6 @@ struct http_job {
 };
 
 /* server.c */
-int baton__http_server_stage_index(const char *name, size_t len); /* or -1 */
-const char *baton__http_stage_name(int i);
 bool baton__http_conn_set_idle(struct http_conn *c, bool idle);
 void *baton__http_buf_get(struct baton_http_server *srv);
 void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
@@ -103,11 +101,6 @@ bool baton__http_shutting(struct baton_http_server *srv);
 /* conn.c */
 void baton__http_conn_main(void *arg);
 void baton__http_handle_job(void *item, void *ctx); /* the handle stage's fn */
-
-/* admin.c: GET /_stats, POST /_limits; 1 if it answered (resp filled), 0
- * if the request is not for it, -status or an error code on failure. */
-int baton__http_admin(struct baton_http_server *srv, const struct baton_http_request *req,
-		     struct baton_http_resp *resp);
 
 /* static.c: 1 if a file answered (resp filled, body to free), 0 if the
  * path is not a file there, -status on a refused path. */

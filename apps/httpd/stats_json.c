@@ -1,13 +1,14 @@
 /*
- * The stage and pool snapshots as one JSON object (what a server's /_stats
- * returns). Written like snprintf: the text is measured in full even when
- * the buffer is too small, so a caller can size its buffer and retry.
+ * apps/httpd/stats_json.c - the server's stage and pool snapshots as one
+ * JSON object, the body of baton-httpd's GET /_stats. Written like
+ * snprintf: the text is measured in full even when the buffer is too
+ * small, so a caller can size its buffer and retry.
  */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "stage_internal.h"
+#include "admin.h"
 
 struct out {
 	char *buf;
@@ -68,8 +69,8 @@ static void put_pool(struct out *o, const struct baton_pool_stats *p)
 	    p->capacity, p->in_use, p->waiters, p->acquired, p->refused);
 }
 
-int baton_stage_json(baton_stage_t *const *stages, size_t nstages,
-		     baton_pool_t *const *pools, size_t npools, char *buf,
+int httpd_stats_json(const struct baton_stage_stats *stages, size_t nstages,
+		     const struct baton_pool_stats *pools, size_t npools, char *buf,
 		     size_t size, size_t *len)
 {
 	struct out o = { buf, size, 0 };
@@ -77,31 +78,19 @@ int baton_stage_json(baton_stage_t *const *stages, size_t nstages,
 	if (len == NULL || (nstages > 0 && stages == NULL) ||
 	    (npools > 0 && pools == NULL) || (buf == NULL && size > 0))
 		return BATON_EINVAL;
-	for (size_t i = 0; i < nstages; i++)
-		if (stages[i] == NULL)
-			return BATON_EINVAL;
-	for (size_t i = 0; i < npools; i++)
-		if (pools[i] == NULL)
-			return BATON_EINVAL;
 	if (size > 0)
 		buf[0] = '\0';
 	put(&o, "{\"stages\":[");
 	for (size_t i = 0; i < nstages; i++) {
-		struct baton_stage_stats s;
-
-		baton_stage_snapshot(stages[i], &s);
 		if (i)
 			put(&o, ",");
-		put_stage(&o, &s);
+		put_stage(&o, &stages[i]);
 	}
 	put(&o, "],\"pools\":[");
 	for (size_t i = 0; i < npools; i++) {
-		struct baton_pool_stats p;
-
-		baton_pool_snapshot(pools[i], &p);
 		if (i)
 			put(&o, ",");
-		put_pool(&o, &p);
+		put_pool(&o, &pools[i]);
 	}
 	put(&o, "]}");
 	*len = o.len;
