@@ -246,7 +246,7 @@ static void test_outside_tasks(void **state)
 	assert_int_equal(baton_sem_acquire(sm, 1, 0), BATON_OK);
 	assert_int_equal(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN);
 	assert_int_equal(baton_sem_release(sm, 1), BATON_OK);
-	assert_int_equal(baton_sem_value(sm, &v), BATON_OK);
+	v = baton_sem_value(sm);
 	assert_int_equal(v, 1);
 
 	run(state, nested_main, NULL);
@@ -265,10 +265,10 @@ static void test_bad_args(void **state)
 	assert_int_equal(baton_wg_add(NULL, 1), BATON_EINVAL);
 	assert_int_equal(baton_wg_done(NULL), BATON_EINVAL);
 	assert_int_equal(baton_wg_wait(NULL, 0), BATON_EINVAL);
-	assert_int_equal(baton_wg_count(NULL, &v), BATON_EINVAL);
+	assert_int_equal(baton_wg_count(NULL), BATON_EINVAL);
 	assert_int_equal(baton_wg_destroy(NULL), BATON_OK);
 	assert_int_equal(baton_wg_create(&wg), BATON_OK);
-	assert_int_equal(baton_wg_count(wg, NULL), BATON_EINVAL);
+	assert_int_equal(baton_wg_count(wg), 0);
 	assert_int_equal(baton_wg_done(wg), BATON_EINVAL);
 	assert_int_equal(baton_wg_add(wg, -1), BATON_EINVAL);
 	assert_int_equal(baton_wg_add(wg, LONG_MAX), BATON_OK);
@@ -287,16 +287,15 @@ static void test_bad_args(void **state)
 	assert_int_equal(baton_sem_create(&s, -1), BATON_EINVAL);
 	assert_int_equal(baton_sem_acquire(NULL, 1, 0), BATON_EINVAL);
 	assert_int_equal(baton_sem_release(NULL, 1), BATON_EINVAL);
-	assert_int_equal(baton_sem_value(NULL, &v), BATON_EINVAL);
+	assert_int_equal(baton_sem_value(NULL), BATON_EINVAL);
 	assert_int_equal(baton_sem_destroy(NULL), BATON_OK);
 	assert_int_equal(baton_sem_create(&s, LONG_MAX), BATON_OK);
-	assert_int_equal(baton_sem_value(s, NULL), BATON_EINVAL);
 	assert_int_equal(baton_sem_acquire(s, 0, 0), BATON_EINVAL);
 	assert_int_equal(baton_sem_acquire(s, -2, 0), BATON_EINVAL);
 	assert_int_equal(baton_sem_release(s, 0), BATON_EINVAL);
 	assert_int_equal(baton_sem_release(s, -1), BATON_EINVAL);
 	assert_int_equal(baton_sem_release(s, 1), BATON_EINVAL); /* overflow */
-	assert_int_equal(baton_sem_value(s, &v), BATON_OK);
+	v = baton_sem_value(s);
 	assert_int_equal(v, LONG_MAX);
 	assert_int_equal(baton_sem_acquire(s, LONG_MAX, 0), BATON_OK);
 	assert_int_equal(baton_sem_acquire(s, 1, 0), BATON_EAGAIN);

@@ -13,6 +13,11 @@
  *  - Codes are stable: new ones are appended, none is renumbered.
  *  - A failed call changes nothing the caller can observe, unless its
  *    header says otherwise.
+ *  - Getters have one shape: a getter of one number returns it, and a
+ *    negative return is an error code (baton_sem_value, baton_chan_len,
+ *    baton_sched_workers...); a getter of a name returns a static string,
+ *    "" for NULL; a getter of several values fills a struct the caller
+ *    passes and returns an error code (the *_stats and *_snapshot calls).
  */
 #ifndef BATON_ERROR_H
 #define BATON_ERROR_H

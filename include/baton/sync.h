@@ -98,8 +98,8 @@ BATON_API int baton_wg_done(baton_wg_t *wg);
  * BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
 BATON_API int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns);
 
-/* The count now. Errors: BATON_EINVAL (NULL wg or out). */
-BATON_API int baton_wg_count(baton_wg_t *wg, long *out);
+/* The count now (>= 0), or BATON_EINVAL (NULL wg). */
+BATON_API long baton_wg_count(baton_wg_t *wg);
 
 /* Free it. NULL is a no-op. Errors: BATON_EBUSY (tasks wait on it). */
 BATON_API int baton_wg_destroy(baton_wg_t *wg);
@@ -141,9 +141,9 @@ BATON_API int baton_sem_acquire(baton_sem_t *s, long n, int64_t timeout_ns);
  * count would overflow a long; nothing is released then). */
 BATON_API int baton_sem_release(baton_sem_t *s, long n);
 
-/* The units free now (not counting what waiters ask for).
- * Errors: BATON_EINVAL (NULL s or out). */
-BATON_API int baton_sem_value(baton_sem_t *s, long *out);
+/* The units free now (>= 0; not counting what waiters ask for), or
+ * BATON_EINVAL (NULL s). */
+BATON_API long baton_sem_value(baton_sem_t *s);
 
 /* Free it. NULL is a no-op. Errors: BATON_EBUSY (tasks wait on it). */
 BATON_API int baton_sem_destroy(baton_sem_t *s);

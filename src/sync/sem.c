@@ -41,14 +41,16 @@ int baton_sem_release(baton_sem_t *s, long n)
 	return baton__units_release(&s->u, n) ? BATON_OK : BATON_EINVAL;
 }
 
-int baton_sem_value(baton_sem_t *s, long *out)
+long baton_sem_value(baton_sem_t *s)
 {
-	if (s == NULL || out == NULL)
+	long v;
+
+	if (s == NULL)
 		return BATON_EINVAL;
 	baton_spin_lock(&s->u.lock);
-	*out = s->u.avail;
+	v = s->u.avail;
 	baton_spin_unlock(&s->u.lock);
-	return BATON_OK;
+	return v;
 }
 
 int baton_sem_destroy(baton_sem_t *s)

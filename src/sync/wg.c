@@ -71,14 +71,16 @@ int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns)
 	return baton__wait_one(t, &wg->waiters, &wg->lock, 0, NULL, NULL, timeout_ns);
 }
 
-int baton_wg_count(baton_wg_t *wg, long *out)
+long baton_wg_count(baton_wg_t *wg)
 {
-	if (wg == NULL || out == NULL)
+	long n;
+
+	if (wg == NULL)
 		return BATON_EINVAL;
 	baton_spin_lock(&wg->lock);
-	*out = wg->count;
+	n = wg->count;
 	baton_spin_unlock(&wg->lock);
-	return BATON_OK;
+	return n;
 }
 
 int baton_wg_destroy(baton_wg_t *wg)
