@@ -11,3 +11,12 @@ if(Python3_FOUND AND CMAKE_NM)
             ${CMAKE_NM} $<TARGET_FILE:baton> ${PROJECT_SOURCE_DIR}/include/baton)
   set_tests_properties(symbols PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+
+# The switch's assembly says it supports no CET/BTI (readelf -n reads it).
+if(Python3_FOUND AND CMAKE_READELF AND NOT BATON_SWITCH_UCONTEXT)
+  add_test(NAME cet_notes
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_cet.py
+            ${CMAKE_READELF} "$<TARGET_OBJECTS:baton>"
+    COMMAND_EXPAND_LISTS)
+  set_tests_properties(cet_notes PROPERTIES LABELS unit TIMEOUT 60)
+endif()

@@ -170,4 +170,22 @@ baton__arch_fpenv:
 	.cfi_endproc
 	.size	baton__arch_fpenv, .-baton__arch_fpenv
 
+/*
+ * Branch protection: this file is marked as supporting neither BTI nor
+ * pointer authentication, on purpose, so that a program linking baton is
+ * not marked as protected by mistake: a switch returns into another
+ * context's frames, whose return addresses were signed on another stack.
+ * The test cet_notes reads this note back.
+ */
+	.section .note.gnu.property,"a"
+	.p2align 3
+	.long	4		/* name size: "GNU" and its NUL */
+	.long	16		/* descriptor size */
+	.long	5		/* NT_GNU_PROPERTY_TYPE_0 */
+	.asciz	"GNU"
+	.long	0xc0000000	/* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+	.long	4
+	.long	0		/* neither BTI (1) nor PAC (2) */
+	.p2align 3
+
 	.section .note.GNU-stack,"",%progbits

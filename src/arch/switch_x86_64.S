@@ -156,6 +156,7 @@ baton__arch_switch_ret:
 baton__arch_trampoline:
 	.cfi_startproc
 	.cfi_undefined rip
+	endbr64			/* reached by an indirect jmp; a NOP without CET */
 	movq	%rax, %rdi
 	callq	*%r12
 	ud2				/* the entry function never returns */
@@ -177,5 +178,26 @@ baton__arch_fpenv:
 	ret
 	.cfi_endproc
 	.size	baton__arch_fpenv, .-baton__arch_fpenv
+
+/*
+ * Control-flow enforcement (CET): this file is marked as supporting neither
+ * indirect-branch tracking (IBT) nor shadow stacks (SHSTK), on purpose, so
+ * that a program linking baton is not marked CET-ready by mistake. A switch
+ * moves to another stack without moving to its shadow stack (the next ret
+ * would fault), and it returns into the other context with an indirect jmp
+ * to a return address, where IBT would want an endbr64 at every call site
+ * of resume and yield. docs/coroutines.md says more; the test cet_notes
+ * reads this note back.
+ */
+	.section .note.gnu.property,"a"
+	.p2align 3
+	.long	4		/* name size: "GNU" and its NUL */
+	.long	16		/* descriptor size */
+	.long	5		/* NT_GNU_PROPERTY_TYPE_0 */
+	.asciz	"GNU"
+	.long	0xc0000002	/* GNU_PROPERTY_X86_FEATURE_1_AND */
+	.long	4
+	.long	0		/* neither IBT (1) nor SHSTK (2) */
+	.p2align 3
 
 	.section .note.GNU-stack,"",@progbits
