@@ -347,6 +347,60 @@ static void test_overflow_rearm(void **state)
 	alarm(0);
 }
 
+/* --- submissions the kernel refuses ---------------------------------------- */
+#if BATON_EXPECT_URING
+extern unsigned baton__uring_sqe_failures; /* src/io/uring.c's test knob */
+
+static void refused_task(void *arg)
+{
+	int a[2], b[2];
+	baton_io_t *ia, *ib;
+	char c;
+	ssize_t r = -1;
+
+	(void)arg;
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+	CHECK(baton_io_open(&ia, a[0], true) == BATON_OK); /* the poller exists */
+	CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
+	/* Relaxed: the knob is read on this thread, by the calls below. */
+	__atomic_store_n(&baton__uring_sqe_failures, 1000, __ATOMIC_RELAXED);
+	/* No SQE: opening fails with an error instead of looping. */
+	errno = 0;
+	CHECK(baton_io_open(&ib, b[0], false) == BATON_ESYS && errno == EBUSY);
+	/* Closing: the cancellation waits on the retry list, and the peer does
+	 * not see the close while the poll request holds the file. */
+	CHECK(baton_io_close(ia) == BATON_OK);
+	__atomic_store_n(&baton__uring_sqe_failures, 0, __ATOMIC_RELAXED);
+	/* The next polls queue the cancellation: the peer sees EOF. */
+	for (int i = 0; i < 200 && r != 0; i++) {
+		baton_sched_sleep(1000000);
+		r = recv(a[1], &c, 1, MSG_DONTWAIT);
+	}
+	CHECK(r == 0);
+	/* And handles open again. */
+	CHECK(baton_io_open(&ib, b[0], true) == BATON_OK);
+	CHECK(baton_io_close(ib) == BATON_OK);
+	close(a[1]);
+	close(b[1]);
+}
+#endif
+
+static void test_refused_submissions(void **state)
+{
+#if BATON_EXPECT_URING
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(30);
+	spawn_on(s, state, BATON_SCHED_ANY_WORKER, refused_task, NULL);
+	run_and_destroy(s);
+	alarm(0);
+#else
+	(void)state;
+	skip(); /* no liburing in this build */
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +409,7 @@ int main(void)
 		MODEL_TESTS(test_churn),
 		MODEL_TESTS(test_unpollable),
 		MODEL_TESTS(test_overflow_rearm),
+		MODEL_TESTS(test_refused_submissions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

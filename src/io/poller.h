@@ -41,6 +41,7 @@ struct baton_io {
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
 	unsigned pending;	   /* io_uring: requests in flight + flags */
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
+	struct baton_io *retry_next; /* io_uring: the poller's retry list */
 };
 
 /* A worker's reactor: its hook_data. */

@@ -20,6 +20,13 @@
  * whose multishot request ended (a full completion queue, a cancellation
  * by the kernel) gets a new one.
  *
+ * A full submission queue is submitted to make room, a bounded number of
+ * times (UR_SUBMIT_TRIES). If the kernel keeps refusing (EBUSY while its
+ * completion queue overflows, ENOMEM), nothing loops: opening a handle
+ * fails (BATON_ESYS, errno EBUSY), and a re-arm, a cancellation or the
+ * wake-up poll that found no room waits on the poller's retry list, which
+ * every poll works off first.
+ *
  * Built only when liburing was found (config.h's BATON_HAVE_LIBURING);
  * without it, or where the kernel refuses io_uring, creating this poller
  * fails and the worker uses epoll.
@@ -37,9 +44,11 @@
 #include <unistd.h>
 
 #define UR_SQ_ENTRIES 256
+#define UR_SUBMIT_TRIES 4 /* submissions to make room before giving up */
 #define UR_CQ_ENTRIES 4096 /* room for a burst of edges of many handles */
 /* io->pending: a count of poll requests in flight, and two flags. */
 #define UR_COUNT 0x0000ffffu
+#define UR_RETRY 0x08000000u	 /* on the poller's retry list */
 #define UR_BARE 0x10000000u	 /* the last request ended at its first CQE */
 #define UR_MORE 0x20000000u	 /* this request has said "more to come" */
 #define UR_CANCELLED 0x40000000u /* closed: cancel queued, edges ignored */
@@ -55,14 +64,28 @@ struct uring_poller {
 	struct io_uring ring;
 	int evfd;
 	unsigned limbo; /* dead handles still waiting for their last CQE */
+	bool wake_unarmed; /* the wake-up poll is to be armed again */
+	struct baton_io *retry; /* handles whose re-arm or cancel found no SQE */
+	uint64_t *cancels;	/* cancellations to queue again, by number only */
+	size_t ncancels, cancels_cap;
 };
 
-/* An SQE, submitting what is queued if the submission queue is full. */
+/* Tests: make the next this many SQE requests fail (internal). */
+unsigned baton__uring_sqe_failures;
+
+/* An SQE, submitting what is queued to make room if the submission queue
+ * is full, a bounded number of times; NULL if the kernel keeps refusing. */
 static struct io_uring_sqe *get_sqe(struct uring_poller *p)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+	struct io_uring_sqe *sqe;
 
-	while (sqe == NULL) {
+	/* Relaxed: a test's knob, set while no worker polls. */
+	if (__atomic_load_n(&baton__uring_sqe_failures, __ATOMIC_RELAXED) > 0) {
+		__atomic_sub_fetch(&baton__uring_sqe_failures, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	sqe = io_uring_get_sqe(&p->ring);
+	for (int i = 0; sqe == NULL && i < UR_SUBMIT_TRIES; i++) {
 		io_uring_submit(&p->ring);
 		sqe = io_uring_get_sqe(&p->ring);
 	}
@@ -73,17 +96,46 @@ static void arm_wake(struct uring_poller *p)
 {
 	struct io_uring_sqe *sqe = get_sqe(p);
 
+	p->wake_unarmed = sqe == NULL; /* the next poll tries again */
+	if (sqe == NULL)
+		return;
 	io_uring_prep_poll_multishot(sqe, p->evfd, POLLIN);
 	io_uring_sqe_set_data64(sqe, UD_WAKE);
 }
 
-static void arm(struct uring_poller *p, struct baton_io *io)
+static bool arm(struct uring_poller *p, struct baton_io *io)
 {
 	struct io_uring_sqe *sqe = get_sqe(p);
 
+	if (sqe == NULL)
+		return false;
 	io_uring_prep_poll_multishot(sqe, io->fd, POLLIN | POLLOUT | POLLRDHUP);
 	io_uring_sqe_set_data(sqe, io);
 	io->pending = (io->pending & ~UR_MORE) + 1;
+	return true;
+}
+
+/* Put io on the retry list (once); the next poll re-arms or cancels it. */
+static void retry_later(struct uring_poller *p, struct baton_io *io)
+{
+	if (io->pending & UR_RETRY)
+		return;
+	io->pending |= UR_RETRY;
+	io->retry_next = p->retry;
+	p->retry = io;
+}
+
+/* Take io off the retry list (it is being freed). */
+static void retry_forget(struct uring_poller *p, struct baton_io *io)
+{
+	if (!(io->pending & UR_RETRY))
+		return;
+	for (struct baton_io **pp = &p->retry; *pp; pp = &(*pp)->retry_next)
+		if (*pp == io) {
+			*pp = io->retry_next;
+			break;
+		}
+	io->pending &= ~UR_RETRY;
 }
 
 /* Cancel the poll request whose user_data is ud. Not POLL_REMOVE: that
@@ -92,12 +144,32 @@ static void arm(struct uring_poller *p, struct baton_io *io)
  * completion end it. Only the numbers are used: a cancel that arrives
  * after the handle was freed and its address reused ends the new handle's
  * request, which is then re-armed like any ended multishot. */
-static void queue_cancel(struct uring_poller *p, uint64_t ud)
+static bool queue_cancel(struct uring_poller *p, uint64_t ud)
 {
 	struct io_uring_sqe *sqe = get_sqe(p);
 
+	if (sqe == NULL)
+		return false;
 	io_uring_prep_cancel64(sqe, ud, 0);
 	io_uring_sqe_set_data64(sqe, ud | UD_CANCEL);
+	return true;
+}
+
+/* A cancellation to queue again at the next poll. By number: the handle
+ * it names may be freed meanwhile (see queue_cancel). Without memory for
+ * the list it is dropped: its request then ends when the file does. */
+static void cancel_later(struct uring_poller *p, uint64_t ud)
+{
+	if (p->ncancels == p->cancels_cap) {
+		size_t cap = p->cancels_cap ? 2 * p->cancels_cap : 16;
+		uint64_t *c = realloc(p->cancels, cap * sizeof(*c));
+
+		if (c == NULL)
+			return;
+		p->cancels = c;
+		p->cancels_cap = cap;
+	}
+	p->cancels[p->ncancels++] = ud;
 }
 
 /* The setups to try, best first. COOP_TASKRUN: completions are posted when
@@ -175,7 +247,7 @@ static int ur_create(struct baton_worker *w)
 		return BATON_ESYS;
 	}
 	arm_wake(p);
-	rc = io_uring_submit(&p->ring);
+	rc = p->wake_unarmed ? -EBUSY : io_uring_submit(&p->ring);
 	if (rc < 0) {
 		io_uring_queue_exit(&p->ring);
 		close(p->evfd);
@@ -202,7 +274,10 @@ static int ur_add(struct baton_worker *w, struct baton_io *io)
 		errno = EPERM;
 		return BATON_ESYS;
 	}
-	arm(baton_reactor_of(w)->poller, io);
+	if (!arm(baton_reactor_of(w)->poller, io)) {
+		errno = EBUSY; /* the kernel takes no submission now */
+		return BATON_ESYS;
+	}
 	return BATON_OK;
 }
 
@@ -212,7 +287,12 @@ static void cancel(struct uring_poller *p, struct baton_io *io)
 	if (io->pending & UR_CANCELLED)
 		return;
 	io->pending |= UR_CANCELLED;
-	queue_cancel(p, (uintptr_t)io);
+	if ((io->pending & UR_COUNT) == 0)
+		return; /* no request names it (a re-arm still to retry) */
+	if (!queue_cancel(p, (uintptr_t)io)) {
+		retry_later(p, io);
+		return;
+	}
 	/* Now, not at the next poll: the request holds the descriptor's
 	 * file open, and the peer of a socket is waiting for our close. */
 	io_uring_submit(&p->ring);
@@ -231,8 +311,10 @@ static bool ur_release(struct baton_worker *w, struct baton_io *io)
 	struct uring_poller *p = baton_reactor_of(w)->poller;
 
 	cancel(p, io);
-	if ((io->pending & UR_COUNT) == 0)
+	if ((io->pending & UR_COUNT) == 0) {
+		retry_forget(p, io);
 		return true; /* no request names it: io.c frees it */
+	}
 	io->pending |= UR_DEAD;
 	p->limbo++;
 	return false;
@@ -252,6 +334,7 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 		 * completion naming it: free it. */
 		if ((io->pending & UR_DEAD) && (io->pending & UR_COUNT) == 0) {
 			p->limbo--;
+			retry_forget(p, io);
 			free(io);
 		}
 		return;
@@ -282,7 +365,10 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 		io->pending &= ~UR_BARE;
 	}
 	if (res >= 0 || res == -ECANCELED) {
-		arm(p, io); /* the multishot ended (full CQ, cancelled) */
+		/* The multishot ended (full CQ, cancelled): a new one, now or
+		 * at the next poll. */
+		if (!arm(p, io))
+			retry_later(p, io);
 	} else {
 		/* The kernel refused to watch it: wake its waiters, whose
 		 * next system call reports the problem. */
@@ -304,8 +390,9 @@ static unsigned reap(struct uring_poller *p, bool edges)
 		if (ud & UD_CANCEL) {
 			/* The poll's own last CQE does the rest; -EALREADY
 			 * (the request was busy, not marked): try again. */
-			if (cqe->res == -EALREADY)
-				queue_cancel(p, ud & ~(uint64_t)UD_CANCEL);
+			if (cqe->res == -EALREADY &&
+			    !queue_cancel(p, ud & ~(uint64_t)UD_CANCEL))
+				cancel_later(p, ud & ~(uint64_t)UD_CANCEL);
 			continue;
 		}
 		if (ud == UD_WAKE) {
@@ -323,11 +410,45 @@ static unsigned reap(struct uring_poller *p, bool edges)
 	return n;
 }
 
+/* First thing in a poll: what found no SQE before gets one now, or stays
+ * for the next poll. */
+static void retry_pending(struct uring_poller *p)
+{
+	struct baton_io *io = p->retry, *next;
+	size_t n = p->ncancels;
+
+	if (p->wake_unarmed)
+		arm_wake(p);
+	p->ncancels = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!queue_cancel(p, p->cancels[i]))
+			p->cancels[p->ncancels++] = p->cancels[i]; /* i >= ncancels */
+	p->retry = NULL;
+	for (; io; io = next) {
+		next = io->retry_next;
+		io->pending &= ~UR_RETRY;
+		if (io->pending & UR_CANCELLED) {
+			if ((io->pending & UR_COUNT) && !queue_cancel(p, (uintptr_t)io))
+				retry_later(p, io);
+		} else if ((io->pending & UR_COUNT) == 0 && !arm(p, io)) {
+			retry_later(p, io);
+		}
+	}
+}
+
 static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 {
 	struct uring_poller *p = baton_reactor_of(w)->poller;
 	struct io_uring *ring = &p->ring;
 	struct io_uring_cqe *cqe;
+
+	if (BATON_UNLIKELY(p->retry || p->ncancels || p->wake_unarmed)) {
+		retry_pending(p);
+		/* Without the wake-up poll, another thread's wake could not
+		 * end a sleep here: sleep in short slices until it is back. */
+		if (p->wake_unarmed && (timeout_ns < 0 || timeout_ns > 1000000))
+			timeout_ns = 1000000;
+	}
 
 	if (io_uring_cq_ready(ring)) {
 		/* Already something to do: only hand over what is queued. */
@@ -378,11 +499,13 @@ static void ur_destroy(struct baton_worker *w)
 		struct __kernel_timespec ts = { .tv_nsec = 10000000 };
 		struct io_uring_cqe *cqe;
 
+		retry_pending(p); /* cancellations that found no SQE before */
 		io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1, &ts, NULL);
 		reap(p, false);
 	}
 	io_uring_queue_exit(&p->ring);
 	close(p->evfd);
+	free(p->cancels);
 	free(p);
 	baton_reactor_of(w)->poller = NULL;
 }

@@ -27,6 +27,7 @@ Two proofs are tried, from the hypergeometric series (integer ``a, b >= 1``)
 
 import functools
 import struct
+from collections.abc import Callable
 
 from .logchoose import log_choose
 from .rounding import (
@@ -50,7 +51,7 @@ _ROUNDING_SLACK = 1e-9
 _NEGLIGIBLE = 1e-17
 
 
-def _refuted(larger, smaller):
+def _refuted(larger: float, smaller: float) -> bool | None:
     """False (refuted: skip the other proof) if ``larger`` clearly exceeds
     ``smaller``; None (undecided) if the gap is within rounding slack, where
     the other proof, with different rounding errors, may still succeed."""
@@ -58,7 +59,7 @@ def _refuted(larger, smaller):
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def beta_icdf(a, b, alpha, upper=False):
+def beta_icdf(a: int, b: int, alpha: float, upper: bool = False) -> float:
     """Conservative bound of the ``alpha`` quantile of ``Beta(a, b)``.
 
     With ``upper=False``, returns ``x`` with ``I_x(a, b) <= alpha``: a lower
@@ -79,7 +80,7 @@ def beta_icdf(a, b, alpha, upper=False):
     return _lower_quantile(a, b, alpha)
 
 
-def _check_beta_args(a, b, alpha):
+def _check_beta_args(a: int, b: int, alpha: float) -> None:
     """The series identity needs integer shapes; alpha is a probability."""
     for name, value in (("a", a), ("b", b)):
         if not isinstance(value, int) or value < 1:
@@ -88,7 +89,7 @@ def _check_beta_args(a, b, alpha):
         raise ValueError(f"beta_icdf: need 0 <= alpha < 1, got {alpha}")
 
 
-def _lower_quantile(a, b, alpha):
+def _lower_quantile(a: int, b: int, alpha: float) -> float:
     """Largest ``x`` (to ``RELATIVE_PRECISION``) proven to have ``I_x <= alpha``."""
     if alpha == 0.0:
         return 0.0
@@ -96,17 +97,19 @@ def _lower_quantile(a, b, alpha):
     return _bisect_largest(lambda x: cdf.at_most(x, alpha), 0.0, 1.0)
 
 
-def _bits(x):
+def _bits(x: float) -> int:
     """Bit pattern of a non-negative float, as an integer that orders like x."""
-    return struct.unpack("<q", struct.pack("<d", x))[0]
+    bits: int = struct.unpack("<q", struct.pack("<d", x))[0]
+    return bits
 
 
-def _from_bits(bits):
+def _from_bits(bits: int) -> float:
     """Inverse of ``_bits``."""
-    return struct.unpack("<d", struct.pack("<q", bits))[0]
+    x: float = struct.unpack("<d", struct.pack("<q", bits))[0]
+    return x
 
 
-def _bisect_largest(accept, lo, hi):
+def _bisect_largest(accept: Callable[[float], bool], lo: float, hi: float) -> float:
     """Bisect ``[lo, hi]`` for the largest accepted float; ``lo`` must be
     accepted.  Bisecting the bit patterns rather than the values finds tiny
     quantiles (1e-300) as quickly as large ones: every step halves the number
@@ -130,13 +133,13 @@ class IncompleteBeta:
     computed once, each rounded in the direction its proof needs.
     """
 
-    def __init__(self, a, b):
+    def __init__(self, a: int, b: int) -> None:
         self.a = a
         self.b = b
         self.log_choose_up = log_choose(a + b - 1, a, UP)
         self.log_choose_mirror_down = log_choose(a + b - 1, b, DOWN)
 
-    def at_most(self, x, alpha):
+    def at_most(self, x: float, alpha: float) -> bool:
         """True only if ``I_x(a, b) <= alpha`` is proven; False means "not
         proven", which callers must treat as "maybe larger".
 
@@ -158,7 +161,7 @@ class IncompleteBeta:
                 return verdict
         return False
 
-    def _direct(self, x, alpha):
+    def _direct(self, x: float, alpha: float) -> bool | None:
         """Upper bound of the series for ``I_x(a, b)`` stays within ``alpha``.
 
         Everything is rounded up: the log of the prefix, then the allowance
@@ -184,7 +187,7 @@ class IncompleteBeta:
                 return _refuted(total, budget)
         return None
 
-    def _mirrored(self, x, alpha):
+    def _mirrored(self, x: float, alpha: float) -> bool | None:
         """Lower bound of ``I_y(b, a)`` reaches ``1 - alpha``, ``y <= 1 - x``.
 
         ``I_x(a, b) = 1 - I_(1-x)(b, a)`` and ``I_y`` grows with ``y``, so

@@ -12,12 +12,14 @@ test: ``epsilon/2`` for the CSM, ``epsilon/4`` for each end of the intervals
 confidence interval, whose tail probabilities are Beta quantiles too).
 """
 
+import random
 import statistics
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from .csm import ABOVE, BELOW, beta_icdf, csm_driver, split_epsilon
-from .runner import OK
+from .runner import OK, RunOutcome
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -41,11 +43,11 @@ class Comparison:
     stopped: str = "budget"
     status: str = OK
     error: Optional[str] = None
-    pairs: list = field(default_factory=list)
+    pairs: list[tuple[float, float]] = field(default_factory=list)
 
-    def fields(self):
+    def fields(self) -> dict[str, Any]:
         """The verdict-line fields this comparison contributes."""
-        out = {"a": self.a, "b": self.b, "ratio": self.ratio, "ratio_lo": self.ratio_lo,
+        out: dict[str, Any] = {"a": self.a, "b": self.b, "ratio": self.ratio, "ratio_lo": self.ratio_lo,
                "ratio_hi": self.ratio_hi, "wins": self.wins, "n": self.n,
                "win_rate": self.wins / self.n if self.n else None,
                "win_lo": self.win_lo, "win_hi": self.win_hi,
@@ -55,7 +57,7 @@ class Comparison:
         return out
 
 
-def a_wins(a, b, better, rng):
+def a_wins(a: float, b: float, better: str, rng: random.Random) -> bool:
     """Whether value ``a`` beats ``b``; exact ties are settled by a coin flip
     so that identical programs still win exactly half the time."""
     if a == b:
@@ -63,7 +65,9 @@ def a_wins(a, b, better, rng):
     return a < b if better == "lower" else a > b
 
 
-def compare(a, b, run_a: Callable, run_b: Callable, *, better, epsilon, budget, rng):
+def compare(a: str, b: str, run_a: Callable[[], RunOutcome], run_b: Callable[[], RunOutcome], *,
+            better: str, epsilon: float, budget: int,
+            rng: random.Random) -> Comparison:
     """Alternate runs of ``a`` and ``b`` until the CSM decides or ``budget``
     pairs are done.  ``run_a()``/``run_b()`` return ``(status, value, error)``;
     a failed run ends the comparison (status and error are kept, and the
@@ -72,7 +76,7 @@ def compare(a, b, run_a: Callable, run_b: Callable, *, better, epsilon, budget, 
     is faster" effect cannot masquerade as a difference."""
     result = Comparison(a, b)
 
-    def outcomes():
+    def outcomes() -> Iterator[bool]:
         while True:
             pair = _run_pair(((a, run_a), (b, run_b)), rng, result)
             if pair is None:
@@ -95,11 +99,12 @@ def compare(a, b, run_a: Callable, run_b: Callable, *, better, epsilon, budget, 
     return result
 
 
-def _run_pair(runners, rng, result):
+def _run_pair(runners: Sequence[tuple[str, Callable[[], RunOutcome]]], rng: random.Random,
+              result: Comparison) -> Optional[tuple[float, float]]:
     """Run both ``(name, run)`` in random order; their values in the given
     order, or None after recording the first failure in ``result``."""
     order = [0, 1] if rng.random() < 0.5 else [1, 0]
-    values = [None, None]
+    values: list[Optional[float]] = [None, None]
     for index in order:
         name, run = runners[index]
         status, value, error = run()
@@ -107,10 +112,12 @@ def _run_pair(runners, rng, result):
             result.status, result.error, result.stopped = status, f"{name}: {error}", "failure"
             return None
         values[index] = value
-    return tuple(values)
+    # Both runs succeeded, and a successful run has a value.
+    return cast(tuple[float, float], tuple(values))
 
 
-def median_interval(values, alpha_per_end):
+def median_interval(values: Iterable[float],
+                    alpha_per_end: float) -> tuple[Optional[float], Optional[float]]:
     """Distribution-free confidence interval of the median ``m`` of the
     distribution ``values`` were drawn from, as ``(lo, hi)`` (``None`` =
     unbounded: too few values to exclude anything on that side).
@@ -133,7 +140,7 @@ def median_interval(values, alpha_per_end):
     return lo, hi
 
 
-def _last_true(predicate, n):
+def _last_true(predicate: Callable[[int], bool], n: int) -> int:
     """Largest k in 1..n with ``predicate(k)`` true, for a predicate that is
     true then false as k grows; 0 if it is false at 1."""
     lo, hi = 0, n + 1  # predicate(lo) is true (vacuously), predicate(hi) false

@@ -26,8 +26,9 @@ import itertools
 import math
 import random
 import statistics
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, TextIO
 
 from .beta import beta_icdf
 from .logchoose import (
@@ -60,7 +61,7 @@ BELOW = "below"
 UNDECIDED = "undecided"
 
 
-def csm(n, alpha, s, log_eps):
+def csm(n: int, alpha: float, s: int, log_eps: float) -> tuple[bool, float]:
     """Robbins' stopping criterion: may we conclude that the rate != ``alpha``?
 
     ``n`` trials with ``s`` successes; ``log_eps`` is the log of the false
@@ -87,7 +88,7 @@ def csm(n, alpha, s, log_eps):
     return log_level < log_eps, log_level
 
 
-def _check_csm_args(n, alpha, s, log_eps):
+def _check_csm_args(n: int, alpha: float, s: int, log_eps: float) -> None:
     """Reject inputs outside the domain where ``csm``'s bounds were argued."""
     if not 0 <= n < MAX_N:
         raise ValueError(f"csm: need 0 <= n < 2**40, got {n}")
@@ -123,17 +124,17 @@ class DriverResult:
     threshold: Optional[float] = None
 
     @property
-    def rate(self):
+    def rate(self) -> float:
         """Empirical success rate ``s / n`` (NaN before any observation)."""
         return self.successes / self.n if self.n else math.nan
 
     @property
-    def stopped(self):
+    def stopped(self) -> bool:
         """Whether the CSM decided (as opposed to running out of data)."""
         return self.decision != UNDECIDED
 
 
-def split_epsilon(eps, tests):
+def split_epsilon(eps: float, tests: int) -> tuple[float, float]:
     """Bonferroni split of the total error ``eps`` between ``tests`` CSM tests
     and the two ends of the credible interval: ``eps / (tests + 1)`` per test
     and half of that per interval end (``eps/3`` and ``eps/6`` for two
@@ -146,8 +147,10 @@ def split_epsilon(eps, tests):
     return log_down(per_test), div(per_test, 2, DOWN)
 
 
-def csm_driver(stream, alpha, eps, *, alpha_hi=None, max_count=None,
-               min_count=0, interval=True, file=None):
+def csm_driver(stream: Iterable[object], alpha: float, eps: float, *,
+               alpha_hi: Optional[float] = None, max_count: Optional[int] = None,
+               min_count: int = 0, interval: bool = True,
+               file: Optional[TextIO] = None) -> DriverResult:
     """Consume Bernoulli outcomes from ``stream`` until the CSM decides.
 
     ``alpha`` (and optionally ``alpha_hi >= alpha``) are the thresholds: with
@@ -165,6 +168,7 @@ def csm_driver(stream, alpha, eps, *, alpha_hi=None, max_count=None,
         raise ValueError(f"need 0 < alpha <= alpha_hi < 1, got {thresholds}")
     log_eps, ci_alpha = split_epsilon(eps, len(thresholds))
     n = successes = 0
+    threshold: Optional[float]
     decision, threshold = UNDECIDED, None
     outcomes = iter(stream)
     while max_count is None or n < max_count:
@@ -186,7 +190,8 @@ def csm_driver(stream, alpha, eps, *, alpha_hi=None, max_count=None,
     return result
 
 
-def _decide(n, successes, thresholds, log_eps):
+def _decide(n: int, successes: int, thresholds: Sequence[float],
+            log_eps: float) -> tuple[str, Optional[float]]:
     """First threshold whose CSM test rejects, and the side the rate is on."""
     for threshold in thresholds:
         stop, _ = _csm_cached(n, threshold, successes, log_eps)
@@ -195,7 +200,7 @@ def _decide(n, successes, thresholds, log_eps):
     return UNDECIDED, None
 
 
-def credible_interval(successes, n, alpha_per_end):
+def credible_interval(successes: int, n: int, alpha_per_end: float) -> tuple[float, float]:
     """Equal-tailed credible interval of the rate: conservative ends of the
     ``Beta(s + 1, n - s + 1)`` posterior (uniform prior), ``alpha_per_end``
     left out on each side."""
@@ -203,13 +208,14 @@ def credible_interval(successes, n, alpha_per_end):
     return beta_icdf(a, b, alpha_per_end), beta_icdf(a, b, alpha_per_end, upper=True)
 
 
-def _is_log_point(n):
+def _is_log_point(n: int) -> bool:
     """1..10, then 10 points per decade: 20, 30.. 100, 200..."""
-    scale = 10 ** max(0, len(str(n)) - 1)
+    scale: int = 10 ** max(0, len(str(n)) - 1)  # int ** int is Any to mypy
     return n % scale == 0
 
 
-def _log_progress(file, n, successes, ci_alpha, thresholds, log_eps):
+def _log_progress(file: TextIO, n: int, successes: int, ci_alpha: float,
+                  thresholds: Sequence[float], log_eps: float) -> None:
     """One progress line: n, rate, interval, and -log10 of the best level."""
     lo, hi = credible_interval(successes, n, ci_alpha)
     level = min(_csm_cached(n, t, successes, log_eps)[1] for t in thresholds)
@@ -217,7 +223,7 @@ def _log_progress(file, n, successes, ci_alpha, thresholds, log_eps):
           file=file)
 
 
-def min_decisive_count(eps, alpha=0.5, tests=1):
+def min_decisive_count(eps: float, alpha: float = 0.5, tests: int = 1) -> int:
     """Smallest ``n`` at which ``n`` straight successes let the CSM stop at
     threshold ``alpha`` with the per-test share of ``eps``.  Below this
     iteration limit a driver can never decide "above": useful to pick a
@@ -229,8 +235,10 @@ def min_decisive_count(eps, alpha=0.5, tests=1):
     return n
 
 
-def csm_power(p, alpha, max_count, eps=1e-5, *, alpha_hi=None, success_rate=0.99,
-              outer_eps=1e-9, max_trials=10_000, seed=0, file=None):
+def csm_power(p: float, alpha: float, max_count: Optional[int], eps: float = 1e-5, *,
+              alpha_hi: Optional[float] = None, success_rate: float = 0.99,
+              outer_eps: float = 1e-9, max_trials: Optional[int] = 10_000, seed: int = 0,
+              file: Optional[TextIO] = None) -> DriverResult:
     """Monte Carlo estimate of the driver's power at true rate ``p``.
 
     Simulates ``csm_driver(Bernoulli(p), alpha, eps, alpha_hi=..., max_count=...)``
@@ -245,7 +253,7 @@ def csm_power(p, alpha, max_count, eps=1e-5, *, alpha_hi=None, success_rate=0.99
     rng = random.Random(seed)
     hi = alpha if alpha_hi is None else alpha_hi
 
-    def correct_stops():
+    def correct_stops() -> Iterator[bool]:
         while True:
             inner = csm_driver((rng.random() < p for _ in itertools.repeat(None)), alpha, eps,
                                alpha_hi=alpha_hi, max_count=max_count, interval=False)
@@ -273,13 +281,16 @@ class ResamplingResult:
     decision: str
 
 
-def mean_difference(x, y):
+def mean_difference(x: Sequence[float], y: Sequence[float]) -> float:
     """Default statistic of ``resampling_test``: ``mean(x) - mean(y)``."""
     return statistics.fmean(x) - statistics.fmean(y)
 
 
-def resampling_test(a, b, *, statistic=mean_difference, alpha=1e-3, eps=1e-6,
-                    max_resamples=100_000, two_sided=True, seed=0):
+def resampling_test(a: Sequence[float], b: Sequence[float], *,
+                    statistic: Callable[[Sequence[float], Sequence[float]], float] = mean_difference,
+                    alpha: float = 1e-3, eps: float = 1e-6,
+                    max_resamples: Optional[int] = 100_000, two_sided: bool = True,
+                    seed: int = 0) -> ResamplingResult:
     """Exact (permutation) test of "``a`` and ``b`` come from one distribution".
 
     Under that null hypothesis, every split of the pooled values into groups
@@ -300,7 +311,7 @@ def resampling_test(a, b, *, statistic=mean_difference, alpha=1e-3, eps=1e-6,
     pool = list(a) + list(b)
     rng = random.Random(seed)
 
-    def extreme_resamples():
+    def extreme_resamples() -> Iterator[bool]:
         while True:
             rng.shuffle(pool)
             value = statistic(pool[:len(a)], pool[len(a):])
@@ -308,4 +319,5 @@ def resampling_test(a, b, *, statistic=mean_difference, alpha=1e-3, eps=1e-6,
 
     result = csm_driver(extreme_resamples(), alpha, eps, max_count=max_resamples)
     decision = {BELOW: "different", ABOVE: "not different"}.get(result.decision, UNDECIDED)
+    assert result.lo is not None and result.hi is not None  # interval=True sets them
     return ResamplingResult(observed, result.rate, result.lo, result.hi, result.n, decision)

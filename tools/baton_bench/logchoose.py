@@ -20,7 +20,7 @@ MINUS_LOG_SQRT_2PI_DOWN = math.ldexp(-8277062471433909, -53)
 EXACT_LOG_CHOOSE_LIMIT = 4096
 
 
-def robbins_log_factorial(n, direction=UP):
+def robbins_log_factorial(n: int, direction: int = UP) -> float:
     """Bound of ``log n!`` (n >= 1) from Robbins' form of Stirling's formula,
     ``log n! = log sqrt(2 pi) + (n + 1/2) log n - n + r_n`` with
     ``1/(12n + 1) < r_n < 1/(12n)``; every term rounded in ``direction``."""
@@ -31,7 +31,7 @@ def robbins_log_factorial(n, direction=UP):
                             -float(n), _robbins_correction(n, direction)], direction)
 
 
-def robbins_log_choose(n, s, direction=UP):
+def robbins_log_choose(n: int, s: int, direction: int = UP) -> float:
     """Bound of ``log C(n, s)`` from Robbins' two-sided Stirling bounds.
 
     Robbins: ``log sqrt(2 pi) + (k + 1/2) log k - k + 1/(12k + 1)
@@ -67,7 +67,7 @@ def robbins_log_choose(n, s, direction=UP):
     return compensated_sum(terms, d)
 
 
-def _robbins_correction(k, direction):
+def _robbins_correction(k: int, direction: int) -> float:
     """The ``1/(12k)`` (upper) or ``1/(12k + 1)`` (lower) term of Robbins'
     bound on ``log k!``, itself rounded in ``direction``."""
     if direction > 0:
@@ -75,7 +75,7 @@ def _robbins_correction(k, direction):
     return div(1.0, 12.0 * k + 1.0, DOWN)
 
 
-def log_choose(n, s, direction=UP):
+def log_choose(n: int, s: int, direction: int = UP) -> float:
     """Bound of ``log C(n, s)``, tight for small ``k = min(s, n - s)``.
 
     For ``k <= EXACT_LOG_CHOOSE_LIMIT`` this sums ``log((n - k + i) / i)`` for
@@ -92,7 +92,7 @@ def log_choose(n, s, direction=UP):
     return compensated_sum(terms, direction)
 
 
-def _check_choose_args(n, s):
+def _check_choose_args(n: int, s: int) -> None:
     """Both functions need integers with ``0 <= s <= n``."""
     if not 0 <= s <= n:
         raise ValueError(f"need 0 <= s <= n, got n={n}, s={s}")

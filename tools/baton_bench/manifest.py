@@ -10,14 +10,18 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Optional, TypeVar
 
 #: Plot layout used when a manifest has no ``plot`` entry (see report.py).
-DEFAULT_PLOTS = {"ring": {"x": "nr", "group": "n", "logx": True,
+DEFAULT_PLOTS: dict[str, dict[str, Any]] = {"ring": {"x": "nr", "group": "n", "logx": True,
                           "xlabel": "number of coroutines (nr)"}}
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+_T = TypeVar("_T")
 
 
 class ManifestError(Exception):
@@ -29,9 +33,9 @@ class Impl:
     """One implementation of a suite: how to run it and what it needs."""
 
     name: str
-    cmd: list
+    cmd: list[str]
     peer: bool = False
-    requires: list = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -41,22 +45,22 @@ class Suite:
     name: str
     metric: str
     better: str
-    impls: dict
-    params: dict
-    pairs: list
-    once: list
-    reference: str = None
-    seed: list = field(default_factory=list)
-    plot: dict = None
-    unit: str = None
-    path: Path = None
+    impls: dict[str, Impl]
+    params: dict[str, Any]
+    pairs: list[list[str]]
+    once: list[dict[str, Any]]
+    reference: Optional[str] = None
+    seed: list[Any] = field(default_factory=list)
+    plot: Optional[dict[str, Any]] = None
+    unit: Optional[str] = None
+    path: Optional[Path] = None
     #: Optional: pairs are compared only on the parameter sets that contain
     #: one of these subsets (the others get medians only).
-    pair_params: list = None
+    pair_params: Optional[list[dict[str, Any]]] = None
     #: Optional: at most this many pairs per comparison, {"quick": n, "full": m}.
-    budget: dict = None
+    budget: Optional[dict[str, Any]] = None
 
-    def pairs_for(self, params):
+    def pairs_for(self, params: Mapping[str, Any]) -> list[list[str]]:
         """The pairs to compare on this parameter set."""
         if not self.pair_params:
             return self.pairs
@@ -65,17 +69,17 @@ class Suite:
                 return self.pairs
         return []
 
-    def budget_for(self, quick, default):
+    def budget_for(self, quick: bool, default: int) -> int:
         """The pair budget: the run's, lowered by the manifest's for this mode."""
         own = (self.budget or {}).get("quick" if quick else "full")
         return min(default, own) if isinstance(own, int) and own > 0 else default
 
-    def param_sets(self, quick):
+    def param_sets(self, quick: bool) -> list[dict[str, Any]]:
         """The workload parameter sets for a quick or a full run."""
         sets = self.params.get("quick" if quick else "full") or self.params.get("full")
         return [dict(p) for p in sets] if sets else [{}]
 
-    def meta(self):
+    def meta(self) -> dict[str, Any]:
         """The manifest facts the report needs, as one JSON-able dict (the
         driver writes it as the suite's ``"kind": "suite"`` line)."""
         return {"suite": self.name, "kind": "suite", "metric": self.metric,
@@ -84,7 +88,7 @@ class Suite:
                 "pairs": self.pairs, "seed": self.seed, "plot": self.plot}
 
 
-def find_manifests(src, names=None):
+def find_manifests(src: str | Path, names: Optional[Sequence[str]] = None) -> list[Path]:
     """``SRC/bench/*/suite.json`` paths, sorted; only ``names`` if given.
     Raises ManifestError for a requested suite that has no manifest."""
     bench = Path(src) / "bench"
@@ -99,7 +103,7 @@ def find_manifests(src, names=None):
     return [found[n] for n in names]
 
 
-def load_suite(path):
+def load_suite(path: str | Path) -> Suite:
     """Parse and check one manifest; raises ManifestError."""
     path = Path(path)
     try:
@@ -127,7 +131,7 @@ def load_suite(path):
         path=path, pair_params=data.get("pair_params"), budget=data.get("budget"))
 
 
-def _require(data, key, kind, path):
+def _require(data: Mapping[str, Any], key: str, kind: type[_T], path: Path) -> _T:
     """``data[key]``, which must exist and be of type ``kind``."""
     value = data.get(key)
     if not isinstance(value, kind):
@@ -135,9 +139,9 @@ def _require(data, key, kind, path):
     return value
 
 
-def _parse_impls(raw, path):
+def _parse_impls(raw: Mapping[str, Any], path: Path) -> dict[str, Impl]:
     """``impls`` entries: each needs a non-empty ``cmd`` list of strings."""
-    impls = {}
+    impls: dict[str, Impl] = {}
     for name, spec in raw.items():
         cmd = spec.get("cmd") if isinstance(spec, dict) else None
         if not cmd or not all(isinstance(part, str) for part in cmd):
@@ -149,7 +153,8 @@ def _parse_impls(raw, path):
     return impls
 
 
-def _parse_pairs(raw, impls, path):
+def _parse_pairs(raw: Optional[Iterable[Sequence[str]]], impls: Mapping[str, Impl],
+                 path: Path) -> list[list[str]]:
     """Explicit ``pairs``, or every baton impl against every peer."""
     if raw is None:
         ours = [n for n, i in impls.items() if not i.peer]
@@ -161,12 +166,12 @@ def _parse_pairs(raw, impls, path):
     return [list(pair) for pair in raw]
 
 
-def expand(cmd, values):
+def expand(cmd: Sequence[str], values: Mapping[str, object]) -> list[str]:
     """Replace every ``{name}`` in the words of ``cmd`` by ``values[name]``.
 
     Unlike ``str.format`` this leaves other braces alone (JSON arguments).
     Raises ManifestError for a placeholder with no value."""
-    def substitute(match):
+    def substitute(match: re.Match[str]) -> str:
         key = match.group(1)
         if key not in values:
             raise ManifestError(f"no value for placeholder {{{key}}} in {cmd}")
@@ -174,7 +179,7 @@ def expand(cmd, values):
     return [_PLACEHOLDER.sub(substitute, word) for word in cmd]
 
 
-def missing_reason(cmd, requires=()):
+def missing_reason(cmd: Sequence[str], requires: Iterable[str] = ()) -> Optional[str]:
     """Why ``cmd`` cannot run here (a required tool not on PATH, or the
     program itself absent), or None if it looks runnable."""
     absent = [tool for tool in requires if shutil.which(tool) is None]

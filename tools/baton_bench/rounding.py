@@ -16,6 +16,7 @@ names are thin wrappers that make the intent readable at the call site.
 """
 
 import math
+from collections.abc import Iterable
 
 UP = 1
 DOWN = -1
@@ -24,26 +25,26 @@ DOWN = -1
 LIBM_ERROR_LIMIT = 4
 
 
-def next_float(x, ulps=1):
+def next_float(x: float, ulps: int = 1) -> float:
     """Return ``x`` moved ``ulps`` floats towards +inf (NaN and +inf stay)."""
     for _ in range(ulps):
         x = math.nextafter(x, math.inf)
     return x
 
 
-def prev_float(x, ulps=1):
+def prev_float(x: float, ulps: int = 1) -> float:
     """Return ``x`` moved ``ulps`` floats towards -inf (NaN and -inf stay)."""
     for _ in range(ulps):
         x = math.nextafter(x, -math.inf)
     return x
 
 
-def nudge(x, direction, ulps=1):
+def nudge(x: float, direction: int, ulps: int = 1) -> float:
     """Move ``x`` by ``ulps`` ULPs up (``direction > 0``) or down (``< 0``)."""
     return next_float(x, ulps) if direction > 0 else prev_float(x, ulps)
 
 
-def two_sum(a, b):
+def two_sum(a: float, b: float) -> tuple[float, float]:
     """Knuth's TwoSum: ``(s, e)`` with ``s = fl(a + b)`` and ``s + e == a + b``
     exactly (barring overflow).  It is the only exact tool we need for sums."""
     s = a + b
@@ -52,7 +53,7 @@ def two_sum(a, b):
     return s, (a - a_virtual) + (b - b_virtual)
 
 
-def add(a, b, direction):
+def add(a: float, b: float, direction: int) -> float:
     """``a + b`` rounded in ``direction``.
 
     TwoSum tells us on which side of the exact sum ``fl(a + b)`` fell, so we
@@ -63,12 +64,12 @@ def add(a, b, direction):
     return s
 
 
-def sub(a, b, direction):
+def sub(a: float, b: float, direction: int) -> float:
     """``a - b`` rounded in ``direction`` (negation is exact)."""
     return add(a, -b, direction)
 
 
-def mul(a, b, direction):
+def mul(a: float, b: float, direction: int) -> float:
     """``a * b`` rounded in ``direction``.  A product with a zero factor is
     exact; any other is moved one ULP, since we cannot cheaply tell whether
     it was exact."""
@@ -77,22 +78,22 @@ def mul(a, b, direction):
     return nudge(a * b, direction)
 
 
-def div(a, b, direction):
+def div(a: float, b: float, direction: int) -> float:
     """``a / b`` rounded in ``direction``: always one ULP (see ``mul``)."""
     return nudge(a / b, direction)
 
 
-def log(x, direction):
+def log(x: float, direction: int) -> float:
     """Natural log of ``x > 0`` rounded in ``direction`` (libm allowance)."""
     return nudge(math.log(x), direction, LIBM_ERROR_LIMIT)
 
 
-def log1p(x, direction):
+def log1p(x: float, direction: int) -> float:
     """``log(1 + x)`` for ``x > -1`` rounded in ``direction``."""
     return nudge(math.log1p(x), direction, LIBM_ERROR_LIMIT)
 
 
-def exp(x, direction):
+def exp(x: float, direction: int) -> float:
     """``e**x`` rounded in ``direction``; never negative, may be ``inf``."""
     try:
         value = math.exp(x)
@@ -101,27 +102,27 @@ def exp(x, direction):
     return max(0.0, nudge(value, direction, LIBM_ERROR_LIMIT))
 
 
-def log_up(x):
+def log_up(x: float) -> float:
     """Upper bound of ``log(x)``."""
     return log(x, UP)
 
 
-def log_down(x):
+def log_down(x: float) -> float:
     """Lower bound of ``log(x)``."""
     return log(x, DOWN)
 
 
-def log1p_up(x):
+def log1p_up(x: float) -> float:
     """Upper bound of ``log(1 + x)``."""
     return log1p(x, UP)
 
 
-def log1p_down(x):
+def log1p_down(x: float) -> float:
     """Lower bound of ``log(1 + x)``."""
     return log1p(x, DOWN)
 
 
-def compensated_sum(values, direction):
+def compensated_sum(values: Iterable[float], direction: int) -> float:
     """Sum ``values`` with a one-sided Kahan (compensated) summation.
 
     Following Shewchuk's presentation: ``(acc, comp)`` always represents the
@@ -139,11 +140,11 @@ def compensated_sum(values, direction):
     return add(acc, comp, direction)
 
 
-def sum_up(values):
+def sum_up(values: Iterable[float]) -> float:
     """Upper bound of the exact sum of ``values``."""
     return compensated_sum(values, UP)
 
 
-def sum_down(values):
+def sum_down(values: Iterable[float]) -> float:
     """Lower bound of the exact sum of ``values``."""
     return compensated_sum(values, DOWN)

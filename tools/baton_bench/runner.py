@@ -11,11 +11,18 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
 
 OK = "ok"
 MISSING = "missing"
 FAILED = "failed"
+
+#: One run of one impl, as ``(status, value, error)``: the value is a float
+#: when the status is ``OK``, else None with a one-line error.
+RunOutcome = tuple[str, Optional[float], Optional[str]]
 
 
 @dataclass
@@ -23,16 +30,17 @@ class RunResult:
     """One invocation: its JSON lines (dicts) and how it ended."""
 
     status: str
-    lines: list = field(default_factory=list)
-    error: str = None
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    error: Optional[str] = None
     seconds: float = 0.0
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.status == OK
 
 
-def run_command(argv, timeout, cwd=None):
+def run_command(argv: Sequence[str], timeout: float,
+                cwd: str | Path | None = None) -> RunResult:
     """Run ``argv`` and collect the JSON objects it prints, one per line.
 
     The child gets its own process group so that a timeout kills everything
@@ -46,8 +54,8 @@ def run_command(argv, timeout, cwd=None):
                                 text=True, errors="replace", start_new_session=True)
     except FileNotFoundError:
         return RunResult(MISSING, error=f"{argv[0]} not found")
-    except OSError as err:
-        return RunResult(FAILED, error=f"cannot start {argv[0]}: {err.strerror or err}")
+    except OSError as error:
+        return RunResult(FAILED, error=f"cannot start {argv[0]}: {error.strerror or error}")
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -65,7 +73,7 @@ def run_command(argv, timeout, cwd=None):
     return RunResult(OK, lines, seconds=seconds)
 
 
-def _kill_group(proc):
+def _kill_group(proc: subprocess.Popen[str]) -> None:
     """SIGKILL the child's whole process group (it may be gone already)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -73,7 +81,7 @@ def _kill_group(proc):
         proc.kill()
 
 
-def _reap(proc):
+def _reap(proc: subprocess.Popen[str]) -> None:
     """Wait for a killed child; a grandchild that escaped the group may keep
     the pipes open, so do not wait for them forever."""
     try:
@@ -82,7 +90,7 @@ def _reap(proc):
         proc.kill()
 
 
-def _last_line(text):
+def _last_line(text: Optional[str]) -> str:
     """Last non-empty line of ``text``, shortened for a table cell."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     if not lines:
@@ -91,9 +99,9 @@ def _last_line(text):
     return line if len(line) <= 200 else line[:197] + "..."
 
 
-def parse_json_lines(text):
+def parse_json_lines(text: str) -> list[dict[str, Any]]:
     """The JSON objects among the lines of ``text`` (other lines skipped)."""
-    objects = []
+    objects: list[dict[str, Any]] = []
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -107,7 +115,7 @@ def parse_json_lines(text):
     return objects
 
 
-def measurement(result, metric):
+def measurement(result: RunResult, metric: str) -> RunOutcome:
     """The value of ``metric`` in a run's lines, as ``(status, value, error)``.
 
     A line with that metric may itself say ``"status": "missing"`` (e.g. a

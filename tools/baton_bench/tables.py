@@ -9,7 +9,9 @@ report can be regenerated without the manifests or the build.
 import json
 import statistics
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from .runner import OK
 
@@ -19,30 +21,31 @@ class SuiteData:
     """All lines of one suite, sorted by kind."""
 
     name: str
-    meta: dict = field(default_factory=dict)
-    summaries: list = field(default_factory=list)
-    verdicts: list = field(default_factory=list)
-    once: list = field(default_factory=list)
-    raw: list = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    once: list[dict[str, Any]] = field(default_factory=list)
+    raw: list[dict[str, Any]] = field(default_factory=list)
 
-    def param_sets(self):
+    def param_sets(self) -> list[dict[str, Any]]:
         """Parameter sets in the order they were first measured."""
-        seen = []
+        seen: list[dict[str, Any]] = []
         for line in self.summaries + self.verdicts:
             params = line.get("params") or {}
             if params not in seen:
                 seen.append(params)
         return seen
 
-    def impls(self):
+    def impls(self) -> list[str]:
         """Impl names in first-seen order."""
-        names = []
+        names: list[str] = []
         for line in self.summaries:
             if line["impl"] not in names:
                 names.append(line["impl"])
         return names
 
-    def summary(self, impl, params):
+    def summary(self, impl: Optional[str],
+                params: Mapping[str, Any]) -> Optional[dict[str, Any]]:
         """The summary line of ``impl`` at ``params``, or None."""
         for line in self.summaries:
             if line.get("impl") == impl and (line.get("params") or {}) == params:
@@ -50,10 +53,10 @@ class SuiteData:
         return None
 
 
-def group_by_suite(lines):
+def group_by_suite(lines: Iterable[dict[str, Any]]) -> dict[str, SuiteData]:
     """``{suite name: SuiteData}`` in first-seen order; raw lines are only
     evidence and are not needed for tables."""
-    suites = {}
+    suites: dict[str, SuiteData] = {}
     for line in lines:
         name = line.get("suite")
         if not name:
@@ -73,12 +76,12 @@ def group_by_suite(lines):
     return suites
 
 
-def param_label(params):
+def param_label(params: Mapping[str, object]) -> str:
     """``counters=100 resumes=60000``; ``-`` for an empty set."""
     return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
 
 
-def fmt(value, digits=3):
+def fmt(value: object, digits: int = 3) -> str:
     """A number for a table cell: 3 significant digits, k/M/G for large ones."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -92,17 +95,17 @@ def fmt(value, digits=3):
     return f"{value:.{digits}g}"
 
 
-def status_cell(line):
+def status_cell(line: Mapping[str, Any]) -> str:
     """``missing (reason)`` or ``failed (reason)`` for a non-ok line."""
     reason = line.get("error")
     return f"{line.get('status')} ({reason})" if reason else str(line.get("status"))
 
 
-def _seed_places(suite):
+def _seed_places(suite: SuiteData) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """``[(params, entry)]``: each seed entry with the parameter set it
     belongs to, the one matching its ``params``, else the last (largest)."""
     param_sets = suite.param_sets()
-    placed = []
+    placed: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for entry in suite.meta.get("seed") or []:
         wanted = entry.get("params") or {}
         matches = [p for p in param_sets if all(p.get(k) == v for k, v in wanted.items())]
@@ -111,15 +114,15 @@ def _seed_places(suite):
     return placed
 
 
-def _seed_ratio(entry, impl, reference):
+def _seed_ratio(entry: Mapping[str, Any], impl: str, reference: str) -> Optional[float]:
     """The seed's own ratio impl / reference, or None."""
-    values = entry.get("values") or {}
+    values: dict[str, float] = entry.get("values") or {}
     if impl in values and reference in values and values[reference]:
         return values[impl] / values[reference]
     return None
 
 
-def impl_tables(suite):
+def impl_tables(suite: SuiteData) -> list[tuple[Optional[str], list[str], list[list[str]]]]:
     """``[(caption, headers, rows)]``: the suite's median table, split into
     one table per value of the plot's ``group`` parameter when it has one
     (as the seed's ring tables are, one per N)."""
@@ -133,7 +136,8 @@ def impl_tables(suite):
             for value in values]
 
 
-def impl_table(suite, param_sets, hide=None):
+def impl_table(suite: SuiteData, param_sets: Sequence[dict[str, Any]],
+               hide: Optional[str] = None) -> tuple[list[str], list[list[str]]]:
     """Median per impl and param set, followed in parentheses by its ratio to
     the reference impl; after a param set the seed has figures for, the
     seed's own ratio (seeds ran on other machines: compare ratios, not
@@ -142,7 +146,8 @@ def impl_table(suite, param_sets, hide=None):
     reference = suite.meta.get("reference")
     unit = suite.meta.get("unit") or _first_unit(suite)
     seeds = _seed_places(suite)
-    headers, columns = ["impl"], []
+    headers: list[str] = ["impl"]
+    columns: list[Callable[[str], str]] = []
     for params in param_sets:
         label = param_label({k: v for k, v in params.items() if k != hide})
         headers.append(f"{label} ({unit})" if unit else label)
@@ -155,7 +160,8 @@ def impl_table(suite, param_sets, hide=None):
     return headers, rows
 
 
-def _impl_cell(suite, impl, params, reference):
+def _impl_cell(suite: SuiteData, impl: str, params: Mapping[str, Any],
+               reference: Optional[str]) -> str:
     """``75M (0.333)``: the median and its ratio to the reference median."""
     line = suite.summary(impl, params)
     if line is None:
@@ -169,7 +175,7 @@ def _impl_cell(suite, impl, params, reference):
     return cell
 
 
-def _first_unit(suite):
+def _first_unit(suite: SuiteData) -> Optional[str]:
     """The unit the programs reported, if the manifest did not set one."""
     for line in suite.summaries:
         if line.get("unit"):
@@ -177,7 +183,7 @@ def _first_unit(suite):
     return None
 
 
-def ratio_cell(line):
+def ratio_cell(line: Mapping[str, Any]) -> str:
     """``0.123 [0.1, 0.15]`` with ``..`` for an unbounded end."""
     if line.get("ratio") is None:
         return "-"
@@ -186,11 +192,11 @@ def ratio_cell(line):
     return f"{fmt(line['ratio'])} [{lo}, {hi}]"
 
 
-def verdict_table(suite):
+def verdict_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
     """One row per comparison: params, A, B, ratio A/B with its interval,
     wins / pairs, verdict.  Returns ``(headers, rows)``."""
     headers = ["params", "A", "B", "A/B [interval]", "wins/n", "verdict"]
-    rows = []
+    rows: list[list[object]] = []
     for line in suite.verdicts:
         verdict = line.get("verdict", "-")
         if line.get("status", OK) != OK:
@@ -200,10 +206,10 @@ def verdict_table(suite):
     return headers, rows
 
 
-def once_table(suite):
+def once_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
     """Lines recorded from the suite's ``once`` commands."""
     headers = ["impl", "metric", "value", "unit", "params"]
-    rows = []
+    rows: list[list[object]] = []
     for line in suite.once:
         value = fmt(line.get("value")) if line.get("status", OK) == OK else status_cell(line)
         rows.append([line.get("impl") or " ".join(line.get("cmd") or []) or "-",
@@ -212,12 +218,15 @@ def once_table(suite):
     return headers, rows
 
 
-def other_metrics_table(suite):
+def other_metrics_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
     """Metrics the runs printed besides the suite's own (latency
     percentiles, memory per coroutine...): per impl, metric and parameter
     set, the median over every run's value."""
     main = suite.meta.get("metric")
-    values, units, order = {}, {}, []
+    # (impl, metric, params as JSON) -> run values, and -> unit.
+    values: dict[tuple[Optional[str], str, str], list[float]] = {}
+    units: dict[tuple[Optional[str], str, str], str] = {}
+    order: list[tuple[Optional[str], str, str]] = []
     for line in suite.raw:
         metric = line.get("metric")
         if metric in (None, main) or line.get("value") is None:
@@ -232,25 +241,25 @@ def other_metrics_table(suite):
         values[key].extend(samples if isinstance(samples, list) and samples else [line["value"]])
         units[key] = line.get("unit", "")
     headers = ["impl", "metric", "median", "unit", "runs", "params"]
-    rows = [[impl, metric, fmt(statistics.median(values[(impl, metric, params)])),
+    rows: list[list[object]] = [[impl, metric, fmt(statistics.median(values[(impl, metric, params)])),
              units[(impl, metric, params)], len(values[(impl, metric, params)]), params]
             for impl, metric, params in order]
     return headers, rows
 
 
-def render_markdown(headers, rows):
+def render_markdown(headers: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
     """A GitHub-flavoured markdown table (``|`` in cells escaped)."""
-    def cells(values):
+    def cells(values: Iterable[object]) -> str:
         return "| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |"
     lines = [cells(headers), "|" + "|".join("---" for _ in headers) + "|"]
     lines += [cells(row) for row in rows]
     return "\n".join(lines)
 
 
-def render_text(headers, rows):
+def render_text(headers: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
     """A plain table with aligned columns, for a terminal."""
     widths = [max(len(str(v)) for v in column) for column in zip(headers, *rows)]
-    def line(values):
+    def line(values: Iterable[object]) -> str:
         return "  ".join(str(v).ljust(w) for v, w in zip(values, widths)).rstrip()
     out = [line(headers), line("-" * w for w in widths)]
     out += [line(row) for row in rows]
