@@ -13,35 +13,37 @@ manifests, unreadable results file).
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
 from .driver import FULL_BUDGET, FULL_MEDIAN_RUNS, QUICK_BUDGET, QUICK_MEDIAN_RUNS, Config, run
 from .manifest import ManifestError
 from .report import all_tables, load_results, replace_readme_section, write_report
 
 
-def _positive_int(text):
+def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
 
-def _probability(text):
+def _probability(text: str) -> float:
     value = float(text)
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in (0, 1), got {value}")
     return value
 
 
-def _seconds(text):
+def _seconds(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m baton_bench",
         description="Run baton's benchmark suites against their peers and decide, "
@@ -91,7 +93,7 @@ def build_parser():
     return parser
 
 
-def _run(args):
+def _run(args: argparse.Namespace) -> int:
     config = Config(src=args.src.resolve(), build=args.build.resolve(),
                     out=args.out or args.build / "results.jsonl",
                     report=args.report or args.build / "report", quick=args.quick,
@@ -101,7 +103,7 @@ def _run(args):
     return 0
 
 
-def _report(args):
+def _report(args: argparse.Namespace) -> int:
     lines = load_results(args.results)
     report_dir = args.report or args.results.parent / "report"
     path = write_report(lines, report_dir, source=args.results)
@@ -112,7 +114,7 @@ def _report(args):
     return 0
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _run(args) if args.command == "run" else _report(args)

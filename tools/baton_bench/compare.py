@@ -47,11 +47,12 @@ class Comparison:
 
     def fields(self) -> dict[str, Any]:
         """The verdict-line fields this comparison contributes."""
-        out: dict[str, Any] = {"a": self.a, "b": self.b, "ratio": self.ratio, "ratio_lo": self.ratio_lo,
-               "ratio_hi": self.ratio_hi, "wins": self.wins, "n": self.n,
-               "win_rate": self.wins / self.n if self.n else None,
-               "win_lo": self.win_lo, "win_hi": self.win_hi,
-               "verdict": self.verdict, "stopped": self.stopped, "status": self.status}
+        out: dict[str, Any] = {
+            "a": self.a, "b": self.b, "ratio": self.ratio, "ratio_lo": self.ratio_lo,
+            "ratio_hi": self.ratio_hi, "wins": self.wins, "n": self.n,
+            "win_rate": self.wins / self.n if self.n else None,
+            "win_lo": self.win_lo, "win_hi": self.win_hi,
+            "verdict": self.verdict, "stopped": self.stopped, "status": self.status}
         if self.error:
             out["error"] = self.error
         return out
@@ -65,9 +66,8 @@ def a_wins(a: float, b: float, better: str, rng: random.Random) -> bool:
     return a < b if better == "lower" else a > b
 
 
-def compare(a: str, b: str, run_a: Callable[[], RunOutcome], run_b: Callable[[], RunOutcome], *,
-            better: str, epsilon: float, budget: int,
-            rng: random.Random) -> Comparison:
+def compare(a: str, b: str, run_a: Callable[[], RunOutcome], run_b: Callable[[], RunOutcome],
+            *, better: str, epsilon: float, budget: int, rng: random.Random) -> Comparison:
     """Alternate runs of ``a`` and ``b`` until the CSM decides or ``budget``
     pairs are done.  ``run_a()``/``run_b()`` return ``(status, value, error)``;
     a failed run ends the comparison (status and error are kept, and the

@@ -287,7 +287,8 @@ def mean_difference(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def resampling_test(a: Sequence[float], b: Sequence[float], *,
-                    statistic: Callable[[Sequence[float], Sequence[float]], float] = mean_difference,
+                    statistic: Callable[[Sequence[float], Sequence[float]], float]
+                    = mean_difference,
                     alpha: float = 1e-3, eps: float = 1e-6,
                     max_resamples: Optional[int] = 100_000, two_sided: bool = True,
                     seed: int = 0) -> ResamplingResult:

@@ -21,12 +21,13 @@ import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Optional, TextIO, cast
 
 from .compare import Comparison, compare
 from .csm import min_decisive_count
-from .manifest import ManifestError, expand, find_manifests, load_suite, missing_reason
+from .manifest import ManifestError, Suite, expand, find_manifests, load_suite, missing_reason
 from .report import write_report
-from .runner import FAILED, MISSING, OK, measurement, run_command
+from .runner import FAILED, MISSING, OK, RunOutcome, measurement, run_command
 from .tables import (
     fmt, group_by_suite, impl_tables, param_label, ratio_cell, render_text, status_cell,
     verdict_table,
@@ -37,6 +38,8 @@ from .tables import (
 #: epsilon = 1e-3 (``min_decisive_count``); fewer could never give a verdict.
 QUICK_BUDGET, FULL_BUDGET = 20, 40
 QUICK_MEDIAN_RUNS, FULL_MEDIAN_RUNS = 3, 5
+
+_Run = Callable[[], RunOutcome]
 
 
 @dataclass
@@ -49,14 +52,14 @@ class Config:
     out: Path
     report: Path
     quick: bool = False
-    suites: list = field(default_factory=list)
-    budget: int = None
+    suites: list[str] = field(default_factory=list)
+    budget: Optional[int] = None
     epsilon: float = 1e-3
     timeout: float = 120.0
-    median_runs: int = None
+    median_runs: Optional[int] = None
     seed: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.budget is None:
             self.budget = QUICK_BUDGET if self.quick else FULL_BUDGET
         if self.median_runs is None:
@@ -67,22 +70,22 @@ class Sink:
     """Collects the run's JSON lines and writes each to the results file at
     once, so an interrupted run still leaves what it measured."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.file = self.path.open("w")
-        self.lines = []
+        self.lines: list[dict[str, Any]] = []
 
-    def emit(self, line):
+    def emit(self, line: dict[str, Any]) -> None:
         self.lines.append(line)
         self.file.write(json.dumps(line, sort_keys=False) + "\n")
         self.file.flush()
 
-    def close(self):
+    def close(self) -> None:
         self.file.close()
 
 
-def run(config, out=None):
+def run(config: Config, out: Optional[TextIO] = None) -> list[dict[str, Any]]:
     """Run the configured suites; write results and report; return the lines.
     Progress goes to ``out`` (default: the current ``sys.stdout``).
     Raises ManifestError only when a suite named on the command line does
@@ -103,15 +106,16 @@ def run(config, out=None):
     return sink.lines
 
 
-def _warn_if_budget_too_small(config, out):
+def _warn_if_budget_too_small(config: Config, out: TextIO) -> None:
     """Say so up front when no pair could ever be decided."""
     needed = min_decisive_count(config.epsilon)
+    assert config.budget is not None  # set by Config.__post_init__
     if config.budget < needed:
         print(f"note: budget {config.budget} < {needed} pairs: at epsilon "
               f"{config.epsilon:g} no comparison can reach a verdict", file=out)
 
 
-def _run_manifest(path, config, sink, out):
+def _run_manifest(path: Path, config: Config, sink: Sink, out: TextIO) -> None:
     """Load and run one suite; any failure is recorded as a failed suite."""
     name = Path(path).parent.name
     try:
@@ -125,7 +129,7 @@ def _run_manifest(path, config, sink, out):
         _suite_failed(sink, out, name, f"driver error: {detail}")
 
 
-def _suite_failed(sink, out, name, error):
+def _suite_failed(sink: Sink, out: TextIO, name: str, error: str) -> None:
     sink.emit({"suite": name, "kind": "suite", "status": FAILED, "error": error})
     print(f"== {name}: FAILED: {error}", file=out, flush=True)
 
@@ -133,17 +137,17 @@ def _suite_failed(sink, out, name, error):
 class SuiteRunner:
     """Runs one suite; see the module docstring for the steps."""
 
-    def __init__(self, suite, config, sink, out):
+    def __init__(self, suite: Suite, config: Config, sink: Sink, out: TextIO) -> None:
         self.suite = suite
         self.config = config
         self.sink = sink
         self.out = out
         self.rng = random.Random(f"{config.seed}:{suite.name}")
 
-    def say(self, text):
+    def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def run(self):
+    def run(self) -> None:
         suite, config = self.suite, self.config
         self.sink.emit(suite.meta())
         self.say(f"\n== {suite.name}: {suite.metric}, {suite.better} is better; "
@@ -154,15 +158,20 @@ class SuiteRunner:
         self._run_once()
         self._print_tables()
 
-    def _run_params(self, params):
+    def _run_params(self, params: dict[str, Any]) -> None:
         """Pairs first, then top-ups, then summary and verdict lines."""
         self.say(f"-- {param_label(params)}")
         state = ParamRun(self, params)
-        comparisons = []
+        comparisons: list[Comparison] = []
+        # Config.__post_init__ set both.
+        assert self.config.budget is not None and self.config.median_runs is not None
         budget = self.suite.budget_for(self.config.quick, self.config.budget)
         for a, b in self.suite.pairs_for(params):
             result = state.unrunnable(a, b) or compare(
-                a, b, lambda a=a: state.run_impl(a), lambda b=b: state.run_impl(b),
+                # cast: mypy cannot infer a lambda with a default argument
+                # against Callable[[], RunOutcome].
+                a, b, cast(_Run, lambda a=a: state.run_impl(a)),
+                cast(_Run, lambda b=b: state.run_impl(b)),
                 better=self.suite.better, epsilon=self.config.epsilon,
                 budget=budget, rng=self.rng)
             comparisons.append(result)
@@ -179,7 +188,7 @@ class SuiteRunner:
                             "epsilon": self.config.epsilon, "budget": budget,
                             **result.fields()})
 
-    def _run_once(self):
+    def _run_once(self) -> None:
         """Each ``once`` command runs a single time; its lines are recorded."""
         base = {"src": str(self.config.src), "build": str(self.config.build)}
         for entry in self.suite.once:
@@ -201,11 +210,12 @@ class SuiteRunner:
             self.say(f"   once {' '.join(argv)}: {result.status}"
                      + (f" ({result.error})" if result.error else ""))
 
-    def _once_failed(self, argv, impl, status, error):
+    def _once_failed(self, argv: Optional[list[str]], impl: Optional[str], status: str,
+                     error: Optional[str]) -> None:
         self.sink.emit({"suite": self.suite.name, "kind": "once", "impl": impl, "cmd": argv,
                         "value": None, "status": status, "error": error})
 
-    def _print_tables(self):
+    def _print_tables(self) -> None:
         data = group_by_suite(self.sink.lines).get(self.suite.name)
         if data is None:
             return
@@ -219,22 +229,23 @@ class ParamRun:
     """The runs of one suite at one parameter set: samples per impl, and the
     first failure of each impl (a failed impl is not run again here)."""
 
-    def __init__(self, runner, params):
+    def __init__(self, runner: SuiteRunner, params: dict[str, Any]) -> None:
         self.runner = runner
         self.params = params
-        self.values = {"src": str(runner.config.src), "build": str(runner.config.build),
-                       **params}
-        self.samples = {name: [] for name in runner.suite.impls}
-        self.units = {}
-        self.failures = {}
+        self.values: dict[str, Any] = {"src": str(runner.config.src),
+                                       "build": str(runner.config.build), **params}
+        self.samples: dict[str, list[float]] = {name: [] for name in runner.suite.impls}
+        self.units: dict[str, Optional[str]] = {}
+        #: impl -> (status, error) of its first failure.
+        self.failures: dict[str, tuple[str, Optional[str]]] = {}
         for name in runner.suite.impls:
             self._check(name)
 
-    def _argv(self, name):
+    def _argv(self, name: str) -> list[str]:
         """The impl's command line for one run at these parameters."""
         return expand(self.runner.suite.impls[name].cmd, self.values) + ["--runs", "1"]
 
-    def _check(self, name):
+    def _check(self, name: str) -> None:
         """Record impls that cannot run here (missing tool, not built, bad
         placeholder) before any pair wastes a run on their partner."""
         try:
@@ -245,7 +256,7 @@ class ParamRun:
         if reason:
             self._fail(name, MISSING, reason)
 
-    def unrunnable(self, a, b):
+    def unrunnable(self, a: str, b: str) -> Optional[Comparison]:
         """A not-run Comparison if ``a`` or ``b`` is known not to run, else None."""
         for name in (a, b):
             if name in self.failures:
@@ -254,7 +265,7 @@ class ParamRun:
                                   error=f"{name}: {error}")
         return None
 
-    def run_impl(self, name):
+    def run_impl(self, name: str) -> RunOutcome:
         """One invocation of impl ``name``: ``(status, value, error)``."""
         if name in self.failures:
             status, error = self.failures[name]
@@ -266,41 +277,43 @@ class ParamRun:
         status, value, error = measurement(result, suite.metric)
         if status != OK:
             return self._fail(name, status, error)
+        assert value is not None  # measurement() has a value with OK
         self.samples[name].append(value)
         self.units.setdefault(name, _unit_of(result.lines, suite.metric))
         return OK, value, None
 
-    def _fail(self, name, status, error):
+    def _fail(self, name: str, status: str, error: Optional[str]) -> RunOutcome:
         self.failures[name] = (status, error)
         return status, None, error
 
-    def top_up(self, name, runs):
+    def top_up(self, name: str, runs: int) -> None:
         """Run ``name`` until it has ``runs`` samples (or fails)."""
         while len(self.samples[name]) < runs and name not in self.failures:
             self.run_impl(name)
 
-    def summary(self, name):
+    def summary(self, name: str) -> dict[str, Any]:
         """The impl's summary line (format of docs/bench-format.md)."""
         suite = self.runner.suite
         samples = self.samples[name]
         status, error = self.failures.get(name, (OK, None))
-        line = {"suite": suite.name, "kind": "summary", "impl": name,
-                "peer": suite.impls[name].peer, "metric": suite.metric,
-                "value": statistics.median(samples) if samples else None,
-                "unit": self.units.get(name) or suite.unit, "params": self.params,
-                "runs": len(samples), "min": min(samples, default=None),
-                "max": max(samples, default=None), "samples": samples, "status": status}
+        line: dict[str, Any] = {
+            "suite": suite.name, "kind": "summary", "impl": name,
+            "peer": suite.impls[name].peer, "metric": suite.metric,
+            "value": statistics.median(samples) if samples else None,
+            "unit": self.units.get(name) or suite.unit, "params": self.params,
+            "runs": len(samples), "min": min(samples, default=None),
+            "max": max(samples, default=None), "samples": samples, "status": status}
         if error:
             line["error"] = error
         return line
 
 
-def _unit_of(lines, metric):
+def _unit_of(lines: list[dict[str, Any]], metric: str) -> Optional[str]:
     """The ``unit`` a program reported for ``metric``, if any."""
     return next((line.get("unit") for line in lines if line.get("metric") == metric), None)
 
 
-def _describe(result):
+def _describe(result: Comparison) -> str:
     """One progress line for a comparison."""
     text = f"{result.verdict}, A/B {ratio_cell(result.fields())}, " \
            f"{result.wins}/{result.n} wins ({result.stopped})"
@@ -309,7 +322,7 @@ def _describe(result):
     return text
 
 
-def _describe_summary(line):
+def _describe_summary(line: dict[str, Any]) -> str:
     """One progress line for an impl's summary."""
     if line["status"] != OK:
         return status_cell(line)

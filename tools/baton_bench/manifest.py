@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 #: Plot layout used when a manifest has no ``plot`` entry (see report.py).
-DEFAULT_PLOTS: dict[str, dict[str, Any]] = {"ring": {"x": "nr", "group": "n", "logx": True,
-                          "xlabel": "number of coroutines (nr)"}}
+DEFAULT_PLOTS: dict[str, dict[str, Any]] = {
+    "ring": {"x": "nr", "group": "n", "logx": True, "xlabel": "number of coroutines (nr)"}}
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

@@ -14,11 +14,20 @@ Two shapes:
   set, each bar an impl's median with min-max error bars.
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Optional
+
 from .tables import SuiteData, param_label
 from .runner import OK
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def load_pyplot():
+
+def load_pyplot() -> Optional[ModuleType]:
     """``matplotlib.pyplot`` set to the Agg backend, or None if unavailable."""
     try:
         import matplotlib
@@ -29,7 +38,7 @@ def load_pyplot():
     return pyplot
 
 
-def plot_suite(pyplot, suite: SuiteData, outdir):
+def plot_suite(pyplot: ModuleType, suite: SuiteData, outdir: Path) -> list[tuple[str, str]]:
     """Draw the suite's figures into ``outdir``; returns ``[(title, stem)]``
     where ``stem`` + ``.png``/``.svg`` are the files written."""
     layout = suite.meta.get("plot")
@@ -38,13 +47,13 @@ def plot_suite(pyplot, suite: SuiteData, outdir):
     return _bar_plots(pyplot, suite, outdir)
 
 
-def _has_param(suite, name):
+def _has_param(suite: SuiteData, name: Optional[str]) -> bool:
     return bool(name) and any(name in (p or {}) for p in suite.param_sets())
 
 
-def _ok_points(suite, impl):
+def _ok_points(suite: SuiteData, impl: str) -> list[tuple[dict[str, Any], float, float, float]]:
     """``(params, median, min, max)`` of every ok summary of ``impl``."""
-    points = []
+    points: list[tuple[dict[str, Any], float, float, float]] = []
     for line in suite.summaries:
         if line.get("impl") == impl and line.get("status", OK) == OK \
                 and line.get("value") is not None:
@@ -53,7 +62,7 @@ def _ok_points(suite, impl):
     return points
 
 
-def _axis_label(suite):
+def _axis_label(suite: SuiteData) -> str:
     """``metric (unit)`` plus which way is better."""
     unit = suite.meta.get("unit") or next(
         (s.get("unit") for s in suite.summaries if s.get("unit")), "")
@@ -62,14 +71,14 @@ def _axis_label(suite):
     return f"{metric} ({unit}), {better} is better" if unit else f"{metric}, {better} is better"
 
 
-def _note_absent(figure, suite):
+def _note_absent(figure: Figure, suite: SuiteData) -> None:
     """Name the impls that have no point at all, at the foot of the figure."""
     absent = [impl for impl in suite.impls() if not _ok_points(suite, impl)]
     if absent:
         figure.text(0.01, 0.01, "no data: " + ", ".join(absent), fontsize="x-small")
 
 
-def _save(pyplot, figure, outdir, stem):
+def _save(pyplot: ModuleType, figure: Figure, outdir: Path, stem: str) -> None:
     """Write ``stem.png`` and ``stem.svg`` and release the figure."""
     figure.tight_layout(rect=(0, 0.03, 1, 1))
     for ext in ("png", "svg"):
@@ -77,12 +86,14 @@ def _save(pyplot, figure, outdir, stem):
     pyplot.close(figure)
 
 
-def _line_plots(pyplot, suite, layout, outdir):
+def _line_plots(pyplot: ModuleType, suite: SuiteData, layout: dict[str, Any],
+                outdir: Path) -> list[tuple[str, str]]:
     """One figure per value of the ``group`` parameter: median against the
     ``x`` parameter, a line (with min-max error bars) per impl."""
+    group_name: Any  # a parameter name, or None: no groups (``p.get(None)`` is None)
     x_name, group_name = layout["x"], layout.get("group")
     groups = sorted({p.get(group_name) for p in suite.param_sets()}, key=str)
-    written = []
+    written: list[tuple[str, str]] = []
     for group in groups:
         figure, axes = pyplot.subplots(figsize=(7, 4.5))
         for impl in suite.impls():
@@ -109,7 +120,7 @@ def _line_plots(pyplot, suite, layout, outdir):
     return written
 
 
-def _bar_plots(pyplot, suite, outdir):
+def _bar_plots(pyplot: ModuleType, suite: SuiteData, outdir: Path) -> list[tuple[str, str]]:
     """One figure with a bar-chart panel per parameter set."""
     param_sets = suite.param_sets()
     if not param_sets:
@@ -136,6 +147,6 @@ def _bar_plots(pyplot, suite, outdir):
     return [(f"{suite.name}: median, min-max", stem)]
 
 
-def _safe(stem):
+def _safe(stem: str) -> str:
     """A file-name-safe version of ``stem``."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(stem))

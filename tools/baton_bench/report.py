@@ -7,11 +7,14 @@ the part of a README between ``<!-- results:begin -->`` and
 """
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from . import plots
 from .tables import (
-    group_by_suite, impl_tables, once_table, other_metrics_table, render_markdown,
+    SuiteData, group_by_suite, impl_tables, once_table, other_metrics_table, render_markdown,
     verdict_table,
 )
 
@@ -26,9 +29,9 @@ _HOW_TO_READ = (
     "docs/reading-verdicts.md.")
 
 
-def load_results(path):
+def load_results(path: str | Path) -> list[dict[str, Any]]:
     """The JSON objects of a results.jsonl file (bad lines are skipped)."""
-    lines = []
+    lines: list[dict[str, Any]] = []
     for text in Path(path).read_text().splitlines():
         text = text.strip()
         if not text:
@@ -42,7 +45,7 @@ def load_results(path):
     return lines
 
 
-def suite_tables(suite, level=3):
+def suite_tables(suite: SuiteData, level: int = 3) -> str:
     """Markdown for one suite under a heading of ``level``: medians,
     verdicts, once lines (no images)."""
     meta = suite.meta
@@ -69,7 +72,7 @@ def suite_tables(suite, level=3):
     return "\n\n".join(parts)
 
 
-def all_tables(lines):
+def all_tables(lines: Iterable[dict[str, Any]]) -> str:
     """Markdown tables of every suite in ``lines``."""
     suites = group_by_suite(lines).values()
     if not suites:
@@ -77,7 +80,8 @@ def all_tables(lines):
     return "\n\n".join(suite_tables(s) for s in suites)
 
 
-def write_report(lines, report_dir, source=None):
+def write_report(lines: Iterable[dict[str, Any]], report_dir: str | Path,
+                 source: str | Path | None = None) -> Path:
     """Write ``report_dir/report.md`` and the plots; returns the report path.
 
     Plots need matplotlib; without it the report says so and has no images.
@@ -101,7 +105,7 @@ def write_report(lines, report_dir, source=None):
     return path
 
 
-def _suite_images(pyplot, suite, report_dir):
+def _suite_images(pyplot: ModuleType, suite: SuiteData, report_dir: Path) -> str:
     """Markdown image links for the suite's plots (or why there are none)."""
     try:
         figures = plots.plot_suite(pyplot, suite, report_dir)
@@ -111,7 +115,7 @@ def _suite_images(pyplot, suite, report_dir):
                        for title, stem in figures)
 
 
-def replace_readme_section(readme, markdown):
+def replace_readme_section(readme: str | Path, markdown: str) -> None:
     """Replace the text between the results markers of ``readme`` with
     ``markdown``.  Raises ValueError if the markers are absent or out of
     order (we never guess where to write in someone's README)."""

@@ -15,6 +15,9 @@ from typing import Any, Optional
 
 from .runner import OK
 
+#: A table's rows: one sequence of cells (printed with ``str``) per row.
+Rows = Sequence[Sequence[object]]
+
 
 @dataclass
 class SuiteData:
@@ -122,7 +125,7 @@ def _seed_ratio(entry: Mapping[str, Any], impl: str, reference: str) -> Optional
     return None
 
 
-def impl_tables(suite: SuiteData) -> list[tuple[Optional[str], list[str], list[list[str]]]]:
+def impl_tables(suite: SuiteData) -> list[tuple[Optional[str], list[str], Rows]]:
     """``[(caption, headers, rows)]``: the suite's median table, split into
     one table per value of the plot's ``group`` parameter when it has one
     (as the seed's ring tables are, one per N)."""
@@ -137,7 +140,7 @@ def impl_tables(suite: SuiteData) -> list[tuple[Optional[str], list[str], list[l
 
 
 def impl_table(suite: SuiteData, param_sets: Sequence[dict[str, Any]],
-               hide: Optional[str] = None) -> tuple[list[str], list[list[str]]]:
+               hide: Optional[str] = None) -> tuple[list[str], Rows]:
     """Median per impl and param set, followed in parentheses by its ratio to
     the reference impl; after a param set the seed has figures for, the
     seed's own ratio (seeds ran on other machines: compare ratios, not
@@ -147,7 +150,9 @@ def impl_table(suite: SuiteData, param_sets: Sequence[dict[str, Any]],
     unit = suite.meta.get("unit") or _first_unit(suite)
     seeds = _seed_places(suite)
     headers: list[str] = ["impl"]
-    columns: list[Callable[[str], str]] = []
+    # Each column maps an impl name to a cell.  ``...``: mypy cannot infer a
+    # lambda with default arguments against ``Callable[[str], str]``.
+    columns: list[Callable[..., str]] = []
     for params in param_sets:
         label = param_label({k: v for k, v in params.items() if k != hide})
         headers.append(f"{label} ({unit})" if unit else label)
@@ -179,7 +184,8 @@ def _first_unit(suite: SuiteData) -> Optional[str]:
     """The unit the programs reported, if the manifest did not set one."""
     for line in suite.summaries:
         if line.get("unit"):
-            return line["unit"]
+            unit: str = line["unit"]
+            return unit
     return None
 
 
@@ -192,7 +198,7 @@ def ratio_cell(line: Mapping[str, Any]) -> str:
     return f"{fmt(line['ratio'])} [{lo}, {hi}]"
 
 
-def verdict_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
+def verdict_table(suite: SuiteData) -> tuple[list[str], Rows]:
     """One row per comparison: params, A, B, ratio A/B with its interval,
     wins / pairs, verdict.  Returns ``(headers, rows)``."""
     headers = ["params", "A", "B", "A/B [interval]", "wins/n", "verdict"]
@@ -206,7 +212,7 @@ def verdict_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
     return headers, rows
 
 
-def once_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
+def once_table(suite: SuiteData) -> tuple[list[str], Rows]:
     """Lines recorded from the suite's ``once`` commands."""
     headers = ["impl", "metric", "value", "unit", "params"]
     rows: list[list[object]] = []
@@ -218,7 +224,7 @@ def once_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
     return headers, rows
 
 
-def other_metrics_table(suite: SuiteData) -> tuple[list[str], list[list[object]]]:
+def other_metrics_table(suite: SuiteData) -> tuple[list[str], Rows]:
     """Metrics the runs printed besides the suite's own (latency
     percentiles, memory per coroutine...): per impl, metric and parameter
     set, the median over every run's value."""
@@ -241,13 +247,13 @@ def other_metrics_table(suite: SuiteData) -> tuple[list[str], list[list[object]]
         values[key].extend(samples if isinstance(samples, list) and samples else [line["value"]])
         units[key] = line.get("unit", "")
     headers = ["impl", "metric", "median", "unit", "runs", "params"]
-    rows: list[list[object]] = [[impl, metric, fmt(statistics.median(values[(impl, metric, params)])),
+    rows = [[impl, metric, fmt(statistics.median(values[(impl, metric, params)])),
              units[(impl, metric, params)], len(values[(impl, metric, params)]), params]
             for impl, metric, params in order]
     return headers, rows
 
 
-def render_markdown(headers: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
+def render_markdown(headers: Sequence[object], rows: Rows) -> str:
     """A GitHub-flavoured markdown table (``|`` in cells escaped)."""
     def cells(values: Iterable[object]) -> str:
         return "| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |"
@@ -256,7 +262,7 @@ def render_markdown(headers: Sequence[object], rows: Iterable[Sequence[object]])
     return "\n".join(lines)
 
 
-def render_text(headers: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
+def render_text(headers: Sequence[object], rows: Rows) -> str:
     """A plain table with aligned columns, for a terminal."""
     widths = [max(len(str(v)) for v in column) for column in zip(headers, *rows)]
     def line(values: Iterable[object]) -> str:
