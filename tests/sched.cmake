@@ -3,7 +3,8 @@
 # token-passing stress test whose waits all carry timeouts, so that a lost
 # wake-up fails with a message. Every program starts worker threads, so all
 # carry the threads label (they also run under TSan).
-foreach(_t test_sched test_sched_timer test_chan test_select test_stress_sched test_handoff)
+foreach(_t test_sched test_sched_timer test_chan test_select test_stress_sched test_handoff
+        test_sched_destroy)
   baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
 endforeach()
 

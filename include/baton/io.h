@@ -49,6 +49,9 @@
  *  3. baton_io_close() refuses (BATON_EBUSY) while a task waits on the
  *     handle; close it from the task that uses it. Do not close the
  *     descriptor behind the handle's back.
+ *  4. A handle still open when its scheduler is destroyed is closed (its
+ *     descriptor too, if owned) and freed by baton_sched_destroy(), like
+ *     the tasks that used it: do not use it afterwards.
  */
 #ifndef BATON_IO_H
 #define BATON_IO_H

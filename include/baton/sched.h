@@ -50,10 +50,15 @@
  *     pthread lock for long: the other tasks of that worker wait meanwhile.
  *  4. Do not keep pointers to thread-local storage across a blocking call:
  *     the task may continue on another thread.
- *  5. baton_sched_destroy() frees the runnable tasks that had not finished,
- *     without unwinding them (as baton_coro_destroy does). A task blocked on
- *     a primitive is known only to that primitive: it is leaked (its stack
- *     and state stay allocated). Let tasks finish before destroying.
+ *  5. baton_sched_destroy() frees every task that had not finished,
+ *     without running or unwinding it (as baton_coro_destroy does):
+ *     runnable ones, and blocked ones, which leave the wait queues of their
+ *     primitives (channels, sync objects, stages, I/O handles, sleeps), so
+ *     those can be destroyed afterwards. Whatever such a task held (memory,
+ *     a mutex, a pool's units) stays held. No other thread may use the
+ *     primitives those tasks wait on during destroy. Let tasks finish first
+ *     where their cleanup matters (baton_sched_stop() ends a run that still
+ *     has blocked tasks).
  */
 #ifndef BATON_SCHED_H
 #define BATON_SCHED_H

@@ -61,7 +61,10 @@
  *  4. A KEEP resource is released by the program with baton_pool_release()
  *     (any thread, any task): the stage does not know when its use ends.
  *  5. Destroy a stage when it is idle: nothing queued, nothing running, no
- *     submitter or drainer waiting (BATON_EBUSY otherwise). Destroy a pool
+ *     submitter or drainer waiting (BATON_EBUSY otherwise). Drain it before
+ *     its scheduler is destroyed: a task that waits to pass through leaves
+ *     the queue when the destroy frees it, but a freed dispatcher or handler
+ *     task, or a freed task that had entered, leaves the stage busy. Destroy a pool
  *     when no stage lists it, no unit is in use and nobody waits.
  *  6. A stage created without a handler (attr.fn NULL) is a step that the
  *     calling task performs itself: it passes through the stage with

@@ -72,9 +72,15 @@ static int worker_poller(struct baton_worker *w)
  * requests naming it (io_uring), in which case it frees it later. */
 static void release_io(struct baton_worker *w, struct baton_io *io)
 {
-	const struct baton_poller_ops *pops = baton_reactor_of(w)->pops;
+	struct baton_reactor *r = baton_reactor_of(w);
 
-	if (pops->release == NULL || pops->release(w, io))
+	if (io->live_prev)
+		io->live_prev->live_next = io->live_next;
+	else
+		r->live = io->live_next;
+	if (io->live_next)
+		io->live_next->live_prev = io->live_prev;
+	if (r->pops->release == NULL || r->pops->release(w, io))
 		free(io);
 }
 
@@ -105,11 +111,21 @@ static void hook_wake(struct baton_worker *w)
 	baton_reactor_of(w)->pops->wake(w);
 }
 
+/* The scheduler is destroyed (no task waits any more): handles still open
+ * are closed (their descriptors too if owned) and freed with it (io.h). */
 static void hook_fini(struct baton_worker *w)
 {
 	struct baton_reactor *r = baton_reactor_of(w);
 
 	free_dead(w);
+	while (r->live) {
+		struct baton_io *io = r->live;
+
+		r->pops->del(w, io);
+		if (io->owns_fd)
+			close(io->fd);
+		release_io(w, io);
+	}
 	r->pops->destroy(w);
 	w->hook = NULL;
 	w->hook_data = NULL;
@@ -220,6 +236,11 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 		free(io);
 		return rc;
 	}
+	/* Home thread only: the list is the reactor's. */
+	io->live_next = baton_reactor_of(w)->live;
+	if (io->live_next)
+		io->live_next->live_prev = io;
+	baton_reactor_of(w)->live = io;
 	*out = io;
 	return BATON_OK;
 }

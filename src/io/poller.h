@@ -42,6 +42,7 @@ struct baton_io {
 	unsigned pending;	   /* io_uring: requests in flight + flags */
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 	struct baton_io *retry_next; /* io_uring: the poller's retry list */
+	struct baton_io *live_prev, *live_next; /* its reactor's open handles */
 };
 
 /* A worker's reactor: its hook_data. */
@@ -49,6 +50,7 @@ struct baton_reactor {
 	const struct baton_poller_ops *pops;
 	void *poller;		    /* the backend's state */
 	struct baton_io *dead_ios;  /* closed elsewhere, freed here (atomic) */
+	struct baton_io *live;	    /* handles open here (home thread only) */
 };
 
 static inline struct baton_reactor *baton_reactor_of(struct baton_worker *w)

@@ -74,8 +74,58 @@ void baton__worker_wake(struct baton_worker *w)
 }
 
 /* --- task life cycle ---------------------------------------------------- */
-static void task_free(struct baton_task *t)
+static void all_link(struct baton_sched *s, struct baton_task *t)
 {
+	baton_spin_lock(&s->all_lock);
+	t->all_prev = NULL;
+	t->all_next = s->all;
+	if (s->all)
+		s->all->all_prev = t;
+	s->all = t;
+	baton_spin_unlock(&s->all_lock);
+}
+
+static void all_unlink_locked(struct baton_sched *s, struct baton_task *t)
+{
+	if (t->all_prev)
+		t->all_prev->all_next = t->all_next;
+	else
+		s->all = t->all_next;
+	if (t->all_next)
+		t->all_next->all_prev = t->all_prev;
+}
+
+/* Unlink the waiters a task still has in primitives' queues (a parked
+ * task, or a woken select whose other cases are still linked), each under
+ * its primitive's lock, so that the primitive can be destroyed later. The
+ * claimed one (wait_index) is skipped: its claimant unlinked it, and its
+ * primitive may be gone already (as in wait.c's unlink_rest). */
+static void unlink_waiters(struct baton_task *t)
+{
+	for (unsigned i = 0; i < t->nwaiters; i++) {
+		struct baton_waiter *w = &t->waiters[i];
+
+		if (w->index == t->wait_index)
+			continue;
+		baton_spin_lock(w->lock);
+		if (w->linked)
+			baton_waitq_remove(w->queue, w);
+		baton_spin_unlock(w->lock);
+	}
+	t->nwaiters = 0;
+	if (t->waiters != t->inline_waiters)
+		baton__wait_free_many(t);
+}
+
+/* Free a task that will not run again; `linked`: still in sched->all. */
+static void task_free(struct baton_task *t, bool linked)
+{
+	if (linked) {
+		baton_spin_lock(&t->sched->all_lock);
+		all_unlink_locked(t->sched, t);
+		baton_spin_unlock(&t->sched->all_lock);
+	}
+	unlink_waiters(t);
 	baton_coro_destroy(t->co);
 	free(t);
 }
@@ -86,7 +136,7 @@ static void task_finish(struct baton_worker *w, struct baton_task *t)
 
 	if (t->pinned)
 		w->npinned--;
-	task_free(t);
+	task_free(t, true);
 	/* Acq_rel: the last task's decrement must see every other task's
 	 * effects before it declares the run over (the caller of run reads
 	 * them after it returns). */
@@ -447,9 +497,44 @@ static void free_queued(struct baton_worker *w)
 	while ((t = baton_runq_pop(w)) != NULL) {
 		if (t->timeout.index != SIZE_MAX)
 			baton__timer_heap_remove(&w->timers, &t->timeout);
-		task_free(t);
+		task_free(t, true);
 		/* Relaxed: destroy reads it after joining every worker. */
 		__atomic_sub_fetch(&w->sched->live, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * At destroy: free the tasks that are blocked (parked on a primitive, on
+ * I/O, asleep), released without running: their waiters leave the
+ * primitives' queues and their stacks are freed without unwinding (rule 5
+ * of sched.h). With `only`, just the copy-stack tasks pinned to that
+ * worker (they must be freed on its thread: their frames live on its shared
+ * stack); without, all that are left. No worker runs, and no other thread
+ * may touch the tasks' primitives now (rule 5), so nobody claims them.
+ */
+static void free_blocked(struct baton_sched *s, struct baton_worker *only)
+{
+	struct baton_task *mine = NULL, *t, *next;
+
+	baton_spin_lock(&s->all_lock);
+	for (t = s->all; t; t = next) {
+		next = t->all_next;
+		if (only && !(t->pinned && t->owner == only))
+			continue;
+		all_unlink_locked(s, t);
+		t->all_next = mine;
+		mine = t;
+	}
+	baton_spin_unlock(&s->all_lock);
+	for (t = mine; t; t = next) {
+		next = t->all_next;
+		/* The timer heaps are gone or going: forget the timeout. */
+		t->timeout.index = SIZE_MAX;
+		if (t->pinned)
+			t->owner->npinned--;
+		task_free(t, false);
+		/* Relaxed: destroy reads it after joining every worker. */
+		__atomic_sub_fetch(&s->live, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -469,8 +554,8 @@ static void *worker_thread(void *arg)
 
 		if (__atomic_load_n(&c->destroying, __ATOMIC_ACQUIRE)) {
 			free_queued(w);
-			worker_hook_fini(w);
-			break;
+			free_blocked(s, w); /* its copy-stack tasks, on its thread */
+			break; /* destroy ends its hook, once no task waits */
 		}
 		if (gen == seen) {
 			baton_ec_wait_mp(&c->start, v, -1);
@@ -577,6 +662,8 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		free(t);
 		return rc;
 	}
+	t->waiters = t->inline_waiters;
+	t->locks = t->inline_locks;
 	t->sched = s;
 	t->fn = fn;
 	t->arg = arg;
@@ -587,6 +674,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	/* Relaxed: the count's own modification order is all that matters;
 	 * this increment precedes the push that lets the task run (and end). */
 	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);
+	all_link(s, t);
 	task_enqueue(t, false);
 	return BATON_OK;
 }
@@ -690,15 +778,19 @@ int baton_sched_destroy(baton_sched_t *s)
 	for (unsigned i = 1; i < s->nworkers; i++)
 		if (s->workers[i].has_thread)
 			pthread_join(s->workers[i].thread, NULL);
-	for (unsigned i = 0; i < s->nworkers; i++) {
-		if (i == 0 || !s->workers[i].has_thread) {
+	for (unsigned i = 0; i < s->nworkers; i++)
+		if (i == 0 || !s->workers[i].has_thread)
 			free_queued(&s->workers[i]); /* the others freed theirs */
-			worker_hook_fini(&s->workers[i]);
-		}
+	/* The helpers freed their pinned copy-stack tasks; what is left
+	 * (blocked stackful tasks, worker 0's copy-stack ones, copy-stack
+	 * ones that never ran) is freed here, on the run's thread. */
+	free_blocked(s, NULL);
+	/* Now no task waits on anything: the hooks (the reactors, which free
+	 * the handles left open) can go, every worker's here. */
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		worker_hook_fini(&s->workers[i]);
 		baton__timer_heap_fini(&s->workers[i].timers);
 	}
-	/* s->live > 0: tasks still blocked on primitives are leaked (rule 5);
-	 * a library does not print, the rule says so instead. */
 	free(s->workers);
 	free(s);
 	return BATON_OK;

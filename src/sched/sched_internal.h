@@ -95,6 +95,7 @@ struct baton_waiter {
 /* A FIFO of waiters, guarded by the owning primitive's spinlock. */
 struct baton_waitq {
 	struct baton_waiter *head, *tail;
+	size_t len; /* waiters linked, timed-out ones not yet unlinked too */
 };
 
 enum baton_wait_state {
@@ -151,6 +152,7 @@ struct baton_task {
 	struct baton_sched *sched;
 	baton_task_fn fn;
 	void *arg;
+	struct baton_task *all_prev, *all_next; /* sched->all, under all_lock */
 };
 
 /* --- workers ---------------------------------------------------------------- */
@@ -232,6 +234,11 @@ struct baton_sched {
 	pthread_t run_thread;	/* worker 0 of the last run */
 	int io_backend;		/* attr.io_backend, for the reactor to read */
 	struct baton_sched_ctl ctl;
+	/* Every task not yet freed, so that destroy finds the blocked ones
+	 * (a primitive knows its waiters, nothing else knows them all).
+	 * Linked at spawn, unlinked when freed: off the hop path. */
+	baton_spinlock_t all_lock;
+	struct baton_task *all;
 };
 
 /* The worker running on this thread, or NULL. */
@@ -337,6 +344,7 @@ static inline void baton_waitq_push(struct baton_waitq *q,
 	else
 		q->head = w;
 	q->tail = w;
+	q->len++;
 	w->linked = true;
 }
 
@@ -352,6 +360,7 @@ static inline void baton_waitq_remove(struct baton_waitq *q,
 	else
 		q->tail = w->prev;
 	w->next = w->prev = NULL;
+	q->len--;
 	w->linked = false;
 }
 

@@ -4,8 +4,10 @@
  * handing that to another task would cost a switch and a wake-up per
  * request, and buy nothing).
  *
- * The stage's lock guards the same fields as for items; `count` is the
- * number of tasks waiting in `passers`, and `running` the tasks inside.
+ * The stage's lock guards the same fields as for items; the tasks waiting
+ * are `passers` (its length is the stage's queue: a waiter that leaves it
+ * any way, even freed by the scheduler's destroy, is counted out), and
+ * `running` the tasks inside.
  * A task leaving hands its slot straight to the first waiter (it counts the
  * waiter as running before waking it), so nobody barges past the queue:
  * enter takes a free slot itself only when nobody waits.
@@ -36,7 +38,6 @@ void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
 
 	while (st->running < st->concurrency &&
 	       (w = baton_waitq_claim_first(&st->passers)) != NULL) {
-		st->count--;
 		st->running++;
 		st->wait_ns += (uint64_t)(now - value_time(w->value));
 		w->value = time_value(now); /* the step starts once admitted */
@@ -100,7 +101,6 @@ static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
 	void *admitted = NULL;
 	int rc;
 
-	st->count++;
 	st->submitted++;
 	rc = baton__wait_one(t, &st->passers, &st->lock, 0, time_value(p->t0), &admitted,
 			    timeout_ns);
@@ -110,7 +110,6 @@ static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
 		return rc;
 	/* Timed out, or no timer could be allocated: we unlinked ourselves. */
 	baton_spin_lock(&st->lock);
-	st->count--;
 	st->submitted--;
 	if (rc == BATON_ETIMEDOUT)
 		st->rejected++;
@@ -142,12 +141,12 @@ int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p, int64_t tim
 		baton_spin_unlock(&st->lock);
 		return BATON_ESHUTDOWN;
 	}
-	if (st->count == 0 && st->running < st->concurrency) {
+	if (st->passers.len == 0 && st->running < st->concurrency) {
 		/* A free slot and nobody ahead: the common case, one lock. */
 		st->running++;
 		st->submitted++;
 		baton_spin_unlock(&st->lock);
-	} else if (timeout_ns == 0 || st->count >= st->limit) {
+	} else if (timeout_ns == 0 || st->passers.len >= st->limit) {
 		st->rejected++;
 		baton_spin_unlock(&st->lock);
 		return BATON_EAGAIN;

@@ -494,7 +494,6 @@ int baton_stage_close(baton_stage_t *st)
 	st->rejected += baton_waitq_wake_all(&st->producers, &wl, BATON_ESHUTDOWN);
 	/* Tasks waiting to pass through have not started their step. */
 	n = baton_waitq_wake_all(&st->passers, &wl, BATON_ESHUTDOWN);
-	st->count -= n;
 	st->submitted -= n;
 	st->rejected += n;
 	baton__stage_wake_drainers(st, &wl);
@@ -587,7 +586,7 @@ int baton_stage_snapshot(baton_stage_t *st, struct baton_stage_stats *out)
 		return BATON_EINVAL;
 	baton_spin_lock(&st->lock);
 	out->name = st->name;
-	out->queued = st->count;
+	out->queued = st->count + st->passers.len; /* items, or waiting tasks */
 	out->queue_limit = st->limit;
 	out->running = st->running;
 	out->concurrency = st->concurrency;

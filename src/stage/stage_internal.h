@@ -53,7 +53,8 @@ struct baton_stage {
 /* Nothing queued, running, dispatching, or alive to take an item. */
 static inline bool baton__stage_idle(const struct baton_stage *st)
 {
-	return !st->active && st->count == 0 && st->running == 0 && st->nrunners == 0;
+	return !st->active && st->count == 0 && st->passers.len == 0 && st->running == 0 &&
+	       st->nrunners == 0;
 }
 
 /* Under the lock: claim the drainers into wl once the stage is idle. */
