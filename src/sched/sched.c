@@ -96,22 +96,11 @@ static void all_unlink_locked(struct baton_sched *s, struct baton_task *t)
 }
 
 /* Unlink the waiters a task still has in primitives' queues (a parked
- * task, or a woken select whose other cases are still linked), each under
- * its primitive's lock, so that the primitive can be destroyed later. The
- * claimed one (wait_index) is skipped: its claimant unlinked it, and its
- * primitive may be gone already (as in wait.c's unlink_rest). */
+ * task, or a woken select whose other cases are still linked), so that the
+ * primitives can be destroyed later. */
 static void unlink_waiters(struct baton_task *t)
 {
-	for (unsigned i = 0; i < t->nwaiters; i++) {
-		struct baton_waiter *w = &t->waiters[i];
-
-		if (w->index == t->wait_index)
-			continue;
-		baton_spin_lock(w->lock);
-		if (w->linked)
-			baton_waitq_remove(w->queue, w);
-		baton_spin_unlock(w->lock);
-	}
+	baton__wait_unlink_rest(t);
 	t->nwaiters = 0;
 	if (t->waiters != t->inline_waiters)
 		baton__wait_free_many(t);

@@ -329,6 +329,7 @@ void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
 int baton__wait_park(struct baton_task *task, int64_t timeout_ns);
+void baton__wait_unlink_rest(struct baton_task *task);
 int baton__wait_one(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
 		   long amount, void *value, void **received, int64_t timeout_ns);
 int baton__wait_reserve_many(struct baton_task *task, unsigned n);

@@ -45,8 +45,10 @@ static void timeout_fire(struct baton_timer_node *n)
 
 /* Unlink the waiters nobody claimed, each under its own lock. The claimed
  * one (wait_index) was unlinked by its claimant: skipping it keeps the
- * common wake-up, one waiter claimed by a waker, free of a second lock. */
-static void unlink_rest(struct baton_task *t)
+ * common wake-up, one waiter claimed by a waker, free of a second lock
+ * (and its primitive may be gone already). Also the scheduler's destroy,
+ * for the tasks it frees. */
+void baton__wait_unlink_rest(struct baton_task *t)
 {
 	for (unsigned i = 0; i < t->nwaiters; i++) {
 		struct baton_waiter *w = &t->waiters[i];
@@ -128,6 +130,6 @@ int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
 		baton__timer_heap_remove(&t->owner->timers, &t->timeout);
 done:
 	t->wait_timed = false;
-	unlink_rest(t);
+	baton__wait_unlink_rest(t);
 	return t->wait_result;
 }
