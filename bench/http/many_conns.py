@@ -25,8 +25,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run_http  # noqa: E402  (the runner's server handling and parsers)
+# The runner (tools/baton_bench/httpbench.py): server handling and parsers.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from baton_bench import httpbench as run_http  # noqa: E402
 
 
 def rss_bytes(pid):

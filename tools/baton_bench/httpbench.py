@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The http suite's runner: one server, one load generator, JSON lines out.
 
-    run_http.py --impl NAME --keepalive true|false --cores 1|2 --duration S
+    python3 tools/baton_bench/httpbench.py --impl NAME --keepalive true|false --cores 1|2 --duration S
                 --connections C --port P --build DIR --src DIR [--runs R]
                 [--warmup S] [--httpd PATH]
 
@@ -41,8 +41,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import FrameType
+from typing import Any, Callable, Optional
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# The repository (this file is tools/baton_bench/httpbench.py) and the suite's
+# folder, which holds the servers' configuration templates and handlers.
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.join(REPO, "bench", "http")
 BODY = b"Hello, World!\n"
 IMPLS = ("baton-c", "baton-lua", "baton-scheme", "nginx", "nginx-lua", "guile", "h2o")
 START_TIMEOUT = 10.0      # seconds for a server to accept on its port
@@ -66,11 +71,11 @@ class Interrupted(BaseException):
     """SIGTERM, SIGINT or the run's alarm: unwind so the server is stopped."""
 
 
-def _interrupt(signum, frame):
+def _interrupt(signum: int, frame: Optional[FrameType]) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
-def find_tool(name):
+def find_tool(name: str) -> Optional[str]:
     """``name`` on PATH, or in an sbin directory (nginx lives in /usr/sbin,
     which a non-root PATH may lack); None if absent."""
     path = shutil.which(name)
@@ -83,14 +88,14 @@ def find_tool(name):
     return None
 
 
-def need_tool(name, package):
+def need_tool(name: str, package: str) -> str:
     path = find_tool(name)
     if not path:
         raise Missing(f"{name} not installed (Debian package {package})")
     return path
 
 
-def fill(template, values):
+def fill(template: str, values: dict[str, Any]) -> str:
     """The template file with every ``@NAME@`` replaced from ``values``."""
     with open(os.path.join(HERE, template)) as f:
         text = f.read()
@@ -102,12 +107,12 @@ def fill(template, values):
     return text
 
 
-def write(path, text):
+def write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
 
 
-def find_guile():
+def find_guile() -> str:
     """guile-3.0, or a ``guile`` that is version 3."""
     path = find_tool("guile-3.0")
     if path:
@@ -124,7 +129,7 @@ def find_guile():
     raise Missing("guile-3.0 not installed (Debian package guile-3.0)")
 
 
-def server_command(args, tmp):
+def server_command(args: argparse.Namespace, tmp: str) -> tuple[list[str], Optional[dict[str, str]]]:
     """``(argv, env)`` that runs the server of ``args.impl``; writes its
     configuration into ``tmp``.  Raises Missing when it cannot run here."""
     workers = args.cores
@@ -134,7 +139,7 @@ def server_command(args, tmp):
             (path for path in (os.path.join(args.build, d, "baton-httpd") for d in HTTPD_DIRS)
              if os.access(path, os.X_OK)), None)
         if not httpd or not os.access(httpd, os.X_OK):
-            print(f"run_http: no baton-httpd {'at ' + httpd if httpd else 'under ' + args.build}",
+            print(f"baton_bench.httpbench: no baton-httpd {'at ' + httpd if httpd else 'under ' + args.build}",
                   file=sys.stderr)
             raise Missing("baton-httpd not built")
         handler = {"baton-c": ["hello"],
@@ -172,7 +177,7 @@ def server_command(args, tmp):
     raise Failed(f"unknown impl {args.impl}")
 
 
-def _lua_modules():
+def _lua_modules() -> str:
     """``load_module`` lines for the NDK and lua-nginx-module."""
     for directory in NGINX_MODULE_DIRS:
         lua = os.path.join(directory, "ngx_http_lua_module.so")
@@ -182,7 +187,7 @@ def _lua_modules():
     raise Missing("lua-nginx-module not installed (Debian package libnginx-mod-http-lua)")
 
 
-def _server_preexec():
+def _server_preexec() -> None:
     """In the server child: a process group of its own (in the runner's
     session, so the guard below may join it), and SIGKILL when the runner
     dies (PR_SET_PDEATHSIG; the guard covers the server's own children)."""
@@ -196,7 +201,7 @@ def _server_preexec():
 class Server:
     """A server process in its own process group, its output in a log file."""
 
-    def __init__(self, argv, env, tmp, pin):
+    def __init__(self, argv: list[str], env: Optional[dict[str, str]], tmp: str, pin: bool) -> None:
         self.log_path = os.path.join(tmp, "server.log")
         self.log = open(self.log_path, "wb")
         if pin:
@@ -207,7 +212,7 @@ class Server:
                                      preexec_fn=_server_preexec)
         self.guard = self._start_guard()
 
-    def _start_guard(self):
+    def _start_guard(self) -> "subprocess.Popen[bytes]":
         """A shell in the server's process group that reads a pipe only the
         runner holds open, and SIGKILLs that group when it reads end of file:
         if the runner is SIGKILLed (the driver's timeout kills the runner's
@@ -225,7 +230,7 @@ class Server:
         finally:
             os.close(read_end)
 
-    def log_tail(self):
+    def log_tail(self) -> str:
         try:
             with open(self.log_path, "rb") as f:
                 lines = [l.strip() for l in f.read().decode(errors="replace").splitlines()]
@@ -234,7 +239,7 @@ class Server:
         lines = [l for l in lines if l]
         return lines[-1][:200] if lines else ""
 
-    def wait_ready(self, port, timeout):
+    def wait_ready(self, port: int, timeout: float) -> None:
         """Return when 127.0.0.1:port accepts; Failed if the server exits or
         does not accept within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -253,7 +258,7 @@ class Server:
                              f"{self.log_tail() or 'no output'}")
             time.sleep(0.05)
 
-    def check_alive(self):
+    def check_alive(self) -> None:
         """Failed if the server has ended (it must run until stopped)."""
         status = self.proc.poll()
         if status is None:
@@ -262,7 +267,7 @@ class Server:
                else f"exited with status {status}")
         raise Failed(f"server {how} during the load: {self.log_tail() or 'no output'}")
 
-    def stop(self):
+    def stop(self) -> None:
         """SIGTERM the process group, SIGKILL it after STOP_TIMEOUT."""
         try:
             if self.proc.poll() is None:
@@ -280,14 +285,14 @@ class Server:
             self.log.close()
 
 
-def _signal_group(pgid, sig):
+def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def port_in_use(port):
+def port_in_use(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
         return True
@@ -295,7 +300,7 @@ def port_in_use(port):
         return False
 
 
-def check_body(port):
+def check_body(port: int) -> None:
     """One plain HTTP/1.1 GET; Failed unless 200 with the hello body."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
@@ -313,7 +318,7 @@ def check_body(port):
 _TIME_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
 
-def parse_wrk(text):
+def parse_wrk(text: str) -> tuple[float, float, float]:
     """``(req_per_s, p50_ms, p99_ms)`` from ``wrk --latency`` output."""
     rate = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
     total = re.search(r"^\s*(\d+) requests in", text, re.M)
@@ -334,7 +339,7 @@ def parse_wrk(text):
     return float(rate.group(1)), pct["50"], pct["99"]
 
 
-def parse_ab(text):
+def parse_ab(text: str) -> tuple[float, float, float]:
     """``(req_per_s, p50_ms, p99_ms)`` from ``ab`` output (ms percentiles
     are whole milliseconds there)."""
     rate = re.search(r"^Requests per second:\s+([\d.]+)", text, re.M)
@@ -355,12 +360,12 @@ def parse_ab(text):
     return float(rate.group(1)), pct["50"], pct["99"]
 
 
-def _last(text):
+def _last(text: str) -> str:
     lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
     return lines[-1][:200] if lines else "no output"
 
 
-def load_command(args, seconds, tools):
+def load_command(args: argparse.Namespace, seconds: int, tools: dict[str, str]) -> tuple[list[str], Callable[[str], tuple[float, float, float]]]:
     """The load generator's argv for ``seconds`` of load, and its parser."""
     url = f"http://127.0.0.1:{args.port}/"
     if args.keepalive:
@@ -380,7 +385,7 @@ def load_command(args, seconds, tools):
     return argv, parse
 
 
-def run_load(argv, parse, seconds):
+def run_load(argv: list[str], parse: Callable[[str], tuple[float, float, float]], seconds: float) -> tuple[float, float, float]:
     """Run the load generator (bounded: ``seconds`` + 30 s) and parse it."""
     # In the runner's process group, so that the driver's timeout reaches it.
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -398,7 +403,7 @@ def run_load(argv, parse, seconds):
     return parse(out)
 
 
-def line(impl, metric, unit, params, values=None, status="ok", error=None):
+def line(impl: str, metric: str, unit: str, params: dict[str, Any], values: Optional[list[float]] = None, status: str = "ok", error: Optional[str] = None) -> dict[str, Any]:
     """One JSON line of the http suite: the median of ``values`` with
     runs/min/max/samples, or a null value with a status and reason."""
     out = {"suite": "http", "impl": impl, "peer": not impl.startswith("baton-"),
@@ -411,7 +416,7 @@ def line(impl, metric, unit, params, values=None, status="ok", error=None):
     return out
 
 
-def lines(args, samples=None, status="ok", error=None):
+def lines(args: argparse.Namespace, samples: Optional[list[tuple[float, float, float]]] = None, status: str = "ok", error: Optional[str] = None) -> list[dict[str, Any]]:
     """The three JSON lines: per metric, median/min/max/samples, or null
     values with a status and reason."""
     params = {"keepalive": args.keepalive, "cores": args.cores}
@@ -421,7 +426,7 @@ def lines(args, samples=None, status="ok", error=None):
             for i, (metric, unit) in enumerate(metrics)]
 
 
-def measure(args, tmp):
+def measure(args: argparse.Namespace, tmp: str) -> list[tuple[float, float, float]]:
     """Start, check, load, stop: the samples ``[(req/s, p50, p99)]``."""
     tools = {}
     need = ["wrk"] if args.keepalive else ["ab"]
@@ -442,7 +447,7 @@ def measure(args, tmp):
     try:
         server.wait_ready(args.port, START_TIMEOUT)
         check_body(args.port)
-        def load(seconds):
+        def load(seconds: int) -> tuple[float, float, float]:
             try:
                 result = run_load(*load_command(args, seconds, tools), seconds)
             except Failed:
@@ -458,21 +463,21 @@ def measure(args, tmp):
         server.stop()
 
 
-def _bool(text):
+def _bool(text: str) -> bool:
     value = text.strip().lower()
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
     return value in ("true", "1", "yes")
 
 
-def _positive(text):
+def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
 
-def parse_args(argv):
+def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--impl", required=True, choices=IMPLS)
@@ -484,7 +489,7 @@ def parse_args(argv):
     p.add_argument("--port", type=_positive, default=18480, metavar="P")
     p.add_argument("--build", default="build", metavar="DIR",
                    help="CMake build directory holding baton-httpd")
-    p.add_argument("--src", default=os.path.dirname(os.path.dirname(HERE)), metavar="DIR",
+    p.add_argument("--src", default=REPO, metavar="DIR",
                    help="repository root (handler files)")
     p.add_argument("--runs", type=_positive, default=1, metavar="R",
                    help="timed loads against one server start (default 1)")
@@ -501,7 +506,7 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
+def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM):
         signal.signal(sig, _interrupt)
@@ -514,10 +519,10 @@ def main(argv=None):
     except Missing as err:
         result = lines(args, status="missing", error=str(err))
     except Failed as err:
-        print(f"run_http: {args.impl}: {err}", file=sys.stderr)
+        print(f"baton_bench.httpbench: {args.impl}: {err}", file=sys.stderr)
         return 1
     except Interrupted as err:
-        print(f"run_http: {args.impl}: interrupted ({err}; budget {budget:g} s)",
+        print(f"baton_bench.httpbench: {args.impl}: interrupted ({err}; budget {budget:g} s)",
               file=sys.stderr)
         return 1
     finally:
