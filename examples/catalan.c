@@ -1,6 +1,6 @@
 /*
  * Enumerate every binary tree with n nodes through nested generators, as in
- * the C++20 example of seed 000: gen(n) yields, for each split i, every
+ * the C++20 example of the "usched" posts: gen(n) yields, for each split i, every
  * left tree of gen(i) combined with every right tree of gen(n - 1 - i). The
  * number of trees is the n-th Catalan number.
  *

@@ -1,5 +1,5 @@
 /*
- * The counters benchmark (seed 001) on baton: N counters, each a coroutine
+ * The counters benchmark ("Playing with co-routines", 2007) on baton: N counters, each a coroutine
  * that increments its private integer and yields; M rounds resume every
  * counter once. Prints one JSON line (docs/bench-format.md) with the median
  * ns per resume (a resume and the yield back).

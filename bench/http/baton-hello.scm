@@ -2,7 +2,7 @@
 ;;; "baton-scheme"):
 ;;;   baton-httpd --port P --workers N --handler scheme bench/http/baton-hello.scm
 ;;; The file's last expression is the handler, with the shape of Guile's
-;;; (seed 004): request and body in; response headers and body out.
+;;; web handlers: request and body in; response headers and body out.
 (lambda (request body)
   (values '((content-type . (text/plain)))
           "Hello, World!\n"))

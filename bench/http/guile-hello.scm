@@ -1,4 +1,4 @@
-;;; Guile 3.0 peer of the http suite: the hello world of seed 004, served by
+;;; Guile 3.0 peer of the http suite: the hello world of the 2012 study of Guile's web server, served by
 ;;; Guile's own (web server) -- single-threaded, blocking, poll-driven.
 ;;; Usage: guile-3.0 bench/http/guile-hello.scm PORT
 ;;; The server listens on the loopback address (run-server's default).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What 1,000 slow clients cost a normal client (issue 5's target: at most
+"""What 1,000 slow clients cost a normal client (the target: at most
 10% of its throughput).
 
     slow_clients.py --build DIR [--port P] [--duration S] [--slow N] [--runs R]

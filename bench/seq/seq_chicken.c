@@ -1,5 +1,5 @@
 /*
- * seq_chicken.c - the seq suite's CHICKEN Scheme runtime (seed 003): the
+ * seq_chicken.c - the seq suite's CHICKEN Scheme runtime: the
  * harness calls foo(x) = x + 100, a define-external in seq_chicken.scm,
  * from the owning stack (plain), through a pipe dispatcher thread (pipe),
  * on a dedicated ucontext stack (ucontext) or through baton_seq (baton).

@@ -1,4 +1,4 @@
-;;; The seq suite's CHICKEN runtime (seed 003): foo(x) = x + 100 exported
+;;; The seq suite's CHICKEN runtime: foo(x) = x + 100 exported
 ;;; to C with define-external. Booted by seq_chicken.c's init on whichever
 ;;; stack the variant gives the runtime; returns to the host at once.
 (import (chicken platform) (chicken foreign))

@@ -1,6 +1,6 @@
 /*
  * bench/seq/seq_harness.h - the shared harness of the `seq` benchmark suite
- * (issue 4, part 5; seed 003): one native thread calls an exported
+ * (after "Sequencing Calls into CHICKEN Scheme"): one native thread calls an exported
  * foo(x) = x + 100 in a single-threaded runtime N times, timed around the
  * loop, through one of four mechanisms; then T threads call at once through
  * baton_seq_call with combining batch K.

@@ -117,3 +117,17 @@ def test_every_source_is_listed_in_cmake():
             if rel not in cmake:
                 missing.append(rel)
     assert not missing, f"not in CMakeLists.txt: {missing}"
+
+
+def test_every_test_module_is_included():
+    """tests/CMakeLists.txt names its module files (no glob): each
+    tests/*.cmake must be in that list, or its tests would silently not run."""
+    text = open(os.path.join(ROOT, "tests", "CMakeLists.txt")).read()
+    m = re.search(r"foreach\(_m ([^)]*)\)\s*\n\s*include\(\$\{CMAKE_CURRENT_SOURCE_DIR\}/\$\{_m\}\.cmake\)",
+                  text)
+    assert m, "tests/CMakeLists.txt: no foreach over the module files"
+    listed = set(m.group(1).split())
+    present = {f[:-len(".cmake")] for f in os.listdir(os.path.join(ROOT, "tests"))
+               if f.endswith(".cmake")}
+    assert present == listed, f"not included: {present - listed}; missing: {listed - present}"
+    assert "GLOB" not in text
