@@ -27,9 +27,17 @@
 ;;; types work); a small table covers the common types should that internal
 ;;; procedure ever be missing.
 
-(module baton-chicken (define-sequenced-callback)
+(module baton-chicken (define-sequenced-callback baton-chicken-report)
 
-(import scheme (chicken base) (chicken foreign))
+(import scheme (chicken base) (chicken foreign) (chicken condition) (chicken port))
+
+;; A condition raised by a callback's body, for its C caller: the message
+;; print-error-message gives, kept until the trampoline takes it
+;; (baton_chicken_take_error_); the body's result is then a default value.
+(define baton-chicken-raise (foreign-lambda void "baton_chicken_raise_" c-string))
+(define (baton-chicken-report exn)
+  (baton-chicken-raise
+   (call-with-output-string (lambda (port) (print-error-message exn port)))))
 (import-for-syntax scheme (chicken base) (chicken syntax))
 
 (define-syntax define-sequenced-callback
@@ -79,6 +87,19 @@
                  acc
                  (loop (string-append acc sep (car rest)) (cdr rest))))))
 
+     ;; What a callback whose body raised returns (its caller ignores it).
+     (define (baton-default-value type)
+       (cond ((eq? type 'void) '(void))
+             ((memq type '(float double number)) 0.0)
+             ((memq type '(int integer unsigned-int unsigned-integer long
+                           unsigned-long short unsigned-short size_t ssize_t
+                           int32 unsigned-int32 integer32 unsigned-integer32
+                           int64 unsigned-int64 integer64 unsigned-integer64))
+              0)
+             ((eq? type 'char) #\nul)
+             ((eq? type 'unsigned-char) #\nul)
+             (else #f))) ; bool, strings, pointers, objects
+
      ;; The C text for one callback: prototype of the define-external, request
      ;; struct, trampoline, NAME and NAME_try.
      (define (baton-callback-c name types rtype)
@@ -106,7 +127,7 @@
               (init (string-append
                      "struct " req " r = { "
                      (if (null? vars)
-                         "0"
+                         ".baton_err = 0"
                          (baton-join (map (lambda (v)
                                             (string-append "." v " = " v))
                                           vars)
@@ -117,21 +138,21 @@
                                (map (lambda (p) (string-append "\t" p ";\n"))
                                     params))
                         (if void? "" (string-append "\t" (baton-cdecl rtype "ret") ";\n"))
-                        "\tchar baton_pad;\n")))
+                        "\tchar *baton_err;\n")))
          (string-append
           "#include <baton_chicken.h>\n"
           rdecl " " impl "(" plist ");\n"
           "struct " req " {\n" members "};\n"
           "static void *" tramp "(void *p)\n{\n"
-          (if (and void? (null? vars))
-              "\t(void)p;\n"
-              (string-append "\tstruct " req " *r = p;\n\n"))
+          (string-append "\tstruct " req " *r = p;\n\n")
           (if void?
               (string-append "\t" call ";\n")
               (string-append "\tr->ret = " call ";\n"))
+          "\tr->baton_err = baton_chicken_take_error_();\n"
           "\treturn NULL;\n}\n"
           rdecl " " name "(" plist ")\n{\n\t" init
           "\tbaton_chicken_call_or_die(" tramp ", &r, \"" name "\");\n"
+          "\tbaton_chicken_die_on_error_(r.baton_err, \"" name "\");\n"
           (if void? "" "\treturn r.ret;\n")
           "}\n"
           "int " name "_try("
@@ -139,6 +160,8 @@
           (if (and (null? params) void?) "void" "")
           ")\n{\n\t" init
           "\tint rc = baton_chicken_call(" tramp ", &r, NULL);\n\n"
+          "\tif (rc == BATON_OK && r.baton_err)\n"
+          "\t\treturn baton_chicken_fail_(r.baton_err);\n"
           (if void?
               ""
               "\tif (rc == BATON_OK && ret)\n\t\t*ret = r.ret;\n")
@@ -160,6 +183,12 @@
          (,(rename 'define-external)
           (,(string->symbol (string-append "baton_scm_" name)) ,@args)
           ,rtype
-          ,@body))))))
+          ;; A condition the body raises goes to the caller (NAME_try
+          ;; returns BATON_CHICKEN_ERROR), not to CHICKEN's toplevel
+          ;; handler, which would end the process.
+          (,(rename 'handle-exceptions) exn
+           (,(rename 'begin) (,(rename 'baton-chicken-report) exn)
+            ,(baton-default-value rtype))
+           ,@body)))))))
 
 )

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <chicken.h>
 
@@ -140,6 +141,58 @@ void baton_chicken_call_or_die(baton_seq_fn fn, void *arg, const char *who)
 			"the runtime is not started (call baton_chicken_start first)");
 		abort();
 	}
+}
+
+/* The message of the condition the running callback raised: set and taken
+ * on the runtime's stack, one call at a time (the sequencer orders them). */
+static char *pending_error;
+
+/* The caller's side: its last failed call's message, per thread, freed
+ * when the thread ends (a key's destructor). */
+static pthread_key_t last_error_key;
+static pthread_once_t last_error_once = PTHREAD_ONCE_INIT;
+
+static void last_error_init(void)
+{
+	(void)pthread_key_create(&last_error_key, free);
+}
+
+void baton_chicken_raise_(const char *message)
+{
+	free(pending_error);
+	pending_error = strdup(message ? message : "(no message)");
+}
+
+char *baton_chicken_take_error_(void)
+{
+	char *m = pending_error;
+
+	pending_error = NULL;
+	return m;
+}
+
+int baton_chicken_fail_(char *message)
+{
+	pthread_once(&last_error_once, last_error_init);
+	free(pthread_getspecific(last_error_key));
+	if (pthread_setspecific(last_error_key, message) != 0)
+		free(message); /* no room: the code still tells the error */
+	return BATON_CHICKEN_ERROR;
+}
+
+const char *baton_chicken_last_error(void)
+{
+	pthread_once(&last_error_once, last_error_init);
+	return pthread_getspecific(last_error_key);
+}
+
+void baton_chicken_die_on_error_(char *message, const char *who)
+{
+	if (message == NULL)
+		return;
+	fprintf(stderr, "baton_chicken: %s: Scheme error: %s\n", who ? who : "call", message);
+	free(message);
+	abort();
 }
 
 int baton_chicken_set_batch(unsigned k)

@@ -40,6 +40,12 @@
  *     int NAME_try(T1 a0, ..., RTYPE *ret); // BATON_OK or an error code
  *                                        // (no `ret` when RTYPE is void)
  *
+ * A condition the Scheme body raises does not reach CHICKEN's toplevel
+ * handler (which would end the process): NAME_try returns
+ * BATON_CHICKEN_ERROR and baton_chicken_last_error() gives the condition's
+ * message on the calling thread; NAME, which has no error channel, prints
+ * it and aborts.
+ *
  * Rules a caller must keep:
  *  1. One runtime per process (CHICKEN's state is global): start it once,
  *     before the first call, from any thread. It cannot be restarted after
@@ -71,6 +77,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A sequenced callback's Scheme body raised a condition (NAME_try); the
+ * message is baton_chicken_last_error()'s. */
+#define BATON_CHICKEN_ERROR (-101)
 
 /* The nursery CHICKEN 5 uses on 64-bit hosts when not told otherwise. */
 #define BATON_CHICKEN_NURSERY_DEFAULT (1024u * 1024u)
@@ -120,6 +130,21 @@ BATON_API int baton_chicken_call(baton_seq_fn fn, void *arg, void **result);
  * channel: on failure prints "baton_chicken: <who>: <reason>" on stderr and
  * aborts. */
 BATON_API void baton_chicken_call_or_die(baton_seq_fn fn, void *arg, const char *who);
+
+/* The message of the condition behind the calling thread's last
+ * BATON_CHICKEN_ERROR (as print-error-message writes it), or NULL if none;
+ * valid until that thread's next failing call. */
+BATON_API const char *baton_chicken_last_error(void);
+
+/* For the generated code only (baton-chicken.scm): on the runtime's stack,
+ * raise_ keeps a condition's message and take_error_ hands it to the
+ * trampoline (NULL if none); on the caller's thread, fail_ makes it the
+ * thread's last error and returns BATON_CHICKEN_ERROR, and die_on_error_
+ * prints it and aborts. */
+BATON_API void baton_chicken_raise_(const char *message);
+BATON_API char *baton_chicken_take_error_(void);
+BATON_API int baton_chicken_fail_(char *message);
+BATON_API void baton_chicken_die_on_error_(char *message, const char *who);
 
 /* Change the flat-combining batch (0 turns combining off).
  * Errors: BATON_EINVAL (not started), or what baton_seq_set_batch returns. */

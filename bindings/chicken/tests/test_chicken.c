@@ -22,6 +22,9 @@ int outer(int x);
 int outer_try(int x, int *ret);
 int echo_string(char *s);
 int was_booted(void);
+int checked_sqrt(int x);
+int checked_sqrt_try(int x, int *ret);
+int car_of_nothing_try(void);
 
 /* Called from Scheme (foreign-safe-lambda), on the runtime's stack. */
 int test_call_inner(int x);
@@ -143,6 +146,70 @@ static void threads_hammer_with_gc(void **state)
 	assert_true(b.major - a.major >= 2);
 }
 
+/* A Scheme error in a callback is the caller's: an error code and the
+ * condition's message, and the runtime keeps serving. */
+static void scheme_error_is_reported(void **state)
+{
+	int r = -1;
+	const char *msg;
+
+	(void)state;
+	assert_int_equal(checked_sqrt_try(17, &r), BATON_OK);
+	assert_int_equal(r, 4);
+	r = -1;
+	assert_int_equal(checked_sqrt_try(-4, &r), BATON_CHICKEN_ERROR);
+	assert_int_equal(r, -1); /* untouched on error */
+	msg = baton_chicken_last_error();
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "negative argument"));
+	assert_non_null(strstr(msg, "-4"));
+	assert_int_equal(car_of_nothing_try(), BATON_CHICKEN_ERROR);
+	assert_non_null(strstr(baton_chicken_last_error(), "car"));
+	/* Still serving. */
+	assert_int_equal(checked_sqrt(100), 10);
+	assert_int_equal(stress(1, 2), expect(1, 2));
+}
+
+/* Each thread gets its own call's error, also when another thread's
+ * sequencer turn ran it (flat combining). */
+static long wrong_errors;
+
+static void *error_hammer(void *arg)
+{
+	int tid = (int)(long)arg;
+	long wrong = 0;
+	char want[32];
+
+	for (int i = 0; i < 2000; i++) {
+		int x = (i + tid) % 3 == 0 ? -(tid * 1000 + i) - 1 : i, r = 0;
+		int rc = checked_sqrt_try(x, &r);
+
+		if (x < 0) {
+			snprintf(want, sizeof(want), "%d", x);
+			if (rc != BATON_CHICKEN_ERROR || baton_chicken_last_error() == NULL ||
+			    strstr(baton_chicken_last_error(), want) == NULL)
+				wrong++;
+		} else if (rc != BATON_OK || r * r > x || (r + 1) * (r + 1) <= x) {
+			wrong++;
+		}
+	}
+	/* Summed after join. */
+	__atomic_fetch_add(&wrong_errors, wrong, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void scheme_errors_go_to_their_callers(void **state)
+{
+	pthread_t th[THREADS];
+
+	(void)state;
+	for (long t = 0; t < THREADS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, error_hammer, (void *)t), 0);
+	for (int t = 0; t < THREADS; t++)
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+	assert_int_equal(wrong_errors, 0);
+}
+
 static void batch_can_change(void **state)
 {
 	(void)state;
@@ -172,6 +239,8 @@ int main(void)
 		cmocka_unit_test(reentrant_call_runs_nested),
 		cmocka_unit_test(string_argument),
 		cmocka_unit_test(threads_hammer_with_gc),
+		cmocka_unit_test(scheme_error_is_reported),
+		cmocka_unit_test(scheme_errors_go_to_their_callers),
 		cmocka_unit_test(batch_can_change),
 		cmocka_unit_test(stop_is_final),
 	};

@@ -34,6 +34,15 @@
 (define-sequenced-callback (echo_string (c-string s)) int
   (string-length s))
 
+;; Raises a condition when x is negative: the caller gets an error code
+;; and the message, the process goes on.
+(define-sequenced-callback (checked_sqrt (int x)) int
+  (if (< x 0)
+      (error "negative argument" x)
+      (let loop ((r 0)) (if (> (* (+ r 1) (+ r 1)) x) r (loop (+ r 1))))))
+(define-sequenced-callback (car_of_nothing) void
+  (car '()))
+
 (define booted #t)
 (define-sequenced-callback (was_booted) bool
   booted)
