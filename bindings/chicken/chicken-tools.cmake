@@ -12,7 +12,18 @@
 # (each include sets the variables in the includer's scope; the find_*
 # results are cached, the target is made once).
 
+# Installed (baton's package, find_package(baton COMPONENTS chicken)):
+# BATON_CHICKEN_INSTALLED is set, csc is the one baton was built with, and
+# the runtime is the imported baton::chicken_runtime.
+if(BATON_CHICKEN_INSTALLED)
+  set(BATON_CHICKEN_FOUND ON)
+  set(BATON_CHICKEN_RUNTIME baton::chicken_runtime)
+  if(NOT CHICKEN_CSC)
+    set(CHICKEN_CSC "@CHICKEN_CSC@")
+  endif()
+else()
 set(BATON_CHICKEN_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(BATON_CHICKEN_RUNTIME baton_chicken_runtime)
 set(BATON_CHICKEN_FOUND OFF)
 find_program(CHICKEN_CSC NAMES csc chicken-csc)
 find_path(CHICKEN_INCLUDE_DIR chicken.h PATH_SUFFIXES chicken)
@@ -29,6 +40,8 @@ if(BATON_CHICKEN_FOUND AND NOT TARGET baton_chicken_runtime)
   target_compile_definitions(baton_chicken_runtime INTERFACE HAVE_CHICKEN_CONFIG_H C_ENABLE_PTABLES)
   target_compile_options(baton_chicken_runtime INTERFACE -fno-strict-aliasing -fwrapv)
   target_link_libraries(baton_chicken_runtime INTERFACE ${CHICKEN_LIBRARY} m ${CMAKE_DL_LIBS})
+endif()
+
 endif()
 
 function(baton_chicken_add_scheme target scm)
@@ -53,5 +66,5 @@ function(baton_chicken_add_scheme target scm)
   endif()
   set_source_files_properties(${_out} PROPERTIES
     COMPILE_DEFINITIONS C_EMBEDDED COMPILE_OPTIONS "${_opts}")
-  target_link_libraries(${target} PRIVATE baton_chicken_runtime)
+  target_link_libraries(${target} PRIVATE ${BATON_CHICKEN_RUNTIME})
 endfunction()

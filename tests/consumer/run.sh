@@ -22,3 +22,28 @@ cc -o "$work/consumer-pc" "$src/consumer.c" $(pkg-config --cflags baton) \
 	$(pkg-config --static --libs baton)
 "$work/consumer-pc"
 echo "install_consumer: find_package and pkg-config both ok"
+
+# The bindings, where they were built: each with find_package(baton
+# COMPONENTS ...) and with pkg-config.
+if [ -f "$libdir/baton-lua.pc" ]; then
+	cmake -S "$src/lua" -B "$work/lua" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+	cmake --build "$work/lua" >/dev/null
+	"$work/lua/consumer_lua"
+	cc -o "$work/consumer-lua-pc" "$src/lua/consumer_lua.c" \
+		$(pkg-config --cflags baton-lua) $(pkg-config --static --libs baton-lua)
+	"$work/consumer-lua-pc"
+	echo "install_consumer: the Lua binding both ways ok"
+fi
+if [ -f "$libdir/baton-chicken.pc" ]; then
+	cmake -S "$src/chicken" -B "$work/chicken" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+	cmake --build "$work/chicken" >/dev/null
+	"$work/chicken/consumer_chicken"
+	csc=$(pkg-config --variable=csc baton-chicken)
+	"$csc" -embedded -t -I "$(pkg-config --variable=scheme_dir baton-chicken)" \
+		"$src/chicken/square.scm" -o "$work/square.c"
+	cc -o "$work/consumer-chicken-pc" -DC_EMBEDDED -w "$src/chicken/consumer_chicken.c" \
+		"$work/square.c" $(pkg-config --cflags baton-chicken) \
+		$(pkg-config --static --libs baton-chicken)
+	"$work/consumer-chicken-pc"
+	echo "install_consumer: the CHICKEN binding both ways ok"
+fi
