@@ -5,6 +5,7 @@
 #   make bench   run the benchmark suites and write build/results.jsonl and
 #                build/report/ (QUICK=1 for the short form, SUITE=name for one)
 #   make httpd   build and run baton-httpd (PORT, WORKERS, HANDLER)
+#   make soak    baton-httpd under mixed load for MINUTES (default 10)
 # They install what they need first (Debian packages, a Python venv).
 
 BUILD   := build
@@ -15,7 +16,7 @@ CTEST   := ctest --output-on-failure -j $(JOBS)
 # Each configuration is a preset of CMakePresets.json, built in build/NAME.
 PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
-.PHONY: test bench httpd deps-test deps-httpd deps-bench venv-test venv clean
+.PHONY: test bench httpd soak deps-test deps-httpd deps-bench venv-test venv clean
 
 deps-test:
 	@tools/install-deps.sh test
@@ -60,6 +61,14 @@ bench: deps-bench $(VENV)/.bench-stamp
 	$(call PRESET,bench)
 	PYTHONPATH=tools $(PY) -m baton_bench run --src . --build $(BUILD)/bench $(BENCH_ARGS) \
 		--out $(BUILD)/results.jsonl --report $(BUILD)/report
+
+# A soak of baton-httpd (tests/http/soak.py): two workers under mixed load
+# for MINUTES (split between the C, Lua and Scheme handlers), then checks
+# that nothing crashed, leaked or went unanswered. make test runs 60 s of it.
+MINUTES ?= 10
+soak: deps-httpd
+	cmake --preset release >/dev/null && cmake --build $(BUILD)/release --target baton-httpd
+	python3 tests/http/soak.py --httpd $(BUILD)/release/baton-httpd --seconds $$(( $(MINUTES) * 60 ))
 
 # Build and run baton-httpd in the foreground (Ctrl-C drains and stops):
 #   make httpd [PORT=8080] [WORKERS=0] [HANDLER=hello]
