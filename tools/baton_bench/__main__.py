@@ -5,10 +5,12 @@
         [--out build/results.jsonl] [--report build/report]
     python -m baton_bench report --results build/results.jsonl
         [--report build/report] [--readme README.md]
+    python -m baton_bench compare OLD.jsonl NEW.jsonl [--alpha A]
 
 Exit status: 0 when the run completed (missing or failed benchmarks are
 results, not errors), 2 on a usage error (bad option, unknown suite, no
-manifests, unreadable results file).
+manifests, unreadable results file); compare exits 1 when something got
+slower (decided), so that it can gate a change.
 """
 
 import argparse
@@ -20,6 +22,7 @@ from typing import Optional
 from .driver import FULL_BUDGET, FULL_MEDIAN_RUNS, QUICK_BUDGET, QUICK_MEDIAN_RUNS, Config, run
 from .manifest import ManifestError
 from .report import all_tables, load_results, replace_readme_section, write_report
+from .runs import SLOWER, compare_runs, render_runs
 
 
 def _positive_int(text: str) -> int:
@@ -90,7 +93,23 @@ def build_parser() -> argparse.ArgumentParser:
     report_cmd.add_argument("--readme", type=Path, metavar="FILE",
                             help="also replace this file's text between "
                                  "<!-- results:begin --> and <!-- results:end -->")
+    compare_cmd = commands.add_parser(
+        "compare", help="what got faster or slower between two results files",
+        description="Compare the summary samples of two runs, quantity by quantity, "
+                    "with an exact permutation test; exit status 1 if anything got "
+                    "slower.")
+    compare_cmd.add_argument("old", type=Path, help="the earlier results.jsonl")
+    compare_cmd.add_argument("new", type=Path, help="the later results.jsonl")
+    compare_cmd.add_argument("--alpha", type=_probability, default=1e-3, metavar="A",
+                             help="error probability of each row's verdict (default 1e-3)")
     return parser
+
+
+def _compare(args: argparse.Namespace) -> int:
+    old, new = load_results(args.old), load_results(args.new)
+    rows = compare_runs(old, new, args.alpha)
+    print(render_runs(old, new, rows))
+    return 1 if any(r.verdict == SLOWER for r in rows) else 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -117,7 +136,9 @@ def _report(args: argparse.Namespace) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _run(args) if args.command == "run" else _report(args)
+        if args.command == "run":
+            return _run(args)
+        return _compare(args) if args.command == "compare" else _report(args)
     except (ManifestError, OSError, ValueError) as err:
         print(f"baton_bench: error: {err}", file=sys.stderr)
         return 2

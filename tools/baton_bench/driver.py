@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional, TextIO, cast
 
 from .compare import Comparison, compare
 from .csm import min_decisive_count
+from .machine import describe_machine
 from .manifest import ManifestError, Suite, expand, find_manifests, load_suite, missing_reason
 from .report import write_report
 from .runner import FAILED, MISSING, OK, RunOutcome, measurement, run_command
@@ -96,6 +97,7 @@ def run(config: Config, out: Optional[TextIO] = None) -> list[dict[str, Any]]:
         raise ManifestError(f"no suite.json under {Path(config.src) / 'bench'}")
     _warn_if_budget_too_small(config, out)
     sink = Sink(config.out)
+    sink.emit(describe_machine(Path(config.src)))
     try:
         for path in manifests:
             _run_manifest(path, config, sink, out)
