@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, TextIO, cast
 from .compare import Comparison, compare
 from .csm import min_decisive_count
 from .machine import describe_machine
+from .progress import Progress
 from .manifest import ManifestError, Suite, expand, find_manifests, load_suite, missing_reason
 from .report import write_report
 from .runner import FAILED, MISSING, OK, RunOutcome, measurement, run_command
@@ -98,10 +99,12 @@ def run(config: Config, out: Optional[TextIO] = None) -> list[dict[str, Any]]:
     _warn_if_budget_too_small(config, out)
     sink = Sink(config.out)
     sink.emit(describe_machine(Path(config.src)))
+    progress = Progress(count_work(manifests, config.quick))
     try:
         for path in manifests:
-            _run_manifest(path, config, sink, out)
+            _run_manifest(path, config, sink, out, progress)
     finally:
+        progress.close()
         sink.close()
     report = write_report(sink.lines, config.report, source=config.out)
     print(f"\nresults: {config.out}\nreport:  {report}", file=out, flush=True)
@@ -117,13 +120,28 @@ def _warn_if_budget_too_small(config: Config, out: TextIO) -> None:
               f"{config.epsilon:g} no comparison can reach a verdict", file=out)
 
 
-def _run_manifest(path: Path, config: Config, sink: Sink, out: TextIO) -> None:
+def count_work(manifests: list[Path], quick: bool) -> int:
+    """The units the progress bar counts: every comparison (a pair at a
+    parameter set) and every ``once`` command of the suites that load."""
+    total = 0
+    for path in manifests:
+        try:
+            suite = load_suite(path)
+        except ManifestError:
+            continue
+        total += sum(len(suite.pairs_for(p)) for p in suite.param_sets(quick))
+        total += len(suite.once)
+    return total
+
+
+def _run_manifest(path: Path, config: Config, sink: Sink, out: TextIO,
+                  progress: Optional[Progress] = None) -> None:
     """Load and run one suite; any failure is recorded as a failed suite."""
     name = Path(path).parent.name
     try:
         suite = load_suite(path)
         name = suite.name
-        SuiteRunner(suite, config, sink, out).run()
+        SuiteRunner(suite, config, sink, out, progress).run()
     except ManifestError as err:
         _suite_failed(sink, out, name, str(err))
     except Exception as err:  # the run must survive anything one suite does
@@ -139,15 +157,17 @@ def _suite_failed(sink: Sink, out: TextIO, name: str, error: str) -> None:
 class SuiteRunner:
     """Runs one suite; see the module docstring for the steps."""
 
-    def __init__(self, suite: Suite, config: Config, sink: Sink, out: TextIO) -> None:
+    def __init__(self, suite: Suite, config: Config, sink: Sink, out: TextIO,
+                 progress: Optional[Progress] = None) -> None:
         self.suite = suite
         self.config = config
         self.sink = sink
         self.out = out
+        self.progress = progress or Progress(0, enabled=False)
         self.rng = random.Random(f"{config.seed}:{suite.name}")
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        self.progress.write(text, self.out)
 
     def run(self) -> None:
         suite, config = self.suite, self.config
@@ -178,6 +198,7 @@ class SuiteRunner:
                 budget=budget, rng=self.rng)
             comparisons.append(result)
             self.say(f"   {a} vs {b}: {_describe(result)}")
+            self.progress.step(f"{self.suite.name}: {a} vs {b}")
         for name in self.suite.impls:
             state.top_up(name, self.config.median_runs)
         for name in self.suite.impls:
@@ -199,10 +220,12 @@ class SuiteRunner:
                 argv = expand(entry["cmd"], {**base, **(entry.get("params") or {})})
             except (ManifestError, KeyError, TypeError) as err:
                 self._once_failed(entry.get("cmd"), impl, FAILED, f"bad once entry: {err}")
+                self.progress.step(f"{self.suite.name}: once")
                 continue
             reason = missing_reason(argv, entry.get("requires") or [])
             if reason:
                 self._once_failed(argv, impl, MISSING, reason)
+                self.progress.step(f"{self.suite.name}: once")
                 continue
             result = run_command(argv, self.config.timeout)
             for line in result.lines:
@@ -211,6 +234,7 @@ class SuiteRunner:
                 self._once_failed(argv, impl, result.status, result.error)
             self.say(f"   once {' '.join(argv)}: {result.status}"
                      + (f" ({result.error})" if result.error else ""))
+            self.progress.step(f"{self.suite.name}: once")
 
     def _once_failed(self, argv: Optional[list[str]], impl: Optional[str], status: str,
                      error: Optional[str]) -> None:
