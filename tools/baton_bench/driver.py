@@ -27,6 +27,7 @@ from .compare import Comparison, compare
 from .csm import min_decisive_count
 from .machine import describe_machine
 from .progress import Progress
+from .targets import applies, judge
 from .manifest import ManifestError, Suite, expand, find_manifests, load_suite, missing_reason
 from .report import write_report
 from .runner import FAILED, MISSING, OK, RunOutcome, measurement, run_command
@@ -210,6 +211,17 @@ class SuiteRunner:
                             "metric": self.suite.metric, "better": self.suite.better,
                             "epsilon": self.config.epsilon, "budget": budget,
                             **result.fields()})
+        for target in self.suite.targets:
+            if not applies(target, params):
+                continue
+            judged = judge(target, comparisons, self.suite.better)
+            self.sink.emit({"suite": self.suite.name, "kind": "target", "params": params,
+                            **judged.fields()})
+            interval = ("" if judged.speed is None else
+                        f" (speed {fmt(judged.speed)} [{fmt(judged.speed_lo)}, "
+                        f"{fmt(judged.speed_hi)}])")
+            self.say(f"   target {judged.a} >= {judged.at_least:g}x {judged.b}: "
+                     f"{judged.verdict}{interval}")
 
     def _run_once(self) -> None:
         """Each ``once`` command runs a single time; its lines are recorded."""

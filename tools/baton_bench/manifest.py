@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
+from .targets import check_targets
+
 #: Plot layout used when a manifest has no ``plot`` entry (see report.py).
 DEFAULT_PLOTS: dict[str, dict[str, Any]] = {
     "ring": {"x": "nr", "group": "n", "logx": True, "xlabel": "number of coroutines (nr)"}}
@@ -59,6 +61,8 @@ class Suite:
     pair_params: Optional[list[dict[str, Any]]] = None
     #: Optional: at most this many pairs per comparison, {"quick": n, "full": m}.
     budget: Optional[dict[str, Any]] = None
+    #: Optional: magnitude targets, decided from the comparisons (targets.py).
+    targets: list[dict[str, Any]] = field(default_factory=list)
 
     def pairs_for(self, params: Mapping[str, Any]) -> list[list[str]]:
         """The pairs to compare on this parameter set."""
@@ -121,6 +125,9 @@ def load_suite(path: str | Path) -> Suite:
     if reference is not None and reference not in impls:
         raise ManifestError(f"{path}: reference {reference!r} is not an impl")
     seed = data.get("seed") or []
+    bad = check_targets(data.get("targets"), list(impls))
+    if bad:
+        raise ManifestError(f"{path}: {bad}")
     return Suite(
         name=name, metric=_require(data, "metric", str, path), better=better,
         impls=impls, params=data.get("params") or {},
@@ -128,7 +135,8 @@ def load_suite(path: str | Path) -> Suite:
         once=list(data.get("once") or []), reference=reference,
         seed=seed if isinstance(seed, list) else [seed],
         plot=data.get("plot", DEFAULT_PLOTS.get(name)), unit=data.get("unit"),
-        path=path, pair_params=data.get("pair_params"), budget=data.get("budget"))
+        path=path, pair_params=data.get("pair_params"), budget=data.get("budget"),
+        targets=list(data.get("targets") or []))
 
 
 def _require(data: Mapping[str, Any], key: str, kind: type[_T], path: Path) -> _T:
