@@ -15,7 +15,7 @@ from typing import Any
 from . import plots
 from .tables import (
     SuiteData, group_by_suite, impl_tables, once_table, other_metrics_table, render_markdown,
-    verdict_table,
+    target_table, verdict_table,
 )
 
 README_BEGIN = "<!-- results:begin -->"
@@ -63,6 +63,10 @@ def suite_tables(suite: SuiteData, level: int = 3) -> str:
             parts.append((f"{caption}:\n\n" if caption else "") + render_markdown(headers, rows))
     if suite.verdicts:
         parts.append("Verdicts (A vs B):\n\n" + render_markdown(*verdict_table(suite)))
+    if suite.targets:
+        parts.append("Targets (speed: A's over B's, higher or lower values as the metric "
+                     "prefers; met only when the whole interval clears the target):\n\n"
+                     + render_markdown(*target_table(suite)))
     headers, rows = other_metrics_table(suite)
     if rows:
         parts.append("Other metrics the runs printed (median over all runs):\n\n"

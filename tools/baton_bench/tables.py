@@ -27,6 +27,7 @@ class SuiteData:
     meta: dict[str, Any] = field(default_factory=dict)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    targets: list[dict[str, Any]] = field(default_factory=list)
     once: list[dict[str, Any]] = field(default_factory=list)
     raw: list[dict[str, Any]] = field(default_factory=list)
 
@@ -72,6 +73,8 @@ def group_by_suite(lines: Iterable[dict[str, Any]]) -> dict[str, SuiteData]:
             data.summaries.append(line)
         elif kind == "verdict":
             data.verdicts.append(line)
+        elif kind == "target":
+            data.targets.append(line)
         elif kind == "once":
             data.once.append(line)
         elif kind == "raw":
@@ -209,6 +212,22 @@ def verdict_table(suite: SuiteData) -> tuple[list[str], Rows]:
             verdict = f"{verdict}; {status_cell(line)}"
         rows.append([param_label(line.get("params") or {}), line.get("a"), line.get("b"),
                      ratio_cell(line), f"{line.get('wins', 0)}/{line.get('n', 0)}", verdict])
+    return headers, rows
+
+
+def target_table(suite: SuiteData) -> tuple[list[str], Rows]:
+    """One row per magnitude target: params, the claim, the speed with its
+    interval, and met / missed / undecided / not measured."""
+    headers = ["params", "target", "speed [interval]", "verdict"]
+    rows: list[list[object]] = []
+    for line in suite.targets:
+        speed = line.get("speed")
+        cell = "-" if speed is None else (
+            f"{fmt(speed)} [{fmt(line.get('speed_lo')) if line.get('speed_lo') is not None else '..'}, "
+            f"{fmt(line.get('speed_hi')) if line.get('speed_hi') is not None else '..'}]")
+        rows.append([param_label(line.get("params") or {}),
+                     f"{line.get('a')} >= {line.get('at_least')}x {line.get('b')}", cell,
+                     line.get("verdict", "-")])
     return headers, rows
 
 

@@ -68,3 +68,20 @@ def test_manifest_targets_checked(tmp_path):
                 [{"a": "x", "b": "y", "at_least": 1, "params": 3}]):
         with pytest.raises(ManifestError):
             load_suite(write(tmp_path, bad))
+
+
+def test_report_shows_targets(tmp_path):
+    from baton_bench.report import write_report
+
+    lines = [
+        {"suite": "s", "kind": "suite", "metric": "m", "better": "higher"},
+        {"suite": "s", "kind": "target", "params": {"n": 1}, "a": "x", "b": "y",
+         "at_least": 1.3, "speed": 1.5, "speed_lo": 1.4, "speed_hi": 1.6, "verdict": "met"},
+        {"suite": "s", "kind": "target", "params": {"n": 1}, "a": "x", "b": "z",
+         "at_least": 2, "speed": None, "speed_lo": None, "speed_hi": None,
+         "verdict": "not measured"},
+    ]
+    text = write_report(lines, tmp_path / "r").read_text()
+    assert "Targets" in text
+    assert "| n=1 | x >= 1.3x y | 1.5 [1.4, 1.6] | met |" in text
+    assert "| n=1 | x >= 2x z | - | not measured |" in text
