@@ -10,9 +10,14 @@ rm -rf "$work"
 mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 
-cmake -S "$src" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/cmake" >/dev/null
-"$work/cmake/consumer"
+# Configure, build and run the CMake consumer in $1 (under $src) as $2.
+cmake_consumer() {
+	cmake -S "$src/$1" -B "$work/cmake-$2" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+	cmake --build "$work/cmake-$2" >/dev/null
+	"$work/cmake-$2/$2"
+}
+
+cmake_consumer . consumer
 
 libdir=$(ls -d "$work"/prefix/lib*/pkgconfig | head -n 1)
 PKG_CONFIG_PATH=$libdir
@@ -26,18 +31,14 @@ echo "install_consumer: find_package and pkg-config both ok"
 # The bindings, where they were built: each with find_package(baton
 # COMPONENTS ...) and with pkg-config.
 if [ -f "$libdir/baton-lua.pc" ]; then
-	cmake -S "$src/lua" -B "$work/lua" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-	cmake --build "$work/lua" >/dev/null
-	"$work/lua/consumer_lua"
+	cmake_consumer lua consumer_lua
 	cc -o "$work/consumer-lua-pc" "$src/lua/consumer_lua.c" \
 		$(pkg-config --cflags baton-lua) $(pkg-config --static --libs baton-lua)
 	"$work/consumer-lua-pc"
 	echo "install_consumer: the Lua binding both ways ok"
 fi
 if [ -f "$libdir/baton-chicken.pc" ]; then
-	cmake -S "$src/chicken" -B "$work/chicken" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-	cmake --build "$work/chicken" >/dev/null
-	"$work/chicken/consumer_chicken"
+	cmake_consumer chicken consumer_chicken
 	csc=$(pkg-config --variable=csc baton-chicken)
 	"$csc" -embedded -t -I "$(pkg-config --variable=scheme_dir baton-chicken)" \
 		"$src/chicken/square.scm" -o "$work/square.c"
