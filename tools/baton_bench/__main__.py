@@ -1,7 +1,7 @@
 """Command line: ``python -m baton_bench {run,report}`` (PYTHONPATH=tools).
 
-    python -m baton_bench run --src . --build build [--quick] [--suite NAME ...]
-        [--budget N] [--epsilon E] [--timeout S] [--median-runs K] [--seed N]
+    python -m baton_bench run --src . --build build [--quick | --full] [--suite NAME ...]
+        [--minutes M] [--budget N] [--epsilon E] [--timeout S] [--median-runs K] [--seed N]
         [--out build/results.jsonl] [--report build/report]
     python -m baton_bench report --results build/results.jsonl
         [--report build/report] [--readme README.md]
@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from .driver import FULL_BUDGET, FULL_MEDIAN_RUNS, QUICK_BUDGET, QUICK_MEDIAN_RUNS, Config, run
+from .budget import DEFAULT, FULL, MODE_MINUTES, QUICK
+from .driver import MEDIAN_RUNS, PAIR_BUDGET, Config, run
 from .manifest import ManifestError
 from .report import all_tables, load_results, replace_readme_section, write_report
 from .runs import SLOWER, compare_runs, render_runs
@@ -61,20 +62,30 @@ def build_parser() -> argparse.ArgumentParser:
                          help="repository root ({src} in manifests)")
     run_cmd.add_argument("--build", type=Path, required=True,
                          help="CMake build directory ({build} in manifests)")
-    run_cmd.add_argument("--quick", action="store_true",
-                         help="use the manifests' quick parameter sets and smaller budgets")
+    mode = run_cmd.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const=QUICK,
+                      help=f"the quick parameter sets, in {MODE_MINUTES[QUICK]:g} min")
+    mode.add_argument("--full", dest="mode", action="store_const", const=FULL,
+                      help="every parameter set (the sweeps), with no time budget; "
+                           "the expected duration is printed first")
+    run_cmd.set_defaults(mode=DEFAULT)
+    run_cmd.add_argument("--minutes", type=float, metavar="M",
+                         help=f"time budget of the run (default {MODE_MINUTES[DEFAULT]:g}, "
+                              f"{MODE_MINUTES[QUICK]:g} with --quick, none with --full; "
+                              f"0: none)")
     run_cmd.add_argument("--suite", action="append", default=[], metavar="NAME",
                          help="run only this suite (repeatable; default: all)")
     run_cmd.add_argument("--budget", type=_positive_int, metavar="N",
-                         help=f"most pairs of runs per comparison (default {QUICK_BUDGET} "
-                              f"with --quick, else {FULL_BUDGET})")
+                         help=f"most pairs of runs per comparison (default "
+                              f"{PAIR_BUDGET[DEFAULT]}, {PAIR_BUDGET[QUICK]} with --quick, "
+                              f"{PAIR_BUDGET[FULL]} with --full)")
     run_cmd.add_argument("--epsilon", type=_probability, default=1e-3, metavar="E",
                          help="total error probability of each comparison (default 1e-3)")
     run_cmd.add_argument("--timeout", type=_seconds, default=120.0, metavar="S",
                          help="seconds before one invocation counts as failed (default 120)")
     run_cmd.add_argument("--median-runs", type=_positive_int, metavar="K",
                          help=f"runs per impl for its median, pair runs included (default "
-                              f"{QUICK_MEDIAN_RUNS} with --quick, else {FULL_MEDIAN_RUNS})")
+                              f"{MEDIAN_RUNS[DEFAULT]}, {MEDIAN_RUNS[QUICK]} with --quick)")
     run_cmd.add_argument("--seed", type=int, default=0,
                          help="seed of the run-order and tie-break coin flips (default 0)")
     run_cmd.add_argument("--out", type=Path, metavar="FILE",
@@ -115,9 +126,10 @@ def _compare(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     config = Config(src=args.src.resolve(), build=args.build.resolve(),
                     out=args.out or args.build / "results.jsonl",
-                    report=args.report or args.build / "report", quick=args.quick,
+                    report=args.report or args.build / "report", mode=args.mode,
                     suites=args.suite, budget=args.budget, epsilon=args.epsilon,
-                    timeout=args.timeout, median_runs=args.median_runs, seed=args.seed)
+                    timeout=args.timeout, median_runs=args.median_runs, seed=args.seed,
+                    minutes=args.minutes)
     run(config)
     return 0
 

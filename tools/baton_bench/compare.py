@@ -67,9 +67,12 @@ def a_wins(a: float, b: float, better: str, rng: random.Random) -> bool:
 
 
 def compare(a: str, b: str, run_a: Callable[[], RunOutcome], run_b: Callable[[], RunOutcome],
-            *, better: str, epsilon: float, budget: int, rng: random.Random) -> Comparison:
+            *, better: str, epsilon: float, budget: int, rng: random.Random,
+            stop_reason: Optional[Callable[[int, int], Optional[str]]] = None) -> Comparison:
     """Alternate runs of ``a`` and ``b`` until the CSM decides or ``budget``
-    pairs are done.  ``run_a()``/``run_b()`` return ``(status, value, error)``;
+    pairs are done, or ``stop_reason(pairs, wins)`` - asked before each pair
+    - names a reason to stop (``budget.PairBudget``: out of time, or out of
+    reach).  ``run_a()``/``run_b()`` return ``(status, value, error)``;
     a failed run ends the comparison (status and error are kept, and the
     verdict so far stands: the CSM's guarantee holds at any stopping time).
     The order within each pair is random so that a systematic "second run
@@ -77,12 +80,19 @@ def compare(a: str, b: str, run_a: Callable[[], RunOutcome], run_b: Callable[[],
     result = Comparison(a, b)
 
     def outcomes() -> Iterator[bool]:
+        wins = 0
         while True:
+            reason = stop_reason(len(result.pairs), wins) if stop_reason else None
+            if reason:
+                result.stopped = reason
+                return
             pair = _run_pair(((a, run_a), (b, run_b)), rng, result)
             if pair is None:
                 return
             result.pairs.append(pair)
-            yield a_wins(pair[0], pair[1], better, rng)
+            won = a_wins(pair[0], pair[1], better, rng)
+            wins += won
+            yield won
 
     decided = csm_driver(outcomes(), 0.5, epsilon, max_count=budget)
     result.wins, result.n = decided.successes, decided.n

@@ -43,7 +43,7 @@ from .rounding import (
 
 __all__ = [
     # defined here
-    "csm", "csm_driver", "csm_power", "resampling_test", "split_epsilon",
+    "csm", "csm_driver", "csm_power", "reach_probability", "resampling_test", "split_epsilon",
     "credible_interval", "min_decisive_count", "mean_difference",
     "DriverResult", "ResamplingResult", "ABOVE", "BELOW", "UNDECIDED", "MAX_N",
     # re-exported
@@ -262,6 +262,39 @@ def csm_power(p: float, alpha: float, max_count: Optional[int], eps: float = 1e-
 
     return csm_driver(correct_stops(), success_rate, outer_eps,
                       max_count=max_trials, file=file)
+
+
+def reach_probability(p: float, n: int, successes: int, max_count: int, eps: float,
+                      tests: int = 1) -> float:
+    """Probability that a ``csm_driver`` at threshold 1/2, not yet decided
+    after ``successes`` out of ``n``, decides by ``max_count`` outcomes if
+    the true rate is ``p``: the power of what is left of a comparison.
+
+    ``csm_power`` estimates the same thing from the start by simulation; here
+    the question is asked mid-run, many times, so it is computed exactly by
+    carrying the distribution of the success count forward one outcome at a
+    time and removing the mass that crosses a stopping boundary (the same
+    ``csm`` test the driver applies, with the same share of ``eps``).
+    O((max_count - n) ** 2) cached ``csm`` calls."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"reach_probability: need 0 <= p <= 1, got {p}")
+    log_eps, _ = split_epsilon(eps, tests)
+    mass = {successes: 1.0}
+    reached = 0.0
+    for count in range(n + 1, max_count + 1):
+        step: dict[int, float] = {}
+        for s, weight in mass.items():
+            step[s + 1] = step.get(s + 1, 0.0) + weight * p
+            step[s] = step.get(s, 0.0) + weight * (1.0 - p)
+        mass = {}
+        for s, weight in step.items():
+            if _csm_cached(count, 0.5, s, log_eps)[0]:
+                reached += weight
+            elif weight > 1e-12:
+                mass[s] = weight
+        if not mass:
+            break
+    return min(1.0, reached)
 
 
 @dataclass

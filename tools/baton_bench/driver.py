@@ -1,28 +1,36 @@
 """The benchmark driver: run every suite, decide every pair, record everything.
 
-For each suite manifest and each parameter set it
+A run has a mode (``quick``, ``default``, ``full``; ``budget.py`` says how
+its time is shared).  For each suite manifest it
 
-1. runs each "baton vs peer" pair alternately (one invocation per run) until
-   the CSM decides the win rate is above or below 1/2, or the budget of
-   pairs is spent (``compare.compare``);
-2. tops up every impl to ``median_runs`` runs, reusing the pair runs;
-3. emits a summary line per impl and a verdict line per pair,
+1. runs the suite's ``once`` commands;
+2. runs every impl once at every parameter set (a probe: it says what a
+   run costs, and its value is a sample like any other), then tops up the
+   impls that are in no pair to ``median_runs`` runs;
+3. runs each "baton vs peer" pair alternately (one invocation per run)
+   until the CSM decides the win rate is above or below 1/2, the pair
+   budget or the comparison's share of time is spent, or a verdict is out
+   of reach (``compare.compare``, ``budget.PairBudget``);
+4. tops up every impl to ``median_runs`` runs, reusing the pair runs, and
+   emits a summary line per impl and a verdict line per pair at each
+   parameter set, and a target line per magnitude target.
 
-then runs the suite's ``once`` commands.  Every JSON line goes to the
-results file as soon as it exists, progress goes to the terminal, and
-nothing a single benchmark does can stop the run: failures become
-``missing``/``failed`` lines with a reason.
+Every JSON line goes to the results file as soon as it exists, progress goes
+to the terminal, and nothing a single benchmark does can stop the run:
+failures become ``missing``/``failed`` lines with a reason.
 """
 
 import json
 import random
 import statistics
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, cast
 
+from .budget import DEFAULT, FULL, MODE_MINUTES, MODES, QUICK, PairBudget, Planner, Timings
 from .compare import Comparison, compare
 from .csm import min_decisive_count
 from .machine import describe_machine
@@ -36,37 +44,49 @@ from .tables import (
     verdict_table,
 )
 
-#: Default budgets (most pairs of runs per comparison) and runs per median.
-#: 20 pairs is a little above the 15 a unanimous comparison needs at
+#: Default pair budgets (most pairs per comparison) and runs per median, by
+#: mode.  20 pairs is a little above the 15 a unanimous comparison needs at
 #: epsilon = 1e-3 (``min_decisive_count``); fewer could never give a verdict.
-QUICK_BUDGET, FULL_BUDGET = 20, 40
-QUICK_MEDIAN_RUNS, FULL_MEDIAN_RUNS = 3, 5
+PAIR_BUDGET = {QUICK: 20, DEFAULT: 40, FULL: 100}
+MEDIAN_RUNS = {QUICK: 3, DEFAULT: 5, FULL: 5}
+
+
 
 _Run = Callable[[], RunOutcome]
 
 
 @dataclass
 class Config:
-    """Everything a run needs; ``None`` budget/median_runs mean the quick
-    or full default."""
+    """Everything a run needs.  ``None`` budget, median_runs and minutes
+    mean the mode's default (``minutes`` 0 or below: no time budget)."""
 
     src: Path
     build: Path
     out: Path
     report: Path
-    quick: bool = False
+    mode: str = DEFAULT
     suites: list[str] = field(default_factory=list)
     budget: Optional[int] = None
     epsilon: float = 1e-3
     timeout: float = 120.0
     median_runs: Optional[int] = None
     seed: int = 0
+    minutes: Optional[float] = None
+    timings: Optional[Path] = None
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r} (known: {', '.join(MODES)})")
         if self.budget is None:
-            self.budget = QUICK_BUDGET if self.quick else FULL_BUDGET
+            self.budget = PAIR_BUDGET[self.mode]
         if self.median_runs is None:
-            self.median_runs = QUICK_MEDIAN_RUNS if self.quick else FULL_MEDIAN_RUNS
+            self.median_runs = MEDIAN_RUNS[self.mode]
+        if self.minutes is None:
+            self.minutes = MODE_MINUTES[self.mode]
+        elif self.minutes <= 0:
+            self.minutes = None
+        if self.timings is None:
+            self.timings = Path(self.build) / "bench-timings.json"
 
 
 class Sink:
@@ -98,18 +118,95 @@ def run(config: Config, out: Optional[TextIO] = None) -> list[dict[str, Any]]:
     if not manifests:
         raise ManifestError(f"no suite.json under {Path(config.src) / 'bench'}")
     _warn_if_budget_too_small(config, out)
+    suites = _load_all(manifests)
+    assert config.timings is not None  # set by Config.__post_init__
+    timings = Timings(config.timings)
+    print(describe_plan(config, suites, timings), file=out, flush=True)
+    planner = Planner(config.minutes, {s.name: s.weight for s in suites.values()})
     sink = Sink(config.out)
     sink.emit(describe_machine(Path(config.src)))
-    progress = Progress(count_work(manifests, config.quick))
+    progress = Progress(count_work(manifests, config.mode))
     try:
         for path in manifests:
-            _run_manifest(path, config, sink, out, progress)
+            _run_manifest(path, config, sink, out, progress, planner, timings)
     finally:
         progress.close()
         sink.close()
+        timings.save()
     report = write_report(sink.lines, config.report, source=config.out)
-    print(f"\nresults: {config.out}\nreport:  {report}", file=out, flush=True)
+    print(f"\nresults: {config.out}\nreport:  {report}\n"
+          f"time:    {planner.elapsed() / 60:.1f} min", file=out, flush=True)
     return sink.lines
+
+
+def _load_all(manifests: list[Path]) -> dict[Path, Suite]:
+    """The suites that load (the others fail later, in their turn)."""
+    suites = {}
+    for path in manifests:
+        try:
+            suites[path] = load_suite(path)
+        except ManifestError:
+            continue
+    return suites
+
+
+def describe_plan(config: Config, suites: dict[Path, Suite], timings: Timings) -> str:
+    """What the run will do and how long it should take: the time budget,
+    or (without one) an estimate from this machine's earlier timings."""
+    head = (f"mode {config.mode}: {len(suites)} suite(s), pair budget {config.budget}, "
+            f"epsilon {config.epsilon:g}, {config.median_runs} runs per median")
+    if config.minutes is not None:
+        return f"{head}; time budget {config.minutes:g} min"
+    least, most, unknown = estimate(config, list(suites.values()), timings)
+    text = (f"{head}; no time budget.\nexpected duration: {least / 60:.0f}-"
+            f"{most / 60:.0f} min (every comparison decided at the fewest pairs - "
+            f"none decided before its budget)")
+    if unknown:
+        text += (f"; {unknown} invocation(s) have no timing from an earlier run on "
+                 f"this machine and are not counted")
+    return text
+
+
+def estimate(config: Config, suites: list[Suite], timings: Timings) -> tuple[float, float, int]:
+    """Seconds the run would take if every comparison stopped at the fewest
+    pairs that can decide, and if none stopped before its budget, from the
+    per-invocation ``timings``; plus how many invocations have none."""
+    assert config.budget is not None and config.median_runs is not None
+    fewest = min_decisive_count(config.epsilon)
+    least = most = 0.0
+    unknown = 0
+
+    def cost(suite: Suite, what: str, params: dict[str, Any], runs: int) -> float:
+        nonlocal unknown
+        seconds = timings.get(suite.name, what, params)
+        if seconds is None:
+            unknown += 1
+            return 0.0
+        return seconds * runs
+
+    for suite in suites:
+        cap = suite.budget_for(config.mode, config.budget)
+        for params in suite.param_sets(config.mode):
+            pairs = suite.pairs_for(params)
+            paired = {name for pair in pairs for name in pair}
+            for name in suite.impls:
+                fixed = cost(suite, name, params, 1 if name in paired else config.median_runs)
+                least += fixed
+                most += fixed
+            for a, b in pairs:
+                both = cost(suite, a, params, 1) + cost(suite, b, params, 1)
+                least += both * min(cap, fewest)
+                most += both * cap
+        for entry in suite.once_for(config.mode):
+            once = cost(suite, _once_key(entry), entry.get("params") or {}, 1)
+            least += once
+            most += once
+    return least, most, unknown
+
+
+def _once_key(entry: dict[str, Any]) -> str:
+    """A ``once`` command's name in the timings."""
+    return "once " + " ".join(str(word) for word in entry.get("cmd") or [])
 
 
 def _warn_if_budget_too_small(config: Config, out: TextIO) -> None:
@@ -121,28 +218,25 @@ def _warn_if_budget_too_small(config: Config, out: TextIO) -> None:
               f"{config.epsilon:g} no comparison can reach a verdict", file=out)
 
 
-def count_work(manifests: list[Path], quick: bool) -> int:
+def count_work(manifests: list[Path], mode: str) -> int:
     """The units the progress bar counts: every comparison (a pair at a
     parameter set) and every ``once`` command of the suites that load."""
     total = 0
-    for path in manifests:
-        try:
-            suite = load_suite(path)
-        except ManifestError:
-            continue
-        total += sum(len(suite.pairs_for(p)) for p in suite.param_sets(quick))
-        total += len(suite.once)
+    for suite in _load_all(manifests).values():
+        total += sum(len(suite.pairs_for(p)) for p in suite.param_sets(mode))
+        total += len(suite.once_for(mode))
     return total
 
 
 def _run_manifest(path: Path, config: Config, sink: Sink, out: TextIO,
-                  progress: Optional[Progress] = None) -> None:
+                  progress: Optional[Progress] = None, planner: Optional[Planner] = None,
+                  timings: Optional[Timings] = None) -> None:
     """Load and run one suite; any failure is recorded as a failed suite."""
     name = Path(path).parent.name
     try:
         suite = load_suite(path)
         name = suite.name
-        SuiteRunner(suite, config, sink, out, progress).run()
+        SuiteRunner(suite, config, sink, out, progress, planner, timings).run()
     except ManifestError as err:
         _suite_failed(sink, out, name, str(err))
     except Exception as err:  # the run must survive anything one suite does
@@ -159,63 +253,87 @@ class SuiteRunner:
     """Runs one suite; see the module docstring for the steps."""
 
     def __init__(self, suite: Suite, config: Config, sink: Sink, out: TextIO,
-                 progress: Optional[Progress] = None) -> None:
+                 progress: Optional[Progress] = None, planner: Optional[Planner] = None,
+                 timings: Optional[Timings] = None) -> None:
         self.suite = suite
         self.config = config
         self.sink = sink
         self.out = out
         self.progress = progress or Progress(0, enabled=False)
+        self.planner = planner or Planner(config.minutes, {suite.name: suite.weight})
+        self.timings = timings or Timings(Path(config.build) / "bench-timings.json")
         self.rng = random.Random(f"{config.seed}:{suite.name}")
+        self.deadline: Optional[float] = None
 
     def say(self, text: str) -> None:
         self.progress.write(text, self.out)
 
     def run(self) -> None:
         suite, config = self.suite, self.config
+        # Config.__post_init__ set both.
+        assert config.budget is not None and config.median_runs is not None
+        self.deadline = self.planner.suite_deadline(suite.name)
         self.sink.emit(suite.meta())
+        share = ("" if self.deadline is None else
+                 f", {max(0.0, self.deadline - self.planner.clock()):.0f} s")
         self.say(f"\n== {suite.name}: {suite.metric}, {suite.better} is better; "
-                 f"{len(suite.pairs)} pair(s), budget {config.budget} pairs, "
-                 f"epsilon {config.epsilon:g}")
-        for params in suite.param_sets(config.quick):
-            self._run_params(params)
+                 f"{len(suite.pairs)} pair(s), budget {suite.budget_for(config.mode, config.budget)}"
+                 f" pairs, epsilon {config.epsilon:g}{share}")
         self._run_once()
+        states = [ParamRun(self, params) for params in suite.param_sets(config.mode)]
+        for state in states:
+            state.probe()
+            for name in state.unpaired():
+                state.top_up(name, config.median_runs)
+        work = [(state, a, b) for state in states for a, b in suite.pairs_for(state.params)]
+        comparisons: dict[int, list[Comparison]] = {id(state): [] for state in states}
+        for index, (state, a, b) in enumerate(work):
+            if index == 0 or work[index - 1][0] is not state:
+                self.say(f"-- {param_label(state.params)}")
+            comparisons[id(state)].append(self._compare(state, a, b, len(work) - index))
+        for state in states:
+            for name in suite.impls:
+                state.top_up(name, config.median_runs)
+            self._emit(state, comparisons[id(state)])
         self._print_tables()
 
-    def _run_params(self, params: dict[str, Any]) -> None:
-        """Pairs first, then top-ups, then summary and verdict lines."""
-        self.say(f"-- {param_label(params)}")
-        state = ParamRun(self, params)
-        comparisons: list[Comparison] = []
-        # Config.__post_init__ set both.
-        assert self.config.budget is not None and self.config.median_runs is not None
-        budget = self.suite.budget_for(self.config.quick, self.config.budget)
-        for a, b in self.suite.pairs_for(params):
-            result = state.unrunnable(a, b) or compare(
-                # cast: mypy cannot infer a lambda with a default argument
-                # against Callable[[], RunOutcome].
-                a, b, cast(_Run, lambda a=a: state.run_impl(a)),
-                cast(_Run, lambda b=b: state.run_impl(b)),
-                better=self.suite.better, epsilon=self.config.epsilon,
-                budget=budget, rng=self.rng)
-            comparisons.append(result)
-            self.say(f"   {a} vs {b}: {_describe(result)}")
-            self.progress.step(f"{self.suite.name}: {a} vs {b}")
-        for name in self.suite.impls:
-            state.top_up(name, self.config.median_runs)
-        for name in self.suite.impls:
+    def _compare(self, state: "ParamRun", a: str, b: str, left: int) -> Comparison:
+        """One pair at one parameter set, within its share of the time."""
+        assert self.config.budget is not None
+        cap = self.suite.budget_for(self.config.mode, self.config.budget)
+        pair_budget = PairBudget(cap, self.planner.comparison_deadline(self.deadline, left),
+                                 self.config.epsilon, self.planner.clock)
+        result = state.unrunnable(a, b) or compare(
+            # cast: mypy cannot infer a lambda with a default argument
+            # against Callable[[], RunOutcome].
+            a, b, cast(_Run, lambda a=a: state.run_impl(a)),
+            cast(_Run, lambda b=b: state.run_impl(b)),
+            better=self.suite.better, epsilon=self.config.epsilon,
+            budget=cap, rng=self.rng, stop_reason=pair_budget.stop_reason)
+        self.say(f"   {a} vs {b}: {_describe(result)}")
+        self.progress.step(f"{self.suite.name}: {a} vs {b}")
+        return result
+
+    def _emit(self, state: "ParamRun", comparisons: list[Comparison]) -> None:
+        """Summary, verdict and target lines of one parameter set."""
+        suite, params = self.suite, state.params
+        assert self.config.budget is not None
+        budget = suite.budget_for(self.config.mode, self.config.budget)
+        self.say(f"-- {param_label(params)}: medians")
+        for name in suite.impls:
             line = state.summary(name)
             self.sink.emit(line)
             self.say(f"   {name}: {_describe_summary(line)}")
         for result in comparisons:
-            self.sink.emit({"suite": self.suite.name, "kind": "verdict", "params": params,
-                            "metric": self.suite.metric, "better": self.suite.better,
+            self.sink.emit({"suite": suite.name, "kind": "verdict", "params": params,
+                            "metric": suite.metric, "better": suite.better,
                             "epsilon": self.config.epsilon, "budget": budget,
                             **result.fields()})
-        for target in self.suite.targets:
+        for target in suite.targets:
             if not applies(target, params):
                 continue
-            judged = judge(target, comparisons, self.suite.better)
-            self.sink.emit({"suite": self.suite.name, "kind": "target", "params": params,
+            judged = judge(target, comparisons, suite.better)
+            self.sink.emit({"suite": suite.name, "kind": "target", "params": params,
                             **judged.fields()})
             interval = ("" if judged.speed is None else
                         f" (speed {fmt(judged.speed)} [{fmt(judged.speed_lo)}, "
@@ -224,29 +342,35 @@ class SuiteRunner:
                      f"{judged.verdict}{interval}")
 
     def _run_once(self) -> None:
-        """Each ``once`` command runs a single time; its lines are recorded."""
+        """Each ``once`` command of the mode runs a single time; its lines
+        are recorded."""
         base = {"src": str(self.config.src), "build": str(self.config.build)}
-        for entry in self.suite.once:
-            impl = entry.get("impl")
-            try:
-                argv = expand(entry["cmd"], {**base, **(entry.get("params") or {})})
-            except (ManifestError, KeyError, TypeError) as err:
-                self._once_failed(entry.get("cmd"), impl, FAILED, f"bad once entry: {err}")
-                self.progress.step(f"{self.suite.name}: once")
-                continue
-            reason = missing_reason(argv, entry.get("requires") or [])
-            if reason:
-                self._once_failed(argv, impl, MISSING, reason)
-                self.progress.step(f"{self.suite.name}: once")
-                continue
-            result = run_command(argv, self.config.timeout)
-            for line in result.lines:
-                self.sink.emit({"suite": self.suite.name, **line, "kind": "once"})
-            if not result.ok:
-                self._once_failed(argv, impl, result.status, result.error)
-            self.say(f"   once {' '.join(argv)}: {result.status}"
-                     + (f" ({result.error})" if result.error else ""))
+        for entry in self.suite.once_for(self.config.mode):
+            self._once(entry, base)
             self.progress.step(f"{self.suite.name}: once")
+
+    def _once(self, entry: dict[str, Any], base: dict[str, str]) -> None:
+        impl = entry.get("impl")
+        params = entry.get("params") or {}
+        try:
+            argv = expand(entry["cmd"], {**base, **params})
+        except (ManifestError, KeyError, TypeError) as err:
+            self._once_failed(entry.get("cmd"), impl, FAILED, f"bad once entry: {err}")
+            return
+        reason = missing_reason(argv, entry.get("requires") or [])
+        if reason:
+            self._once_failed(argv, impl, MISSING, reason)
+            return
+        started = time.monotonic()
+        result = run_command(argv, self.config.timeout)
+        self.timings.record(self.suite.name, _once_key(entry), params,
+                            time.monotonic() - started)
+        for line in result.lines:
+            self.sink.emit({"suite": self.suite.name, **line, "kind": "once"})
+        if not result.ok:
+            self._once_failed(argv, impl, result.status, result.error)
+        self.say(f"   once {' '.join(argv)}: {result.status}"
+                 + (f" ({result.error})" if result.error else ""))
 
     def _once_failed(self, argv: Optional[list[str]], impl: Optional[str], status: str,
                      error: Optional[str]) -> None:
@@ -280,8 +404,10 @@ class ParamRun:
             self._check(name)
 
     def _argv(self, name: str) -> list[str]:
-        """The impl's command line for one run at these parameters."""
-        return expand(self.runner.suite.impls[name].cmd, self.values) + ["--runs", "1"]
+        """The impl's command line for one run at these parameters (its own
+        fixed parameters win)."""
+        impl = self.runner.suite.impls[name]
+        return expand(impl.cmd, {**self.values, **impl.params}) + ["--runs", "1"]
 
     def _check(self, name: str) -> None:
         """Record impls that cannot run here (missing tool, not built, bad
@@ -293,6 +419,16 @@ class ParamRun:
             return
         if reason:
             self._fail(name, MISSING, reason)
+
+    def probe(self) -> None:
+        """One run of every impl: what a run costs, and a first sample."""
+        for name in self.runner.suite.impls:
+            self.top_up(name, 1)
+
+    def unpaired(self) -> list[str]:
+        """The impls that are in no pair at these parameters."""
+        paired = {n for pair in self.runner.suite.pairs_for(self.params) for n in pair}
+        return [name for name in self.runner.suite.impls if name not in paired]
 
     def unrunnable(self, a: str, b: str) -> Optional[Comparison]:
         """A not-run Comparison if ``a`` or ``b`` is known not to run, else None."""
@@ -309,7 +445,9 @@ class ParamRun:
             status, error = self.failures[name]
             return status, None, error
         suite = self.runner.suite
+        started = time.monotonic()
         result = run_command(self._argv(name), self.runner.config.timeout)
+        self.runner.timings.record(suite.name, name, self.params, time.monotonic() - started)
         for line in result.lines:
             self.runner.sink.emit({"suite": suite.name, **line, "kind": "raw"})
         status, value, error = measurement(result, suite.metric)
@@ -334,6 +472,7 @@ class ParamRun:
         suite = self.runner.suite
         samples = self.samples[name]
         status, error = self.failures.get(name, (OK, None))
+        fixed = suite.impls[name].params
         line: dict[str, Any] = {
             "suite": suite.name, "kind": "summary", "impl": name,
             "peer": suite.impls[name].peer, "metric": suite.metric,
@@ -341,6 +480,8 @@ class ParamRun:
             "unit": self.units.get(name) or suite.unit, "params": self.params,
             "runs": len(samples), "min": min(samples, default=None),
             "max": max(samples, default=None), "samples": samples, "status": status}
+        if fixed:
+            line["fixed_params"] = fixed
         if error:
             line["error"] = error
         return line

@@ -38,6 +38,27 @@ class Impl:
     cmd: list[str]
     peer: bool = False
     requires: list[str] = field(default_factory=list)
+    #: Parameters this impl always runs with, whatever the set says: a
+    #: smaller workload for a peer that is orders of magnitude slower (the
+    #: metric is a rate, so the workload size does not change its meaning).
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+#: Where each mode looks for its parameter sets and budgets, in order: a
+#: manifest written before the three modes has only "quick" and "full".
+MODE_KEYS = {"quick": ("quick", "default", "full"), "default": ("default", "full"),
+             "full": ("full", "default")}
+
+
+def _for_mode(table: Optional[Mapping[str, Any]], mode: str) -> Any:
+    """The first entry of ``table`` that ``mode`` looks at, or None."""
+    if mode not in MODE_KEYS:
+        raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODE_KEYS)})")
+    for key in MODE_KEYS[mode]:
+        value = (table or {}).get(key)
+        if value:
+            return value
+    return None
 
 
 @dataclass
@@ -59,10 +80,13 @@ class Suite:
     #: Optional: pairs are compared only on the parameter sets that contain
     #: one of these subsets (the others get medians only).
     pair_params: Optional[list[dict[str, Any]]] = None
-    #: Optional: at most this many pairs per comparison, {"quick": n, "full": m}.
+    #: Optional: at most this many pairs per comparison, per mode
+    #: ({"quick": n, "default": m, "full": k}).
     budget: Optional[dict[str, Any]] = None
     #: Optional: magnitude targets, decided from the comparisons (targets.py).
     targets: list[dict[str, Any]] = field(default_factory=list)
+    #: Optional: the suite's share of a run's time, relative to the others'.
+    weight: float = 1.0
 
     def pairs_for(self, params: Mapping[str, Any]) -> list[list[str]]:
         """The pairs to compare on this parameter set."""
@@ -73,15 +97,21 @@ class Suite:
                 return self.pairs
         return []
 
-    def budget_for(self, quick: bool, default: int) -> int:
+    def budget_for(self, mode: str, default: int) -> int:
         """The pair budget: the run's, lowered by the manifest's for this mode."""
-        own = (self.budget or {}).get("quick" if quick else "full")
+        own = _for_mode(self.budget, mode)
         return min(default, own) if isinstance(own, int) and own > 0 else default
 
-    def param_sets(self, quick: bool) -> list[dict[str, Any]]:
-        """The workload parameter sets for a quick or a full run."""
-        sets = self.params.get("quick" if quick else "full") or self.params.get("full")
+    def param_sets(self, mode: str) -> list[dict[str, Any]]:
+        """The workload parameter sets of a ``quick``, ``default`` or ``full`` run."""
+        sets = _for_mode(self.params, mode)
         return [dict(p) for p in sets] if sets else [{}]
+
+    def once_for(self, mode: str) -> list[dict[str, Any]]:
+        """The ``once`` commands of this mode (an entry without ``modes``
+        runs in every mode)."""
+        _for_mode(None, mode)  # checks the mode
+        return [e for e in self.once if mode in (e.get("modes") or MODE_KEYS)]
 
     def meta(self) -> dict[str, Any]:
         """The manifest facts the report needs, as one JSON-able dict (the
@@ -136,7 +166,15 @@ def load_suite(path: str | Path) -> Suite:
         seed=seed if isinstance(seed, list) else [seed],
         plot=data.get("plot", DEFAULT_PLOTS.get(name)), unit=data.get("unit"),
         path=path, pair_params=data.get("pair_params"), budget=data.get("budget"),
-        targets=list(data.get("targets") or []))
+        targets=list(data.get("targets") or []), weight=_weight(data, path))
+
+
+def _weight(data: Mapping[str, Any], path: Path) -> float:
+    """The suite's ``weight``: a positive number, 1 when absent."""
+    weight = data.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+        raise ManifestError(f"{path}: weight must be a positive number, got {weight!r}")
+    return float(weight)
 
 
 def _require(data: Mapping[str, Any], key: str, kind: type[_T], path: Path) -> _T:
@@ -154,8 +192,11 @@ def _parse_impls(raw: Mapping[str, Any], path: Path) -> dict[str, Impl]:
         cmd = spec.get("cmd") if isinstance(spec, dict) else None
         if not cmd or not all(isinstance(part, str) for part in cmd):
             raise ManifestError(f"{path}: impl {name!r} needs \"cmd\": a list of strings")
+        fixed = spec.get("params") or {}
+        if not isinstance(fixed, dict):
+            raise ManifestError(f"{path}: impl {name!r}: \"params\" must be an object")
         impls[name] = Impl(name, list(cmd), bool(spec.get("peer", False)),
-                           list(spec.get("requires") or []))
+                           list(spec.get("requires") or []), dict(fixed))
     if not impls:
         raise ManifestError(f"{path}: no impls")
     return impls

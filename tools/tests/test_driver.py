@@ -71,7 +71,7 @@ def tree(tmp_path):
 
 def _run(src, build, capsys, **options):
     config = Config(src=src, build=build, out=build / "results.jsonl",
-                    report=build / "report", quick=True, timeout=2.0, **options)
+                    report=build / "report", mode="quick", timeout=2.0, **options)
     lines = run(config)
     return lines, capsys.readouterr().out, config
 
@@ -169,7 +169,7 @@ def test_manifest_checks_and_placeholders(tmp_path):
     path.write_text(json.dumps({"suite": "s", "metric": "m", "impls": {
         "ours": {"cmd": ["a"]}, "p1": {"peer": True, "cmd": ["b"]}}}))
     suite = load_suite(path)
-    assert suite.pairs == [["ours", "p1"]] and suite.param_sets(quick=True) == [{}]
+    assert suite.pairs == [["ours", "p1"]] and suite.param_sets("quick") == [{}]
     path.write_text(json.dumps({"suite": "s", "metric": "m", "better": "faster",
                                 "impls": {"x": {"cmd": ["a"]}}}))
     with pytest.raises(ManifestError, match="better"):
@@ -182,5 +182,5 @@ def test_manifest_pair_params_and_budget():
               once=[], pair_params=[{"k": True}], budget={"quick": 5})
     assert s.pairs_for({"k": True, "d": 3}) == [["a", "b"]]
     assert s.pairs_for({"k": False}) == []
-    assert s.budget_for(True, 20) == 5 and s.budget_for(False, 40) == 40
-    assert s.budget_for(True, 2) == 2
+    assert s.budget_for("quick", 20) == 5 and s.budget_for("default", 40) == 40
+    assert s.budget_for("quick", 2) == 2

@@ -29,7 +29,7 @@ def test_count_work(tmp_path):
     broken.mkdir()
     (broken / "suite.json").write_text("{not json")
     # a: 2 pairs x 3 parameter sets + 1 once; b: 1; the broken one: 0.
-    assert count_work([a, b, broken / "suite.json"], quick=True) == 8
+    assert count_work([a, b, broken / "suite.json"], "quick") == 8
 
 
 def test_quiet_off_a_terminal(capsys):
