@@ -2,8 +2,9 @@
 #   make test    build and run the whole test suite (native, ASan+UBSan,
 #                TSan for the threaded tests, valgrind subset, ucontext backend, AArch64 under qemu,
 #                install consumers, the Python tooling's tests)
-#   make bench   run the benchmark suites and write build/results.jsonl and
-#                build/report/ (QUICK=1 for the short form, SUITE=name for one)
+#   make bench   run the benchmark suites (18 min) and write build/results.jsonl
+#                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, no time
+#                limit; SUITE=name for one; BENCH_MINUTES=M for another budget)
 #   make httpd   build and run baton-httpd (PORT, WORKERS, HANDLER)
 #   make soak    baton-httpd under mixed load for MINUTES (default 10)
 # They install what they need first (Debian packages, a Python venv).
@@ -16,7 +17,7 @@ CTEST   := ctest --output-on-failure -j $(JOBS)
 # Each configuration is a preset of CMakePresets.json, built in build/NAME.
 PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
-.PHONY: test bench httpd soak deps-test deps-httpd deps-bench venv-test venv clean
+.PHONY: test bench results httpd soak deps-test deps-httpd deps-bench venv-test venv clean
 
 deps-test:
 	@tools/install-deps.sh test
@@ -55,12 +56,19 @@ test: deps-test $(VENV)/.test-stamp
 	cd $(BUILD)/aarch64 && $(CTEST)
 	$(PY) -m pytest -q -p no:cacheprovider tools/tests
 
-BENCH_ARGS := $(if $(QUICK),--quick) $(foreach s,$(SUITE),--suite $(s))
+BENCH_ARGS := $(if $(QUICK),--quick) $(if $(FULL),--full) $(foreach s,$(SUITE),--suite $(s)) \
+              $(if $(BENCH_MINUTES),--minutes $(BENCH_MINUTES))
 
 bench: deps-bench $(VENV)/.bench-stamp
 	$(call PRESET,bench)
 	PYTHONPATH=tools $(PY) -m baton_bench run --src . --build $(BUILD)/bench $(BENCH_ARGS) \
 		--out $(BUILD)/results.jsonl --report $(BUILD)/report
+
+# docs/results.md (every table) and the README's headline table (the
+# targets), from the last make bench run's build/results.jsonl.
+results: $(VENV)/.bench-stamp
+	PYTHONPATH=tools $(PY) -m baton_bench report --results $(BUILD)/results.jsonl \
+		--report $(BUILD)/report --docs docs/results.md --readme README.md
 
 # A soak of baton-httpd (tests/http/soak.py): two workers under mixed load
 # for MINUTES (split between the C, Lua and Scheme handlers), then checks

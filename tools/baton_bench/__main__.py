@@ -4,7 +4,7 @@
         [--minutes M] [--budget N] [--epsilon E] [--timeout S] [--median-runs K] [--seed N]
         [--out build/results.jsonl] [--report build/report]
     python -m baton_bench report --results build/results.jsonl
-        [--report build/report] [--readme README.md]
+        [--report build/report] [--readme README.md] [--docs docs/results.md]
     python -m baton_bench compare OLD.jsonl NEW.jsonl [--alpha A]
 
 Exit status: 0 when the run completed (missing or failed benchmarks are
@@ -22,7 +22,7 @@ from typing import Optional
 from .budget import DEFAULT, FULL, MODE_MINUTES, QUICK
 from .driver import MEDIAN_RUNS, PAIR_BUDGET, Config, run
 from .manifest import ManifestError
-from .report import all_tables, load_results, replace_readme_section, write_report
+from .report import headline, load_results, replace_readme_section, results_document, write_report
 from .runs import SLOWER, compare_runs, render_runs
 
 
@@ -95,15 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     report_cmd = commands.add_parser(
         "report", help="regenerate the report from a results file",
-        description="Rebuild report.md and its plots from results.jsonl, and "
-                    "optionally the results section of a README.")
+        description="Rebuild report.md, report.html and the plots from "
+                    "results.jsonl; optionally write every table to a Markdown "
+                    "document and the targets (a short headline table) into a README.")
     report_cmd.add_argument("--results", type=Path, required=True, metavar="FILE",
                             help="results.jsonl written by 'run'")
     report_cmd.add_argument("--report", type=Path, metavar="DIR",
                             help="report directory (default: beside FILE, 'report')")
     report_cmd.add_argument("--readme", type=Path, metavar="FILE",
                             help="also replace this file's text between "
-                                 "<!-- results:begin --> and <!-- results:end -->")
+                                 "<!-- results:begin --> and <!-- results:end --> "
+                                 "with the headline table (every suite's targets)")
+    report_cmd.add_argument("--docs", type=Path, metavar="FILE",
+                            help="also write every table of the run to FILE "
+                                 "(e.g. docs/results.md)")
     compare_cmd = commands.add_parser(
         "compare", help="what got faster or slower between two results files",
         description="Compare the summary samples of two runs, quantity by quantity, "
@@ -139,8 +144,11 @@ def _report(args: argparse.Namespace) -> int:
     report_dir = args.report or args.results.parent / "report"
     path = write_report(lines, report_dir, source=args.results)
     print(f"report: {path}")
+    if args.docs:
+        args.docs.write_text(results_document(lines))
+        print(f"written: {args.docs}")
     if args.readme:
-        replace_readme_section(args.readme, all_tables(lines))
+        replace_readme_section(args.readme, headline(lines))
         print(f"updated: {args.readme}")
     return 0
 

@@ -13,9 +13,9 @@ as the run goes, so that what one part does not use goes to the next:
 * a comparison stops as soon as the CSM decides (``compare.compare``), when
   its share of time is spent, or when it is *out of reach*: the power of
   what is left of it - the probability that the CSM decides within the
-  pairs it can still afford, at the win rate seen so far
-  (``csm.reach_probability``) - has fallen below ``GIVE_UP_BELOW``.  Its
-  time then goes to the comparisons after it.
+  pairs it can still afford, averaged over what the pairs so far say of
+  the win rate (``csm.reach_probability``) - has fallen below
+  ``GIVE_UP_BELOW``.  Its time then goes to the comparisons after it.
 
 Stopping on the data this way is safe: the CSM's error bound holds at any
 stopping time, so a comparison cut short is only "undecided", never wrong.
@@ -125,10 +125,9 @@ class PairBudget:
             return STOP_TIME
         if n >= JUDGE_AFTER:
             reach = self.affordable(n)
-            # The win rate's posterior mean: never exactly 0 or 1, so a
-            # unanimous start does not look certain to go on.
-            rate = (wins + 1) / (n + 2)
-            if reach <= n or reach_probability(rate, n, wins, reach,
+            # The win rate is unknown: the predictive probability averages
+            # the power over its posterior given the pairs so far.
+            if reach <= n or reach_probability(None, n, wins, reach,
                                                self.epsilon) < GIVE_UP_BELOW:
                 return STOP_TIME if reach < self.cap else STOP_OUT_OF_REACH
         return None

@@ -264,11 +264,18 @@ def csm_power(p: float, alpha: float, max_count: Optional[int], eps: float = 1e-
                       max_count=max_trials, file=file)
 
 
-def reach_probability(p: float, n: int, successes: int, max_count: int, eps: float,
-                      tests: int = 1) -> float:
+def reach_probability(p: Optional[float], n: int, successes: int, max_count: int,
+                      eps: float, tests: int = 1) -> float:
     """Probability that a ``csm_driver`` at threshold 1/2, not yet decided
     after ``successes`` out of ``n``, decides by ``max_count`` outcomes if
     the true rate is ``p``: the power of what is left of a comparison.
+
+    With ``p`` None the rate is unknown, and the answer is the predictive
+    probability under a uniform prior: averaged over the rate's posterior
+    given the outcomes so far.  That is the same walk with each step's
+    success probability ``(s + 1) / (k + 2)`` at ``s`` successes out of
+    ``k`` (Laplace's rule of succession: a Polya urn), which neither trusts
+    a short unanimous start nor gives up on it.
 
     ``csm_power`` estimates the same thing from the start by simulation; here
     the question is asked mid-run, many times, so it is computed exactly by
@@ -276,7 +283,7 @@ def reach_probability(p: float, n: int, successes: int, max_count: int, eps: flo
     time and removing the mass that crosses a stopping boundary (the same
     ``csm`` test the driver applies, with the same share of ``eps``).
     O((max_count - n) ** 2) cached ``csm`` calls."""
-    if not 0.0 <= p <= 1.0:
+    if p is not None and not 0.0 <= p <= 1.0:
         raise ValueError(f"reach_probability: need 0 <= p <= 1, got {p}")
     log_eps, _ = split_epsilon(eps, tests)
     mass = {successes: 1.0}
@@ -284,8 +291,9 @@ def reach_probability(p: float, n: int, successes: int, max_count: int, eps: flo
     for count in range(n + 1, max_count + 1):
         step: dict[int, float] = {}
         for s, weight in mass.items():
-            step[s + 1] = step.get(s + 1, 0.0) + weight * p
-            step[s] = step.get(s, 0.0) + weight * (1.0 - p)
+            rate = (s + 1) / (count + 1) if p is None else p  # count - 1 outcomes so far
+            step[s + 1] = step.get(s + 1, 0.0) + weight * rate
+            step[s] = step.get(s, 0.0) + weight * (1.0 - rate)
         mass = {}
         for s, weight in step.items():
             if _csm_cached(count, 0.5, s, log_eps)[0]:

@@ -119,6 +119,9 @@ def run(config: Config, out: Optional[TextIO] = None) -> list[dict[str, Any]]:
         raise ManifestError(f"no suite.json under {Path(config.src) / 'bench'}")
     _warn_if_budget_too_small(config, out)
     suites = _load_all(manifests)
+    # Light suites first: what they leave of their share goes to the heavy
+    # ones after them (a manifest that does not load goes first, and fails).
+    manifests.sort(key=lambda path: suites[path].weight if path in suites else 0.0)
     assert config.timings is not None  # set by Config.__post_init__
     timings = Timings(config.timings)
     print(describe_plan(config, suites, timings), file=out, flush=True)
@@ -129,6 +132,9 @@ def run(config: Config, out: Optional[TextIO] = None) -> list[dict[str, Any]]:
     try:
         for path in manifests:
             _run_manifest(path, config, sink, out, progress, planner, timings)
+        sink.emit({"kind": "run", "mode": config.mode, "minutes": config.minutes,
+                   "epsilon": config.epsilon, "budget": config.budget,
+                   "median_runs": config.median_runs, "elapsed_s": round(planner.elapsed(), 1)})
     finally:
         progress.close()
         sink.close()
@@ -187,7 +193,7 @@ def estimate(config: Config, suites: list[Suite], timings: Timings) -> tuple[flo
     for suite in suites:
         cap = suite.budget_for(config.mode, config.budget)
         for params in suite.param_sets(config.mode):
-            pairs = suite.pairs_for(params)
+            pairs = suite.pairs_for(params, config.mode)
             paired = {name for pair in pairs for name in pair}
             for name in suite.impls:
                 fixed = cost(suite, name, params, 1 if name in paired else config.median_runs)
@@ -223,7 +229,7 @@ def count_work(manifests: list[Path], mode: str) -> int:
     parameter set) and every ``once`` command of the suites that load."""
     total = 0
     for suite in _load_all(manifests).values():
-        total += sum(len(suite.pairs_for(p)) for p in suite.param_sets(mode))
+        total += sum(len(suite.pairs_for(p, mode)) for p in suite.param_sets(mode))
         total += len(suite.once_for(mode))
     return total
 
@@ -285,7 +291,7 @@ class SuiteRunner:
             state.probe()
             for name in state.unpaired():
                 state.top_up(name, config.median_runs)
-        work = [(state, a, b) for state in states for a, b in suite.pairs_for(state.params)]
+        work = [(state, a, b) for state in states for a, b in suite.pairs_for(state.params, config.mode)]
         comparisons: dict[int, list[Comparison]] = {id(state): [] for state in states}
         for index, (state, a, b) in enumerate(work):
             if index == 0 or work[index - 1][0] is not state:
@@ -427,7 +433,8 @@ class ParamRun:
 
     def unpaired(self) -> list[str]:
         """The impls that are in no pair at these parameters."""
-        paired = {n for pair in self.runner.suite.pairs_for(self.params) for n in pair}
+        paired = {n for pair in self.runner.suite.pairs_for(
+            self.params, self.runner.config.mode) for n in pair}
         return [name for name in self.runner.suite.impls if name not in paired]
 
     def unrunnable(self, a: str, b: str) -> Optional[Comparison]:

@@ -79,7 +79,7 @@ class Suite:
     path: Optional[Path] = None
     #: Optional: pairs are compared only on the parameter sets that contain
     #: one of these subsets (the others get medians only).
-    pair_params: Optional[list[dict[str, Any]]] = None
+    pair_params: Optional[list[dict[str, Any]] | dict[str, list[dict[str, Any]]]] = None
     #: Optional: at most this many pairs per comparison, per mode
     #: ({"quick": n, "default": m, "full": k}).
     budget: Optional[dict[str, Any]] = None
@@ -88,11 +88,16 @@ class Suite:
     #: Optional: the suite's share of a run's time, relative to the others'.
     weight: float = 1.0
 
-    def pairs_for(self, params: Mapping[str, Any]) -> list[list[str]]:
-        """The pairs to compare on this parameter set."""
-        if not self.pair_params:
+    def pairs_for(self, params: Mapping[str, Any], mode: str = "default") -> list[list[str]]:
+        """The pairs to compare on this parameter set.  ``pair_params`` is a
+        list of subsets, or such lists per mode ({"quick": [...]}, looked up
+        as parameter sets are; a mode without one compares everywhere)."""
+        subsets = self.pair_params
+        if isinstance(subsets, dict):
+            subsets = _for_mode(subsets, mode)
+        if not subsets:
             return self.pairs
-        for subset in self.pair_params:
+        for subset in subsets:
             if all(params.get(k) == v for k, v in subset.items()):
                 return self.pairs
         return []

@@ -1,12 +1,18 @@
-"""The benchmark report: ``report.md`` (+ PNG/SVG plots) from result lines.
+"""The benchmark report: ``report.md`` (+ PNG/SVG plots) and a single
+self-contained ``report.html`` (plots inlined), from result lines.
 
 It is built from the JSON lines alone, so ``python -m baton_bench report``
-can regenerate it from any ``results.jsonl``.  The same tables can replace
+can regenerate it from any ``results.jsonl``.  The same tables, without the
+plots, make ``docs/results.md`` (``results_document``); the targets of every
+suite make the README's short headline table (``headline``), which replaces
 the part of a README between ``<!-- results:begin -->`` and
 ``<!-- results:end -->``.
 """
 
+import base64
+import html
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -105,8 +111,94 @@ def write_report(lines: Iterable[dict[str, Any]], report_dir: str | Path,
         if pyplot is not None:
             parts.append(_suite_images(pyplot, suite, report_dir))
     path = report_dir / "report.md"
-    path.write_text("\n\n".join(p for p in parts if p) + "\n")
+    text = "\n\n".join(p for p in parts if p) + "\n"
+    path.write_text(text)
+    (report_dir / "report.html").write_text(to_html(text, report_dir))
     return path
+
+
+def to_html(markdown_text: str, image_dir: Path) -> str:
+    """One HTML page for ``markdown_text``: tables rendered, and every PNG
+    it links to (from ``image_dir``) inlined as a data URI, so that the
+    file can be mailed or attached on its own.  Without the ``markdown``
+    package the text is kept as preformatted text."""
+    try:
+        import markdown
+    except ImportError:
+        body = f"<pre>{html.escape(markdown_text)}</pre>"
+    else:
+        body = markdown.markdown(markdown_text, extensions=["tables"])
+    body = _IMG_SRC.sub(lambda m: _inline_png(m, image_dir), body)
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+            f"<title>baton benchmark report</title><style>{_CSS}</style></head>"
+            f"<body>\n{body}\n</body></html>\n")
+
+
+_IMG_SRC = re.compile(r'src="([^"/]+\.png)"')
+_CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
+        "td,th{border:1px solid #bbb;padding:2px 6px;text-align:left}"
+        "th{background:#eee}img{max-width:100%}code{background:#f4f4f4}")
+
+
+def _inline_png(match: re.Match[str], image_dir: Path) -> str:
+    """``src="x.png"`` as a data URI (left as is if the file is absent)."""
+    try:
+        data = (image_dir / match.group(1)).read_bytes()
+    except OSError:
+        return match.group(0)
+    return f'src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}"'
+
+
+def headline(lines: Iterable[dict[str, Any]]) -> str:
+    """The README's short table: every suite's magnitude targets with the
+    measured speed and the verdict, and where the full tables are."""
+    lines = list(lines)
+    rows: list[list[object]] = []
+    headers: list[str] = []
+    for suite in group_by_suite(lines).values():
+        if not suite.targets:
+            continue
+        headers, suite_rows = target_table(suite)
+        rows += [[suite.name, *row] for row in suite_rows]
+    run = next((line for line in lines if line.get("kind") == "run"), {})
+    where = (f"From a `make bench{_MODE_FLAG.get(run.get('mode', ''), '')}` run "
+             f"({_run_facts(lines)}); every table is in [docs/results.md](docs/results.md).")
+    if not rows:
+        return where + "\n\n_No targets measured._"
+    return where + "\n\n" + render_markdown(["suite", *headers], rows)
+
+
+_MODE_FLAG = {"quick": " QUICK=1", "full": " FULL=1", "default": ""}
+
+
+def _run_facts(lines: Iterable[dict[str, Any]]) -> str:
+    """"date, CPU, N cores, commit, M min" from the machine and run lines."""
+    lines = list(lines)
+    machine = next((line for line in lines if line.get("kind") == "machine"), {})
+    run = next((line for line in lines if line.get("kind") == "run"), {})
+    facts = [str(machine["date"])[:10]] if machine.get("date") else []
+    if machine.get("cpu_model"):
+        facts.append(str(machine["cpu_model"]))
+    if machine.get("cores"):
+        facts.append(f"{machine['cores']} cores")
+    if machine.get("commit"):
+        facts.append(f"commit {str(machine['commit'])[:10]}")
+    if run.get("elapsed_s") is not None:
+        facts.append(f"{float(run['elapsed_s']) / 60:.1f} min")
+    return ", ".join(facts) or "no machine line"
+
+
+def results_document(lines: Iterable[dict[str, Any]]) -> str:
+    """``docs/results.md``: every suite's tables from one run, with the run's
+    facts on top (no plots: those live in the report, not in the repository)."""
+    lines = list(lines)
+    run = next((line for line in lines if line.get("kind") == "run"), {})
+    mode = run.get("mode", "?")
+    return (f"# Benchmark results\n\nGenerated by `python -m baton_bench report` from one "
+            f"`make bench{_MODE_FLAG.get(mode, '')}` run ({_run_facts(lines)}); mode "
+            f"`{mode}`. Regenerate with `make bench` and then `make results`. {_HOW_TO_READ}"
+            f"\n\n{all_tables(lines)}\n")
 
 
 def _suite_images(pyplot: ModuleType, suite: SuiteData, report_dir: Path) -> str:

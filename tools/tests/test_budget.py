@@ -39,6 +39,20 @@ def test_reach_probability_agrees_with_simulating_the_driver(p):
     assert abs(stopped / trials - exact) <= 4 * max(exact * (1 - exact), 1e-4) ** 0.5 / trials ** 0.5 + 1e-3
 
 
+def test_predictive_reach_averages_the_power_over_the_posterior():
+    rng = random.Random(5)
+    n, wins, cap, trials = 6, 5, 30, 4000
+    stopped = 0
+    for _ in range(trials):
+        p = rng.betavariate(wins + 1, n - wins + 1)
+        prefix = [True] * wins + [False] * (n - wins)
+        stream = iter(prefix + [rng.random() < p for _ in range(cap - n)])
+        stopped += csm_driver(stream, 0.5, 1e-3, max_count=cap, interval=False).stopped
+    exact = reach_probability(None, n, wins, cap, 1e-3)
+    assert 0.05 < exact < 0.95
+    assert abs(stopped / trials - exact) < 4 * (exact * (1 - exact) / trials) ** 0.5
+
+
 def test_reach_probability_shape():
     fewest = min_decisive_count(1e-3)
     assert reach_probability(1.0, 0, 0, fewest, 1e-3) == pytest.approx(1.0)
@@ -135,6 +149,12 @@ def test_modes_choose_parameter_sets_once_commands_and_budgets():
     assert old.param_sets("default") == [{"n": 9}]
     with pytest.raises(ValueError):
         s.param_sets("fast")
+    # Pairs compared on some sets only, in one mode.
+    per_mode = _suite(pair_params={"quick": [{"n": 1}]})
+    per_mode.pairs = [["a", "b"]]
+    assert per_mode.pairs_for({"n": 2}, "quick") == []
+    assert per_mode.pairs_for({"n": 1}, "quick") == [["a", "b"]]
+    assert per_mode.pairs_for({"n": 2}, "default") == [["a", "b"]]
 
 
 def test_manifest_weight_and_fixed_impl_params_are_checked(tmp_path):

@@ -152,12 +152,19 @@ def test_cli_report_regenerates_and_fills_the_readme(tree, capsys, tmp_path):
     _run(src, build, capsys, budget=2)
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- results:begin -->\nold\n<!-- results:end -->\nrest\n")
+    docs = tmp_path / "results.md"
     code = cli.main(["report", "--results", str(build / "results.jsonl"),
-                     "--report", str(tmp_path / "again"), "--readme", str(readme)])
+                     "--report", str(tmp_path / "again"), "--readme", str(readme),
+                     "--docs", str(docs)])
     assert code == 0 and (tmp_path / "again" / "report.md").exists()
+    assert (tmp_path / "again" / "report.html").exists()
     text = readme.read_text()
-    assert "old" not in text and "| fast |" in text
+    # The README gets the short headline (no targets in this suite) and a
+    # link to the document with every table.
+    assert "old" not in text and "docs/results.md" in text and "make bench QUICK=1" in text
     assert text.startswith("intro\n<!-- results:begin -->") and text.endswith("<!-- results:end -->\nrest\n")
+    full = docs.read_text()
+    assert full.startswith("# Benchmark results") and "| fast |" in full and "mode `quick`" in full
 
 
 def test_manifest_checks_and_placeholders(tmp_path):

@@ -85,3 +85,45 @@ def test_other_metrics_table_medians_raw_lines():
               "status": "failed"}]
     headers, rows = other_metrics_table(group_by_suite(lines)["h"])
     assert rows == [["a", "p99_ms", "3.5", "ms", 4, '{"k": 1}']]
+
+
+def test_html_report_is_one_self_contained_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("markdown")
+    report.write_report(_lines(), tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<table>" in page
+    # Every plot is inlined: the page names no file beside it.
+    assert 'src="data:image/png;base64,' in page
+    assert ".png\"" not in page and 'src="ring' not in page
+
+
+def test_html_report_without_markdown_keeps_the_text(tmp_path, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_markdown(name, *args, **kwargs):
+        if name == "markdown":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_markdown)
+    page = report.to_html("# T\n\n| a | <b> |\n", tmp_path)
+    assert "<pre># T" in page and "&lt;b&gt;" in page
+
+
+def test_headline_lists_every_target_and_the_run(tmp_path):
+    lines = _lines() + [
+        {"kind": "machine", "date": "2026-11-25T18:00:00+00:00", "cpu_model": "EPYC",
+         "cores": 2, "commit": "0123456789abcdef"},
+        {"suite": "ring", "kind": "target", "params": {"n": 2, "nr": 16}, "a": "baton",
+         "b": "go", "at_least": 5.0, "speed": 3.0, "speed_lo": 2.5, "speed_hi": 3.5,
+         "verdict": "missed"},
+        {"kind": "run", "mode": "default", "elapsed_s": 1000.0}]
+    text = report.headline(lines)
+    assert "`make bench` run (2026-11-25, EPYC, 2 cores, commit 0123456789, 16.7 min)" in text
+    assert "| ring |" in text and "baton >= 5.0x go" in text and "missed" in text
+    assert "docs/results.md" in text
+    assert "_No targets measured._" in report.headline([SUITE])
+    doc = report.results_document(lines)
+    assert doc.startswith("# Benchmark results") and "\n### ring\n" in doc
