@@ -9,7 +9,9 @@ as the run goes, so that what one part does not use goes to the next:
 * inside a suite, the fixed work comes first - the ``once`` commands, one
   probe run of every impl at every parameter set, and the runs that impls
   outside any pair need for their median - and what is left is split
-  evenly between the suite's comparisons, again recomputed before each one;
+  evenly between the suite's comparisons, again recomputed before each one,
+  except that a comparison may take what its fewest decisive pairs cost
+  when the even share is less (those named by a target go first);
 * a comparison stops as soon as the CSM decides (``compare.compare``), when
   its share of time is spent, or when it is *out of reach*: the power of
   what is left of it - the probability that the CSM decides within the
@@ -85,13 +87,17 @@ class Planner:
         total = weight + sum(self.weights.values())
         return self.clock() + left * weight / total if total > 0 else self.deadline
 
-    def comparison_deadline(self, suite_deadline: Optional[float],
-                            comparisons_left: int) -> Optional[float]:
-        """This comparison's even share of what the suite has left."""
+    def comparison_deadline(self, suite_deadline: Optional[float], comparisons_left: int,
+                            need: float = 0.0) -> Optional[float]:
+        """This comparison's share of what the suite has left: an even
+        share, or ``need`` seconds (what its fewest decisive pairs cost) if
+        that is more and the suite has it.  An even share too small for any
+        verdict would only make every comparison stop undecided and hand its
+        time to the last one; this way the first ones can decide."""
         if suite_deadline is None:
             return None
         left = max(0.0, suite_deadline - self.clock())
-        return self.clock() + left / max(1, comparisons_left)
+        return self.clock() + max(left / max(1, comparisons_left), min(need, left))
 
 
 @dataclass

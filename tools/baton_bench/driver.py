@@ -291,7 +291,11 @@ class SuiteRunner:
             state.probe()
             for name in state.unpaired():
                 state.top_up(name, config.median_runs)
-        work = [(state, a, b) for state in states for a, b in suite.pairs_for(state.params, config.mode)]
+        work = [(state, a, b) for state in states
+                for a, b in suite.pairs_for(state.params, config.mode)]
+        # The comparisons a target is decided from first: when time is short,
+        # the suite's claims get it.
+        work.sort(key=lambda item: not self._targeted(item[0].params, item[1], item[2]))
         comparisons: dict[int, list[Comparison]] = {id(state): [] for state in states}
         for index, (state, a, b) in enumerate(work):
             if index == 0 or work[index - 1][0] is not state:
@@ -307,7 +311,10 @@ class SuiteRunner:
         """One pair at one parameter set, within its share of the time."""
         assert self.config.budget is not None
         cap = self.suite.budget_for(self.config.mode, self.config.budget)
-        pair_budget = PairBudget(cap, self.planner.comparison_deadline(self.deadline, left),
+        pair_cost = sum(self.timings.get(self.suite.name, name, state.params) or 0.0
+                        for name in (a, b))
+        need = min_decisive_count(self.config.epsilon) * pair_cost
+        pair_budget = PairBudget(cap, self.planner.comparison_deadline(self.deadline, left, need),
                                  self.config.epsilon, self.planner.clock)
         result = state.unrunnable(a, b) or compare(
             # cast: mypy cannot infer a lambda with a default argument
@@ -319,6 +326,11 @@ class SuiteRunner:
         self.say(f"   {a} vs {b}: {_describe(result)}")
         self.progress.step(f"{self.suite.name}: {a} vs {b}")
         return result
+
+    def _targeted(self, params: dict[str, Any], a: str, b: str) -> bool:
+        """Whether a target of the suite is decided from this comparison."""
+        return any(applies(t, params) and {t.get("a"), t.get("b")} == {a, b}
+                   for t in self.suite.targets)
 
     def _emit(self, state: "ParamRun", comparisons: list[Comparison]) -> None:
         """Summary, verdict and target lines of one parameter set."""

@@ -108,6 +108,12 @@ def test_planner_shares_time_by_weight_and_passes_leftovers_on():
     clock.now += 20.0                                                        # a used 20 s
     assert planner.suite_deadline("b") == pytest.approx(clock.now + 580.0 * 3 / 4)
     assert planner.comparison_deadline(clock.now + 100.0, 4) == pytest.approx(clock.now + 25.0)
+    # A comparison whose fewest decisive pairs cost more than an even share
+    # may take that much, as far as the suite has it.
+    assert planner.comparison_deadline(clock.now + 100.0, 4, need=60.0) == \
+        pytest.approx(clock.now + 60.0)
+    assert planner.comparison_deadline(clock.now + 100.0, 4, need=500.0) == \
+        pytest.approx(clock.now + 100.0)
     clock.now += 1000.0
     assert planner.suite_deadline("c") == pytest.approx(clock.now)           # nothing left
     unlimited = bb.Planner(None, {"a": 1.0}, clock=clock)
@@ -214,6 +220,7 @@ def timed_tree(tmp_path):
                               "--value", "2", "--sleep", "0", "--rounds", "{rounds}"]},
         },
         "pairs": [["ours", "twin"], ["ours", "slowpoke"]],
+        "targets": [{"a": "ours", "b": "slowpoke", "at_least": 2.0}],
     }))
     return src, build
 
@@ -230,6 +237,8 @@ def test_a_tie_is_given_up_early_and_the_run_keeps_its_time_budget(timed_tree, c
     took = time.monotonic() - started
     out = capsys.readouterr().out
     assert "time budget 0.2 min" in out
+    # The pair a target is decided from runs first.
+    assert out.index("ours vs slowpoke:") < out.index("ours vs twin:")
     # 12 s of budget; the slack covers the probes, top-ups and the report.
     assert took < 12.0 + 6.0
     verdicts = {line["b"]: line for line in lines if line.get("kind") == "verdict"}
