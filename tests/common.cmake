@@ -20,3 +20,12 @@ if(Python3_FOUND AND CMAKE_READELF AND NOT BATON_SWITCH_UCONTEXT)
     COMMAND_EXPAND_LISTS)
   set_tests_properties(cet_notes PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+
+# Every allocation of the library goes through src/common/alloc.h, where
+# the allocation-failure mode can reach it.
+if(Python3_FOUND)
+  add_test(NAME alloc_sites
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_alloc.py
+            ${PROJECT_SOURCE_DIR}/src)
+  set_tests_properties(alloc_sites PROPERTIES LABELS unit TIMEOUT 60)
+endif()

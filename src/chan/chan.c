@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/alloc.h"
 #include "chan_internal.h"
 
 int baton_chan_create(baton_chan_t **out, size_t capacity)
@@ -19,13 +20,13 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 
 	if (out == NULL || capacity > BATON_CHAN_MAX_CAPACITY)
 		return BATON_EINVAL;
-	if (posix_memalign((void **)&ch, BATON_CACHELINE, sizeof(*ch)) != 0)
+	if ((ch = baton__aligned(BATON_CACHELINE, sizeof(*ch))) == NULL)
 		return BATON_ENOMEM;
 	memset(ch, 0, sizeof(*ch));
 	if (capacity) {
-		ch->buf = malloc(capacity * sizeof(*ch->buf));
+		ch->buf = baton__malloc(capacity * sizeof(*ch->buf));
 		if (ch->buf == NULL) {
-			free(ch);
+			baton__free(ch);
 			return BATON_ENOMEM;
 		}
 	}
@@ -219,7 +220,7 @@ int baton_chan_destroy(baton_chan_t *ch)
 	baton_spin_unlock(&ch->lock);
 	if (busy)
 		return BATON_EBUSY;
-	free(ch->buf);
-	free(ch);
+	baton__free(ch->buf);
+	baton__free(ch);
 	return BATON_OK;
 }

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../common/alloc.h"
 #include "coro_internal.h"
 
 #define ARENA_BYTES (32u * 1024u * 1024u)
@@ -146,19 +147,19 @@ static struct baton_arena *arena_new(struct baton_arena_class *c)
 
 	if (nslots == 0)
 		nslots = 1;
-	a = calloc(1, sizeof(*a));
+	a = baton__calloc(1, sizeof(*a));
 	if (a == NULL)
 		return NULL;
-	a->free_idx = malloc(nslots * sizeof(*a->free_idx));
-	a->dirty = calloc(nslots, 1);
-	a->base = mmap(NULL, nslots * c->slot_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	a->free_idx = baton__malloc(nslots * sizeof(*a->free_idx));
+	a->dirty = baton__calloc(nslots, 1);
+	a->base = baton__mmap(nslots * c->slot_size, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_NORESERVE | MAP_STACK);
 	if (a->free_idx == NULL || a->dirty == NULL || a->base == MAP_FAILED) {
 		if (a->base != MAP_FAILED && a->base != NULL)
-			munmap(a->base, nslots * c->slot_size);
-		free(a->free_idx);
-		free(a->dirty);
-		free(a);
+			baton__munmap(a->base, nslots * c->slot_size);
+		baton__free(a->free_idx);
+		baton__free(a->dirty);
+		baton__free(a);
 		return NULL;
 	}
 	a->cls = c;
@@ -177,10 +178,10 @@ static void arena_free(struct baton_arena *a)
 		guarded_live -= a->carved;
 	/* AddressSanitizer keeps the shadow of unmapped memory. */
 	baton_sanitizer_unpoison(a->base, bytes);
-	munmap(a->base, bytes);
-	free(a->free_idx);
-	free(a->dirty);
-	free(a);
+	baton__munmap(a->base, bytes);
+	baton__free(a->free_idx);
+	baton__free(a->dirty);
+	baton__free(a);
 }
 
 /* Release a free slot's pages (not the mapping): it costs no RSS now. */

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "coro_internal.h"
 
 /* Usable size of the shared stack. Pages are committed only when touched, so
@@ -96,7 +97,7 @@ static int reserve(struct baton_coro *co, size_t len)
 
 	if (len <= co->save_cap)
 		return BATON_OK;
-	p = realloc(co->save, len);
+	p = baton__realloc(co->save, len);
 	if (p == NULL)
 		return BATON_ENOMEM;
 	co->save = p;
@@ -250,7 +251,7 @@ void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co)
 void baton__copystack_release(struct baton_thread *t, struct baton_coro *co)
 {
 	baton__copystack_forget(t, co);
-	free(co->save);
+	baton__free(co->save);
 	co->save = NULL;
 	co->save_len = co->save_cap = 0;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/alloc.h"
 #include "coro_internal.h"
 #include "handoff.h"
 
@@ -267,7 +268,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 
 static int create_copystack(baton_coro_t **out)
 {
-	struct baton_coro *co = calloc(1, sizeof(*co));
+	struct baton_coro *co = baton__calloc(1, sizeof(*co));
 
 	if (co == NULL)
 		return BATON_ENOMEM;
@@ -329,7 +330,7 @@ int baton_coro_destroy(baton_coro_t *co)
 	baton_sanitizer_fiber_fini(&co->san);
 	if (co->model == BATON_CORO_COPYSTACK) {
 		baton__copystack_release(t, co);
-		free(co);
+		baton__free(co);
 		return BATON_OK;
 	}
 	baton_sanitizer_stack_deregister(co->vg_stack);

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "coro_internal.h"
 
 /* Stacks a thread keeps for reuse; past this, freed stacks go back to
@@ -52,12 +53,11 @@ int baton__stack_map(size_t usable, size_t top_reserve, void **map,
 
 	/* MAP_NORESERVE: stacks are mostly untouched address space; do not
 	 * count all of it against overcommit. MAP_STACK documents intent. */
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	p = baton__mmap(size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE | MAP_STACK);
 	if (p == MAP_FAILED)
 		return BATON_ENOMEM;
 	if (mprotect(p, page, PROT_NONE) != 0) {
-		munmap(p, size); /* usually vm.max_map_count reached */
+		baton__munmap(p, size); /* usually vm.max_map_count reached */
 		return BATON_ENOMEM;
 	}
 	*map = p;
@@ -72,7 +72,7 @@ void baton__stack_unmap(void *map, size_t map_size)
 	 * these addresses (a thread's stack and TLS, another stack). */
 	baton_sanitizer_unpoison((char *)map + baton__stack_page(),
 				 map_size - baton__stack_page());
-	munmap(map, map_size);
+	baton__munmap(map, map_size);
 }
 
 static struct baton_pooled_stack *record_of(const struct baton_stack *st)

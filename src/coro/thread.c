@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "coro_internal.h"
 
 __thread struct baton_thread baton__tls __attribute__((tls_model("initial-exec")));
@@ -36,7 +37,7 @@ static void thread_exit(void *arg)
 	baton__copystack_thread_exit(t);
 	if (t->altstack) {
 		sigaltstack(&none, NULL);
-		munmap(t->altstack, t->altstack_size);
+		baton__munmap(t->altstack, t->altstack_size);
 		t->altstack = NULL;
 	}
 	baton_sanitizer_fiber_fini(&t->root.san);
@@ -76,14 +77,13 @@ static void install_altstack(struct baton_thread *t)
 		return; /* the program has its own; keep it */
 	if (min > 0 && (size_t)min > size)
 		size = (size_t)min;
-	ss.ss_sp = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ss.ss_sp = baton__mmap(size, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 	if (ss.ss_sp == MAP_FAILED)
 		return; /* overflows then die without a report, nothing worse */
 	ss.ss_size = size;
 	ss.ss_flags = 0;
 	if (sigaltstack(&ss, NULL) != 0) {
-		munmap(ss.ss_sp, size);
+		baton__munmap(ss.ss_sp, size);
 		return;
 	}
 	t->altstack = ss.ss_sp;

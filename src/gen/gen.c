@@ -6,6 +6,8 @@
 
 #include <baton/gen.h>
 
+#include "../common/alloc.h"
+
 struct baton_gen {
 	baton_coro_t *co;
 	baton_gen_fn fn;
@@ -29,14 +31,14 @@ int baton_gen_create(baton_gen_t **out, const struct baton_coro_attr *attr,
 
 	if (out == NULL || fn == NULL)
 		return BATON_EINVAL;
-	g = malloc(sizeof(*g));
+	g = baton__malloc(sizeof(*g));
 	if (g == NULL)
 		return BATON_ENOMEM;
 	g->fn = fn;
 	g->arg = arg;
 	rc = baton_coro_create(&g->co, attr, gen_main, g);
 	if (rc != BATON_OK) {
-		free(g);
+		baton__free(g);
 		return rc;
 	}
 	*out = g;
@@ -98,6 +100,6 @@ int baton_gen_destroy(baton_gen_t *g)
 	rc = baton_coro_destroy(g->co);
 	if (rc != BATON_OK)
 		return rc;
-	free(g);
+	baton__free(g);
 	return BATON_OK;
 }

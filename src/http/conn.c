@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "../common/alloc.h"
 #include "../common/prelude.h"
 #include "server_internal.h"
 
@@ -37,7 +38,7 @@ static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
 	if (cap > limit)
 		cap = limit;
 	p = c->in == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c->srv)
-						  : realloc(c->in, cap);
+						  : baton__realloc(c->in, cap);
 	if (p == NULL)
 		return false;
 	if (p != c->in) /* the parser's progress points into the old buffer */
@@ -57,7 +58,7 @@ static bool out_reserve(struct http_conn *c, size_t more)
 	while (cap < c->out_len + more)
 		cap *= 2;
 	p = c->out == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c->srv)
-						   : realloc(c->out, cap);
+						   : baton__realloc(c->out, cap);
 	if (p == NULL)
 		return false;
 	c->out = p;

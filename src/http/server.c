@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "server_internal.h"
 
 /* --- buffers ------------------------------------------------------------------ */
@@ -28,7 +29,7 @@ void *baton__http_buf_get(struct baton_http_server *srv)
 {
 	struct http_bufs *b = my_bufs(srv);
 
-	return b && b->n ? b->item[--b->n] : malloc(HTTP_BUF_SIZE);
+	return b && b->n ? b->item[--b->n] : baton__malloc(HTTP_BUF_SIZE);
 }
 
 /* Give back a buffer of cap bytes (NULL: nothing). */
@@ -39,7 +40,7 @@ void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap)
 	if (p != NULL && cap == HTTP_BUF_SIZE && b && b->n < HTTP_BUF_CACHE)
 		b->item[b->n++] = p;
 	else
-		free(p);
+		baton__free(p);
 }
 
 /* --- the connection list -------------------------------------------------- */
@@ -96,7 +97,7 @@ static void conn_task(void *arg)
 	baton_sem_destroy(c->done);
 	baton__http_buf_put(srv, c->in, c->in_cap);
 	baton__http_buf_put(srv, c->out, c->out_cap);
-	free(c);
+	baton__free(c);
 	baton_pool_release(srv->conns, 1);
 }
 
@@ -142,11 +143,11 @@ static void acceptor(void *arg)
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c = calloc(1, sizeof(*c));
+		c = baton__calloc(1, sizeof(*c));
 		if (c)
 			c->srv = srv, c->fd = fd;
 		if (c == NULL || baton_io_open(&c->io, fd, true) != BATON_OK) {
-			free(c);
+			baton__free(c);
 			close(fd);
 			baton_pool_release(srv->conns, 1);
 			baton_stage_leave(&pass, NULL);
@@ -164,7 +165,7 @@ static void acceptor(void *arg)
 		if (baton_sched_spawn(srv->sched, &ta, conn_task, c) != BATON_OK) {
 			conn_unlink(srv, c);
 			baton_io_close(c->io);
-			free(c);
+			baton__free(c);
 			baton_pool_release(srv->conns, 1);
 			baton_stage_leave(&pass, NULL);
 			continue;
@@ -211,14 +212,14 @@ static void server_free(struct baton_http_server *srv)
 		baton_stage_destroy(srv->stage[i]);
 	for (unsigned i = 0; srv->bufs && i < srv->nbufs; i++)
 		while (srv->bufs[i].n)
-			free(srv->bufs[i].item[--srv->bufs[i].n]);
-	free(srv->bufs);
+			baton__free(srv->bufs[i].item[--srv->bufs[i].n]);
+	baton__free(srv->bufs);
 	baton_pool_destroy(srv->conns);
 	baton_pool_destroy(srv->inflight);
 	pthread_mutex_destroy(&srv->lock);
-	free(srv->host);
-	free(srv->static_dir);
-	free(srv);
+	baton__free(srv->host);
+	baton__free(srv->static_dir);
+	baton__free(srv);
 }
 
 static unsigned clamp_conc(long n)
@@ -288,7 +289,7 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	if (out == NULL || s == NULL || attr == NULL || !attr_valid(attr) ||
 	    attr->compute_workers >= (unsigned)baton_sched_workers(s))
 		return BATON_EINVAL;
-	srv = calloc(1, sizeof(*srv));
+	srv = baton__calloc(1, sizeof(*srv));
 	if (srv == NULL)
 		return BATON_ENOMEM;
 	srv->sched = s;
@@ -296,7 +297,7 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	srv->lfd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
 	srv->nbufs = (unsigned)baton_sched_workers(s);
-	if (posix_memalign((void **)&srv->bufs, 64, srv->nbufs * sizeof(*srv->bufs)) != 0) {
+	if ((srv->bufs = baton__aligned(64, srv->nbufs * sizeof(*srv->bufs))) == NULL) {
 		srv->bufs = NULL;
 		rc = BATON_ENOMEM;
 		goto fail;
@@ -305,8 +306,8 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	srv->lim = (struct baton_http_limits){ attr->max_target, attr->max_header_bytes,
 					       attr->max_fields, attr->max_body };
 	rc = BATON_ENOMEM;
-	if ((attr->host && (srv->host = strdup(attr->host)) == NULL) ||
-	    (attr->static_dir && (srv->static_dir = strdup(attr->static_dir)) == NULL))
+	if ((attr->host && (srv->host = baton__strdup(attr->host)) == NULL) ||
+	    (attr->static_dir && (srv->static_dir = baton__strdup(attr->static_dir)) == NULL))
 		goto fail;
 	if ((rc = baton_pool_create(&srv->conns, "connections", attr->max_connections)) ||
 	    (rc = baton_pool_create(&srv->inflight, "in-flight", attr->max_inflight)))

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "server_internal.h"
 
 #define STATIC_MAX ((size_t)64 << 20)
@@ -52,7 +53,7 @@ static bool plain_path(const char *p, size_t n)
 
 static void release_file(const void *body)
 {
-	free((void *)body);
+	baton__free((void *)body);
 }
 
 int baton__http_static(struct baton_http_server *srv, const struct baton_http_request *req,
@@ -81,7 +82,7 @@ int baton__http_static(struct baton_http_server *srv, const struct baton_http_re
 		close(fd);
 		return 0;
 	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	buf = baton__malloc(st.st_size ? (size_t)st.st_size : 1);
 	if (buf == NULL) {
 		close(fd);
 		return -500;
@@ -92,7 +93,7 @@ int baton__http_static(struct baton_http_server *srv, const struct baton_http_re
 		if (r <= 0) {
 			if (r < 0 && errno == EINTR)
 				continue;
-			free(buf);
+			baton__free(buf);
 			close(fd);
 			return -500;
 		}

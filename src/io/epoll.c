@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "poller.h"
 
 #define EPOLL_BATCH 256
@@ -22,7 +23,7 @@ struct epoll_poller {
 
 static int ep_create(struct baton_worker *w)
 {
-	struct epoll_poller *p = malloc(sizeof(*p));
+	struct epoll_poller *p = baton__malloc(sizeof(*p));
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
 	if (p == NULL)
@@ -37,7 +38,7 @@ static int ep_create(struct baton_worker *w)
 			close(p->epfd);
 		if (p->evfd >= 0)
 			close(p->evfd);
-		free(p);
+		baton__free(p);
 		errno = e;
 		return BATON_ESYS;
 	}
@@ -114,7 +115,7 @@ static void ep_destroy(struct baton_worker *w)
 
 	close(p->epfd);
 	close(p->evfd);
-	free(p);
+	baton__free(p);
 	baton_reactor_of(w)->poller = NULL;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "poller.h"
 
 /* --- the worker side ------------------------------------------------------- */
@@ -47,7 +48,7 @@ static int worker_poller(struct baton_worker *w)
 
 	if (w->hook_data)
 		return BATON_OK;
-	r = calloc(1, sizeof(*r));
+	r = baton__calloc(1, sizeof(*r));
 	if (r == NULL)
 		return BATON_ENOMEM;
 	w->hook_data = r; /* the backend's create stores r->poller */
@@ -59,7 +60,7 @@ static int worker_poller(struct baton_worker *w)
 	}
 	if (rc != BATON_OK) {
 		w->hook_data = NULL;
-		free(r);
+		baton__free(r);
 		return rc;
 	}
 	r->pops = ops;
@@ -81,7 +82,7 @@ static void release_io(struct baton_worker *w, struct baton_io *io)
 	if (io->live_next)
 		io->live_next->live_prev = io->live_prev;
 	if (r->pops->release == NULL || r->pops->release(w, io))
-		free(io);
+		baton__free(io);
 }
 
 static void free_dead(struct baton_worker *w)
@@ -129,7 +130,7 @@ static void hook_fini(struct baton_worker *w)
 	r->pops->destroy(w);
 	w->hook = NULL;
 	w->hook_data = NULL;
-	free(r);
+	baton__free(r);
 }
 
 const char *baton_io_backend(void)
@@ -225,7 +226,7 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 	if (flags < 0 || (!(flags & O_NONBLOCK) &&
 			  fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0))
 		return BATON_ESYS;
-	io = calloc(1, sizeof(*io));
+	io = baton__calloc(1, sizeof(*io));
 	if (io == NULL)
 		return BATON_ENOMEM;
 	io->fd = fd;
@@ -233,7 +234,7 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 	io->home = w;
 	rc = baton_reactor_of(w)->pops->add(w, io);
 	if (rc != BATON_OK) {
-		free(io);
+		baton__free(io);
 		return rc;
 	}
 	/* Home thread only: the list is the reactor's. */

@@ -31,6 +31,7 @@
  * without it, or where the kernel refuses io_uring, creating this poller
  * fails and the worker uses epoll.
  */
+#include "../common/alloc.h"
 #include "../common/sanitizer.h"
 #include "poller.h"
 
@@ -162,7 +163,7 @@ static void cancel_later(struct uring_poller *p, uint64_t ud)
 {
 	if (p->ncancels == p->cancels_cap) {
 		size_t cap = p->cancels_cap ? 2 * p->cancels_cap : 16;
-		uint64_t *c = realloc(p->cancels, cap * sizeof(*c));
+		uint64_t *c = baton__realloc(p->cancels, cap * sizeof(*c));
 
 		if (c == NULL)
 			return;
@@ -225,14 +226,14 @@ static void ring_unpoison(struct io_uring *ring)
 
 static int ur_create(struct baton_worker *w)
 {
-	struct uring_poller *p = calloc(1, sizeof(*p));
+	struct uring_poller *p = baton__calloc(1, sizeof(*p));
 	int rc;
 
 	if (p == NULL)
 		return BATON_ENOMEM;
 	rc = ring_init(&p->ring);
 	if (rc < 0) {
-		free(p);
+		baton__free(p);
 		errno = -rc;
 		return BATON_ESYS;
 	}
@@ -242,7 +243,7 @@ static int ur_create(struct baton_worker *w)
 		int e = errno;
 
 		io_uring_queue_exit(&p->ring);
-		free(p);
+		baton__free(p);
 		errno = e;
 		return BATON_ESYS;
 	}
@@ -251,7 +252,7 @@ static int ur_create(struct baton_worker *w)
 	if (rc < 0) {
 		io_uring_queue_exit(&p->ring);
 		close(p->evfd);
-		free(p);
+		baton__free(p);
 		errno = -rc;
 		return BATON_ESYS;
 	}
@@ -335,7 +336,7 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 		if ((io->pending & UR_DEAD) && (io->pending & UR_COUNT) == 0) {
 			p->limbo--;
 			retry_forget(p, io);
-			free(io);
+			baton__free(io);
 		}
 		return;
 	}
@@ -505,8 +506,8 @@ static void ur_destroy(struct baton_worker *w)
 	}
 	io_uring_queue_exit(&p->ring);
 	close(p->evfd);
-	free(p->cancels);
-	free(p);
+	baton__free(p->cancels);
+	baton__free(p);
 	baton_reactor_of(w)->poller = NULL;
 }
 

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/alloc.h"
 #include "../coro/handoff.h"
 #include "queue.h"
 #include "sched_internal.h"
@@ -116,7 +117,7 @@ static void task_free(struct baton_task *t, bool linked)
 	}
 	unlink_waiters(t);
 	baton_coro_destroy(t->co);
-	free(t);
+	baton__free(t);
 }
 
 static void task_finish(struct baton_worker *w, struct baton_task *t)
@@ -590,12 +591,11 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 		if (n > BATON_SCHED_MAX_WORKERS)
 			n = BATON_SCHED_MAX_WORKERS;
 	}
-	s = calloc(1, sizeof(*s));
+	s = baton__calloc(1, sizeof(*s));
 	if (s == NULL)
 		return BATON_ENOMEM;
-	if (posix_memalign((void **)&s->workers, BATON_CACHELINE,
-			   n * sizeof(*s->workers)) != 0) {
-		free(s);
+	if ((s->workers = baton__aligned(BATON_CACHELINE, n * sizeof(*s->workers))) == NULL) {
+		baton__free(s);
 		return BATON_ENOMEM;
 	}
 	memset(s->workers, 0, n * sizeof(*s->workers));
@@ -643,12 +643,12 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
 		return BATON_ESHUTDOWN;
 	/* Cache-line aligned: a hop touches the task's first two lines. */
-	if (posix_memalign((void **)&t, BATON_CACHELINE, sizeof(*t)) != 0)
+	if ((t = baton__aligned(BATON_CACHELINE, sizeof(*t))) == NULL)
 		return BATON_ENOMEM;
 	memset(t, 0, sizeof(*t));
 	rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
 	if (rc != BATON_OK) {
-		free(t);
+		baton__free(t);
 		return rc;
 	}
 	t->waiters = t->inline_waiters;
@@ -780,8 +780,8 @@ int baton_sched_destroy(baton_sched_t *s)
 		worker_hook_fini(&s->workers[i]);
 		baton__timer_heap_fini(&s->workers[i].timers);
 	}
-	free(s->workers);
-	free(s);
+	baton__free(s->workers);
+	baton__free(s);
 	return BATON_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../common/alloc.h"
 #include "sched_internal.h"
 
 int64_t baton__deadline_after(int64_t timeout_ns)
@@ -60,7 +61,7 @@ int baton__timer_heap_add(struct baton_timer_heap *h, struct baton_timer_node *n
 {
 	if (h->len == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 64;
-		struct baton_timer_node **nodes = realloc(h->nodes, cap * sizeof(*nodes));
+		struct baton_timer_node **nodes = baton__realloc(h->nodes, cap * sizeof(*nodes));
 
 		if (nodes == NULL)
 			return BATON_ENOMEM;
@@ -104,7 +105,7 @@ void baton__timer_heap_fire(struct baton_timer_heap *h, int64_t now)
 
 void baton__timer_heap_fini(struct baton_timer_heap *h)
 {
-	free(h->nodes);
+	baton__free(h->nodes);
 	h->nodes = NULL;
 	h->len = h->cap = 0;
 }

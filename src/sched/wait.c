@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 
+#include "../common/alloc.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -16,7 +17,7 @@
  * waiters and room for as many locks (at most one per waiter). */
 int baton__wait_reserve_many(struct baton_task *t, unsigned n)
 {
-	char *block = malloc(n * (sizeof(*t->waiters) + sizeof(*t->locks)));
+	char *block = baton__malloc(n * (sizeof(*t->waiters) + sizeof(*t->locks)));
 
 	if (block == NULL)
 		return BATON_ENOMEM;
@@ -27,7 +28,7 @@ int baton__wait_reserve_many(struct baton_task *t, unsigned n)
 
 void baton__wait_free_many(struct baton_task *t)
 {
-	free(t->waiters);
+	baton__free(t->waiters);
 	t->waiters = t->inline_waiters;
 	t->locks = t->inline_locks;
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/alloc.h"
 #include "seq_internal.h"
 
 /* initial-exec: the library is PIC, and the general-dynamic model would
@@ -277,7 +278,7 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 		attr = &defaults;
 	ca.stack_size = attr->stack_size ? attr->stack_size : BATON_SEQ_STACK_DEFAULT;
 	ca.name = attr->name ? attr->name : "baton_seq";
-	s = aligned_alloc(SEQ_LINE, sizeof(*s));
+	s = baton__aligned(SEQ_LINE, sizeof(*s));
 	if (s == NULL)
 		return BATON_ENOMEM;
 	memset(s, 0, sizeof(*s));
@@ -287,7 +288,7 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 	(void)baton__name_copy(s->name, sizeof(s->name), attr->name); /* a label: cut */
 	rc = baton_coro_create(&s->co, &ca, seq_main, s);
 	if (rc != BATON_OK) {
-		free(s);
+		baton__free(s);
 		return rc;
 	}
 	/* set first, so that init may use the sequencer */
@@ -318,7 +319,7 @@ int baton_seq_destroy(baton_seq_t *s)
 			return BATON_EBUSY;
 		}
 	baton_coro_destroy(s->co);
-	free(s);
+	baton__free(s);
 	return BATON_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/alloc.h"
 #include "stage_internal.h"
 
 static uint64_t next_pool_id;
@@ -17,11 +18,11 @@ int baton_pool_create(baton_pool_t **out, const char *name, long capacity)
 
 	if (out == NULL || capacity < 0)
 		return BATON_EINVAL;
-	p = calloc(1, sizeof(*p));
+	p = baton__calloc(1, sizeof(*p));
 	if (p == NULL)
 		return BATON_ENOMEM;
 	if (!baton__name_copy(p->name, sizeof(p->name), name)) { /* an identifier */
-		free(p);
+		baton__free(p);
 		return BATON_EINVAL;
 	}
 	baton__units_init(&p->u, capacity);
@@ -81,6 +82,6 @@ int baton_pool_destroy(baton_pool_t *p)
 	baton_spin_unlock(&p->u.lock);
 	if (busy)
 		return BATON_EBUSY;
-	free(p);
+	baton__free(p);
 	return BATON_OK;
 }

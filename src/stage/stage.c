@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/alloc.h"
 #include "stage_internal.h"
 
 /* A handler task's argument. */
@@ -174,7 +175,7 @@ static void runner_task(void *arg)
 	int64_t t = baton__clock_now();
 	int rc;
 
-	free(arg);
+	baton__free(arg);
 	for (;;) {
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
@@ -258,13 +259,13 @@ static void start(struct baton_stage *st, void *item)
 	baton_wakelist_run(&wl);
 	if (handed)
 		return;
-	job = malloc(sizeof(*job));
+	job = baton__malloc(sizeof(*job));
 	if (job != NULL) {
 		job->st = st;
 		job->item = item;
 		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
 			return;
-		free(job);
+		baton__free(job);
 	}
 	run_one(st, item, baton__clock_now());
 	baton_spin_lock(&st->lock);
@@ -368,17 +369,17 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	for (size_t i = 1; i < n; i++)
 		if (needs[i].pool == needs[i - 1].pool)
 			return BATON_EINVAL;
-	st = calloc(1, sizeof(*st));
+	st = baton__calloc(1, sizeof(*st));
 	if (st == NULL)
 		return BATON_ENOMEM;
 	if (!baton__name_copy(st->name, sizeof(st->name), attr->name)) { /* refused */
-		free(st);
+		baton__free(st);
 		return BATON_EINVAL;
 	}
 	/* A stage without handler queues tasks, in `passers`: no ring. */
-	st->ring = attr->fn ? calloc(attr->queue_capacity, sizeof(*st->ring)) : NULL;
+	st->ring = attr->fn ? baton__calloc(attr->queue_capacity, sizeof(*st->ring)) : NULL;
 	if (attr->fn && st->ring == NULL) {
-		free(st);
+		baton__free(st);
 		return BATON_ENOMEM;
 	}
 	st->cap = st->limit = attr->queue_capacity;
@@ -621,7 +622,7 @@ int baton_stage_destroy(baton_stage_t *st)
 		st->needs[i].pool->users--;
 		baton_spin_unlock(&st->needs[i].pool->u.lock);
 	}
-	free(st->ring);
-	free(st);
+	baton__free(st->ring);
+	baton__free(st);
 	return BATON_OK;
 }

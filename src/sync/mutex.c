@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 
+#include "../common/alloc.h"
 #include "sync_internal.h"
 
 struct baton_mutex {
@@ -38,7 +39,7 @@ int baton_mutex_create(baton_mutex_t **out)
 
 	if (out == NULL)
 		return BATON_EINVAL;
-	m = calloc(1, sizeof(*m));
+	m = baton__calloc(1, sizeof(*m));
 	if (m == NULL)
 		return BATON_ENOMEM;
 	*out = m;
@@ -105,6 +106,6 @@ int baton_mutex_destroy(baton_mutex_t *m)
 	baton_spin_unlock(&m->lock);
 	if (busy)
 		return BATON_EBUSY;
-	free(m);
+	baton__free(m);
 	return BATON_OK;
 }

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "../common/alloc.h"
 #include "units.h"
 
 struct baton_sem {
@@ -17,7 +18,7 @@ int baton_sem_create(baton_sem_t **out, long initial)
 
 	if (out == NULL || initial < 0)
 		return BATON_EINVAL;
-	s = malloc(sizeof(*s));
+	s = baton__malloc(sizeof(*s));
 	if (s == NULL)
 		return BATON_ENOMEM;
 	baton__units_init(&s->u, LONG_MAX);
@@ -59,6 +60,6 @@ int baton_sem_destroy(baton_sem_t *s)
 		return BATON_OK;
 	if (baton__units_has_waiters(&s->u)) /* timed-out waiters too */
 		return BATON_EBUSY;
-	free(s);
+	baton__free(s);
 	return BATON_OK;
 }

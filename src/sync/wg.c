@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 
+#include "../common/alloc.h"
 #include "sync_internal.h"
 
 struct baton_wg {
@@ -21,7 +22,7 @@ int baton_wg_create(baton_wg_t **out)
 
 	if (out == NULL)
 		return BATON_EINVAL;
-	wg = calloc(1, sizeof(*wg));
+	wg = baton__calloc(1, sizeof(*wg));
 	if (wg == NULL)
 		return BATON_ENOMEM;
 	*out = wg;
@@ -96,6 +97,6 @@ int baton_wg_destroy(baton_wg_t *wg)
 	baton_spin_unlock(&wg->lock);
 	if (busy)
 		return BATON_EBUSY;
-	free(wg);
+	baton__free(wg);
 	return BATON_OK;
 }
