@@ -96,6 +96,8 @@ static void ep_poll(struct baton_worker *w, int64_t timeout_ns)
 			ready |= BATON_IO_IN;
 		if (ev->events & EPOLLOUT)
 			ready |= BATON_IO_OUT;
+		if (ev->events & EPOLLRDHUP)
+			ready |= BATON_IO_RDHUP;
 		baton__io_edge(io, ready, ev->events & (EPOLLERR | EPOLLHUP));
 	}
 }

@@ -147,7 +147,11 @@ void baton__io_edge(struct baton_io *io, unsigned events, bool hup)
 	struct baton_waiter *wt;
 
 	baton_spin_lock(&io->lock);
-	io->ready |= events;
+	io->ready |= events & (BATON_IO_IN | BATON_IO_OUT);
+	/* Sticky: the end of file may arrive with the last bytes, in one
+	 * edge, and no edge follows it (see drained_still). */
+	if (events & BATON_IO_RDHUP)
+		io->rdhup = true;
 	if (events & BATON_IO_IN)
 		/* Relaxed store under the lock: read unlocked as a hint. */
 		__atomic_store_n(&io->read_edges, io->read_edges + 1, __ATOMIC_RELAXED);
@@ -174,7 +178,7 @@ static int wait_edge(struct baton_io *io, int dir, int64_t timeout)
 	if (t == NULL)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&io->lock);
-	if (io->ready & bit || io->hup) {
+	if (io->ready & bit || io->hup || (dir == 0 && io->rdhup)) {
 		/* An edge arrived since the call: use it up and retry. */
 		io->ready &= ~bit;
 		baton_spin_unlock(&io->lock);
@@ -253,14 +257,15 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
  * EAGAIN: skip it and wait at once. The edge count is read before the
  * system call, so an edge that came during it (its bytes perhaps not read)
  * counts as new. This saves the read that used to end every keep-alive
- * request with EAGAIN.
+ * request with EAGAIN. Not past the peer's end (rdhup): a short read then
+ * left the end of file behind, and no edge will announce it again.
  */
 static bool drained_still(struct baton_io *io)
 {
 	bool still;
 
 	baton_spin_lock(&io->lock);
-	still = io->drained && io->read_edges == io->drained_at && !io->hup;
+	still = io->drained && io->read_edges == io->drained_at && !io->hup && !io->rdhup;
 	if (still)
 		io->ready &= ~(unsigned)BATON_IO_IN; /* an edge older than the read */
 	/* Relaxed store under the lock: read unlocked as a hint. */
@@ -408,7 +413,8 @@ int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 	if (t == NULL)
 		return BATON_ENOSCHED;
 	baton_spin_lock(&io->lock);
-	if ((io->ready & (unsigned)events) || io->hup) {
+	if ((io->ready & (unsigned)events) || io->hup ||
+	    (io->rdhup && (events & BATON_IO_READABLE))) {
 		baton_spin_unlock(&io->lock);
 		return BATON_OK;
 	}

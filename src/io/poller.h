@@ -25,6 +25,7 @@
 enum {
 	BATON_IO_IN = 1,  /* readable, or a listener has a connection */
 	BATON_IO_OUT = 2, /* writable, or a connect finished */
+	BATON_IO_RDHUP = 4, /* with IN: the peer ended its sending side */
 };
 
 struct baton_io {
@@ -38,6 +39,7 @@ struct baton_io {
 	bool drained;		   /* ...which took all there was (the reader's
 				      own two: see io.c) */
 	bool hup;		   /* error or hang-up: every wait returns */
+	bool rdhup;		   /* the peer's end seen: reads never wait */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
 	unsigned pending;	   /* io_uring: requests in flight + flags */
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */

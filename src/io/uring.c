@@ -349,6 +349,8 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 			ready |= BATON_IO_IN;
 		if (res & POLLOUT)
 			ready |= BATON_IO_OUT;
+		if (res & POLLRDHUP)
+			ready |= BATON_IO_RDHUP;
 		baton__io_edge(io, ready, res & (POLLERR | POLLHUP));
 	}
 	if (more) {
