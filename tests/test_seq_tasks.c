@@ -35,6 +35,7 @@ struct fixture {
 	_Atomic long served;   /* callers with the right result */
 	long serial;	       /* touched only on the dedicated stack */
 	int64_t hold_ns;
+	const struct baton_coro_attr *model; /* of the tasks; NULL: stackful */
 };
 
 static struct fixture fx;
@@ -95,6 +96,8 @@ static void spawn_on(int worker, void (*fn)(void *), void *arg)
 {
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
+	if (fx.model)
+		ta.coro = *fx.model;
 	ta.worker = worker;
 	ta.flags = BATON_TASK_BOUND;
 	assert_int_equal(baton_sched_spawn(fx.sched, &ta, fn, arg), BATON_OK);
@@ -144,7 +147,8 @@ static void test_tasks_park_no_combining(void **state)
 }
 
 /* Many tasks on both workers hammering one sequencer: every call returns
- * its own result and the calls never overlap. */
+ * its own result and the calls never overlap. In both models: a copy-stack
+ * task's request lies on its thread's shared stack. */
 static void hammer(void *arg)
 {
 	for (intptr_t i = 0; i < 200; i++) {
@@ -163,9 +167,8 @@ static void test_tasks_hammer(void **state)
 {
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 
-	(void)state;
 	harness_watchdog(120);
-	fx = (struct fixture){ 0 };
+	fx = (struct fixture){ .model = ATTR(state) };
 	sa.workers = 2;
 	assert_int_equal(baton_sched_create(&fx.sched, &sa), BATON_OK);
 	assert_int_equal(baton_seq_create(&fx.seq, NULL), BATON_OK);
@@ -183,7 +186,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tasks_park_combining),
 		cmocka_unit_test(test_tasks_park_no_combining),
-		cmocka_unit_test(test_tasks_hammer),
+		MODEL_TESTS(test_tasks_hammer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

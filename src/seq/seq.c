@@ -236,12 +236,18 @@ void baton__seq_unlock(struct baton_seq *s)
 	}
 }
 
-/* Holding the lock: switch to the stack, run r and a batch, switch back. */
+/* Holding the lock: switch to the stack, run r and a batch, switch back.
+ * The request travels in the sequencer's own record, not the caller's: a
+ * copy-stack task's `r` lies on its thread's shared stack, which debug
+ * builds refuse as a resume value (coro.h rule 2), and which fn could even
+ * hand to another copy-stack coroutine before the result is written. */
 void baton__seq_run_locked(struct baton_seq *s, struct seq_req *r)
 {
+	s->cur = *r;
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
-	 * it and it always yields back) and stackful. */
-	baton_coro_resume(s->co, r, NULL);
+	 * it and it always yields back), stackful, and s->cur is no local. */
+	baton_coro_resume(s->co, &s->cur, NULL);
+	r->result = s->cur.result; /* before the unlock: the next holder's */
 	baton__seq_unlock(s);
 }
 

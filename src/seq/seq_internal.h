@@ -74,6 +74,7 @@ struct baton_seq {
 	uint64_t switches, combined;	  /* relaxed counters */
 	uint64_t sleeps, parks;
 	baton_coro_t *co;
+	struct seq_req cur;		  /* the request the stack runs now */
 	char name[32];
 
 	struct seq_slot slots[SEQ_SLOTS];
