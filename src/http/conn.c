@@ -23,16 +23,21 @@
 #define OUT_INITIAL HTTP_BUF_SIZE
 #define INLINE_BODY_MAX (64 * 1024) /* larger bodies are written directly */
 
-/* Room for `more` bytes after in_len, within `limit` bytes in all. */
-static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
+/* What in_reserve says past the limit: the request is too large, which
+ * the client is told (431, 413), unlike a lack of memory (503). */
+#define IN_TOO_LARGE 1
+
+/* Room for `more` bytes after in_len, within `limit` bytes in all:
+ * BATON_OK, IN_TOO_LARGE or BATON_ENOMEM. */
+static int in_reserve(struct http_conn *c, size_t more, size_t limit)
 {
 	size_t cap = c->in_cap ? c->in_cap : IN_INITIAL;
 	char *p;
 
 	if (c->in_len + more <= c->in_cap)
-		return true;
+		return BATON_OK;
 	if (c->in_len + more > limit)
-		return false;
+		return IN_TOO_LARGE;
 	while (cap < c->in_len + more)
 		cap *= 2;
 	if (cap > limit)
@@ -40,12 +45,12 @@ static bool in_reserve(struct http_conn *c, size_t more, size_t limit)
 	p = c->in == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c->srv)
 						  : baton__realloc(c->in, cap);
 	if (p == NULL)
-		return false;
+		return BATON_ENOMEM;
 	if (p != c->in) /* the parser's progress points into the old buffer */
 		c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 	c->in = p;
 	c->in_cap = cap;
-	return true;
+	return BATON_OK;
 }
 
 static bool out_reserve(struct http_conn *c, size_t more)
@@ -95,11 +100,13 @@ static int flush(struct http_conn *c)
 }
 
 /* Read more into c->in (up to `limit` in all) within timeout_ns (< 0:
- * no limit). BATON_OK with *n = 0 at end of file. */
+ * no limit). BATON_OK with *n = 0 at end of file; IN_TOO_LARGE. */
 static int read_more_for(struct http_conn *c, size_t limit, int64_t timeout_ns, size_t *n)
 {
-	if (!in_reserve(c, 4096 < limit - c->in_len ? 4096 : limit - c->in_len, limit))
-		return BATON_ENOMEM;
+	int rc = in_reserve(c, 4096 < limit - c->in_len ? 4096 : limit - c->in_len, limit);
+
+	if (rc != BATON_OK)
+		return rc;
 	return baton_io_read(c->io, c->in + c->in_len, c->in_cap - c->in_len, timeout_ns, n);
 }
 
@@ -227,8 +234,10 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 			rc = read_more(c, limit, deadline, &got);
 			if (rc == BATON_ETIMEDOUT)
 				return -408;
-			if (rc == BATON_ENOMEM)
+			if (rc == IN_TOO_LARGE)
 				return -431; /* over the head limit without an answer */
+			if (rc == BATON_ENOMEM)
+				return -503;
 			if (rc != BATON_OK || got == 0)
 				return 0;
 		}
@@ -265,8 +274,9 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 	if (!req->chunked) {
 		size_t need = head + (size_t)req->content_length;
 
-		if (!in_reserve(c, need > c->in_len ? need - c->in_len : 0, need))
-			return -413;
+		rc = in_reserve(c, need > c->in_len ? need - c->in_len : 0, need);
+		if (rc != BATON_OK)
+			return rc == BATON_ENOMEM ? -503 : -413;
 		while (c->in_len < need) {
 			rc = read_more(c, need, deadline, &got);
 			if (rc != BATON_OK || got == 0)
@@ -296,7 +306,8 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 			break;
 		rc = read_more(c, limit, deadline, &got);
 		if (rc != BATON_OK || got == 0)
-			return rc == BATON_ETIMEDOUT ? -408 : rc == BATON_ENOMEM ? -413 : -400;
+			return rc == BATON_ETIMEDOUT ? -408 : rc == IN_TOO_LARGE ? -413
+				: rc == BATON_ENOMEM ? -503 : -400;
 		c->in_len += got;
 	}
 	*body = c->in + head; /* c->in may have moved */
