@@ -169,7 +169,9 @@ BATON_API int baton_coro_resume(baton_coro_t *co, void *in, void **out);
  * `out`. When the coroutine is resumed again, the resumer's `in` is stored in
  * *in if `in` is not NULL.
  * Errors: BATON_ENOTCORO (called outside any coroutine), BATON_ELOCALADDR
- * (debug builds, see rule 2). */
+ * (debug builds, see rule 2), BATON_ENOMEM (copy-stack: no room to save
+ * its frames, or those of the one that must leave the shared stack for its
+ * resumer; nothing was switched). */
 BATON_API int baton_coro_yield(void *out, void **in);
 
 /* The status of `co` (enum baton_coro_status), or BATON_EINVAL if NULL. */

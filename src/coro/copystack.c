@@ -28,6 +28,10 @@
  * this bounds the deepest copy-stack coroutine, not memory use. */
 #define SHARED_STACK_SIZE (1024u * 1024u)
 #define COPIER_STACK_SIZE (64u * 1024u)
+/* A coroutine's frames reach at most this far below the frame of the call
+ * that reserves room to save them before the switch away (the switch and
+ * the sanitizers' hooks below it). */
+#define SAVE_MARGIN 1024
 
 /* Uninstrumented copy of stack bytes: under AddressSanitizer the region
  * holds other frames' redzones, which a checked memcpy would report. */
@@ -177,7 +181,7 @@ int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 		 * switched away. Reserve now, while failure can be returned;
 		 * our frame plus a margin bounds what it will use. */
 		if (from->status != BATON_CORO_DEAD) {
-			sp = (char *)__builtin_frame_address(0) - 1024;
+			sp = (char *)__builtin_frame_address(0) - SAVE_MARGIN;
 			rc = reserve(from, (size_t)(t->shared.hi - sp));
 			if (rc != BATON_OK)
 				return rc;
@@ -234,6 +238,24 @@ static void copier_main(void *value)
 	}
 }
 
+/*
+ * A coroutine that yields to a stackful one (not the thread's own context)
+ * leaves its frames on S. If that stackful coroutine later ends, its return
+ * goes to its resumer, and when that is a copy-stack coroutine other than
+ * us, our frames must be saved then: in baton__coro_entry, where a failure
+ * can be returned to nobody. Reserving now, as prepare does for the copier,
+ * makes that save need no memory.
+ */
+__attribute__((noinline)) int baton__copystack_keep(struct baton_thread *t,
+						   struct baton_coro *co)
+{
+	char *sp = (char *)__builtin_frame_address(0) - SAVE_MARGIN;
+
+	if (t->shared.owner != co)
+		return BATON_OK;
+	return reserve(co, (size_t)(t->shared.hi - sp));
+}
+
 /* A copy-stack coroutine that finished, or is destroyed: nothing of it
  * needs saving, but what it left on S is dirty. When it is the one running
  * (finishing), its frames reach at most a little below ours. */
@@ -242,7 +264,7 @@ void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co)
 	if (t->shared.owner != co)
 		return;
 	if (co->status == BATON_CORO_DEAD && t->current == co)
-		mark_dirty(&t->shared, (char *)__builtin_frame_address(0) - 1024);
+		mark_dirty(&t->shared, (char *)__builtin_frame_address(0) - SAVE_MARGIN);
 	else
 		mark_dirty(&t->shared, baton__arch_ctx_sp(&co->ctx));
 	t->shared.owner = NULL;

@@ -158,6 +158,13 @@ int baton_coro_yield(void *out, void **in)
 	if (in == NULL)
 		in = &co->discard;
 	to = co->resumer;
+	if (BATON_UNLIKELY(co->model == BATON_CORO_COPYSTACK) && to != &t->root &&
+	    to->model == BATON_CORO_STACKFUL) {
+		int rc = baton__copystack_keep(t, co);
+
+		if (rc != BATON_OK)
+			return rc;
+	}
 	co->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
 	if (BATON_UNLIKELY(needs_slow_switch(t, to)))
@@ -189,9 +196,12 @@ void baton__coro_entry(void *value)
 	    co->resumer->model != BATON_CORO_COPYSTACK)
 		baton__copystack_forget(t, co);
 	for (;;) {
-		/* Only copy-stack bookkeeping can fail here, and only for lack
-		 * of memory to save another coroutine; nothing can be returned
-		 * to anyone, so this is the one place that aborts. */
+		/* Only copy-stack bookkeeping can fail here, for lack of memory
+		 * to save the coroutine that owns the shared stack, and
+		 * baton_coro_yield reserved that memory when the owner left
+		 * the stack for a stackful coroutine (baton__copystack_keep).
+		 * Nothing can be returned to anyone: should it fail all the
+		 * same, this is the one place that aborts. */
 		if (transfer(t, co, co->resumer, value, true, &ignored) != BATON_OK)
 			abort();
 	}

@@ -178,6 +178,10 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 				 struct baton_coro *from,
 				 struct baton_coro *to, void *value,
 				 bool from_dies);
+/* `co`, running on the shared stack, is about to yield to a stackful
+ * coroutine and stays the stack's owner: make room to save its frames
+ * later, while a failure can still be returned (BATON_ENOMEM). */
+int baton__copystack_keep(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_release(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_thread_exit(struct baton_thread *t);
