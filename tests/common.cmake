@@ -29,3 +29,14 @@ if(Python3_FOUND)
             ${PROJECT_SOURCE_DIR}/src)
   set_tests_properties(alloc_sites PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+
+# The allocation-failure mode (src/common/fault.h): every allocation of
+# each scenario failed in turn, then every N-th (tests/fault_test.h).
+if(BATON_FAULT_INJECTION)
+  baton_add_test(test_faults LABELS threads TIMEOUT 600)
+  baton_add_test(test_faults_stage LABELS threads TIMEOUT 600)
+  # The server's reactor again on epoll (io_uring is tried first).
+  add_test(NAME test_faults_stage_epoll COMMAND test_faults_stage)
+  set_tests_properties(test_faults_stage_epoll PROPERTIES LABELS "unit;threads" TIMEOUT 600
+    ENVIRONMENT "BATON_IO_BACKEND=epoll")
+endif()
