@@ -29,23 +29,28 @@ static unsigned long env_number(const char *name)
 	return *end == '\0' ? n : 0;
 }
 
+static void set_rule(unsigned long k, unsigned long n)
+{
+	/* Relaxed: see the rule's comment. */
+	__atomic_store_n(&first, k, __ATOMIC_RELAXED);
+	__atomic_store_n(&every, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&counted, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&injected, 0, __ATOMIC_RELAXED);
+}
+
 /* BATON_FAIL_EVERY=N, BATON_FAIL_AFTER=K: N-th, 2N-th... after the K-th. */
 static void read_env(void)
 {
 	unsigned long n = env_number("BATON_FAIL_EVERY");
 
 	if (n > 0)
-		baton__fault_set(env_number("BATON_FAIL_AFTER") + n, n);
+		set_rule(env_number("BATON_FAIL_AFTER") + n, n);
 }
 
 void baton__fault_set(unsigned long k, unsigned long n)
 {
 	pthread_once(&env_once, read_env); /* later, it would override us */
-	/* Relaxed: see the rule's comment. */
-	__atomic_store_n(&first, k, __ATOMIC_RELAXED);
-	__atomic_store_n(&every, n, __ATOMIC_RELAXED);
-	__atomic_store_n(&counted, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&injected, 0, __ATOMIC_RELAXED);
+	set_rule(k, n);
 }
 
 unsigned long baton__fault_count(void)
