@@ -273,6 +273,8 @@ int main(int argc, char **argv)
 	if ((rc = baton_http_server_create(&sc.srv, s, &a)) != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot start: %s%s%s\n", baton_strerror(rc),
 			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "");
+		baton_sched_destroy(s);
+		unload_handler(kind, a.ctx);
 		return 1;
 	}
 	fprintf(stderr, "baton-httpd: listening on %s:%d, %d I/O worker(s), %u compute "

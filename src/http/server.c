@@ -102,13 +102,27 @@ static void conn_task(void *arg)
 }
 
 /* --- the acceptor --------------------------------------------------------- */
+/* The listener's handle. Without memory for it (the worker's reactor or
+ * the handle), wait and try again: a server that stopped accepting for good
+ * over a passing shortage would look alive and serve nobody. */
+static int open_listener(struct baton_http_server *srv, baton_io_t **lis)
+{
+	int rc;
+
+	while ((rc = baton_io_open(lis, srv->lfd, true)) == BATON_ENOMEM &&
+	       !baton__http_shutting(srv))
+		if (baton_sched_sleep(10000000) != BATON_OK)
+			baton_sched_yield(); /* no timer either */
+	return rc;
+}
+
 static void acceptor(void *arg)
 {
 	struct baton_http_server *srv = arg;
 	baton_io_t *lis;
 	int one = 1;
 
-	if (baton_io_open(&lis, srv->lfd, true) != BATON_OK) {
+	if (open_listener(srv, &lis) != BATON_OK) {
 		/* No reactor here (out of memory, or no backend works): the
 		 * server accepts nothing. /_stats shows the accept stage closed. */
 		baton_stage_close(srv->stage[HTTP_ACCEPT]);
