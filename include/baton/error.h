@@ -13,6 +13,12 @@
  *  - Codes are stable: new ones are appended, none is renumbered.
  *  - A failed call changes nothing the caller can observe, unless its
  *    header says otherwise.
+ *  - Any call that returns an error code may return BATON_ENOMEM, whether
+ *    or not its header lists it (a wait may need a timer, a switch between
+ *    copy-stack coroutines a save buffer, a server's step a buffer): the
+ *    call then failed as above, and everything it was given stays usable.
+ *    The test builds check this by failing each allocation of the library
+ *    in turn (docs/testing.md).
  *  - Getters have one shape: a getter of one number returns it, and a
  *    negative return is an error code (baton_sem_value, baton_chan_len,
  *    baton_sched_workers...); a getter of a name returns a static string,
