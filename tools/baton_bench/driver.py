@@ -196,7 +196,8 @@ def estimate(config: Config, suites: list[Suite], timings: Timings) -> tuple[flo
             pairs = suite.pairs_for(params, config.mode)
             paired = {name for pair in pairs for name in pair}
             for name in suite.impls:
-                fixed = cost(suite, name, params, 1 if name in paired else config.median_runs)
+                runs = suite.median_runs_for(config.mode, config.median_runs)
+                fixed = cost(suite, name, params, 1 if name in paired else runs)
                 least += fixed
                 most += fixed
             for a, b in pairs:
@@ -286,11 +287,12 @@ class SuiteRunner:
                  f"{len(suite.pairs)} pair(s), budget {suite.budget_for(config.mode, config.budget)}"
                  f" pairs, epsilon {config.epsilon:g}{share}")
         self._run_once()
+        median_runs = suite.median_runs_for(config.mode, config.median_runs)
         states = [ParamRun(self, params) for params in suite.param_sets(config.mode)]
         for state in states:
             state.probe()
             for name in state.unpaired():
-                state.top_up(name, config.median_runs)
+                state.top_up(name, median_runs)
         work = [(state, a, b) for state in states
                 for a, b in suite.pairs_for(state.params, config.mode)]
         # The comparisons a target is decided from first: when time is short,
@@ -303,7 +305,7 @@ class SuiteRunner:
             comparisons[id(state)].append(self._compare(state, a, b, len(work) - index))
         for state in states:
             for name in suite.impls:
-                state.top_up(name, config.median_runs)
+                state.top_up(name, median_runs)
             self._emit(state, comparisons[id(state)])
         self._print_tables()
 
@@ -422,10 +424,10 @@ class ParamRun:
             self._check(name)
 
     def _argv(self, name: str) -> list[str]:
-        """The impl's command line for one run at these parameters (its own
-        fixed parameters win)."""
+        """The impl's command line for one run at these parameters (scaled
+        for this impl)."""
         impl = self.runner.suite.impls[name]
-        return expand(impl.cmd, {**self.values, **impl.params}) + ["--runs", "1"]
+        return expand(impl.cmd, impl.params_for(self.values)) + ["--runs", "1"]
 
     def _check(self, name: str) -> None:
         """Record impls that cannot run here (missing tool, not built, bad
@@ -491,7 +493,7 @@ class ParamRun:
         suite = self.runner.suite
         samples = self.samples[name]
         status, error = self.failures.get(name, (OK, None))
-        fixed = suite.impls[name].params
+        scaled = suite.impls[name].params_for(self.params)
         line: dict[str, Any] = {
             "suite": suite.name, "kind": "summary", "impl": name,
             "peer": suite.impls[name].peer, "metric": suite.metric,
@@ -499,8 +501,8 @@ class ParamRun:
             "unit": self.units.get(name) or suite.unit, "params": self.params,
             "runs": len(samples), "min": min(samples, default=None),
             "max": max(samples, default=None), "samples": samples, "status": status}
-        if fixed:
-            line["fixed_params"] = fixed
+        if scaled != self.params:
+            line["run_params"] = scaled
         if error:
             line["error"] = error
         return line

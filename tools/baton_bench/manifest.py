@@ -38,10 +38,18 @@ class Impl:
     cmd: list[str]
     peer: bool = False
     requires: list[str] = field(default_factory=list)
-    #: Parameters this impl always runs with, whatever the set says: a
-    #: smaller workload for a peer that is orders of magnitude slower (the
-    #: metric is a rate, so the workload size does not change its meaning).
-    params: dict[str, Any] = field(default_factory=dict)
+    #: Factors applied to numeric parameters for this impl alone: a smaller
+    #: workload for a peer that is orders of magnitude slower (the metric is
+    #: a rate, so the workload size does not change its meaning).
+    scale: dict[str, float] = field(default_factory=dict)
+
+    def params_for(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` with this impl's factors applied (rounded, at least 1)."""
+        out = dict(params)
+        for key, factor in self.scale.items():
+            if isinstance(out.get(key), int) and not isinstance(out[key], bool):
+                out[key] = max(1, round(out[key] * factor))
+        return out
 
 
 #: Where each mode looks for its parameter sets and budgets, in order: a
@@ -87,6 +95,8 @@ class Suite:
     targets: list[dict[str, Any]] = field(default_factory=list)
     #: Optional: the suite's share of a run's time, relative to the others'.
     weight: float = 1.0
+    #: Optional: at most this many runs per median, per mode.
+    median_runs: Optional[dict[str, Any]] = None
 
     def pairs_for(self, params: Mapping[str, Any], mode: str = "default") -> list[list[str]]:
         """The pairs to compare on this parameter set.  ``pair_params`` is a
@@ -105,6 +115,12 @@ class Suite:
     def budget_for(self, mode: str, default: int) -> int:
         """The pair budget: the run's, lowered by the manifest's for this mode."""
         own = _for_mode(self.budget, mode)
+        return min(default, own) if isinstance(own, int) and own > 0 else default
+
+    def median_runs_for(self, mode: str, default: int) -> int:
+        """Runs per median: the run's, lowered by the manifest's for this mode
+        (a suite whose runs take seconds may settle for fewer)."""
+        own = _for_mode(self.median_runs, mode)
         return min(default, own) if isinstance(own, int) and own > 0 else default
 
     def param_sets(self, mode: str) -> list[dict[str, Any]]:
@@ -171,7 +187,8 @@ def load_suite(path: str | Path) -> Suite:
         seed=seed if isinstance(seed, list) else [seed],
         plot=data.get("plot", DEFAULT_PLOTS.get(name)), unit=data.get("unit"),
         path=path, pair_params=data.get("pair_params"), budget=data.get("budget"),
-        targets=list(data.get("targets") or []), weight=_weight(data, path))
+        targets=list(data.get("targets") or []), weight=_weight(data, path),
+        median_runs=data.get("median_runs"))
 
 
 def _weight(data: Mapping[str, Any], path: Path) -> float:
@@ -197,11 +214,14 @@ def _parse_impls(raw: Mapping[str, Any], path: Path) -> dict[str, Impl]:
         cmd = spec.get("cmd") if isinstance(spec, dict) else None
         if not cmd or not all(isinstance(part, str) for part in cmd):
             raise ManifestError(f"{path}: impl {name!r} needs \"cmd\": a list of strings")
-        fixed = spec.get("params") or {}
-        if not isinstance(fixed, dict):
-            raise ManifestError(f"{path}: impl {name!r}: \"params\" must be an object")
+        scale = spec.get("scale") or {}
+        if not isinstance(scale, dict) or not all(
+                isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0
+                for f in scale.values()):
+            raise ManifestError(f"{path}: impl {name!r}: \"scale\" must map parameters "
+                                f"to positive factors")
         impls[name] = Impl(name, list(cmd), bool(spec.get("peer", False)),
-                           list(spec.get("requires") or []), dict(fixed))
+                           list(spec.get("requires") or []), dict(scale))
     if not impls:
         raise ManifestError(f"{path}: no impls")
     return impls

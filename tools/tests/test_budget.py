@@ -149,6 +149,9 @@ def test_modes_choose_parameter_sets_once_commands_and_budgets():
     assert [e["cmd"] for e in s.once_for("quick")] == [["a"]]
     assert [e["cmd"] for e in s.once_for("full")] == [["a"], ["b"]]
     assert s.budget_for("quick", 20) == 8 and s.budget_for("full", 100) == 30
+    slow = _suite(median_runs={"default": 3})
+    assert slow.median_runs_for("default", 5) == 3 and slow.median_runs_for("full", 5) == 3
+    assert slow.median_runs_for("quick", 2) == 2
     # A manifest with only quick and full sets: the default run uses "full".
     old = Suite(name="y", metric="m", better="lower", impls={}, pairs=[], once=[],
                 params={"quick": [{"n": 1}], "full": [{"n": 9}]})
@@ -163,20 +166,25 @@ def test_modes_choose_parameter_sets_once_commands_and_budgets():
     assert per_mode.pairs_for({"n": 2}, "default") == [["a", "b"]]
 
 
-def test_manifest_weight_and_fixed_impl_params_are_checked(tmp_path):
+def test_manifest_weight_and_impl_scale_are_checked(tmp_path):
     path = tmp_path / "suite.json"
     base = {"suite": "w", "metric": "m", "impls": {
-        "a": {"cmd": ["prog", "{rounds}"], "params": {"rounds": 5}}}}
+        "a": {"cmd": ["prog", "{rounds}"], "scale": {"rounds": 0.02}}}}
     path.write_text(json.dumps({**base, "weight": 2.5}))
     suite = load_suite(path)
-    assert suite.weight == 2.5 and suite.impls["a"].params == {"rounds": 5}
+    assert suite.weight == 2.5 and suite.impls["a"].scale == {"rounds": 0.02}
+    # Rounded, never below 1; other and non-numeric parameters untouched.
+    assert suite.impls["a"].params_for({"rounds": 1000, "n": 8}) == {"rounds": 20, "n": 8}
+    assert suite.impls["a"].params_for({"rounds": 10}) == {"rounds": 1}
+    assert suite.impls["a"].params_for({"rounds": True}) == {"rounds": True}
     for bad in (0, -1, "heavy", True):
         path.write_text(json.dumps({**base, "weight": bad}))
         with pytest.raises(ManifestError, match="weight"):
             load_suite(path)
-    path.write_text(json.dumps({**base, "impls": {"a": {"cmd": ["p"], "params": [1]}}}))
-    with pytest.raises(ManifestError, match="params"):
-        load_suite(path)
+    for bad in ([1], {"rounds": 0}, {"rounds": "half"}):
+        path.write_text(json.dumps({**base, "impls": {"a": {"cmd": ["p"], "scale": bad}}}))
+        with pytest.raises(ManifestError, match="scale"):
+            load_suite(path)
 
 
 # The driver within its budget -------------------------------------------------
@@ -208,14 +216,14 @@ def timed_tree(tmp_path):
     (src / "bench" / "t" / "impl.py").write_text(SLEEPER)
     (src / "bench" / "t" / "suite.json").write_text(json.dumps({
         "suite": "t", "metric": "ns_per_op", "better": "lower",
-        "params": {"quick": [{"n": 1}], "full": [{"n": 1}, {"n": 2}]},
+        "params": {"quick": [{"n": 1, "rounds": 70}], "full": [{"n": 1, "rounds": 70}, {"n": 2, "rounds": 70}]},
         "impls": {
             "ours": _sleeper("ours", 1.0, 0.05, peer=False),
             # Same speed as "ours": a coin flip that no budget can decide.
             "twin": _sleeper("twin", 1.0, 0.05),
             # Clearly slower, and slow to run.
             "slowpoke": _sleeper("slowpoke", 5.0, 0.2),
-            "fixed": {"peer": True, "params": {"rounds": 7},
+            "fixed": {"peer": True, "scale": {"rounds": 0.1},
                       "cmd": [sys.executable, "{src}/bench/t/impl.py", "--name", "fixed",
                               "--value", "2", "--sleep", "0", "--rounds", "{rounds}"]},
         },
@@ -250,10 +258,10 @@ def test_a_tie_is_given_up_early_and_the_run_keeps_its_time_budget(timed_tree, c
     assert clear["n"] >= bb.MIN_PAIRS
     assert clear["stopped"] in ("csm", bb.STOP_TIME)
     # The impl in no pair still gets its median from the probe and top-ups,
-    # run with its own fixed parameters.
+    # run with its workload scaled down.
     fixed = next(line for line in lines
                  if line.get("kind") == "summary" and line["impl"] == "fixed")
-    assert fixed["runs"] == 3 and fixed["fixed_params"] == {"rounds": 7}
+    assert fixed["runs"] == 3 and fixed["run_params"] == {"n": 1, "rounds": 7}
     raw = [line for line in lines if line.get("kind") == "raw" and line["impl"] == "fixed"]
     assert raw and all(line["rounds"] == 7 for line in raw)
 
@@ -275,7 +283,7 @@ def test_a_full_run_prints_its_expected_duration_from_earlier_timings(timed_tree
     least, most, unknown = estimate(config, list(suites.values()), known)
 
     def t(impl):
-        return timings[bb.Timings.key("t", impl, {"n": 1})]
+        return timings[bb.Timings.key("t", impl, {"n": 1, "rounds": 70})]
 
     pairs = t("ours") + t("twin") + t("ours") + t("slowpoke")
     assert most - least == pytest.approx((20 - min_decisive_count(1e-3)) * pairs, rel=1e-6)
