@@ -47,7 +47,7 @@ from .tables import (
 #: Default pair budgets (most pairs per comparison) and runs per median, by
 #: mode.  20 pairs is a little above the 15 a unanimous comparison needs at
 #: epsilon = 1e-3 (``min_decisive_count``); fewer could never give a verdict.
-PAIR_BUDGET = {QUICK: 20, DEFAULT: 40, FULL: 100}
+PAIR_BUDGET = {QUICK: 20, DEFAULT: 40, FULL: 60}
 MEDIAN_RUNS = {QUICK: 3, DEFAULT: 5, FULL: 5}
 
 
