@@ -1,9 +1,10 @@
 /*
- * Stages: a bounded ring of items, a dispatcher task that hands the head
- * item to a handler task (a "runner"), the runners, and the counters.
+ * Stages: a bounded ring of items and its counters, behind the public
+ * calls; the stage's tasks (the dispatcher and the runners) are in
+ * runner.c, tasks passing through a stage without handler in pass.c.
  *
  * Everything mutable lives under the stage's spinlock; a task blocks on one
- * of four wait queues of the stage (the wait protocol of
+ * of five wait queues of the stage (the wait protocol of
  * src/sched/sched_internal.h, through baton__wait_one):
  *   producers   submitters finding the queue full; the waiter carries the
  *               item, and whoever frees a slot moves that item into the
@@ -12,73 +13,13 @@
  *   drainers    tasks in baton_stage_drain, woken when the stage is idle
  *   runners     idle runners; whoever hands one an item puts it in the
  *               waiter (count it running first)
- *
- * The dispatcher, per item at the head of the ring, in this order:
- *   1. waits until fewer than `concurrency` handlers run (stage-local, so
- *      waiting here holds nothing another stage could want);
- *   2. acquires every pool the stage needs, in the pools' creation order
- *      (one global order: two dispatchers cannot each hold what the other
- *      waits for), blocking only itself;
- *   3. pops the item (its slot goes to the oldest waiting producer) and
- *      hands it to an idle runner or a new one: the task is spent last.
- * It exists only while items are queued: the submit that finds no
- * dispatcher (`active` false) spawns one, and it returns once the ring is
- * empty. Being the only acquirer, it may read the head before popping it;
- * runners pop too, but only in a stage without needs (can_take), where the
- * dispatcher pops without unlocking in between.
- *
- * A runner, after each item, takes the head itself when it may, else waits
- * as an idle runner for BATON_STAGE_RUNNER_IDLE_NS and ends: a scheduler's
- * run still ends soon after its stages are idle.
+ *   passers     tasks waiting to enter a stage without handler (pass.c)
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/alloc.h"
 #include "stage_internal.h"
-
-/* A handler task's argument. */
-struct job {
-	struct baton_stage *st;
-	void *item;
-};
-
-/* --- under the lock ---------------------------------------------------------- */
-
-static void push(struct baton_stage *st, void *item, int64_t now)
-{
-	struct stage_entry *e = &st->ring[(st->head + st->count) % st->cap];
-
-	e->item = item;
-	e->t0 = now;
-	st->count++;
-	st->submitted++;
-}
-
-/* The helpers that wake tasks claim them into `wl`; the caller readies
- * them with baton_wakelist_run() once it has released the lock. */
-
-/* Wake the dispatcher if it waits: it re-checks what it waits for. */
-static void poke(struct baton_stage *st, struct baton_wakelist *wl)
-{
-	struct baton_waiter *w = baton_waitq_claim_first(&st->dispatcher);
-
-	if (w)
-		baton_waiter_wake(wl, w, BATON_OK);
-}
-
-/* Move waiting producers' items into free slots, oldest first. */
-static void admit(struct baton_stage *st, int64_t now,
-		  struct baton_wakelist *wl)
-{
-	struct baton_waiter *w;
-
-	while (!st->closed && st->count < st->limit &&
-	       (w = baton_waitq_claim_first(&st->producers)) != NULL) {
-		push(st, w->value, now);
-		baton_waiter_wake(wl, w, BATON_OK);
-	}
-}
 
 /* True if the caller must spawn a dispatcher once the lock is released. */
 static bool kick(struct baton_stage *st)
@@ -87,252 +28,6 @@ static bool kick(struct baton_stage *st)
 		return false;
 	st->active = true;
 	return true;
-}
-
-
-/* --- runners: long-lived handler tasks ---------------------------------------- */
-
-/* Take the head item for a handler (it counts as running from now on);
- * producers waiting for room move in behind. */
-static void *pop(struct baton_stage *st, int64_t now, struct baton_wakelist *wl)
-{
-	void *item = st->ring[st->head].item;
-
-	st->wait_ns += (uint64_t)(now - st->ring[st->head].t0);
-	st->head = (st->head + 1) % st->cap;
-	st->count--;
-	st->running++;
-	admit(st, now, wl);
-	return item;
-}
-
-/* With no needs, a free handler may take the head item itself: nothing
- * must be acquired in the global order first, so the dispatcher (the only
- * acquirer) is not needed to keep that order. */
-static bool can_take(const struct baton_stage *st)
-{
-	return st->nneeds == 0 && st->count > 0 && st->running < st->concurrency;
-}
-
-
-/* Hand `item` to an idle runner; false if none waits (one whose idle wait
- * timed out is skipped: the claim fails, it decrements nidle itself). The
- * caller counts the item as running. */
-static bool hand_to_idle(struct baton_stage *st, void *item, struct baton_wakelist *wl)
-{
-	struct baton_waiter *w = baton_waitq_claim_first(&st->runners);
-
-	if (w == NULL)
-		return false;
-	st->nidle--;
-	w->value = item;
-	baton_waiter_wake(wl, w, BATON_OK);
-	return true;
-}
-
-/* Tell every idle runner to end (a drainer wants them gone). */
-static void dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl)
-{
-	st->nidle -= (unsigned)baton_waitq_wake_all(&st->runners, wl, BATON_ESHUTDOWN);
-}
-
-/* Run one item's handler, started at `start`, and give back its needs;
- * returns the time it ended. A runner that goes on with the next item uses
- * that time as the next start: a clock read costs as much as the rest of a
- * hand-off on some machines (29 ns in a VM), so an item pays for two, the
- * submit's and this one. */
-static int64_t run_one(struct baton_stage *st, void *item, int64_t start)
-{
-	int64_t end;
-
-	st->fn(item, st->ctx);
-	end = baton__clock_now();
-	for (size_t i = st->nneeds; i-- > 0;)
-		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
-			baton_pool_release(st->needs[i].pool, st->needs[i].units);
-	baton_spin_lock(&st->lock);
-	st->running--;
-	st->completed++;
-	st->handler_ns += (uint64_t)(end - start);
-	baton_spin_unlock(&st->lock);
-	return end;
-}
-
-/*
- * A runner handles items until none comes for BATON_STAGE_RUNNER_IDLE_NS:
- * the item it was started with, then the head of the queue if it may take
- * it, else whatever the dispatcher or a submitter hands it while it waits
- * on `runners`. Spawning a task per item cost more than the item's hand-off
- * (docs/stages.md); a runner costs one wake-up per item, none while the
- * queue stays non-empty.
- */
-static void runner_task(void *arg)
-{
-	struct job job = *(struct job *)arg;
-	struct baton_stage *st = job.st;
-	void *item = job.item;
-	struct baton_task *self = baton_task_self();
-	int64_t t = baton__clock_now();
-	int rc;
-
-	baton__free(arg);
-	for (;;) {
-		struct baton_wakelist wl = BATON_WAKELIST_INIT;
-
-		t = run_one(st, item, t);
-		baton_spin_lock(&st->lock);
-		if (can_take(st)) {
-			item = pop(st, t, &wl);
-			baton_spin_unlock(&st->lock);
-			baton_wakelist_run(&wl);
-			continue;
-		}
-		poke(st, &wl); /* a dispatcher waiting for a concurrency slot */
-		if (st->nidle >= st->concurrency)
-			break; /* enough wait already */
-		st->nidle++;
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
-		baton_spin_lock(&st->lock);
-		if (can_take(st)) { /* arrived while we were unlocked */
-			st->nidle--;
-			t = baton__clock_now();
-			item = pop(st, t, &wl);
-			baton_spin_unlock(&st->lock);
-			baton_wakelist_run(&wl);
-			continue;
-		}
-		rc = baton__wait_one(self, &st->runners, &st->lock, 0, NULL, &item,
-				    BATON_STAGE_RUNNER_IDLE_NS);
-		if (rc == BATON_OK) {
-			t = baton__clock_now();
-			continue; /* handed an item, counted as running */
-		}
-		baton_spin_lock(&st->lock);
-		if (rc != BATON_ESHUTDOWN) /* timed out (or no timer): we left */
-			st->nidle--;
-		break;
-	}
-	/* With the lock: end this runner. */
-	{
-		struct baton_wakelist wl = BATON_WAKELIST_INIT;
-
-		st->nrunners--;
-		baton__stage_wake_drainers(st, &wl);
-		/* Last touch of st: once it is idle, a drainer may destroy it. */
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
-	}
-}
-
-/* The task attributes of the stage's next task: pinned round robin over
- * the stage's workers when it has some. */
-static struct baton_task_attr next_task_attr(struct baton_stage *st)
-{
-	struct baton_task_attr ta = st->task;
-
-	if (st->nworkers > 0) {
-		ta.worker = st->first_worker + (int)(st->next_worker++ % st->nworkers);
-		ta.flags |= BATON_TASK_BOUND;
-	}
-	return ta;
-}
-
-/* Give the item (counted as running) to an idle runner or a new one;
- * without memory for a runner, the caller runs the handler itself. Called
- * without the lock. */
-static void start(struct baton_stage *st, void *item)
-{
-	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_task_attr ta;
-	struct job *job;
-	bool handed;
-
-	baton_spin_lock(&st->lock);
-	handed = hand_to_idle(st, item, &wl);
-	if (!handed) {
-		st->nrunners++;
-		st->runners_started++;
-	}
-	ta = next_task_attr(st);
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
-	if (handed)
-		return;
-	job = baton__malloc(sizeof(*job));
-	if (job != NULL) {
-		job->st = st;
-		job->item = item;
-		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
-			return;
-		baton__free(job);
-	}
-	run_one(st, item, baton__clock_now());
-	baton_spin_lock(&st->lock);
-	st->nrunners--;
-	baton_spin_unlock(&st->lock);
-}
-
-/* Block the dispatcher until poked; called and returns with the lock. */
-static void dispatcher_wait(struct baton_stage *st, struct baton_task *self)
-{
-	/* No timeout: no timer to allocate, so the only result is BATON_OK. */
-	baton__wait_one(self, &st->dispatcher, &st->lock, 0, NULL, NULL, -1);
-	baton_spin_lock(&st->lock);
-}
-
-static void dispatch(void *arg)
-{
-	struct baton_stage *st = arg;
-	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_task *self = baton_task_self();
-	void *item;
-
-	baton_spin_lock(&st->lock);
-	for (;;) {
-		if (st->count == 0)
-			break; /* runners take it from here; a submit kicks again */
-		if (st->running >= st->concurrency) {
-			dispatcher_wait(st, self);
-			continue;
-		}
-		if (st->nneeds > 0) {
-			/* The only acquirer: the head stays put while we wait
-			 * for its needs (runners pop only with no needs). */
-			baton_spin_unlock(&st->lock);
-			for (size_t i = 0; i < st->nneeds; i++)
-				/* No timeout: the only result is BATON_OK. */
-				baton_pool_acquire(st->needs[i].pool,
-						   st->needs[i].units, -1);
-			baton_spin_lock(&st->lock);
-			while (st->running >= st->concurrency) /* lowered meanwhile */
-				dispatcher_wait(st, self);
-		}
-		item = pop(st, baton__clock_now(), &wl);
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
-		start(st, item);
-		baton_spin_lock(&st->lock);
-	}
-	st->active = false;
-	baton__stage_wake_drainers(st, &wl);
-	/* Last touch of st: a drainer may destroy it once it has the lock. */
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
-}
-
-/* Spawn the dispatcher that kick() asked for. On failure nobody
- * dispatches: the next submit, close or drain kicks again. */
-static int spawn_dispatcher(struct baton_stage *st)
-{
-	int rc = baton_sched_spawn(st->sched, &st->task, dispatch, st);
-
-	if (rc != BATON_OK) {
-		baton_spin_lock(&st->lock);
-		st->active = false;
-		baton_spin_unlock(&st->lock);
-	}
-	return rc;
 }
 
 /* --- the public calls ---------------------------------------------------------- */
@@ -441,7 +136,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	/* An idle runner and nothing ahead of us: hand it over. (A runner
 	 * whose idle wait just timed out is skipped: it is leaving.) */
 	if (st->count == 0 && st->nneeds == 0 && st->running < st->concurrency &&
-	    hand_to_idle(st, item, &wl)) {
+	    baton__stage_hand_to_idle(st, item, &wl)) {
 		st->submitted++;
 		st->running++;
 		baton_spin_unlock(&st->lock);
@@ -450,13 +145,13 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	}
 	if (st->count < st->limit) {
 		pos = st->count;
-		push(st, item, baton__clock_now());
+		baton__stage_push(st, item, baton__clock_now());
 		if (pos == 0)
-			poke(st, &wl); /* a dispatcher idle between handlers */
+			baton__stage_poke(st, &wl); /* a dispatcher idle between handlers */
 		spawn = kick(st);
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
-		if (spawn && (rc = spawn_dispatcher(st)) != BATON_OK) {
+		if (spawn && (rc = baton__stage_spawn_dispatcher(st)) != BATON_OK) {
 			unsubmit(st, pos);
 			return rc;
 		}
@@ -502,7 +197,7 @@ int baton_stage_close(baton_stage_t *st)
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
 	if (spawn)
-		spawn_dispatcher(st); /* on failure, drain kicks again */
+		baton__stage_spawn_dispatcher(st); /* on failure, drain kicks again */
 	return BATON_OK;
 }
 
@@ -524,14 +219,14 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 		/* Idle runners would linger; a drainer wants them gone. */
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
-		dismiss_idle(st, &wl);
+		baton__stage_dismiss_idle(st, &wl);
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
 		baton_spin_lock(&st->lock);
 	}
 	if (kick(st)) { /* items left by a failed spawn */
 		baton_spin_unlock(&st->lock);
-		if ((rc = spawn_dispatcher(st)) != BATON_OK)
+		if ((rc = baton__stage_spawn_dispatcher(st)) != BATON_OK)
 			return rc;
 		baton_spin_lock(&st->lock);
 	}
@@ -554,7 +249,7 @@ int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)
 		return BATON_EINVAL;
 	baton_spin_lock(&st->lock);
 	st->concurrency = n;
-	poke(st, &wl);
+	baton__stage_poke(st, &wl);
 	if (st->fn == NULL)
 		baton__stage_admit_passers(st, baton__clock_now(), &wl);
 	baton_spin_unlock(&st->lock);
@@ -571,13 +266,13 @@ int baton_stage_set_queue_limit(baton_stage_t *st, size_t n)
 		return BATON_EINVAL;
 	baton_spin_lock(&st->lock);
 	st->limit = n;
-	admit(st, baton__clock_now(), &wl);
-	poke(st, &wl);
+	baton__stage_admit(st, baton__clock_now(), &wl);
+	baton__stage_poke(st, &wl);
 	spawn = kick(st);
 	baton_spin_unlock(&st->lock);
 	baton_wakelist_run(&wl);
 	if (spawn)
-		spawn_dispatcher(st); /* on failure, the next call kicks */
+		baton__stage_spawn_dispatcher(st); /* on failure, the next call kicks */
 	return BATON_OK;
 }
 

@@ -1,9 +1,9 @@
 /*
- * src/stage/stage_internal.h - what the stage, pass, pool and JSON files
+ * src/stage/stage_internal.h - what the stage, runner, pass and pool files
  * share: the pool's layout (a stage reads its creation order and counts
- * itself as a user) and the stage's (stage.c hands items to tasks, pass.c
- * lets tasks through; both block with the wait protocol of
- * src/sched/sched_internal.h).
+ * itself as a user) and the stage's (stage.c queues items, runner.c hands
+ * them to tasks, pass.c lets tasks through; all block with the wait
+ * protocol of src/sched/sched_internal.h).
  */
 #ifndef BATON_SRC_STAGE_INTERNAL_H
 #define BATON_SRC_STAGE_INTERNAL_H
@@ -69,6 +69,52 @@ static inline void baton__stage_wake_drainers(struct baton_stage *st,
  * first served, their wait ending at `now`. */
 void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
 				struct baton_wakelist *wl);
+
+/* --- under the lock: the ring ------------------------------------------------
+ * The helpers that wake tasks claim them into `wl`; the caller readies them
+ * with baton_wakelist_run() once it has released the lock. */
+
+static inline void baton__stage_push(struct baton_stage *st, void *item, int64_t now)
+{
+	struct stage_entry *e = &st->ring[(st->head + st->count) % st->cap];
+
+	e->item = item;
+	e->t0 = now;
+	st->count++;
+	st->submitted++;
+}
+
+/* Wake the dispatcher if it waits: it re-checks what it waits for. */
+static inline void baton__stage_poke(struct baton_stage *st, struct baton_wakelist *wl)
+{
+	struct baton_waiter *w = baton_waitq_claim_first(&st->dispatcher);
+
+	if (w)
+		baton_waiter_wake(wl, w, BATON_OK);
+}
+
+/* Move waiting producers' items into free slots, oldest first. */
+static inline void baton__stage_admit(struct baton_stage *st, int64_t now,
+				      struct baton_wakelist *wl)
+{
+	struct baton_waiter *w;
+
+	while (!st->closed && st->count < st->limit &&
+	       (w = baton_waitq_claim_first(&st->producers)) != NULL) {
+		baton__stage_push(st, w->value, now);
+		baton_waiter_wake(wl, w, BATON_OK);
+	}
+}
+
+/* runner.c: the dispatcher and the runners. */
+/* Under the lock: hand `item` to an idle runner; false if none waits. The
+ * caller counts the item as running. */
+bool baton__stage_hand_to_idle(struct baton_stage *st, void *item, struct baton_wakelist *wl);
+/* Under the lock: tell every idle runner to end. */
+void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl);
+/* Spawn the dispatcher that a kick asked for (`active` set); on failure
+ * clear `active` and return the error. Without the lock. */
+int baton__stage_spawn_dispatcher(struct baton_stage *st);
 
 
 #endif /* BATON_SRC_STAGE_INTERNAL_H */
