@@ -6,7 +6,10 @@
  * destroyed (what a freed task held stays held, until the program
  * releases it), the handles left open are closed and freed, and (in the ASan
  * build) LeakSanitizer finds nothing: the test fails there if any task,
- * stack or handle leaked. Both coroutine models, one and two workers.
+ * stack or handle leaked. A stage whose own tasks were freed (runners stuck
+ * in its handler or idle, the dispatcher waiting for a slot, items queued,
+ * a submitter waiting for room) is left idle and can be destroyed (stage.h
+ * rule 5). Both coroutine models, one and two workers.
  */
 #include "sync_test.h"
 
@@ -29,6 +32,9 @@ struct world {
 	int sv[2];
 	int blocked; /* tasks that reached their wait (atomic) */
 	struct baton_stage_pass hold; /* the holder's slot: the program's to end */
+	baton_stage_t *work, *quick;  /* with handlers: runners, a dispatcher */
+	baton_chan_t *never_ch;	      /* the stuck handlers wait here */
+	int quick_done;		      /* quick's items handled (atomic) */
 };
 
 static struct world W;
@@ -119,18 +125,25 @@ static void stopper(void *a)
 	CHECK_RC(baton_sched_stop(W.s), BATON_OK);
 }
 
-static void test_destroy_frees_blocked(void **state)
+/* A fresh world and its scheduler with c's workers. */
+static void begin(const struct cfg *c)
 {
-	const struct cfg *c = *state;
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
-	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
-	struct baton_stage_attr st = BATON_STAGE_ATTR_INIT;
 
 	harness_watchdog(60);
 	failures = 0;
 	memset(&W, 0, sizeof(W));
 	sa.workers = c->workers;
 	assert_int_equal(baton_sched_create(&W.s, &sa), BATON_OK);
+}
+
+static void test_destroy_frees_blocked(void **state)
+{
+	const struct cfg *c = *state;
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	struct baton_stage_attr st = BATON_STAGE_ATTR_INIT;
+
+	begin(c);
 	assert_int_equal(baton_chan_create(&W.recv_ch, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&W.send_ch, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&W.sel_a, 0), BATON_OK);
@@ -185,10 +198,116 @@ static void test_destroy_frees_blocked(void **state)
 	alarm(0);
 }
 
+/* --- a stage's own tasks ---------------------------------------------------- */
+static void stuck_handler(void *item, void *ctx)
+{
+	(void)item;
+	(void)ctx;
+	reached();
+	baton_chan_recv(W.never_ch, NULL, FOREVER); /* freed here */
+	CHECK(0);
+}
+
+static void quick_handler(void *item, void *ctx)
+{
+	(void)item;
+	(void)ctx;
+	/* Relaxed: a count the feeder polls. */
+	__atomic_add_fetch(&W.quick_done, 1, __ATOMIC_RELAXED);
+}
+
+/* Fills `work` (two runners stuck in the handler, two items queued behind
+ * them with the dispatcher waiting for a slot, a fifth submit waiting for
+ * room), gives `quick` an item (its runner then waits idle for the next),
+ * and stops the run. */
+static void feeder(void *a)
+{
+	(void)a;
+	for (int i = 0; i < 4; i++)
+		CHECK_RC(baton_stage_submit(W.work, NULL, FOREVER), BATON_OK);
+	while (__atomic_load_n(&W.blocked, __ATOMIC_RELAXED) < 2)
+		baton_sched_sleep(1000000);
+	baton_sched_sleep(5000000); /* the dispatcher waits for a slot */
+	CHECK_RC(baton_stage_submit(W.quick, NULL, 0), BATON_OK);
+	while (__atomic_load_n(&W.quick_done, __ATOMIC_RELAXED) < 1)
+		baton_sched_yield();
+	/* Within the runner's idle wait (BATON_STAGE_RUNNER_IDLE_NS). */
+	CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
+	baton_stage_submit(W.work, NULL, FOREVER); /* full: waits */
+	CHECK(0);
+}
+
+static void test_destroy_leaves_stages_idle(void **state)
+{
+	const struct cfg *c = *state;
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	struct baton_stage_attr st = BATON_STAGE_ATTR_INIT;
+	struct baton_stage_stats ss;
+
+	begin(c);
+	assert_int_equal(baton_chan_create(&W.never_ch, 0), BATON_OK);
+	st.name = "stuck";
+	st.fn = stuck_handler;
+	st.concurrency = 2;
+	st.queue_capacity = 2;
+	st.task.coro = *c->attr;
+	assert_int_equal(baton_stage_create(&W.work, W.s, &st), BATON_OK);
+	st.name = "quick";
+	st.fn = quick_handler;
+	assert_int_equal(baton_stage_create(&W.quick, W.s, &st), BATON_OK);
+	ta.coro = *c->attr;
+	assert_int_equal(baton_sched_spawn(W.s, &ta, feeder, NULL), BATON_OK);
+	assert_int_equal(baton_sched_run(W.s), BATON_OK);
+	assert_int_equal(failures, 0);
+	assert_int_equal(baton_stage_snapshot(W.work, &ss), BATON_OK);
+	assert_int_equal(ss.runners, 2);
+	assert_int_equal(ss.running, 2);
+	assert_int_equal(ss.queued, 2);
+	/* Busy: the program must not destroy it under its tasks. */
+	assert_int_equal(baton_stage_destroy(W.work), BATON_EBUSY);
+
+	assert_int_equal(baton_sched_destroy(W.s), BATON_OK);
+	/* The stage forgot its freed tasks and dropped what they left. */
+	assert_int_equal(baton_stage_snapshot(W.work, &ss), BATON_OK);
+	assert_int_equal(ss.runners, 0);
+	assert_int_equal(ss.running, 0);
+	assert_int_equal(ss.queued, 0);
+	assert_int_equal(ss.closed, 1);
+	assert_int_equal(ss.submitted, ss.completed);
+	assert_int_equal(ss.rejected, 4);
+	assert_int_equal(baton_stage_submit(W.work, NULL, 0), BATON_ESHUTDOWN);
+	assert_int_equal(baton_stage_drain(W.work, 0), BATON_OK);
+	assert_int_equal(baton_stage_destroy(W.work), BATON_OK);
+	assert_int_equal(baton_stage_destroy(W.quick), BATON_OK);
+	assert_int_equal(baton_chan_destroy(W.never_ch), BATON_OK);
+	alarm(0);
+}
+
+/* A stage destroyed before its scheduler leaves nothing behind for the
+ * scheduler's destroy to touch. */
+static void test_stage_destroyed_first(void **state)
+{
+	struct baton_stage_attr st = BATON_STAGE_ATTR_INIT;
+	baton_stage_t *a, *b;
+
+	(void)state;
+	assert_int_equal(baton_sched_create(&W.s, NULL), BATON_OK);
+	st.name = "a";
+	st.fn = quick_handler;
+	assert_int_equal(baton_stage_create(&a, W.s, &st), BATON_OK);
+	st.name = "b";
+	assert_int_equal(baton_stage_create(&b, W.s, &st), BATON_OK);
+	assert_int_equal(baton_stage_destroy(a), BATON_OK);
+	assert_int_equal(baton_sched_destroy(W.s), BATON_OK);
+	assert_int_equal(baton_stage_destroy(b), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		SYNC_TESTS(test_destroy_frees_blocked),
+		SYNC_TESTS(test_destroy_leaves_stages_idle),
+		cmocka_unit_test(test_stage_destroyed_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,10 +55,11 @@
  *     runnable ones, and blocked ones, which leave the wait queues of their
  *     primitives (channels, sync objects, stages, I/O handles, sleeps), so
  *     those can be destroyed afterwards. Whatever such a task held (memory,
- *     a mutex, a pool's units) stays held. No other thread may use the
- *     primitives those tasks wait on during destroy. Let tasks finish first
- *     where their cleanup matters (baton_sched_stop() ends a run that still
- *     has blocked tasks).
+ *     a mutex, a pool's units) stays held; a stage with a handler forgets
+ *     its own tasks and can be destroyed (baton/stage.h rule 5). No other
+ *     thread may use the primitives those tasks wait on during destroy.
+ *     Let tasks finish first where their cleanup matters (baton_sched_stop()
+ *     ends a run that still has blocked tasks).
  */
 #ifndef BATON_SCHED_H
 #define BATON_SCHED_H

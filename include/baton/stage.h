@@ -62,10 +62,20 @@
  *     (any thread, any task): the stage does not know when its use ends.
  *  5. Destroy a stage when it is idle: nothing queued, nothing running, no
  *     submitter or drainer waiting (BATON_EBUSY otherwise). Drain it before
- *     its scheduler is destroyed: a task that waits to pass through leaves
- *     the queue when the destroy frees it, but a freed dispatcher or handler
- *     task, or a freed task that had entered, leaves the stage busy. Destroy a pool
- *     when no stage lists it, no unit is in use and nobody waits.
+ *     its scheduler is destroyed where the items matter. A scheduler's
+ *     destroy frees the tasks blocked on its stages (sched.h rule 5): a
+ *     submitter, drainer or task waiting to pass through leaves the queue.
+ *     A stage with a handler also loses its own tasks, the dispatcher and
+ *     the handler tasks (busy in the handler, waiting for an item, or not
+ *     yet started): it hears of the destroy, forgets them, drops the items
+ *     still queued (they, and the items whose handler never returned, move
+ *     from submitted to rejected) and is closed, so it is idle and can be
+ *     destroyed; after that destroy is the only call it is useful for. A
+ *     freed task that had entered a stage without handler still counts as
+ *     running there until the program leaves with its pass (the stage
+ *     cannot know the task is gone), and the pool units freed tasks held
+ *     stay in use until released. Destroy a pool when no stage lists it, no
+ *     unit is in use and nobody waits.
  *  6. A stage created without a handler (attr.fn NULL) is a step that the
  *     calling task performs itself: it passes through the stage with
  *     baton_stage_enter() and baton_stage_leave() instead of submitting an

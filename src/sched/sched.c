@@ -574,6 +574,52 @@ static int start_threads(struct baton_sched *s)
 	return BATON_OK;
 }
 
+/* --- watches ---------------------------------------------------------------- */
+/* Every scheduler's watch list: a stage's destroy may race its scheduler's,
+ * and then only a lock that outlives both can say which came first. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void baton__sched_watch(struct baton_sched *s, struct baton_sched_watch *w)
+{
+	pthread_mutex_lock(&watch_lock);
+	w->sched = s;
+	w->prev = NULL;
+	w->next = s->watches;
+	if (s->watches)
+		s->watches->prev = w;
+	s->watches = w;
+	pthread_mutex_unlock(&watch_lock);
+}
+
+void baton__sched_unwatch(struct baton_sched_watch *w)
+{
+	pthread_mutex_lock(&watch_lock);
+	if (w->sched) {
+		if (w->prev)
+			w->prev->next = w->next;
+		else
+			w->sched->watches = w->next;
+		if (w->next)
+			w->next->prev = w->prev;
+		w->sched = NULL;
+	}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+/* Destroy, its tasks freed: tell the watchers. Under the lock, so that
+ * none of them is freed (unwatched) while its `gone` runs. */
+static void watches_gone(struct baton_sched *s)
+{
+	pthread_mutex_lock(&watch_lock);
+	for (struct baton_sched_watch *w = s->watches, *next; w; w = next) {
+		next = w->next;
+		w->sched = NULL;
+		w->gone(w);
+	}
+	s->watches = NULL;
+	pthread_mutex_unlock(&watch_lock);
+}
+
 /* --- public API ----------------------------------------------------------- */
 int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 {
@@ -774,6 +820,7 @@ int baton_sched_destroy(baton_sched_t *s)
 	 * (blocked stackful tasks, worker 0's copy-stack ones, copy-stack
 	 * ones that never ran) is freed here, on the run's thread. */
 	free_blocked(s, NULL);
+	watches_gone(s); /* stages: their tasks are gone */
 	/* Now no task waits on anything: the hooks (the reactors, which free
 	 * the handles left open) can go, every worker's here. */
 	for (unsigned i = 0; i < s->nworkers; i++) {

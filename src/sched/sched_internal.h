@@ -214,6 +214,24 @@ struct baton_worker_hook {
 	void (*fini)(struct baton_worker *w);
 };
 
+/*
+ * What a higher layer builds on a scheduler and must hear of its destroy:
+ * a stage, whose dispatcher and handler tasks the destroy frees (they leave
+ * the stage's counts behind). Linked by baton__sched_watch; `gone` is
+ * called by baton_sched_destroy once every task is freed, after which the
+ * scheduler's pointer must not be used. Unlinked by baton__sched_unwatch
+ * (a no-op once gone was called). One process-wide lock guards every
+ * scheduler's list, so that a destroy of each racing the other is safe.
+ */
+struct baton_sched_watch {
+	struct baton_sched_watch *prev, *next;
+	struct baton_sched *sched; /* NULL once unwatched or gone */
+	void (*gone)(struct baton_sched_watch *w);
+};
+
+void baton__sched_watch(struct baton_sched *s, struct baton_sched_watch *w);
+void baton__sched_unwatch(struct baton_sched_watch *w);
+
 /* Starting and ending runs of the helper workers (threads 1..N-1). */
 struct baton_sched_ctl {
 	int generation;	  /* bumped by each run (atomic) */
@@ -239,6 +257,7 @@ struct baton_sched {
 	 * Linked at spawn, unlinked when freed: off the hop path. */
 	baton_spinlock_t all_lock;
 	struct baton_task *all;
+	struct baton_sched_watch *watches; /* under the watch lock (sched.c) */
 };
 
 /* The worker running on this thread, or NULL. */

@@ -19,17 +19,36 @@
  * A runner, after each item, takes the head itself when it may, else waits
  * as an idle runner for BATON_STAGE_RUNNER_IDLE_NS and ends: a scheduler's
  * run still ends soon after its stages are idle.
+ *
+ * All these tasks run on the stage's scheduler, so its destroy frees every
+ * one of them that had not ended, wherever it was (waiting, in a handler,
+ * not yet started), and leaves the counts they kept behind: the stage's
+ * watch hears of it (baton__stage_sched_gone) and makes the stage idle.
  */
 #include <stdlib.h>
 
 #include "../common/alloc.h"
 #include "stage_internal.h"
 
-/* A handler task's argument. */
-struct job {
+/* A new runner's argument: its first item. Listed in the stage until the
+ * runner has started, so that a runner freed before it ran (the
+ * scheduler's destroy) does not take its job with it. */
+struct stage_job {
+	struct stage_job *next; /* st->unstarted, under st->lock */
 	struct baton_stage *st;
 	void *item;
 };
+
+/* Under the lock. The list holds the runners spawned and not yet started
+ * (one or two, a burst's worth): a scan costs less than another link. */
+static void job_unlink(struct baton_stage *st, struct stage_job *job)
+{
+	struct stage_job **pp = &st->unstarted;
+
+	while (*pp != job)
+		pp = &(*pp)->next;
+	*pp = job->next;
+}
 
 /* Take the head item for a handler (it counts as running from now on);
  * producers waiting for room move in behind. */
@@ -107,14 +126,17 @@ static int64_t run_one(struct baton_stage *st, void *item, int64_t start)
  */
 static void runner_task(void *arg)
 {
-	struct job job = *(struct job *)arg;
-	struct baton_stage *st = job.st;
-	void *item = job.item;
+	struct stage_job *job = arg;
+	struct baton_stage *st = job->st;
+	void *item = job->item;
 	struct baton_task *self = baton_task_self();
 	int64_t t = baton__clock_now();
 	int rc;
 
-	baton__free(arg);
+	baton_spin_lock(&st->lock);
+	job_unlink(st, job);
+	baton_spin_unlock(&st->lock);
+	baton__free(job);
 	for (;;) {
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
@@ -184,7 +206,7 @@ static void start(struct baton_stage *st, void *item)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task_attr ta;
-	struct job *job;
+	struct stage_job *job;
 	bool handed;
 
 	baton_spin_lock(&st->lock);
@@ -202,8 +224,15 @@ static void start(struct baton_stage *st, void *item)
 	if (job != NULL) {
 		job->st = st;
 		job->item = item;
+		baton_spin_lock(&st->lock);
+		job->next = st->unstarted;
+		st->unstarted = job;
+		baton_spin_unlock(&st->lock);
 		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
 			return;
+		baton_spin_lock(&st->lock);
+		job_unlink(st, job);
+		baton_spin_unlock(&st->lock);
 		baton__free(job);
 	}
 	run_one(st, item, baton__clock_now());
@@ -274,3 +303,39 @@ int baton__stage_spawn_dispatcher(struct baton_stage *st)
 	return rc;
 }
 
+/*
+ * The scheduler was destroyed (its watch, stage.h rule 5). Every task of
+ * the stage went with it, freed without running on: the dispatcher, the
+ * runners busy in a handler or waiting for an item, those not yet started
+ * (their jobs are freed here). Nothing can run what is queued any more.
+ * The stage forgets what those tasks counted, drops the queued items (they
+ * and the ones whose handler never returned count as rejected), and is
+ * closed and idle: it can be destroyed. The waiters of the freed tasks
+ * already left its queues. Units of pools that the freed tasks held stay in
+ * use (sched.h rule 5).
+ */
+void baton__stage_sched_gone(struct baton_sched_watch *w)
+{
+	struct baton_stage *st = (struct baton_stage *)((char *)w -
+				 offsetof(struct baton_stage, watch));
+	struct stage_job *jobs, *next;
+	size_t lost;
+
+	baton_spin_lock(&st->lock);
+	lost = st->count + st->running;
+	st->submitted -= lost;
+	st->rejected += lost;
+	st->count = st->head = 0;
+	st->running = 0;
+	st->nrunners = st->nidle = 0;
+	st->active = false;
+	st->closed = true;
+	st->sched = NULL; /* freed: nothing may spawn on it */
+	jobs = st->unstarted;
+	st->unstarted = NULL;
+	baton_spin_unlock(&st->lock);
+	for (; jobs; jobs = next) {
+		next = jobs->next;
+		baton__free(jobs);
+	}
+}

@@ -91,6 +91,10 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	}
 	memcpy(st->needs, needs, n * sizeof(needs[0]));
 	st->nneeds = n;
+	if (st->fn) { /* its tasks die with the scheduler: hear of it */
+		st->watch.gone = baton__stage_sched_gone;
+		baton__sched_watch(s, &st->watch);
+	}
 	for (size_t i = 0; i < n; i++) {
 		baton_spin_lock(&needs[i].pool->u.lock);
 		needs[i].pool->users++;
@@ -312,6 +316,8 @@ int baton_stage_destroy(baton_stage_t *st)
 	baton_spin_unlock(&st->lock);
 	if (busy)
 		return BATON_EBUSY;
+	if (st->fn)
+		baton__sched_unwatch(&st->watch);
 	for (size_t i = 0; i < st->nneeds; i++) {
 		baton_spin_lock(&st->needs[i].pool->u.lock);
 		st->needs[i].pool->users--;

@@ -48,6 +48,10 @@ struct baton_stage {
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
 	size_t nneeds;
 	char name[BATON_NAME_MAX + 1];
+
+	/* With a handler: told when the scheduler is destroyed (runner.c). */
+	struct baton_sched_watch watch;
+	struct stage_job *unstarted; /* runners spawned, not yet started */
 };
 
 /* Nothing queued, running, dispatching, or alive to take an item. */
@@ -115,6 +119,8 @@ void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl
 /* Spawn the dispatcher that a kick asked for (`active` set); on failure
  * clear `active` and return the error. Without the lock. */
 int baton__stage_spawn_dispatcher(struct baton_stage *st);
+/* The watch's `gone`: the scheduler was destroyed (stage.h rule 5). */
+void baton__stage_sched_gone(struct baton_sched_watch *w);
 
 
 #endif /* BATON_SRC_STAGE_INTERNAL_H */
