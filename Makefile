@@ -2,9 +2,9 @@
 #   make test    build and run the whole test suite (native, ASan+UBSan,
 #                TSan for the threaded tests, valgrind subset, ucontext backend, AArch64 under qemu,
 #                install consumers, the Python tooling's tests)
-#   make bench   run the benchmark suites (18 min) and write build/results.jsonl
-#                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, no time
-#                limit; SUITE=name for one; BENCH_MINUTES=M for another budget)
+#   make bench   run the benchmark suites (20 min) and write build/results.jsonl
+#                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, 60 min;
+#                SUITE=name for one; BENCH_MINUTES=M for another budget, 0: none)
 #   make httpd   build and run baton-httpd (PORT, WORKERS, HANDLER)
 #   make soak    baton-httpd under mixed load for MINUTES (default 10)
 # They install what they need first (Debian packages, a Python venv).

@@ -66,12 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--quick", dest="mode", action="store_const", const=QUICK,
                       help=f"the quick parameter sets, in {MODE_MINUTES[QUICK]:g} min")
     mode.add_argument("--full", dest="mode", action="store_const", const=FULL,
-                      help="every parameter set (the sweeps), with no time budget; "
+                      help=f"every parameter set (the sweeps), in {MODE_MINUTES[FULL]:g} min; "
                            "the expected duration is printed first")
     run_cmd.set_defaults(mode=DEFAULT)
     run_cmd.add_argument("--minutes", type=float, metavar="M",
                          help=f"time budget of the run (default {MODE_MINUTES[DEFAULT]:g}, "
-                              f"{MODE_MINUTES[QUICK]:g} with --quick, none with --full; "
+                              f"{MODE_MINUTES[QUICK]:g} with --quick, {MODE_MINUTES[FULL]:g} with --full; "
                               f"0: none)")
     run_cmd.add_argument("--suite", action="append", default=[], metavar="NAME",
                          help="run only this suite (repeatable; default: all)")

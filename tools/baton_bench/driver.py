@@ -36,7 +36,8 @@ from .csm import min_decisive_count
 from .machine import describe_machine
 from .progress import Progress
 from .targets import applies, judge
-from .manifest import ManifestError, Suite, expand, find_manifests, load_suite, missing_reason
+from .manifest import (ManifestError, Suite, expand, find_manifests, load_suite, memory_reason,
+                       missing_reason)
 from .report import write_report
 from .runner import FAILED, MISSING, OK, RunOutcome, measurement, run_command
 from .tables import (
@@ -157,16 +158,22 @@ def _load_all(manifests: list[Path]) -> dict[Path, Suite]:
 
 
 def describe_plan(config: Config, suites: dict[Path, Suite], timings: Timings) -> str:
-    """What the run will do and how long it should take: the time budget,
-    or (without one) an estimate from this machine's earlier timings."""
+    """What the run will do and how long it should take: the time budget
+    and, for a full run or one without a budget, an estimate from this
+    machine's earlier timings of what the work would take unbounded."""
     head = (f"mode {config.mode}: {len(suites)} suite(s), pair budget {config.budget}, "
             f"epsilon {config.epsilon:g}, {config.median_runs} runs per median")
-    if config.minutes is not None:
+    if config.minutes is not None and config.mode != FULL:
         return f"{head}; time budget {config.minutes:g} min"
     least, most, unknown = estimate(config, list(suites.values()), timings)
-    text = (f"{head}; no time budget.\nexpected duration: {least / 60:.0f}-"
-            f"{most / 60:.0f} min (every comparison decided at the fewest pairs - "
-            f"none decided before its budget)")
+    span = (f"{least / 60:.0f}-{most / 60:.0f} min (every comparison decided at the "
+            f"fewest pairs - none decided before its budget)")
+    if config.minutes is None:
+        text = f"{head}; no time budget.\nexpected duration: {span}"
+    else:
+        text = (f"{head}; time budget {config.minutes:g} min.\nexpected duration: "
+                f"{min(config.minutes, least / 60):.0f}-{config.minutes:g} min; without "
+                f"the budget (--minutes 0) the work would take {span}")
     if unknown:
         text += (f"; {unknown} invocation(s) have no timing from an earlier run on "
                  f"this machine and are not counted")
@@ -377,7 +384,8 @@ class SuiteRunner:
         except (ManifestError, KeyError, TypeError) as err:
             self._once_failed(entry.get("cmd"), impl, FAILED, f"bad once entry: {err}")
             return
-        reason = missing_reason(argv, entry.get("requires") or [])
+        reason = (missing_reason(argv, entry.get("requires") or [])
+                  or memory_reason(entry.get("memory_gib")))
         if reason:
             self._once_failed(argv, impl, MISSING, reason)
             return

@@ -268,3 +268,28 @@ def missing_reason(cmd: Sequence[str], requires: Iterable[str] = ()) -> Optional
     elif shutil.which(program) is None:
         return f"{program} not on PATH"
     return None
+
+
+def memory_gib(meminfo: str | Path = "/proc/meminfo") -> Optional[float]:
+    """This machine's physical memory (MemTotal), in GiB; None if unknown."""
+    try:
+        for line in Path(meminfo).read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / (1024 * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_reason(needed: Any, meminfo: str | Path = "/proc/meminfo") -> Optional[str]:
+    """Why a ``once`` command that needs ``needed`` GiB of memory (its
+    ``memory_gib``) cannot run here, or None.  A run past the machine's
+    memory is not a measurement: the OOM killer ends it, or another process."""
+    if needed is None:
+        return None
+    if isinstance(needed, bool) or not isinstance(needed, (int, float)):
+        return f"memory_gib must be a number, got {needed!r}"
+    have = memory_gib(meminfo)
+    if have is not None and have < needed:
+        return f"needs {needed:g} GiB of memory, this machine has {have:.1f} GiB"
+    return None

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from baton_bench import budget as bb
+from baton_bench import manifest
 from baton_bench.csm import csm_driver, min_decisive_count, reach_probability
 from baton_bench.driver import Config, describe_plan, estimate, run
 from baton_bench.manifest import ManifestError, Suite, load_suite
@@ -272,12 +273,17 @@ def test_a_full_run_prints_its_expected_duration_from_earlier_timings(timed_tree
     capsys.readouterr()
     timings = json.loads((build / "bench-timings.json").read_text())
     assert any(key.startswith("t|slowpoke|") for key in timings)
-    config = _config(src, build, mode="full", budget=20)
+    config = _config(src, build, mode="full", budget=20, minutes=0)
     path = src / "bench" / "t" / "suite.json"
     suites = {path: load_suite(path)}
     known = bb.Timings(build / "bench-timings.json")
     text = describe_plan(config, suites, known)
     assert "no time budget" in text and "expected duration:" in text
+    # With its default budget a full run names both the budget and what
+    # the work would take without it.
+    bounded = describe_plan(_config(src, build, mode="full", budget=20), suites, known)
+    assert f"time budget {bb.MODE_MINUTES['full']:g} min" in bounded
+    assert "without the budget" in bounded and "have no timing" in bounded
     # The n=2 set never ran in quick mode: its invocations are unknown.
     assert "have no timing" in text
     least, most, unknown = estimate(config, list(suites.values()), known)
@@ -288,3 +294,34 @@ def test_a_full_run_prints_its_expected_duration_from_earlier_timings(timed_tree
     pairs = t("ours") + t("twin") + t("ours") + t("slowpoke")
     assert most - least == pytest.approx((20 - min_decisive_count(1e-3)) * pairs, rel=1e-6)
     assert unknown == 4 + 4   # four impls' probes, four pair members at n=2
+
+
+def test_a_once_command_needing_more_memory_than_the_machine_has_is_skipped(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24684096 kB\nMemFree: 1 kB\n")
+    assert manifest.memory_gib(meminfo) == pytest.approx(23.54, abs=0.01)
+    assert manifest.memory_reason(None, meminfo) is None
+    assert manifest.memory_reason(22, meminfo) is None
+    reason = manifest.memory_reason(32, meminfo)
+    assert reason == "needs 32 GiB of memory, this machine has 23.5 GiB"
+    assert "must be a number" in manifest.memory_reason("lots", meminfo)
+    # No /proc/meminfo: the command runs (the OOM killer is then the judge).
+    assert manifest.memory_reason(32, tmp_path / "none") is None
+
+
+def test_the_driver_reports_a_once_command_past_the_memory_as_missing(tmp_path):
+    src, build = tmp_path / "src", tmp_path / "build"
+    folder = src / "bench" / "m"
+    folder.mkdir(parents=True)
+    build.mkdir()
+    fake = build / "fake"
+    fake.write_text("#!/bin/sh\necho '{\"metric\": \"x\", \"value\": 1}'\n")
+    fake.chmod(0o755)
+    (folder / "suite.json").write_text(json.dumps({
+        "suite": "m", "metric": "x", "impls": {"a": {"cmd": [str(fake)]}}, "pairs": [],
+        "once": [{"impl": "a", "cmd": [str(fake)], "memory_gib": 1e6},
+                 {"impl": "a", "cmd": [str(fake)], "memory_gib": 0.001}]}))
+    lines = run(_config(src, build, mode="quick", minutes=0.2, budget=3))
+    once = [line for line in lines if line.get("kind") == "once"]
+    assert once[0]["status"] == "missing" and "needs 1e+06 GiB of memory" in once[0]["error"]
+    assert once[1]["value"] == 1
