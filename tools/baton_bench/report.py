@@ -183,7 +183,10 @@ def _run_facts(lines: Iterable[dict[str, Any]]) -> str:
     if machine.get("cores"):
         facts.append(f"{machine['cores']} cores")
     if machine.get("commit"):
-        facts.append(f"commit {str(machine['commit'])[:10]}")
+        commit = str(machine["commit"])
+        dirty = commit.endswith("-dirty")
+        commit = commit.removesuffix("-dirty")[:10]
+        facts.append(f"commit {commit}" + (" with uncommitted changes" if dirty else ""))
     if run.get("elapsed_s") is not None:
         facts.append(f"{float(run['elapsed_s']) / 60:.1f} min")
     return ", ".join(facts) or "no machine line"

@@ -125,5 +125,9 @@ def test_headline_lists_every_target_and_the_run(tmp_path):
     assert "| ring |" in text and "baton >= 5.0x go" in text and "missed" in text
     assert "docs/results.md" in text
     assert "_No targets measured._" in report.headline([SUITE])
+    # A dirty tree's commit keeps its ten hex digits and says it was dirty.
+    dirty = [dict(line, commit="ef6fae6-dirty") if line.get("kind") == "machine" else line
+             for line in lines]
+    assert "commit ef6fae6 with uncommitted changes" in report.headline(dirty)
     doc = report.results_document(lines)
     assert doc.startswith("# Benchmark results") and "\n### ring\n" in doc
