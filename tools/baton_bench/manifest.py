@@ -179,11 +179,18 @@ def load_suite(path: str | Path) -> Suite:
     bad = check_targets(data.get("targets"), list(impls))
     if bad:
         raise ManifestError(f"{path}: {bad}")
+    once = list(data.get("once") or [])
+    for entry in once:
+        need = entry.get("memory_gib") if isinstance(entry, dict) else None
+        if need is not None and (isinstance(need, bool) or not isinstance(need, (int, float))
+                                 or need <= 0):
+            raise ManifestError(f"{path}: once: memory_gib must be a positive number, "
+                                f"got {need!r}")
     return Suite(
         name=name, metric=_require(data, "metric", str, path), better=better,
         impls=impls, params=data.get("params") or {},
         pairs=_parse_pairs(data.get("pairs"), impls, path),
-        once=list(data.get("once") or []), reference=reference,
+        once=once, reference=reference,
         seed=seed if isinstance(seed, list) else [seed],
         plot=data.get("plot", DEFAULT_PLOTS.get(name)), unit=data.get("unit"),
         path=path, pair_params=data.get("pair_params"), budget=data.get("budget"),
@@ -281,14 +288,14 @@ def memory_gib(meminfo: str | Path = "/proc/meminfo") -> Optional[float]:
     return None
 
 
-def memory_reason(needed: Any, meminfo: str | Path = "/proc/meminfo") -> Optional[str]:
+def memory_reason(needed: Optional[float],
+                  meminfo: str | Path = "/proc/meminfo") -> Optional[str]:
     """Why a ``once`` command that needs ``needed`` GiB of memory (its
-    ``memory_gib``) cannot run here, or None.  A run past the machine's
-    memory is not a measurement: the OOM killer ends it, or another process."""
+    ``memory_gib``, checked by ``load_suite``) cannot run here, or None.  A
+    run past the machine's memory is not a measurement: the OOM killer ends
+    it, or another process."""
     if needed is None:
         return None
-    if isinstance(needed, bool) or not isinstance(needed, (int, float)):
-        return f"memory_gib must be a number, got {needed!r}"
     have = memory_gib(meminfo)
     if have is not None and have < needed:
         return f"needs {needed:g} GiB of memory, this machine has {have:.1f} GiB"

@@ -304,7 +304,6 @@ def test_a_once_command_needing_more_memory_than_the_machine_has_is_skipped(tmp_
     assert manifest.memory_reason(22, meminfo) is None
     reason = manifest.memory_reason(32, meminfo)
     assert reason == "needs 32 GiB of memory, this machine has 23.5 GiB"
-    assert "must be a number" in manifest.memory_reason("lots", meminfo)
     # No /proc/meminfo: the command runs (the OOM killer is then the judge).
     assert manifest.memory_reason(32, tmp_path / "none") is None
 
@@ -321,6 +320,13 @@ def test_the_driver_reports_a_once_command_past_the_memory_as_missing(tmp_path):
         "suite": "m", "metric": "x", "impls": {"a": {"cmd": [str(fake)]}}, "pairs": [],
         "once": [{"impl": "a", "cmd": [str(fake)], "memory_gib": 1e6},
                  {"impl": "a", "cmd": [str(fake)], "memory_gib": 0.001}]}))
+    path = folder / "suite.json"
+    bad = json.loads(path.read_text())
+    bad["once"][0]["memory_gib"] = "lots"
+    broken = tmp_path / "bad.json"
+    broken.write_text(json.dumps(bad))
+    with pytest.raises(ManifestError, match="memory_gib must be a positive number"):
+        load_suite(broken)
     lines = run(_config(src, build, mode="quick", minutes=0.2, budget=3))
     once = [line for line in lines if line.get("kind") == "once"]
     assert once[0]["status"] == "missing" and "needs 1e+06 GiB of memory" in once[0]["error"]
