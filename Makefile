@@ -3,7 +3,7 @@
 #                TSan for the threaded tests, valgrind subset, ucontext backend, AArch64 under qemu,
 #                install consumers, the Python tooling's tests)
 #   make bench   run the benchmark suites (20 min) and write build/results.jsonl
-#                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, 60 min;
+#                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, 55 min;
 #                SUITE=name for one; BENCH_MINUTES=M for another budget, 0: none)
 #   make httpd   build and run baton-httpd (PORT, WORKERS, HANDLER)
 #   make soak    baton-httpd under mixed load for MINUTES (default 10)

@@ -356,8 +356,10 @@ class SuiteRunner:
                             "metric": suite.metric, "better": suite.better,
                             "epsilon": self.config.epsilon, "budget": budget,
                             **result.fields()})
+        # A set the manifest keeps to medians (pair_params) decides no target.
+        paired = bool(suite.pairs_for(params, self.config.mode))
         for target in suite.targets:
-            if not applies(target, params):
+            if not paired or not applies(target, params):
                 continue
             judged = judge(target, comparisons, suite.better)
             self.sink.emit({"suite": suite.name, "kind": "target", "params": params,
@@ -388,6 +390,7 @@ class SuiteRunner:
                   or memory_reason(entry.get("memory_gib")))
         if reason:
             self._once_failed(argv, impl, MISSING, reason)
+            self.say(f"   once {' '.join(argv)}: {MISSING} ({reason})")
             return
         started = time.monotonic()
         result = run_command(argv, self.config.timeout)

@@ -220,7 +220,13 @@ def target_table(suite: SuiteData) -> tuple[list[str], Rows]:
     interval, and met / missed / undecided / not measured."""
     headers = ["params", "target", "speed [interval]", "verdict"]
     rows: list[list[object]] = []
+    # Results of drivers that judged targets on medians-only sets too: such a
+    # "not measured" row says nothing, since no pair runs there by design.
+    paired = {json.dumps(v.get("params") or {}, sort_keys=True) for v in suite.verdicts}
     for line in suite.targets:
+        if (line.get("verdict") == "not measured"
+                and json.dumps(line.get("params") or {}, sort_keys=True) not in paired):
+            continue
         speed = line.get("speed")
         cell = "-" if speed is None else (
             f"{fmt(speed)} [{fmt(line.get('speed_lo')) if line.get('speed_lo') is not None else '..'}, "

@@ -12,6 +12,9 @@ median ratio (``ratio_lo``, ``ratio_hi``, at the run's epsilon) decides:
   missed     the whole interval is below X
   undecided  it straddles X (or is unbounded on the side that matters)
   not measured  no comparison of these two impls at this parameter set
+
+A parameter set the manifest keeps to medians (``pair_params``) is not
+judged at all: the driver skips it rather than report "not measured".
 """
 
 from dataclasses import dataclass

@@ -308,19 +308,26 @@ def test_a_once_command_needing_more_memory_than_the_machine_has_is_skipped(tmp_
     assert manifest.memory_reason(32, tmp_path / "none") is None
 
 
-def test_the_driver_reports_a_once_command_past_the_memory_as_missing(tmp_path):
+def _one_value_suite(tmp_path, suite):
+    """A source tree whose one suite's commands all print value 1; the
+    manifest is ``suite`` with "{fake}" standing for that command."""
     src, build = tmp_path / "src", tmp_path / "build"
-    folder = src / "bench" / "m"
+    folder = src / "bench" / suite["suite"]
     folder.mkdir(parents=True)
     build.mkdir()
     fake = build / "fake"
     fake.write_text("#!/bin/sh\necho '{\"metric\": \"x\", \"value\": 1}'\n")
     fake.chmod(0o755)
-    (folder / "suite.json").write_text(json.dumps({
-        "suite": "m", "metric": "x", "impls": {"a": {"cmd": [str(fake)]}}, "pairs": [],
-        "once": [{"impl": "a", "cmd": [str(fake)], "memory_gib": 1e6},
-                 {"impl": "a", "cmd": [str(fake)], "memory_gib": 0.001}]}))
     path = folder / "suite.json"
+    path.write_text(json.dumps(suite).replace("{fake}", str(fake)))
+    return src, build, path
+
+
+def test_the_driver_reports_a_once_command_past_the_memory_as_missing(tmp_path, capsys):
+    src, build, path = _one_value_suite(tmp_path, {
+        "suite": "m", "metric": "x", "impls": {"a": {"cmd": ["{fake}"]}}, "pairs": [],
+        "once": [{"impl": "a", "cmd": ["{fake}"], "memory_gib": 1e6},
+                 {"impl": "a", "cmd": ["{fake}"], "memory_gib": 0.001}]})
     bad = json.loads(path.read_text())
     bad["once"][0]["memory_gib"] = "lots"
     broken = tmp_path / "bad.json"
@@ -331,3 +338,20 @@ def test_the_driver_reports_a_once_command_past_the_memory_as_missing(tmp_path):
     once = [line for line in lines if line.get("kind") == "once"]
     assert once[0]["status"] == "missing" and "needs 1e+06 GiB of memory" in once[0]["error"]
     assert once[1]["value"] == 1
+    # The log says why the entry was skipped, not only the results file.
+    assert "fake: missing (needs 1e+06 GiB of memory" in capsys.readouterr().out
+
+
+def test_a_parameter_set_kept_to_medians_decides_no_target(tmp_path, capsys):
+    src, build, _ = _one_value_suite(tmp_path, {
+        "suite": "p", "metric": "x",
+        "params": {"quick": [{"k": True}, {"k": False}]},
+        "impls": {"a": {"cmd": ["{fake}"]}, "b": {"cmd": ["{fake}"]}},
+        "pairs": [["a", "b"]], "pair_params": [{"k": True}],
+        "targets": [{"a": "a", "b": "b", "at_least": 2.0}]})
+    lines = run(_config(src, build, mode="quick", minutes=0.1, budget=3))
+    targets = [line for line in lines if line.get("kind") == "target"]
+    # Judged where the pair runs (k=True); nothing at all, not "not measured",
+    # where the manifest asks for medians only.
+    assert [t["params"] for t in targets] == [{"k": True}]
+    assert "not measured" not in capsys.readouterr().out

@@ -80,8 +80,15 @@ def test_report_shows_targets(tmp_path):
         {"suite": "s", "kind": "target", "params": {"n": 1}, "a": "x", "b": "z",
          "at_least": 2, "speed": None, "speed_lo": None, "speed_hi": None,
          "verdict": "not measured"},
+        {"suite": "s", "kind": "verdict", "params": {"n": 1}, "a": "x", "b": "y",
+         "verdict": "faster", "ratio": 1.5, "n": 10, "wins": 10},
+        # A set with no pairs at all (medians only): its target row is noise.
+        {"suite": "s", "kind": "target", "params": {"n": 2}, "a": "x", "b": "y",
+         "at_least": 1.3, "speed": None, "speed_lo": None, "speed_hi": None,
+         "verdict": "not measured"},
     ]
     text = write_report(lines, tmp_path / "r").read_text()
     assert "Targets" in text
     assert "| n=1 | x >= 1.3x y | 1.5 [1.4, 1.6] | met |" in text
     assert "| n=1 | x >= 2x z | - | not measured |" in text
+    assert "n=2 | x >= 1.3x y" not in text
