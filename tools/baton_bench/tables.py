@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .runner import OK
+from .targets import NOT_MEASURED
 
 #: A table's rows: one sequence of cells (printed with ``str``) per row.
 Rows = Sequence[Sequence[object]]
@@ -215,6 +216,11 @@ def verdict_table(suite: SuiteData) -> tuple[list[str], Rows]:
     return headers, rows
 
 
+def _params_key(line: Mapping[str, Any]) -> str:
+    """A line's parameter set as a hashable, order-free key."""
+    return json.dumps(line.get("params") or {}, sort_keys=True)
+
+
 def target_table(suite: SuiteData) -> tuple[list[str], Rows]:
     """One row per magnitude target: params, the claim, the speed with its
     interval, and met / missed / undecided / not measured."""
@@ -222,10 +228,9 @@ def target_table(suite: SuiteData) -> tuple[list[str], Rows]:
     rows: list[list[object]] = []
     # Results of drivers that judged targets on medians-only sets too: such a
     # "not measured" row says nothing, since no pair runs there by design.
-    paired = {json.dumps(v.get("params") or {}, sort_keys=True) for v in suite.verdicts}
+    paired = {_params_key(v) for v in suite.verdicts}
     for line in suite.targets:
-        if (line.get("verdict") == "not measured"
-                and json.dumps(line.get("params") or {}, sort_keys=True) not in paired):
+        if line.get("verdict") == NOT_MEASURED and _params_key(line) not in paired:
             continue
         speed = line.get("speed")
         cell = "-" if speed is None else (
@@ -264,7 +269,7 @@ def other_metrics_table(suite: SuiteData) -> tuple[list[str], Rows]:
             continue
         if line.get("status", OK) != OK:
             continue
-        key = (line.get("impl"), metric, json.dumps(line.get("params") or {}, sort_keys=True))
+        key = (line.get("impl"), metric, _params_key(line))
         if key not in values:
             values[key] = []
             order.append(key)
