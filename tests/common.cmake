@@ -21,6 +21,17 @@ if(Python3_FOUND AND CMAKE_READELF AND NOT BATON_SWITCH_UCONTEXT)
   set_tests_properties(cet_notes PROPERTIES LABELS unit TIMEOUT 60)
 endif()
 
+# Above the coroutine layer, no AArch64 function keeps a thread-local
+# address across a wait after which its task may be on another thread.
+if(Python3_FOUND AND CMAKE_OBJDUMP AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64"
+   AND NOT BATON_SWITCH_UCONTEXT)
+  add_test(NAME tls_after_wait
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_tls.py
+            ${CMAKE_OBJDUMP} "$<TARGET_OBJECTS:baton>"
+    COMMAND_EXPAND_LISTS)
+  set_tests_properties(tls_after_wait PROPERTIES LABELS unit TIMEOUT 60)
+endif()
+
 # Every allocation of the library goes through src/common/alloc.h, where
 # the allocation-failure mode can reach it.
 if(Python3_FOUND)

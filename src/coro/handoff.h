@@ -17,10 +17,17 @@
 
 /* The running coroutine of this thread, as baton_coro_self(), inline: the
  * scheduler asks on every blocking call whether the caller is a task's own
- * coroutine. */
+ * coroutine. Its callers may have moved to another thread since their last
+ * call (a task woken elsewhere): x86-64 loads the field with one
+ * %fs-relative load, which cannot go stale; elsewhere the thread's state is
+ * found afresh (see baton__thread_get_after_switch). */
 static inline baton_coro_t *baton_coro_running(void)
 {
+#if defined(__x86_64__)
 	return baton__tls.current;
+#else
+	return baton__thread_get_after_switch()->current;
+#endif
 }
 
 /* Suspend the running coroutine and run `to`, which takes over the

@@ -135,7 +135,7 @@ static void hook_fini(struct baton_worker *w)
 
 const char *baton_io_backend(void)
 {
-	struct baton_worker *w = baton__worker_self;
+	struct baton_worker *w = baton__worker_get();
 
 	return w && w->current && w->hook_data ? baton_reactor_of(w)->pops->name : NULL;
 }
@@ -215,7 +215,7 @@ static int would_block(struct baton_io *io, int dir, int64_t *deadline, int64_t 
 /* --- the public operations ---------------------------------------------- */
 int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 {
-	struct baton_worker *w = baton__worker_self;
+	struct baton_worker *w = baton__worker_get();
 	struct baton_io *io;
 	int flags, rc;
 
@@ -440,7 +440,7 @@ int baton_io_fd(const baton_io_t *io)
 
 int baton_io_close(baton_io_t *io)
 {
-	struct baton_worker *home, *self = baton__worker_self;
+	struct baton_worker *home, *self = baton__worker_get();
 	bool busy;
 
 	if (io == NULL)

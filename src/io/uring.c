@@ -301,7 +301,7 @@ static void cancel(struct uring_poller *p, struct baton_io *io)
 
 static void ur_del(struct baton_worker *w, struct baton_io *io)
 {
-	if (baton__worker_self == w)
+	if (baton__worker_get() == w)
 		cancel(baton_reactor_of(w)->poller, io);
 	/* else another thread's: the ring is not ours, release() cancels */
 }

@@ -260,15 +260,35 @@ struct baton_sched {
 	struct baton_sched_watch *watches; /* under the watch lock (sched.c) */
 };
 
-/* The worker running on this thread, or NULL. */
+/* The worker running on this thread, or NULL. Read it only through
+ * baton__worker_get(); only the worker loop writes it. */
 extern __thread struct baton_worker *baton__worker_self
 	__attribute__((tls_model("initial-exec")));
+
+/*
+ * The worker of the thread running now, read afresh. A task may block and
+ * resume on another worker's thread within one function, and a compiler
+ * may keep a thread-local variable's address in a register across that
+ * call: on AArch64 GCC reads TPIDR_EL0 once per function, so a task woken
+ * on worker 0 would go on using worker 1's fields (its run queue, from the
+ * wrong thread). x86-64 reads a thread-local pointer with one
+ * %fs-relative load each time, which cannot go stale; elsewhere the read
+ * is out of line (sched.c), where it cannot be folded into the caller.
+ */
+#if defined(__x86_64__)
+static inline struct baton_worker *baton__worker_get(void)
+{
+	return baton__worker_self;
+}
+#else
+struct baton_worker *baton__worker_get(void);
+#endif
 
 /* The task the calling thread's worker is running (its coroutine or one it
  * resumed), or NULL: an identity, e.g. a mutex's owner. */
 static inline struct baton_task *baton_task_current(void)
 {
-	struct baton_worker *w = baton__worker_self;
+	struct baton_worker *w = baton__worker_get();
 
 	return w ? w->current : NULL;
 }
@@ -278,7 +298,7 @@ static inline struct baton_task *baton_task_current(void)
  * coroutine, not the task). */
 static inline struct baton_task *baton_task_self(void)
 {
-	struct baton_worker *w = baton__worker_self;
+	struct baton_worker *w = baton__worker_get();
 	struct baton_task *t = w ? w->current : NULL;
 
 	return t && baton_coro_running() == t->co ? t : NULL;
@@ -304,7 +324,7 @@ void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev);
  * worker, a wake-up from the loop - goes through baton__task_ready_slow. */
 static inline void baton_task_ready(struct baton_task *t)
 {
-	struct baton_worker *self = baton__worker_self;
+	struct baton_worker *self = baton__worker_get();
 
 	if (BATON_LIKELY(self == t->owner && self->current != NULL)) {
 		struct baton_task *prev = self->runnext;

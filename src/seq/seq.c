@@ -35,6 +35,14 @@
 /* initial-exec: the library is PIC, and the general-dynamic model would
  * call __tls_get_addr on every lock and unlock */
 __thread struct seq_thread baton__seq_self __attribute__((tls_model("initial-exec")));
+
+/* See seq_internal.h. noipa: no caller may learn that two calls return the
+ * same address; the empty asm keeps the body opaque as well. */
+__attribute__((noinline, noipa)) struct seq_thread *baton__seq_self_get(void)
+{
+	__asm__ __volatile__("" ::: "memory");
+	return &baton__seq_self;
+}
 #if BATON_TSAN
 unsigned baton__seq_tsan_fence_word;
 #endif
@@ -167,7 +175,7 @@ void baton__seq_unlock(struct baton_seq *s)
 		s->served[w] = 0;
 		any |= served[w] != 0;
 	}
-	baton__seq_self.held--;
+	baton__seq_self_get()->held--; /* fresh: the call ran on another stack */
 	/* relaxed: read only by the deadlock check */
 	__atomic_store_n(&s->holder, NULL, __ATOMIC_RELAXED);
 	/* relaxed: K is a tuning knob. hwm != 0 only after contention */
@@ -259,7 +267,7 @@ int baton_seq_call(baton_seq_t *s, baton_seq_fn fn, void *arg, void **result)
 		return BATON_EINVAL;
 	/* Under contention, go straight to publishing: a CAS that fails
 	 * would still take the lock line away from the holder. */
-	if (__builtin_expect(baton__seq_self.contended == s || !try_lock(s), 0))
+	if (__builtin_expect(baton__seq_self.contended == s || !try_lock(s, &baton__seq_self), 0))
 		return baton__seq_call_slow(s, fn, arg, result);
 	r.fn = fn;
 	r.arg = arg;

@@ -85,6 +85,14 @@ struct baton_seq {
 
 extern __thread struct seq_thread baton__seq_self __attribute__((tls_model("initial-exec")));
 
+/* This thread's record, its address computed afresh. A task that waited
+ * (yielded or parked) may go on on another thread, and a compiler may keep
+ * a thread-local variable's address in a register across that call (GCC
+ * derives it once per function from TPIDR_EL0 on AArch64, from %fs:0 on
+ * x86-64). Every use after a wait goes through this, which is out of line
+ * (seq.c) so that it cannot be folded into the caller. */
+struct seq_thread *baton__seq_self_get(void);
+
 /*
  * The full fence of the two Dekker halves (unlock / going to sleep).
  * ThreadSanitizer does not model atomic_thread_fence (and GCC warns); there,
@@ -106,14 +114,15 @@ static inline void count(uint64_t *c, uint64_t n)
 			      __ATOMIC_RELAXED);
 }
 
-static inline void became_holder(struct baton_seq *s)
+/* `me`: this thread's record (baton__seq_self_get() after a wait). */
+static inline void became_holder(struct baton_seq *s, struct seq_thread *me)
 {
 	/* relaxed: read only by the deadlock check, which re-validates */
-	__atomic_store_n(&s->holder, &baton__seq_self, __ATOMIC_RELAXED);
-	baton__seq_self.held++;
+	__atomic_store_n(&s->holder, me, __ATOMIC_RELAXED);
+	me->held++;
 }
 
-static inline bool try_lock(struct baton_seq *s)
+static inline bool try_lock(struct baton_seq *s, struct seq_thread *me)
 {
 	unsigned zero = 0;
 
@@ -124,7 +133,7 @@ static inline bool try_lock(struct baton_seq *s)
 						     __ATOMIC_ACQUIRE,
 						     __ATOMIC_RELAXED))
 		return false;
-	became_holder(s);
+	became_holder(s, me);
 	return true;
 }
 

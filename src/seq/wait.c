@@ -16,7 +16,7 @@ static unsigned seq_next_hint;
 
 static struct seq_slot *claim_slot(struct baton_seq *s)
 {
-	struct seq_thread *me = &baton__seq_self;
+	struct seq_thread *me = baton__seq_self_get();
 
 	if (!me->hinted) {
 		/* relaxed: only spreads threads over slots */
@@ -61,7 +61,7 @@ static void release_slot(struct seq_slot *sl)
 /* Is there a cycle: we wait for s, whose holder waits for ..., held by us? */
 static bool would_deadlock(struct baton_seq *s)
 {
-	struct seq_thread *me = &baton__seq_self;
+	struct seq_thread *me = baton__seq_self_get();
 
 	/* seq_cst store then seq_cst loads: of two threads closing a cycle
 	 * at the same time, at least one sees the other's waiting_for */
@@ -83,7 +83,7 @@ static bool would_deadlock(struct baton_seq *s)
 static int deadlock(void)
 {
 	/* relaxed: our own variable; nobody needs to see this in order */
-	__atomic_store_n(&baton__seq_self.waiting_for, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&baton__seq_self_get()->waiting_for, NULL, __ATOMIC_RELAXED);
 	return BATON_EDEADLK;
 }
 
@@ -138,12 +138,13 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 		if (st == SLOT_IDLE)
 			return WAIT_SERVED;
 		if (st == SLOT_GRANTED) {
-			became_holder(s);
+			became_holder(s, baton__seq_self_get());
 			return WAIT_LOCKED;
 		}
 		/* relaxed peek before the CAS, to keep the line shared */
 		if (n % every == every - 1 &&
-		    __atomic_load_n(&s->lock, __ATOMIC_RELAXED) == 0 && try_lock(s))
+		    __atomic_load_n(&s->lock, __ATOMIC_RELAXED) == 0 &&
+		    try_lock(s, baton__seq_self_get()))
 			return WAIT_LOCKED;
 		if (check && would_deadlock(s))
 			return WAIT_DEADLOCK;
@@ -189,7 +190,7 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void **result)
 {
 	struct seq_req r = { fn, arg, NULL };
-	bool check = baton__seq_self.held > 0;
+	bool check = baton__seq_self_get()->held > 0;
 	struct seq_slot *sl;
 	enum wait_outcome out;
 
@@ -200,13 +201,13 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 	}
 	/* relaxed: if it is us, we wrote it ourselves (and only a thread
 	 * that holds some lock can be its holder: keep off the lock line) */
-	if (check && __atomic_load_n(&s->holder, __ATOMIC_RELAXED) == &baton__seq_self)
+	if (check && __atomic_load_n(&s->holder, __ATOMIC_RELAXED) == baton__seq_self_get())
 		/* called off the dedicated stack by the thread that holds it
 		 * (from a coroutine resumed inside a sequenced call) */
 		return deadlock();
 	while ((sl = claim_slot(s)) == NULL) {
 		/* more waiters than slots: wait for the lock without one */
-		if (try_lock(s)) {
+		if (try_lock(s, baton__seq_self_get())) {
 			baton__seq_run_locked(s, &r);
 			goto done;
 		}
@@ -223,7 +224,7 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 	/* relaxed: as in wait_slot */
 	__atomic_store_n(&sl->hot, 0, __ATOMIC_RELAXED);
 	/* next time, publish at once if combining served us this time */
-	baton__seq_self.contended = out == WAIT_SERVED ? s : NULL;
+	baton__seq_self_get()->contended = out == WAIT_SERVED ? s : NULL;
 	if (out == WAIT_LOCKED) {
 		/* acquire: as in wait_slot; under the lock nobody else can
 		 * serve the slot now, so IDLE means a previous holder did */
@@ -246,7 +247,7 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 		if (!__atomic_compare_exchange_n(&sl->state, &st, SLOT_IDLE, false,
 							     __ATOMIC_ACQUIRE,
 							     __ATOMIC_RELAXED)) {
-			became_holder(s);
+			became_holder(s, baton__seq_self_get());
 			__atomic_store_n(&sl->state, SLOT_IDLE, __ATOMIC_RELAXED);
 			baton__seq_run_locked(s, &r);
 			goto out;
@@ -258,7 +259,8 @@ out:
 	release_slot(sl);
 	if (check)
 		/* relaxed: our own variable, re-set before every check */
-		__atomic_store_n(&baton__seq_self.waiting_for, NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&baton__seq_self_get()->waiting_for, NULL,
+				 __ATOMIC_RELAXED);
 done:
 	if (result)
 		*result = r.result;
