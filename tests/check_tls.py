@@ -11,11 +11,14 @@ thread's worker. The library therefore reads its thread-local state, in
 those layers, only through out-of-line accessors (baton__worker_get,
 baton__seq_self_get, baton__thread_get_after_switch).
 
-This check reads the AArch64 objects: every function of those layers that
-reads TPIDR_EL0 itself must be one of ALLOWED below, each with the reason
-it cannot go stale. A new one fails the test until it is fixed or argued.
+This check disassembles the library: every function of those layers that
+reads the thread pointer itself (AArch64: TPIDR_EL0; x86-64: %fs:0, which
+the compiler loads to form the address of a thread-local struct, while a
+plain %fs-relative load of a variable cannot go stale) must be one of
+ALLOWED below, each with the reason it cannot go stale. A new one fails the
+test until it is fixed or argued.
 
-usage: check_tls.py OBJDUMP OBJECT...   (the library's AArch64 objects)"""
+usage: check_tls.py OBJDUMP ARCH OBJECT...   (ARCH: aarch64 or x86_64)"""
 import re
 import subprocess
 import sys
@@ -38,8 +41,15 @@ ALLOWED = {
 
 FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 
+# What a read of the thread pointer looks like, and a function that must
+# show one (else the check is blind: another architecture, another objdump).
+THREAD_POINTER = {
+    "aarch64": (re.compile(r"tpidr_el0"), "baton__worker_get"),
+    "x86_64": (re.compile(r"%fs:0x0(?=,|\s*$)"), "baton__seq_self_get"),
+}
 
-def tls_readers(objdump: str, obj: str) -> set:
+
+def tls_readers(objdump: str, pattern: re.Pattern, obj: str) -> set:
     out = subprocess.run([objdump, "-d", "--no-show-raw-insn", obj], check=True,
                          capture_output=True, text=True).stdout
     found, fn = set(), None
@@ -47,30 +57,34 @@ def tls_readers(objdump: str, obj: str) -> set:
         m = FUNC.match(line)
         if m:
             fn = m.group(1)
-        elif fn and "tpidr_el0" in line:
+        elif fn and pattern.search(line):
             found.add(fn)
     return found
 
 
 def main() -> int:
-    objdump, objects = sys.argv[1], sys.argv[2:]
+    objdump, arch, objects = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if arch not in THREAD_POINTER:
+        print(f"unknown architecture {arch!r}")
+        return 1
+    pattern, sentinel = THREAD_POINTER[arch]
     task_objs = [o for o in objects if "/src/" in o and not any(p in o for p in LOWER)]
     if not task_objs:
         print("no objects of the task layers given")
         return 1
     readers = {}
     for obj in task_objs:
-        for fn in tls_readers(objdump, obj):
+        for fn in tls_readers(objdump, pattern, obj):
             readers[fn] = obj
     bad = sorted(fn for fn in readers if fn not in ALLOWED)
     for fn in bad:
-        print(f"{fn} ({readers[fn]}) reads TPIDR_EL0 itself: a thread-local read "
+        print(f"{fn} ({readers[fn]}) reads the thread pointer itself: a thread-local read "
               "inlined after a wait would use the old thread's state; read it "
               "through the layer's fresh accessor, or add it to ALLOWED with the "
               "reason it cannot go stale")
-    if "baton__worker_get" not in readers:
+    if sentinel not in readers:
         # The accessor must show up, or this check sees nothing at all.
-        print("baton__worker_get reads no TPIDR_EL0: not an AArch64 build, or "
+        print(f"{sentinel} reads no thread pointer: not an {arch} build, or "
               "objdump's output changed; the check is blind")
         return 1
     for fn in sorted(readers):

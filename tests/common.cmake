@@ -23,11 +23,15 @@ endif()
 
 # Above the coroutine layer, no AArch64 function keeps a thread-local
 # address across a wait after which its task may be on another thread.
-if(Python3_FOUND AND CMAKE_OBJDUMP AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64"
-   AND NOT BATON_SWITCH_UCONTEXT)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  set(BATON_TLS_ARCH aarch64)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  set(BATON_TLS_ARCH x86_64)
+endif()
+if(Python3_FOUND AND CMAKE_OBJDUMP AND BATON_TLS_ARCH)
   add_test(NAME tls_after_wait
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_tls.py
-            ${CMAKE_OBJDUMP} "$<TARGET_OBJECTS:baton>"
+            ${CMAKE_OBJDUMP} ${BATON_TLS_ARCH} "$<TARGET_OBJECTS:baton>"
     COMMAND_EXPAND_LISTS)
   set_tests_properties(tls_after_wait PROPERTIES LABELS unit TIMEOUT 60)
 endif()
