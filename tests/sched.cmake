@@ -2,8 +2,9 @@
 # behaviour tests in both coroutine models with 1 and 2 workers, and a
 # token-passing stress test whose waits all carry timeouts, so that a lost
 # wake-up fails with a message. Every program starts worker threads, so all
-# carry the threads label (they also run under TSan).
-foreach(_t test_sched test_sched_timer test_chan test_select test_stress_sched test_handoff
+# carry the threads label (they also run under TSan). test_chan_bias: the
+# biased channels handed over to other workers and threads.
+foreach(_t test_sched test_sched_timer test_chan test_chan_bias test_select test_stress_sched test_handoff
         test_sched_destroy)
   baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
 endforeach()

@@ -153,6 +153,8 @@ struct baton_sched_stats {
 	uint64_t steals;      /* tasks handed to idle workers */
 	uint64_t fair_turns;  /* woken tasks sent behind the queue by the
 				 fairness bound (BATON_SCHED_RUNNEXT_MAX) */
+	uint64_t copied_bytes; /* copy-stack tasks' frames copied off and back
+				  onto their worker's shared stack */
 };
 
 /* A task woken by a task of its worker runs next, before the queue, but

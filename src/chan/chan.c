@@ -8,10 +8,12 @@
  * wait protocol of src/sched/sched_internal.h). Messages waiting in a
  * waiter live in the task's heap block, never on a coroutine stack.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/alloc.h"
+#include "../sched/dispatch.h"
 #include "chan_internal.h"
 
 int baton_chan_create(baton_chan_t **out, size_t capacity)
@@ -31,8 +33,83 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 		}
 	}
 	ch->cap = capacity;
+	/* The first worker to use it takes the bias (baton__chan_access),
+	 * not its creator: a task often makes channels for others. */
+	ch->bias = baton__barrier_available() ? BATON_CHAN_UNSET : BATON_CHAN_SHARED;
 	*out = ch;
 	return BATON_OK;
+}
+
+/* Spin, then give the CPU away (the other side may be preempted). */
+static void bias_wait(unsigned *spins)
+{
+	if ((*spins)++ < 128)
+		baton__cpu_relax();
+	else
+		sched_yield();
+}
+
+/* Turn a bias towards another worker off (see chan_internal.h). Returns
+ * once the bias is SHARED. */
+static void bias_revoke(struct baton_chan *ch, uintptr_t b)
+{
+	unsigned spins = 0;
+
+	/* Acq_rel: one revoker wins; the others wait for SHARED below. */
+	if (b != BATON_CHAN_REVOKING &&
+	    __atomic_compare_exchange_n(&ch->bias, &b, BATON_CHAN_REVOKING, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		baton__barrier_heavy();
+		/* Acquire: pairs with the bias worker's release of own, so its
+		 * last operation's writes are ours. */
+		while (__atomic_load_n(&ch->own.locked, __ATOMIC_ACQUIRE))
+			bias_wait(&spins);
+		/* Release: pairs with the acquire loads of bias below. */
+		__atomic_store_n(&ch->bias, BATON_CHAN_SHARED, __ATOMIC_RELEASE);
+		return;
+	}
+	/* Acquire: see the release above. */
+	while (__atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE) != BATON_CHAN_SHARED)
+		bias_wait(&spins);
+}
+
+/* Make ch usable under `lock` by the calling thread: it is SHARED, or
+ * biased to self (whose thread may take `lock` as well). */
+void baton__chan_access(struct baton_chan *ch, struct baton_worker *self)
+{
+	for (;;) {
+		/* Acquire: a bias handed over (SHARED) brings the state. */
+		uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
+
+		if (b == BATON_CHAN_SHARED || (self && b == (uintptr_t)self))
+			return;
+		if (b == BATON_CHAN_UNSET) {
+			uintptr_t want = self ? (uintptr_t)self : BATON_CHAN_SHARED;
+
+			/* Acq_rel: the first user wins; it has seen nothing to
+			 * hand over (nobody used the channel before). */
+			__atomic_compare_exchange_n(&ch->bias, &b, want, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+			continue;
+		}
+		bias_revoke(ch, b); /* another worker's, or being revoked */
+	}
+}
+
+int baton__chan_bias_state(const struct baton_chan *ch)
+{
+	/* Acquire: as any reader of bias. */
+	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
+
+	return b == BATON_CHAN_UNSET ? 0 : b == BATON_CHAN_REVOKING ? 2
+	       : b == BATON_CHAN_SHARED ? 3 : 1;
+}
+
+baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
+				       struct baton_worker *self)
+{
+	baton__chan_access(ch, self);
+	return baton_chan_lock(ch, self); /* self's or SHARED now */
 }
 
 int baton__chan_try_send_locked(struct baton_chan *ch, void *value,
@@ -103,8 +180,9 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 }
 
 /* The general steps, out of line so that the hop's paths above them need
- * no wake list on the stack. Called with ch->lock held. */
+ * no wake list on the stack. Called with `held` (see baton_chan_lock). */
 static __attribute__((noinline)) int send_general(struct baton_chan *ch,
+						  baton_spinlock_t *held,
 						  struct baton_task *t,
 						  void *value, int64_t timeout_ns)
 {
@@ -112,14 +190,16 @@ static __attribute__((noinline)) int send_general(struct baton_chan *ch,
 	int rc = baton__chan_try_send_locked(ch, value, &wl);
 
 	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
-		baton_spin_unlock(&ch->lock);
+		baton_spin_unlock(held);
 		baton_wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
-	return baton__wait_one(t, &ch->sendq, &ch->lock, 0, value, NULL, timeout_ns);
+	return baton__wait_one_held(t, &ch->sendq, &ch->lock, held, 0, value,
+				    NULL, timeout_ns);
 }
 
 static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
+						  baton_spinlock_t *held,
 						  struct baton_task *t,
 						  void **value, int64_t timeout_ns)
 {
@@ -128,8 +208,9 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 	int rc = baton__chan_try_recv_locked(ch, &v, &wl);
 
 	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
-		return baton__wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
-	baton_spin_unlock(&ch->lock);
+		return baton__wait_one_held(t, &ch->recvq, &ch->lock, held, 0, NULL,
+					    value, timeout_ns);
+	baton_spin_unlock(held);
 	baton_wakelist_run(&wl);
 	if (rc == BATON_CHAN_BLOCK)
 		return BATON_EAGAIN;
@@ -141,50 +222,55 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 {
 	struct baton_task *t, *r;
+	struct baton_worker *w;
+	baton_spinlock_t *held;
 	int rc;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton_task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
 		return rc;
-	baton_spin_lock(&ch->lock);
+	held = baton_chan_lock(ch, w);
 	/* A closed channel has no waiting receivers, so no check first. */
 	if (BATON_LIKELY((r = take_solo_receiver(ch, value)) != NULL)) {
-		baton_spin_unlock(&ch->lock);
-		baton_task_ready(r);
+		baton_spin_unlock(held);
+		baton_task_ready_from(w, r);
 		return BATON_OK;
 	}
-	return send_general(ch, t, value, timeout_ns);
+	return send_general(ch, held, t, value, timeout_ns);
 }
 
 int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 {
 	struct baton_task *t;
+	struct baton_worker *w;
+	baton_spinlock_t *held;
 	int rc;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton_task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
 		return rc;
-	baton_spin_lock(&ch->lock);
+	held = baton_chan_lock(ch, w);
 	/* The hop's case: nothing to take, so wait (the general step would
 	 * find the same, after more tests). The message lands in *value only
 	 * on success. */
 	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
-			 timeout_ns != 0))
-		return baton__wait_one(t, &ch->recvq, &ch->lock, 0, NULL, value, timeout_ns);
-	return recv_general(ch, t, value, timeout_ns);
+			 timeout_ns < 0))
+		return baton__wait_solo(t, &ch->recvq, &ch->lock, held, NULL, value);
+	return recv_general(ch, held, t, value, timeout_ns);
 }
 
 int baton_chan_close(baton_chan_t *ch)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	baton_spinlock_t *held;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&ch->lock);
+	held = baton_chan_lock(ch, baton__worker_get());
 	if (ch->closed) {
-		baton_spin_unlock(&ch->lock);
+		baton_spin_unlock(held);
 		return BATON_ECLOSED;
 	}
 	ch->closed = true;
@@ -192,20 +278,21 @@ int baton_chan_close(baton_chan_t *ch)
 	 * ECLOSED. Waiting senders will never be received: ECLOSED too. */
 	baton_waitq_wake_all(&ch->recvq, &wl, BATON_ECLOSED);
 	baton_waitq_wake_all(&ch->sendq, &wl, BATON_ECLOSED);
-	baton_spin_unlock(&ch->lock);
+	baton_spin_unlock(held);
 	baton_wakelist_run(&wl);
 	return BATON_OK;
 }
 
 long baton_chan_len(baton_chan_t *ch)
 {
+	baton_spinlock_t *held;
 	long n;
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&ch->lock);
+	held = baton_chan_lock(ch, baton__worker_get());
 	n = (long)ch->len;
-	baton_spin_unlock(&ch->lock);
+	baton_spin_unlock(held);
 	return n;
 }
 
@@ -215,9 +302,18 @@ int baton_chan_destroy(baton_chan_t *ch)
 
 	if (ch == NULL)
 		return BATON_OK;
-	baton_spin_lock(&ch->lock);
-	busy = ch->sendq.head || ch->recvq.head;
-	baton_spin_unlock(&ch->lock);
+	/* A biased channel is read without its lock: taking it would turn
+	 * the bias off (a heavy barrier) only to free the channel. Whoever
+	 * used it last is ordered before us by the caller (the end of a run,
+	 * a join), as destroying anything in use requires. Acquire: pairs
+	 * with the release that made it SHARED. */
+	if (__atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE) == BATON_CHAN_SHARED) {
+		baton_spin_lock(&ch->lock);
+		busy = ch->sendq.head || ch->recvq.head;
+		baton_spin_unlock(&ch->lock);
+	} else {
+		busy = ch->sendq.head || ch->recvq.head;
+	}
 	if (busy)
 		return BATON_EBUSY;
 	baton__free(ch->buf);

@@ -10,19 +10,88 @@
 
 #include <baton/chan.h>
 
+#include "../common/barrier.h"
 #include "../sched/sched_internal.h"
 
-/* What a hand-off touches (the lock, both wait queues, the length and the
- * closed flag) fits in the first cache line; channels are allocated on a
- * line of their own, so two channels never share one. */
+/*
+ * Biased locking. A channel whose users all run on one worker - the ring's
+ * channels, a pipeline's stage on its worker - needs no atomic
+ * read-modify-write: the first worker to use it becomes its bias, and
+ * that worker's thread takes `own` with a plain store, then checks that the
+ * bias still holds (a compiler barrier between the two). Everybody else
+ * takes `lock`, the spinlock, after turning the bias off for good:
+ *
+ *   bias:  UNSET --(first user, a CAS)--> worker W --(revoker)--> REVOKING
+ *          --(W's `own` seen free)--> SHARED
+ *
+ * The revoker stores REVOKING, runs the asymmetric barrier (barrier.h) on
+ * every thread of the process, and waits for `own` to read 0. After the
+ * barrier, W either sees REVOKING on its check (and backs out to the slow
+ * path) or its store of own = 1 is visible, so the revoker waits for the
+ * operation to end; its release of `own` hands the channel's state over.
+ * Invariant: while the bias is W, only W's thread touches the channel,
+ * under `own` or `lock` (which it may also take: select, unlinking after a
+ * timeout); from SHARED on, everybody takes `lock`. A parked waiter keeps
+ * `own` (or `lock`) held until its worker has switched away, as with the
+ * spinlock alone. Where the barrier is unavailable (and in ThreadSanitizer
+ * builds) every channel starts SHARED.
+ *
+ * W is a worker, which runs on one thread at a time; its pointer can be
+ * reused only after its scheduler was destroyed and its threads joined.
+ */
+#define BATON_CHAN_UNSET ((uintptr_t)1)
+#define BATON_CHAN_REVOKING ((uintptr_t)2)
+#define BATON_CHAN_SHARED ((uintptr_t)3) /* none is a worker's address */
+
+/* What a hand-off touches (the locks, the bias, both wait queues, the
+ * length and the closed flag) fits in the first cache line; channels are
+ * allocated on a line of their own, so two channels never share one. */
 struct baton_chan {
-	baton_spinlock_t lock;
+	baton_spinlock_t lock;		/* SHARED (and W, see above) */
+	baton_spinlock_t own;		/* the bias worker's: plain stores */
+	uintptr_t bias;			/* BATON_CHAN_* or the worker (atomic) */
 	bool closed;
 	size_t len;			/* messages in buf */
 	struct baton_waitq sendq, recvq;
 	size_t cap, head;		/* ring buffer of cap messages */
 	void **buf;
 } __attribute__((aligned(BATON_CACHELINE)));
+
+/* For tests: 0 unset, 1 biased to a worker, 2 being revoked, 3 shared. */
+int baton__chan_bias_state(const struct baton_chan *ch);
+
+baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
+					struct baton_worker *self);
+void baton__chan_access(struct baton_chan *ch, struct baton_worker *self);
+
+/* Lock ch for the calling thread, whose worker is `self` (NULL off any
+ * worker); returns the lock taken, to be released with baton_spin_unlock
+ * (or after a park). The bias worker's case is inline: no atomic
+ * read-modify-write, no fence. */
+static inline baton_spinlock_t *baton_chan_lock(struct baton_chan *ch,
+					       struct baton_worker *self)
+{
+	/* Acquire: a SHARED bias brings what its revoker took over; a bias of
+	 * self was stored by this thread. */
+	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
+
+	if (BATON_LIKELY(b == (uintptr_t)self)) {
+		/* Relaxed: a revoker reads it only after its heavy barrier. */
+		__atomic_store_n(&ch->own.locked, 1, __ATOMIC_RELAXED);
+		baton__barrier_light();
+		/* Relaxed: the revoker's heavy barrier orders its store of
+		 * REVOKING before this load, or our store above before its
+		 * load of own (barrier.h). */
+		if (BATON_LIKELY(__atomic_load_n(&ch->bias, __ATOMIC_RELAXED) == b))
+			return &ch->own;
+		/* Release: as every release of own (nothing was done). */
+		__atomic_store_n(&ch->own.locked, 0, __ATOMIC_RELEASE);
+	} else if (BATON_LIKELY(b == BATON_CHAN_SHARED)) {
+		baton_spin_lock(&ch->lock);
+		return &ch->lock;
+	}
+	return baton__chan_lock_slow(ch, self);
+}
 
 /* Outcome of one non-blocking step. */
 enum {

@@ -118,6 +118,7 @@ static void copy_out(struct baton_thread *t, struct baton_coro *co)
 
 	copy_bytes(co->save, sp, len);
 	co->save_len = len;
+	t->copied += len;
 	mark_dirty(&t->shared, sp);
 }
 
@@ -148,6 +149,7 @@ static void copy_in(struct baton_thread *t, struct baton_coro *co)
 	} else {
 		baton_sanitizer_unpoison(s->hi - co->save_len, co->save_len);
 		copy_bytes(s->hi - co->save_len, co->save, co->save_len);
+		t->copied += co->save_len;
 	}
 	sp = baton__arch_ctx_sp(&co->ctx);
 	if (BATON_DEBUG && s->dirty < sp)

@@ -353,6 +353,11 @@ int baton_coro_destroy(baton_coro_t *co)
 	return BATON_OK;
 }
 
+uint64_t baton__coro_thread_copied(void)
+{
+	return baton_thread_get()->copied;
+}
+
 int baton_coro_thread_share_fpenv(int shared)
 {
 	struct baton_thread *t = baton_thread_get();

@@ -79,6 +79,8 @@ struct baton_thread {
 	struct baton_coro *job_from, *job_to;
 	void *job_value;
 
+	uint64_t copied;	    /* bytes moved on and off the shared stack */
+
 	struct baton_pooled_stack *pool;
 	unsigned next_color;	    /* cache colour of the next stack */
 	unsigned pool_count;
@@ -189,5 +191,9 @@ bool baton__copystack_points_inside(const void *p);
 
 /* coro.c */
 void baton__coro_entry(void *value);
+
+/* Bytes the calling thread has copied on and off its shared stack so far
+ * (copy-stack switches): for the scheduler's statistics. */
+uint64_t baton__coro_thread_copied(void);
 
 #endif /* BATON_SRC_CORO_INTERNAL_H */

@@ -29,6 +29,7 @@
 
 #include "../common/alloc.h"
 #include "../coro/handoff.h"
+#include "dispatch.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -44,10 +45,6 @@ __attribute__((noinline, noipa)) struct baton_worker *baton__worker_get(void)
 	return baton__worker_self;
 }
 #endif
-
-/* How many dispatches may pass before the inbox and timers are polled even
- * though local work remains (a prime, so it does not beat with ring sizes). */
-#define BATON_POLL_TICKS 61
 
 static bool sched_stopping(struct baton_sched *s)
 {
@@ -221,50 +218,10 @@ void baton__spin_lock_slow(baton_spinlock_t *l)
 	}
 }
 
-/* The next task to run, or NULL when the worker's loop must run first: it
- * polls every BATON_POLL_TICKS dispatches and answers thieves. The woken
- * task in runnext goes first, within the fairness bound. */
-static inline __attribute__((always_inline)) struct baton_task *
-take_next(struct baton_worker *w)
-{
-	struct baton_task *t = w->runnext;
-
-	if (t) {
-		w->runnext = NULL;
-		if (BATON_LIKELY(w->runnext_streak < BATON_SCHED_RUNNEXT_MAX)) {
-			w->runnext_streak++;
-			goto run;
-		}
-		baton_runq_push(w, t); /* its turn is over: behind the rest */
-		w->stats.fair_turns++;
-	}
-	w->runnext_streak = 0;
-	t = baton_runq_pop(w);
-	if (t == NULL)
-		return NULL;
-run:
-	if (BATON_UNLIKELY(t->copystack && !t->pinned)) {
-		t->pinned = true; /* its frames will live on this thread */
-		w->npinned++;
-	}
-	w->stats.dispatches++;
-	return t;
-}
-
-static inline __attribute__((always_inline)) struct baton_task *
-next_from_task(struct baton_worker *w)
-{
-	/* Relaxed peek at steal_req, as in the loop. */
-	if (BATON_UNLIKELY(++w->ticks >= BATON_POLL_TICKS ||
-			   __atomic_load_n(&w->steal_req, __ATOMIC_RELAXED)))
-		return NULL;
-	return take_next(w);
-}
-
 /* A task is back on a worker's thread: do what the task that ran before
  * it there asked for once its context was saved. */
-static __attribute__((noinline)) void after_switch_slow(struct baton_worker *w,
-							struct baton_task *t)
+__attribute__((noinline)) void baton__after_switch_slow(struct baton_worker *w,
+						      struct baton_task *t)
 {
 	switch (w->after_kind) {
 	case BATON_AFTER_YIELD:
@@ -291,59 +248,12 @@ static __attribute__((noinline)) void after_switch_slow(struct baton_worker *w,
 	}
 }
 
-static inline __attribute__((always_inline)) void
-after_switch(struct baton_worker *w)
-{
-	struct baton_task *t = w->after_task;
-
-	if (t == NULL)
-		return;
-	w->after_task = NULL;
-	/* The hop's case: parked under one lock. */
-	if (BATON_LIKELY(w->after_kind == BATON_AFTER_PARK && t->nlocks == 1))
-		baton_spin_unlock(t->locks[0]);
-	else
-		after_switch_slow(w, t);
-}
-
-/* Switch from task t to the next runnable one of its worker, or back to
- * the worker's loop; leave `after` for the other side to carry out. */
-static inline __attribute__((always_inline)) void
-task_switch_away(struct baton_task *t, enum baton_after after)
-{
-	struct baton_worker *w = t->owner;
-	struct baton_task *next = next_from_task(w);
-
-	w->after_task = t;
-	w->after_kind = (unsigned char)after;
-	if (BATON_LIKELY(next != NULL)) {
-		int rc;
-
-		w->current = next;
-		w->stats.handoffs++;
-		if (after == BATON_AFTER_DONE)
-			rc = baton__coro_handoff_exit(next->co); /* no return */
-		else
-			rc = baton__coro_handoff(next->co);
-		if (BATON_LIKELY(rc == BATON_OK))
-			return;
-		/* Copy-stack bookkeeping failed (BATON_ENOMEM): nothing was
-		 * switched. Let the loop retry `next` after the others. */
-		w->stats.handoffs--;
-		w->current = t;
-		baton_runq_push(w, next);
-	}
-	if (after != BATON_AFTER_DONE)
-		baton_coro_yield(NULL, NULL);
-	/* DONE: returning ends the coroutine; the loop finishes the task. */
-}
-
 void baton__sched_task_after(struct baton_task *t, enum baton_after after)
 {
-	task_switch_away(t, after);
+	baton__switch_away(t, after);
 	/* Resumed, perhaps on another worker: t->owner is the one running
 	 * us now (whoever dispatched us set it). */
-	after_switch(t->owner);
+	baton__after_switch(t->owner);
 }
 
 static void *task_main(void *arg, void *in)
@@ -351,9 +261,9 @@ static void *task_main(void *arg, void *in)
 	struct baton_task *t = arg;
 
 	(void)in;
-	after_switch(t->owner);
+	baton__after_switch(t->owner);
 	t->fn(t->arg);
-	task_switch_away(t, BATON_AFTER_DONE);
+	baton__switch_away(t, BATON_AFTER_DONE);
 	return NULL;
 }
 
@@ -373,7 +283,7 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 		return;
 	}
 	/* Whichever task switched back to us left its hook. */
-	after_switch(w);
+	baton__after_switch(w);
 }
 
 /* --- the worker loop ------------------------------------------------------ */
@@ -453,6 +363,7 @@ static void worker_loop(struct baton_worker *w)
 {
 	struct baton_sched *s = w->sched;
 	struct baton_worker *outer = baton__worker_get(); /* a run inside a task */
+	uint64_t copied = baton__coro_thread_copied();
 	struct baton_task *t;
 
 	baton__worker_self = w;
@@ -471,12 +382,13 @@ static void worker_loop(struct baton_worker *w)
 		 * acquiring exchange. */
 		if (BATON_UNLIKELY(__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED)))
 			baton__steal_serve(w);
-		t = take_next(w);
+		t = baton__take_next(w);
 		if (t)
 			run_task(w, t);
 	}
 	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
 		baton__steal_serve(w);
+	w->stats.copied_bytes += baton__coro_thread_copied() - copied;
 	baton__worker_self = outer;
 }
 
@@ -707,8 +619,15 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		baton__free(t);
 		return rc;
 	}
+	/* At rest a task's waiters are its inline ones, each knowing its
+	 * task and index (wait_add and the wide select's block set them
+	 * again; baton__wait_solo counts on them). */
 	t->waiters = t->inline_waiters;
 	t->locks = t->inline_locks;
+	for (unsigned i = 0; i < BATON_TASK_INLINE_WAITERS; i++) {
+		t->inline_waiters[i].task = t;
+		t->inline_waiters[i].index = (int)i;
+	}
 	t->sched = s;
 	t->fn = fn;
 	t->arg = arg;
@@ -800,6 +719,7 @@ int baton_sched_stats(const baton_sched_t *s, struct baton_sched_stats *out)
 		sum.cross_wakes += w->cross_wakes;
 		sum.steals += w->steals;
 		sum.fair_turns += w->fair_turns;
+		sum.copied_bytes += w->copied_bytes;
 	}
 	*out = sum;
 	return BATON_OK;

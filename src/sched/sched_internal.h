@@ -304,6 +304,20 @@ static inline struct baton_task *baton_task_self(void)
 	return t && baton_coro_running() == t->co ? t : NULL;
 }
 
+/* The same, for a caller that also needs its worker (*w, NULL off any
+ * worker): one look at thread-local storage for both. */
+static inline int baton_task_for_wait_on(struct baton_task **t,
+					 struct baton_worker **w,
+					 int64_t timeout_ns)
+{
+	struct baton_worker *self = baton__worker_get();
+	struct baton_task *cur = self ? self->current : NULL;
+
+	*w = self;
+	*t = cur && baton_coro_running() == cur->co ? cur : NULL;
+	return *t == NULL && timeout_ns != 0 ? BATON_ENOSCHED : BATON_OK;
+}
+
 /* The prologue of every call that may wait (baton/sync.h's convention):
  * *t gets the calling task; outside one, only timeout 0 (a try) is
  * allowed, and BATON_ENOSCHED is returned otherwise. */
@@ -322,11 +336,10 @@ void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev);
  * task of its own worker, it takes the runnext slot (owner-only fields,
  * plain stores); everything else - another worker, a thread that is no
  * worker, a wake-up from the loop - goes through baton__task_ready_slow. */
-static inline void baton_task_ready(struct baton_task *t)
+static inline void baton_task_ready_from(struct baton_worker *self,
+					 struct baton_task *t)
 {
-	struct baton_worker *self = baton__worker_get();
-
-	if (BATON_LIKELY(self == t->owner && self->current != NULL)) {
+	if (BATON_LIKELY(self == t->owner && self != NULL && self->current != NULL)) {
 		struct baton_task *prev = self->runnext;
 
 		self->runnext = t;
@@ -335,6 +348,12 @@ static inline void baton_task_ready(struct baton_task *t)
 		return;
 	}
 	baton__task_ready_slow(t);
+}
+
+/* baton_task_ready_from the calling thread's worker. */
+static inline void baton_task_ready(struct baton_task *t)
+{
+	baton_task_ready_from(baton__worker_get(), t);
 }
 
 static inline void baton_wakelist_run(struct baton_wakelist *wl)
@@ -369,8 +388,19 @@ void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 /* wait.c (the short steps are inline below: they are every hop's path) */
 int baton__wait_park(struct baton_task *task, int64_t timeout_ns);
 void baton__wait_unlink_rest(struct baton_task *task);
-int baton__wait_one(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
-		   long amount, void *value, void **received, int64_t timeout_ns);
+int baton__wait_one_held(struct baton_task *task, struct baton_waitq *q,
+			 baton_spinlock_t *lock, baton_spinlock_t *held,
+			 long amount, void *value, void **received,
+			 int64_t timeout_ns);
+
+/* baton__wait_one_held with q's own lock taken. */
+static inline int baton__wait_one(struct baton_task *task, struct baton_waitq *q,
+				  baton_spinlock_t *lock, long amount, void *value,
+				  void **received, int64_t timeout_ns)
+{
+	return baton__wait_one_held(task, q, lock, lock, amount, value, received,
+				    timeout_ns);
+}
 int baton__wait_reserve_many(struct baton_task *task, unsigned n);
 void baton__wait_free_many(struct baton_task *task);
 

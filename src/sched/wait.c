@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "../common/alloc.h"
+#include "dispatch.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -64,19 +65,25 @@ void baton__wait_unlink_rest(struct baton_task *t)
 }
 
 /* The blocking step of every primitive that waits on one queue: called with
- * `lock` (q's) held, returns with it released and the waiter unlinked. A
+ * `held` taken - q's `lock`, or for a biased channel the lock its worker
+ * takes instead (src/chan/chan_internal.h) - returns with it released and
+ * the waiter unlinked; `lock` is what unlinking after a timeout takes. A
  * message handed over by the claimant lands in *received. This is every
  * hop's path, so it sets the wait up in place rather than through
  * reserve/begin/add: one inline waiter, one lock. */
-int baton__wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
-		   long amount, void *value, void **received, int64_t timeout_ns)
+int baton__wait_one_held(struct baton_task *t, struct baton_waitq *q,
+			 baton_spinlock_t *lock, baton_spinlock_t *held,
+			 long amount, void *value, void **received,
+			 int64_t timeout_ns)
 {
 	struct baton_waiter *w = &t->inline_waiters[0];
 	int rc;
 
+	if (BATON_LIKELY(timeout_ns < 0 && amount == 0))
+		return baton__wait_solo(t, q, lock, held, value, received);
 	t->waiters = t->inline_waiters;
 	t->locks = t->inline_locks;
-	t->inline_locks[0] = lock;
+	t->inline_locks[0] = held;
 	t->nlocks = 1;
 	t->nwaiters = 1;
 	t->wait_result = BATON_OK;
@@ -91,7 +98,7 @@ int baton__wait_one(struct baton_task *t, struct baton_waitq *q, baton_spinlock_
 	w->value = value;
 	w->amount = amount;
 	baton_waitq_push(q, w);
-	if (BATON_LIKELY(timeout_ns < 0)) {
+	if (timeout_ns < 0) {
 		/* Only a claimant, which unlinked the waiter, wakes us. */
 		baton__sched_task_after(t, BATON_AFTER_PARK);
 		rc = t->wait_result;
