@@ -12,16 +12,25 @@
  *   --stack-kib K   stack size of stackful tasks (default 16, the minimum)
  *   --shared-fpenv  tasks share the FP control state (BATON_CORO_SHARED_FPENV);
  *                   the impl name gets "-nofp"
+ *   --depth D       every task keeps D bytes of live stack below its body
+ *                   while it passes messages (the seed's U1K and U10K: a
+ *                   deeper coroutine, which copy-stack tasks copy at every
+ *                   hop); written before the ring starts, checked after
+ *                   it ends; the impl name gets "-dD"
  *
  * Timing starts when every task has reached its first receive and the
  * starter task hands each ring's leader its start token, and ends when
  * baton_sched_run() returns (every task finished). Creation is not timed.
  * Besides the two lines of docs/bench-format.md it prints a third,
  * cross_wakes_per_hop: wake-ups that had to go to another worker's inbox,
- * per hop, in the last run (baton_sched_stats).
+ * per hop, in the last run (baton_sched_stats), and for copy-stack tasks
+ * two more: copied_bytes_per_hop (frames copied off and back onto the
+ * shared stack, per hop) and ns_per_kib (the time of a hop over the KiB
+ * it copied).
  */
 #include "peers/ring_common.h"
 
+#include <alloca.h>
 #include <stdbool.h>
 
 #include <baton/chan.h>
@@ -43,6 +52,9 @@ static struct member *members;
 static double xwakes_per_hop;	/* cross-worker wake-ups per hop, last run */
 static size_t stack_size = BATON_CORO_STACK_MIN;
 static unsigned coro_flags;	/* --shared-fpenv: BATON_CORO_SHARED_FPENV */
+static long depth;		/* --depth: live stack bytes per task */
+static double copied_per_hop;	/* copy-stack bytes copied per hop, last run */
+static long depth_errors;	/* tasks whose --depth bytes changed (atomic) */
 
 static void note_failure(int rc)
 {
@@ -50,9 +62,8 @@ static void note_failure(int rc)
 		__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
 }
 
-static void member_main(void *arg)
+static void member_ring(struct member *m)
 {
-	struct member *m = arg;
 	void *v;
 
 	/* Relaxed: a count the starter polls; channels order the messages. */
@@ -75,6 +86,36 @@ static void member_main(void *arg)
 			break;
 		note_failure(baton_chan_recv(m->in, &v, -1));
 	}
+}
+
+/* --depth: D bytes of this frame stay live while the member passes
+ * messages. Their address escapes into an empty asm that may read and
+ * write memory, so the compiler can drop neither the bytes nor the frame;
+ * after the ring they must read as written. */
+static __attribute__((noinline)) void member_deep(struct member *m)
+{
+	unsigned char *pad = alloca((size_t)depth);
+	unsigned char seed = (unsigned char)(m->index * 31 + 7);
+
+	for (long i = 0; i < depth; i++)
+		pad[i] = (unsigned char)(seed + i);
+	__asm__ __volatile__("" : : "r"(pad) : "memory");
+	member_ring(m);
+	__asm__ __volatile__("" : : "r"(pad) : "memory");
+	for (long i = 0; i < depth; i++)
+		if (pad[i] != (unsigned char)(seed + i)) {
+			/* Relaxed: a count read after the run. */
+			__atomic_add_fetch(&depth_errors, 1, __ATOMIC_RELAXED);
+			break;
+		}
+}
+
+static void member_main(void *arg)
+{
+	if (depth > 0)
+		member_deep(arg);
+	else
+		member_ring(arg);
 }
 
 static void starter_main(void *arg)
@@ -108,7 +149,7 @@ static double run_once(const char *impl, unsigned workers,
 	long c = opts.coroutines;
 	int rc;
 
-	blocked = errors = failures = 0;
+	blocked = errors = failures = depth_errors = 0;
 	if (first)
 		rss_before = rc_rss_bytes();
 	rc = baton_sched_create(&s, &sattr);
@@ -143,18 +184,21 @@ static double run_once(const char *impl, unsigned workers,
 	elapsed = rc_now_ns() - t_start;
 	if (rc != BATON_OK)
 		fail(impl, "baton_sched_run", c, rc);
-	if (errors || failures) {
-		char msg[128];
+	if (errors || failures || depth_errors) {
+		char msg[160];
 
-		snprintf(msg, sizeof(msg), "%ld rounds with a wrong message, %ld failed channel calls",
-			 errors, failures);
+		snprintf(msg, sizeof(msg), "%ld rounds with a wrong message, %ld failed channel calls, "
+			 "%ld tasks whose --depth bytes changed", errors, failures, depth_errors);
 		rc_fail(impl, &opts, msg);
 	}
 	{
 		struct baton_sched_stats st;
+		double hops = (double)opts.n * (double)rings * (double)opts.rounds;
 
-		if (baton_sched_stats(s, &st) == BATON_OK && st.dispatches)
+		if (baton_sched_stats(s, &st) == BATON_OK && st.dispatches) {
 			xwakes_per_hop = (double)st.cross_wakes / (double)st.dispatches;
+			copied_per_hop = (double)st.copied_bytes / hops;
+		}
 	}
 	baton_sched_destroy(s);
 	for (long i = 0; i < c; i++)
@@ -194,6 +238,21 @@ static void report(const char *impl, const double *samples, double rss_per)
 	rc_params(stdout, &opts);
 	printf(",\"runs\":1,\"min\":%.6f,\"max\":%.6f}\n", xwakes_per_hop,
 	       xwakes_per_hop);
+	if (copied_per_hop > 0) {
+		double ns_per_kib = 1e9 / med / (copied_per_hop / 1024.0);
+
+		printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
+		       "\"metric\":\"copied_bytes_per_hop\",\"value\":%.1f,\"unit\":\"bytes\",",
+		       impl, copied_per_hop);
+		rc_params(stdout, &opts);
+		printf(",\"runs\":1,\"min\":%.1f,\"max\":%.1f}\n", copied_per_hop,
+		       copied_per_hop);
+		printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
+		       "\"metric\":\"ns_per_kib\",\"value\":%.2f,\"unit\":\"ns\",",
+		       impl, ns_per_kib);
+		rc_params(stdout, &opts);
+		printf(",\"runs\":1,\"min\":%.2f,\"max\":%.2f}\n", ns_per_kib, ns_per_kib);
+	}
 	fflush(stdout);
 	free(sorted);
 }
@@ -215,6 +274,13 @@ int main(int argc, char **argv)
 			coro_flags |= BATON_CORO_SHARED_FPENV;
 		else if (strcmp(argv[i], "--stack-kib") == 0 && i + 1 < argc)
 			stack_size = (size_t)strtoul(argv[++i], NULL, 10) * 1024;
+		else if (strcmp(argv[i], "--depth") == 0 && i + 1 < argc) {
+			char *end;
+
+			depth = strtol(argv[++i], &end, 10);
+			if (*end != '\0' || depth < 0 || depth > 1024 * 1024)
+				rc_bad(argv[0], "--depth wants an integer in [0, 1048576]");
+		}
 		else
 			rest[nrest++] = argv[i];
 	}
@@ -229,8 +295,18 @@ int main(int argc, char **argv)
 	else
 		rc_bad(argv[0], "unknown --impl");
 	workers = impl_arg[0] == 'm' ? 0 : 1;
-	snprintf(impl, sizeof(impl), "baton-%s%s", impl_arg,
-		 coro_flags & BATON_CORO_SHARED_FPENV ? "-nofp" : "");
+	{
+		char dsuffix[24] = "";
+
+		if (depth > 0)
+			snprintf(dsuffix, sizeof(dsuffix), "-d%ld", depth);
+		snprintf(impl, sizeof(impl), "baton-%s%s%s", impl_arg,
+			 coro_flags & BATON_CORO_SHARED_FPENV ? "-nofp" : "", dsuffix);
+	}
+	/* A stackful task's stack must hold the --depth bytes as well. */
+	if (model == BATON_CORO_STACKFUL &&
+	    stack_size < (size_t)depth + BATON_CORO_STACK_MIN)
+		stack_size = ((size_t)depth + BATON_CORO_STACK_MIN + 4095) & ~(size_t)4095;
 	rings = opts.coroutines / opts.n;
 	samples = malloc((size_t)opts.runs * sizeof(*samples));
 	if (samples == NULL)
