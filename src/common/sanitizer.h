@@ -128,6 +128,24 @@ static inline void baton_sanitizer_stack_deregister(unsigned id)
 #endif
 }
 
+#if BATON_HAVE_VALGRIND
+/* Whether the process runs under valgrind, asked once: the question is a
+ * client request as long as the one it spares (a few dependent rotates),
+ * and copy-stack hops make it twice each. */
+static inline bool baton_sanitizer_on_valgrind(void)
+{
+	static int state; /* 0 unknown, 1 no, 2 yes (atomic) */
+	/* Relaxed: every thread computes the same answer. */
+	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+
+	if (BATON_UNLIKELY(s == 0)) {
+		s = RUNNING_ON_VALGRIND ? 2 : 1;
+		__atomic_store_n(&state, s, __ATOMIC_RELAXED);
+	}
+	return s == 2;
+}
+#endif
+
 /* Stack memory that frames own again (copied back onto the shared stack):
  * clear stale redzones and tell memcheck it is addressable. */
 static inline void baton_sanitizer_unpoison(const void *p, size_t n)
@@ -138,7 +156,8 @@ static inline void baton_sanitizer_unpoison(const void *p, size_t n)
 #if BATON_HAVE_VALGRIND
 	/* memcheck made the stack below the last stack pointer seen on it
 	 * inaccessible; copying frames back there is a legitimate write. */
-	(void)VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+	if (baton_sanitizer_on_valgrind())
+		(void)VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 #endif
 	(void)p; (void)n;
 }

@@ -29,9 +29,16 @@
 #define SHARED_STACK_SIZE (1024u * 1024u)
 #define COPIER_STACK_SIZE (64u * 1024u)
 /* A coroutine's frames reach at most this far below the frame of the call
- * that reserves room to save them before the switch away (the switch and
- * the sanitizers' hooks below it). */
+ * that reserves room to save them before the switch away (the switch and,
+ * in sanitized builds, the sanitizers' hooks below it). A buffer keeps
+ * the size it was reserved at, so the margin is memory every parked
+ * coroutine holds: a small one where no hook runs. Should a frame be
+ * deeper, the copier grows the buffer as it saves. */
+#if BATON_SWITCH_HOOKS
 #define SAVE_MARGIN 1024
+#else
+#define SAVE_MARGIN 256
+#endif
 
 /* Uninstrumented copy of stack bytes: under AddressSanitizer the region
  * holds other frames' redzones, which a checked memcpy would report. */
@@ -95,7 +102,7 @@ static int ensure_shared(struct baton_thread *t)
 	return BATON_OK;
 }
 
-static int reserve(struct baton_coro *co, size_t len)
+int baton__copystack_reserve(struct baton_coro *co, size_t len)
 {
 	char *p;
 
@@ -184,7 +191,7 @@ int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 		 * our frame plus a margin bounds what it will use. */
 		if (from->status != BATON_CORO_DEAD) {
 			sp = (char *)__builtin_frame_address(0) - SAVE_MARGIN;
-			rc = reserve(from, (size_t)(t->shared.hi - sp));
+			rc = baton__copystack_reserve(from, (size_t)(t->shared.hi - sp));
 			if (rc != BATON_OK)
 				return rc;
 		}
@@ -192,7 +199,7 @@ int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 	}
 	if (owner) {
 		sp = baton__arch_ctx_sp(&owner->ctx);
-		rc = reserve(owner, (size_t)(t->shared.hi - sp));
+		rc = baton__copystack_reserve(owner, (size_t)(t->shared.hi - sp));
 		if (rc != BATON_OK)
 			return rc;
 		copy_out(t, owner);
@@ -224,7 +231,7 @@ static void copier_main(void *value)
 		if (from->status != BATON_CORO_DEAD) {
 			/* prepare() reserved with a margin; should the real
 			 * frame be deeper, grow now or give up loudly. */
-			if (reserve(from, (size_t)(t->shared.hi - sp)) != BATON_OK) {
+			if (baton__copystack_reserve(from, (size_t)(t->shared.hi - sp)) != BATON_OK) {
 				static const char msg[] = "baton: out of memory "
 					"saving a copy-stack coroutine\n";
 				(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -255,7 +262,7 @@ __attribute__((noinline)) int baton__copystack_keep(struct baton_thread *t,
 
 	if (t->shared.owner != co)
 		return BATON_OK;
-	return reserve(co, (size_t)(t->shared.hi - sp));
+	return baton__copystack_reserve(co, (size_t)(t->shared.hi - sp));
 }
 
 /* A copy-stack coroutine that finished, or is destroyed: nothing of it

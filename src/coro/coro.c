@@ -419,12 +419,48 @@ static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
 	return rc;
 }
 
+/*
+ * The copy-stack hop: `from` runs on the shared stack and `to`, started on
+ * this thread, waits in its buffer. The copier saves `from` and puts `to`
+ * back (copier_main); here we only check that `from` has room to be saved
+ * and switch to the copier, without the general path's frames, which would
+ * be copied too. Our frame is the last one `from` keeps: the switch is a
+ * tail call, so its saved registers lie within COPYSTACK_HOP_SLACK below
+ * our frame address. The copier grows the buffer should that be wrong.
+ */
+#define COPYSTACK_HOP_SLACK 256
+
+static inline bool copystack_hop(const struct baton_thread *t,
+				 const struct baton_coro *from,
+				 const struct baton_coro *to)
+{
+	return !BATON_SWITCH_HOOKS && to->model == BATON_CORO_COPYSTACK &&
+	       from == t->shared.owner && to->started && to->home == t->serial;
+}
+
 int baton__coro_handoff(struct baton_coro *to)
 {
 	struct baton_thread *t = baton_thread_get();
 	struct baton_coro *from = t->current;
 
 	baton_stack_canary_check(from);
+	if (copystack_hop(t, from, to)) {
+		size_t need = (size_t)(t->shared.hi - (char *)__builtin_frame_address(0)) +
+			      COPYSTACK_HOP_SLACK;
+
+		if (BATON_UNLIKELY(from->save_cap < need) &&
+		    baton__copystack_reserve(from, need) != BATON_OK)
+			return BATON_ENOMEM; /* nothing changed */
+		to->resumer = from->resumer;
+		from->status = BATON_CORO_SUSPENDED;
+		to->status = BATON_CORO_RUNNING;
+		t->job_from = from;
+		t->job_to = to;
+		t->job_value = NULL;
+		t->current = to;
+		return baton__arch_switch_ret(&from->ctx, &t->copier.ctx, NULL,
+					     &from->discard);
+	}
 	to->resumer = from->resumer;
 	from->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;

@@ -184,6 +184,8 @@ void *baton__copystack_via_copier(struct baton_thread *t,
  * coroutine and stays the stack's owner: make room to save its frames
  * later, while a failure can still be returned (BATON_ENOMEM). */
 int baton__copystack_keep(struct baton_thread *t, struct baton_coro *co);
+/* Grow co's save buffer to at least len bytes (BATON_ENOMEM: unchanged). */
+int baton__copystack_reserve(struct baton_coro *co, size_t len);
 void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_release(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_thread_exit(struct baton_thread *t);
