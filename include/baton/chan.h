@@ -35,6 +35,15 @@
  * tries (BATON_EAGAIN if it would block), > 0 waits at most that long
  * (BATON_ETIMEDOUT).
  *
+ * Cost: a channel belongs at first to the worker that uses it first, whose
+ * tasks then lock it with plain stores (no atomic read-modify-write). The
+ * first use from anywhere else (another worker, a plain thread, a select
+ * there) hands it over for good, at the price of one process-wide memory
+ * barrier (an interrupt to every CPU running the process, tens of
+ * microseconds); from then on every operation takes a spinlock. So a
+ * channel meant for one worker's tasks is cheapest when it stays there, and
+ * one shared by many workers pays the hand-over once, not per message.
+ *
  * Rules a caller must keep:
  *  1. Send, receive and select are called from tasks (BATON_ENOSCHED
  *     otherwise), except with timeout 0, which never blocks and works from
@@ -44,7 +53,9 @@
  *  3. Closing wakes every waiting sender and receiver with BATON_ECLOSED.
  *     Receivers still get the buffered messages first; sending on a closed
  *     channel and closing twice return BATON_ECLOSED.
- *  4. Destroy a channel only when no task waits on it (BATON_EBUSY).
+ *  4. Destroy a channel only when no task waits on it (BATON_EBUSY), and
+ *     only once its last use is over: a destroy may read the channel without
+ *     its lock, so a use still running elsewhere is a use after free.
  */
 #ifndef BATON_CHAN_H
 #define BATON_CHAN_H
