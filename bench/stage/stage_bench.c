@@ -8,6 +8,8 @@
  *                      compute split); every item crosses threads
  *   --impl spawn-1w    the baseline a stage replaces: one task spawned per
  *                      item on one worker
+ *   --impl spawn-copystack-1w   the same with copy-stack tasks, which never
+ *                      block: spawn, run to the end and free
  *   --impl pass-1w     no hand-off: the task passes through a stage without
  *                      handler (enter, count, leave) per item, as a
  *                      connection task does through the server's steps
@@ -73,12 +75,14 @@ static void passer(void *arg)
 	}
 }
 
+static struct baton_task_attr item_attr = BATON_TASK_ATTR_INIT;
+
 static void spawner(void *arg)
 {
 	baton_sched_t *s = arg;
 
 	for (long i = 0; i < items; i++) {
-		if (baton_sched_spawn(s, NULL, count_task, NULL) != BATON_OK)
+		if (baton_sched_spawn(s, &item_attr, count_task, NULL) != BATON_OK)
 			abort();
 		if (i % 64 == 63)
 			baton_sched_yield(); /* let them run, as a queue would */
@@ -98,7 +102,9 @@ static double run_once(const char *impl)
 	if (baton_sched_create(&s, &sa) != BATON_OK)
 		abort();
 	done = 0;
-	if (strcmp(impl, "spawn-1w") == 0) {
+	if (strncmp(impl, "spawn-", 6) == 0) {
+		if (strcmp(impl, "spawn-copystack-1w") == 0)
+			item_attr.coro.model = BATON_CORO_COPYSTACK;
 		if (baton_sched_spawn(s, &ta, spawner, s) != BATON_OK)
 			abort();
 	} else {
@@ -151,9 +157,9 @@ int main(int argc, char **argv)
 			runs = atoi(argv[i + 1]);
 	}
 	if (strcmp(impl, "runner-1w") && strcmp(impl, "runner-2w") && strcmp(impl, "spawn-1w") &&
-	    strcmp(impl, "pass-1w")) {
-		fprintf(stderr, "usage: stage-bench --impl runner-1w|runner-2w|spawn-1w|pass-1w "
-				"[--items N] [--runs N]\n");
+	    strcmp(impl, "spawn-copystack-1w") && strcmp(impl, "pass-1w")) {
+		fprintf(stderr, "usage: stage-bench --impl runner-1w|runner-2w|spawn-1w|"
+				"spawn-copystack-1w|pass-1w [--items N] [--runs N]\n");
 		return 2;
 	}
 	if (runs < 1 || runs > 64 || items < 1) {

@@ -218,8 +218,10 @@ BATON_API int baton_coro_thread_share_fpenv(int shared);
  * arenas (also done when the thread exits), then release the memory of
  * every free stack of the process and unmap the arenas left empty. Freed
  * stacks otherwise keep their pages while there are few of them (up to
- * 8192), so that a burst of coroutines ending costs no system call. Returns
- * the number of bytes released. */
+ * 8192), so that a burst of coroutines ending costs no system call. The
+ * control blocks of destroyed copy-stack coroutines that this thread keeps
+ * for reuse (up to 256, with save buffers up to 4 KiB) are freed too.
+ * Returns the number of bytes released. */
 BATON_API size_t baton_coro_pool_trim(void);
 
 #ifdef __cplusplus

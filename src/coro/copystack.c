@@ -279,12 +279,60 @@ void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co)
 	t->shared.owner = NULL;
 }
 
-void baton__copystack_release(struct baton_thread *t, struct baton_coro *co)
+/* Spare control blocks a thread keeps, and the largest save buffer one may
+ * keep: a burst of short copy-stack coroutines then costs no allocation. */
+#define SPARE_COPYSTACK 256
+#define SPARE_SAVE_MAX 4096
+
+struct baton_coro *baton__copystack_alloc(struct baton_thread *t)
 {
-	baton__copystack_forget(t, co);
-	baton__free(co->save);
-	co->save = NULL;
-	co->save_len = co->save_cap = 0;
+	struct baton_coro *co = t->spare_cs;
+	char *save;
+	size_t cap;
+
+	if (co == NULL)
+		return baton__calloc(1, sizeof(*co));
+	t->spare_cs = co->resumer;
+	t->nspare_cs--;
+	save = co->save;
+	cap = co->save_cap;
+	memset(co, 0, sizeof(*co));
+	co->save = save;
+	co->save_cap = cap;
+	return co;
+}
+
+void baton__copystack_free(struct baton_thread *t, struct baton_coro *co)
+{
+	if (co->save_cap > SPARE_SAVE_MAX) {
+		baton__free(co->save);
+		co->save = NULL;
+		co->save_cap = 0;
+	}
+	if (t->nspare_cs >= SPARE_COPYSTACK) {
+		baton__free(co->save);
+		baton__free(co);
+		return;
+	}
+	co->resumer = t->spare_cs;
+	t->spare_cs = co;
+	t->nspare_cs++;
+}
+
+size_t baton__copystack_trim(struct baton_thread *t)
+{
+	size_t bytes = 0;
+
+	while (t->spare_cs) {
+		struct baton_coro *co = t->spare_cs;
+
+		t->spare_cs = co->resumer;
+		bytes += sizeof(*co) + co->save_cap;
+		baton__free(co->save);
+		baton__free(co);
+	}
+	t->nspare_cs = 0;
+	return bytes;
 }
 
 void baton__copystack_thread_exit(struct baton_thread *t)
@@ -292,6 +340,7 @@ void baton__copystack_thread_exit(struct baton_thread *t)
 	struct baton_shared_stack *s = &t->shared;
 	struct baton_coro *c = &t->copier;
 
+	baton__copystack_trim(t);
 	if (!s->map)
 		return;
 	baton_sanitizer_stack_deregister(s->vg_stack);

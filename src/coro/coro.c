@@ -276,9 +276,9 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	return BATON_OK;
 }
 
-static int create_copystack(baton_coro_t **out)
+static int create_copystack(struct baton_thread *t, baton_coro_t **out)
 {
-	struct baton_coro *co = baton__calloc(1, sizeof(*co));
+	struct baton_coro *co = baton__copystack_alloc(t);
 
 	if (co == NULL)
 		return BATON_ENOMEM;
@@ -314,7 +314,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		rc = create_stackful(t, out, size,
 				     (attr->flags & BATON_CORO_STACK_CANARY) != 0);
 	else
-		rc = create_copystack(out);
+		rc = create_copystack(t, out);
 	if (rc != BATON_OK)
 		return rc;
 	init_common(*out, fn, arg, attr->name);
@@ -339,8 +339,8 @@ int baton_coro_destroy(baton_coro_t *co)
 		return BATON_ETHREAD;
 	baton_sanitizer_fiber_fini(&co->san);
 	if (co->model == BATON_CORO_COPYSTACK) {
-		baton__copystack_release(t, co);
-		baton__free(co);
+		baton__copystack_forget(t, co);
+		baton__copystack_free(t, co);
 		return BATON_OK;
 	}
 	baton_sanitizer_stack_deregister(co->vg_stack);

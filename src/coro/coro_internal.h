@@ -80,6 +80,10 @@ struct baton_thread {
 	void *job_value;
 
 	uint64_t copied;	    /* bytes moved on and off the shared stack */
+	/* Destroyed copy-stack control blocks kept for reuse, with their save
+	 * buffers (linked by resumer). */
+	struct baton_coro *spare_cs;
+	unsigned nspare_cs;
 
 	struct baton_pooled_stack *pool;
 	unsigned next_color;	    /* cache colour of the next stack */
@@ -187,8 +191,13 @@ int baton__copystack_keep(struct baton_thread *t, struct baton_coro *co);
 /* Grow co's save buffer to at least len bytes (BATON_ENOMEM: unchanged). */
 int baton__copystack_reserve(struct baton_coro *co, size_t len);
 void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co);
-void baton__copystack_release(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_thread_exit(struct baton_thread *t);
+/* A copy-stack control block, zeroed but for a save buffer kept from an
+ * earlier life; NULL without memory. baton__copystack_free takes it back. */
+struct baton_coro *baton__copystack_alloc(struct baton_thread *t);
+void baton__copystack_free(struct baton_thread *t, struct baton_coro *co);
+/* Free the spare control blocks; returns the bytes released. */
+size_t baton__copystack_trim(struct baton_thread *t);
 bool baton__copystack_points_inside(const void *p);
 
 /* coro.c */

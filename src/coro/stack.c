@@ -127,7 +127,7 @@ size_t baton_coro_pool_trim(void)
 	}
 	t->pool = NULL;
 	t->pool_count = 0;
-	return baton__arena_trim();
+	return baton__copystack_trim(t) + baton__arena_trim();
 }
 
 /*

@@ -114,6 +114,38 @@ static void unlink_waiters(struct baton_task *t)
 		baton__wait_free_many(t);
 }
 
+/* A task record: from the calling worker's spares, or new. */
+static struct baton_task *task_alloc(void)
+{
+	struct baton_worker *w = baton__worker_get();
+	struct baton_task *t;
+
+	if (w && w->spare) {
+		t = w->spare;
+		w->spare = t->next;
+		w->nspare--;
+		return t;
+	}
+	/* Cache-line aligned: a hop touches the task's first two lines. */
+	return baton__aligned(BATON_CACHELINE, sizeof(*t));
+}
+
+/* Keep a dead task's record on the calling worker (whatever scheduler it
+ * came from: a record is only memory), or free it. Off a worker - a
+ * destroy - it is freed. */
+static void task_release(struct baton_task *t)
+{
+	struct baton_worker *w = baton__worker_get();
+
+	if (w && w->nspare < BATON_WORKER_SPARE_TASKS) {
+		t->next = w->spare;
+		w->spare = t;
+		w->nspare++;
+		return;
+	}
+	baton__free(t);
+}
+
 /* Free a task that will not run again; `linked`: still in sched->all. */
 static void task_free(struct baton_task *t, bool linked)
 {
@@ -124,7 +156,7 @@ static void task_free(struct baton_task *t, bool linked)
 	}
 	unlink_waiters(t);
 	baton_coro_destroy(t->co);
-	baton__free(t);
+	task_release(t);
 }
 
 static void task_finish(struct baton_worker *w, struct baton_task *t)
@@ -610,13 +642,12 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		return BATON_EINVAL;
 	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
 		return BATON_ESHUTDOWN;
-	/* Cache-line aligned: a hop touches the task's first two lines. */
-	if ((t = baton__aligned(BATON_CACHELINE, sizeof(*t))) == NULL)
+	if ((t = task_alloc()) == NULL)
 		return BATON_ENOMEM;
 	memset(t, 0, sizeof(*t));
 	rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
 	if (rc != BATON_OK) {
-		baton__free(t);
+		task_release(t);
 		return rc;
 	}
 	/* At rest a task's waiters are its inline ones, each knowing its
@@ -756,8 +787,16 @@ int baton_sched_destroy(baton_sched_t *s)
 	/* Now no task waits on anything: the hooks (the reactors, which free
 	 * the handles left open) can go, every worker's here. */
 	for (unsigned i = 0; i < s->nworkers; i++) {
-		worker_hook_fini(&s->workers[i]);
-		baton__timer_heap_fini(&s->workers[i].timers);
+		struct baton_worker *w = &s->workers[i];
+
+		worker_hook_fini(w);
+		baton__timer_heap_fini(&w->timers);
+		while (w->spare) {
+			struct baton_task *t = w->spare;
+
+			w->spare = t->next;
+			baton__free(t);
+		}
 	}
 	baton__free(s->workers);
 	baton__free(s);
