@@ -3,7 +3,7 @@
  * without cmocka's signal handlers, so the parent sees exactly what a user
  * program would: our report and SIGABRT, or the default SIGSEGV action.
  *
- *   overflow_child stackful|copystack|null|canary|fallback|own
+ *   overflow_child stackful|copystack|copystack-task|null|canary|fallback|own
  *
  * canary: a stackful coroutine with BATON_CORO_STACK_CANARY overflows by
  * about 2 KiB (into the slack page below its stack), then yields: the
@@ -12,6 +12,8 @@
  * guarded stack was taken, so this one is a canary stack. own: the program
  * keeps baton's reporter out (baton_coro_overflow_handler(0)) and installs
  * its own handler, which must be the one that sees the guard-page fault.
+ * copystack-task: a copy-stack task of a one-worker scheduler parks once
+ * (its frames copied out and back) and then overflows the shared stack.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include <baton/coro.h>
+#include <baton/sched.h>
 
 static volatile long sink;
 
@@ -107,6 +110,30 @@ static int own_setup(void)
 	return 0;
 }
 
+static void task_diver(void *arg)
+{
+	(void)arg;
+	baton_sched_sleep(1000000); /* park once: copied out and back in */
+	recurse(0);
+}
+
+static int copystack_task(void)
+{
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	baton_sched_t *s;
+	int rc;
+
+	ta.coro.model = BATON_CORO_COPYSTACK;
+	ta.coro.name = "cs-task-diver";
+	if ((rc = baton_sched_create(&s, NULL)) != BATON_OK ||
+	    (rc = baton_sched_spawn(s, &ta, task_diver, NULL)) != BATON_OK) {
+		fprintf(stderr, "sched: %s\n", baton_strerror(rc));
+		return 3;
+	}
+	baton_sched_run(s);
+	return 4; /* not reached */
+}
+
 int main(int argc, char **argv)
 {
 	struct baton_coro_attr attr = { BATON_CORO_STACKFUL, 32 * 1024, "deep-diver", 0 };
@@ -116,9 +143,12 @@ int main(int argc, char **argv)
 
 	alarm(20);
 	if (argc != 2) {
-		fprintf(stderr, "usage: overflow_child stackful|copystack|null|canary|fallback|own\n");
+		fprintf(stderr, "usage: overflow_child stackful|copystack|copystack-task|null|"
+				"canary|fallback|own\n");
 		return 2;
 	}
+	if (strcmp(argv[1], "copystack-task") == 0)
+		return copystack_task();
 	if (strcmp(argv[1], "canary") == 0 || strcmp(argv[1], "fallback") == 0) {
 		baton_coro_t *first = NULL;
 

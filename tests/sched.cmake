@@ -3,8 +3,10 @@
 # token-passing stress test whose waits all carry timeouts, so that a lost
 # wake-up fails with a message. Every program starts worker threads, so all
 # carry the threads label (they also run under TSan). test_chan_bias: the
-# biased channels handed over to other workers and threads.
-foreach(_t test_sched test_sched_timer test_chan test_chan_bias test_select test_stress_sched test_handoff
+# biased channels handed over to other workers and threads; test_copystack_tasks:
+# copy-stack tasks that never block, park deep, keep pointers to locals.
+foreach(_t test_sched test_sched_timer test_chan test_chan_bias test_copystack_tasks test_select
+        test_stress_sched test_handoff
         test_sched_destroy)
   baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
 endforeach()

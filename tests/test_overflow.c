@@ -65,6 +65,14 @@ static void copystack_overflow_is_reported(void **state)
 			  "stack size ");
 }
 
+/* The same for a copy-stack task that parked once before it dives. */
+static void copystack_task_overflow_is_reported(void **state)
+{
+	(void)state;
+	expect_abort_with("copystack-task",
+			  "stack overflow in copy-stack coroutine 'cs-task-diver'", "stack size ");
+}
+
 static void canary_overflow_is_reported(void **state)
 {
 	(void)state;
@@ -115,6 +123,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stackful_overflow_is_reported),
 		cmocka_unit_test(copystack_overflow_is_reported),
+		cmocka_unit_test(copystack_task_overflow_is_reported),
 		cmocka_unit_test(canary_overflow_is_reported),
 		cmocka_unit_test(fallback_overflow_is_reported),
 		cmocka_unit_test(other_faults_keep_default_action),
