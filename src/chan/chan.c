@@ -170,13 +170,22 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 
 	if (w == NULL || !w->task->wait_solo)
 		return NULL;
-	baton_waitq_remove(&ch->recvq, w);
+	/* Off the front of the queue. A solo waiter's links are read by
+	 * nobody once it is unlinked (its task unlinks nothing after a solo
+	 * wait, and a destroy skips waiters not linked), nor is its task's
+	 * wait_index: neither is cleared. */
+	ch->recvq.head = w->next;
+	if (w->next)
+		w->next->prev = NULL;
+	else
+		ch->recvq.tail = NULL;
+	ch->recvq.len--;
+	w->linked = false;
 	r = w->task;
 	/* Relaxed: the channel's lock orders it (see baton_wait_claim). */
 	__atomic_store_n(&r->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
-	r->wait_index = w->index;
 	w->value = value;
-	return r; /* wait_result is BATON_OK from baton__wait_one */
+	return r; /* wait_result is BATON_OK from baton__wait_solo */
 }
 
 /* The general steps, out of line so that the hop's paths above them need
