@@ -1,6 +1,8 @@
 /* Biased channels (src/chan/chan_internal.h): a channel used by the tasks
- * of one worker is taken with plain stores; the first use from anywhere
- * else turns the bias off for good, and nothing is lost on the way: the
+ * of one worker alone for a while is taken with plain stores; a second
+ * user before that makes it shared without ceremony; the first use from
+ * anywhere else after that turns the bias off for good, and nothing is
+ * lost on the way: the
  * hand-over with a receiver parked on the bias worker, a sender arriving
  * while the bias worker's tasks hammer the channel, a plain thread's try,
  * a select from the other worker, and close from another worker. Both
@@ -16,7 +18,7 @@
 int baton__chan_bias_state(const baton_chan_t *ch);
 bool baton__barrier_available(void);
 
-enum { UNSET = 0, BIASED = 1, REVOKING = 2, SHARED = 3 };
+enum { UNSET = 0, BIASED = 1, REVOKING = 2, SHARED = 3, CANDIDATE = 4 };
 
 static int want_after_local_use(void)
 {
@@ -29,6 +31,45 @@ static struct baton_task_attr bound(void **state, int worker)
 
 	a.flags = BATON_TASK_BOUND;
 	return a;
+}
+
+/* Use ch alone from the calling task long enough to have it biased to
+ * this task's worker (tries that find nothing count as uses). */
+static void warm(baton_chan_t *ch)
+{
+	for (int i = 0; i < 100; i++)
+		T_CHECK_RC(baton_chan_recv(ch, NULL, 0), BATON_EAGAIN);
+	if (baton__barrier_available())
+		T_CHECK(baton__chan_bias_state(ch) == BIASED);
+}
+
+/* --- a second user before the bias: shared, no barrier -------------------- */
+static baton_chan_t *early_ch;
+
+static void early_user(void *arg)
+{
+	(void)arg;
+	T_CHECK_RC(baton_chan_recv(early_ch, NULL, 0), BATON_EAGAIN);
+}
+
+static void test_second_user_early(void **state)
+{
+	baton_sched_t *s = st_sched(2);
+	struct baton_task_attr a0 = bound(state, 0), a1 = bound(state, 1);
+
+	st_reset();
+	st_watchdog(60, "a second user before the bias");
+	assert_int_equal(baton_chan_create(&early_ch, 0), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, &a0, early_user, NULL), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	assert_int_equal(baton__chan_bias_state(early_ch),
+			 baton__barrier_available() ? CANDIDATE : SHARED);
+	assert_int_equal(baton_sched_spawn(s, &a1, early_user, NULL), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton__chan_bias_state(early_ch), SHARED);
+	assert_int_equal(baton_chan_destroy(early_ch), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
 /* --- tasks of one worker keep the bias ------------------------------------- */
@@ -97,6 +138,7 @@ static void ho_receiver(void *arg)
 	void *v;
 
 	(void)arg;
+	warm(ho_shared);
 	for (long i = 0; i < ho_msgs; i++) {
 		if (i == 0)
 			__atomic_store_n(&ho_recv_parked, 1, __ATOMIC_RELEASE);
@@ -206,10 +248,10 @@ static void pt_receiver(void *arg)
 	void *v = NULL;
 
 	(void)arg;
-	/* Take the bias first (a try on an empty channel), then wait. */
-	T_CHECK_RC(baton_chan_recv(pt_ch, &v, 0), BATON_EAGAIN);
-	if (baton__barrier_available())
-		T_CHECK(baton__chan_bias_state(pt_ch) == BIASED);
+	/* Take the biases first, then wait. */
+	warm(pt_ch);
+	warm(sel_ch);
+	warm(cl_ch);
 	__atomic_store_n(&pt_parked, 1, __ATOMIC_RELEASE);
 	T_CHECK_RC(baton_chan_recv(pt_ch, &v, MS(20000)), BATON_OK);
 	T_CHECK((intptr_t)v == 42);
@@ -226,6 +268,9 @@ static void other_worker(void *arg)
 	size_t index = 9;
 
 	(void)arg;
+	/* After the receiver biased the channels (most runs). */
+	while (!__atomic_load_n(&pt_parked, __ATOMIC_ACQUIRE))
+		baton_sched_sleep(MS(1) / 10);
 	T_CHECK_RC(baton_chan_select(ops, 1, MS(20000), &index), BATON_OK);
 	T_CHECK(index == 0);
 	T_CHECK(ops[0].result == BATON_OK);
@@ -264,6 +309,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		MODEL_TESTS(test_local_keeps_bias),
+		MODEL_TESTS(test_second_user_early),
 		MODEL_TESTS(test_handover),
 		MODEL_TESTS(test_foreign_users),
 	};

@@ -33,7 +33,7 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 		}
 	}
 	ch->cap = capacity;
-	/* The first worker to use it takes the bias (baton__chan_access),
+	/* The worker that uses it alone first takes the bias (chan_internal.h),
 	 * not its creator: a task often makes channels for others. */
 	ch->bias = baton__barrier_available() ? BATON_CHAN_UNSET : BATON_CHAN_SHARED;
 	*out = ch;
@@ -73,27 +73,71 @@ static void bias_revoke(struct baton_chan *ch, uintptr_t b)
 		bias_wait(&spins);
 }
 
-/* Make ch usable under `lock` by the calling thread: it is SHARED, or
- * biased to self (whose thread may take `lock` as well). */
-void baton__chan_access(struct baton_chan *ch, struct baton_worker *self)
+/* Under ch->lock, with the bias UNSET or a candidate: count this use. The
+ * first sets the candidate; the candidate's own uses promote it to the
+ * bias at BATON_CHAN_BIAS_AFTER (`want_bias`), anybody else's make the
+ * channel SHARED. Nobody but a holder of `lock` writes these states. */
+static void bias_count_use(struct baton_chan *ch, uintptr_t b,
+			   struct baton_worker *self, bool want_bias)
+{
+	uintptr_t cand = (uintptr_t)self | BATON_CHAN_CANDIDATE;
+	uintptr_t next;
+
+	if (b == BATON_CHAN_UNSET && self) {
+		next = cand;
+		ch->bias_uses = 1;
+	} else if (b == cand && self) {
+		next = ++ch->bias_uses >= BATON_CHAN_BIAS_AFTER && want_bias
+		       ? (uintptr_t)self : cand;
+	} else {
+		next = BATON_CHAN_SHARED; /* a second user, or a plain thread */
+	}
+	if (next != b)
+		/* Release: pairs with the acquire loads of bias; the promoted
+		 * worker's later uses of own come after this use's writes. */
+		__atomic_store_n(&ch->bias, next, __ATOMIC_RELEASE);
+}
+
+/* Take `lock` on a channel that is not biased to self, with the state
+ * settled: returns with `lock` held and the bias SHARED, or a candidate's
+ * (this use counted), or self's (`want_bias` only: a use that promoted
+ * it, which still holds `lock`). A bias of another worker is revoked
+ * first. */
+static void lock_unbiased(struct baton_chan *ch, struct baton_worker *self,
+			  bool want_bias)
 {
 	for (;;) {
-		/* Acquire: a bias handed over (SHARED) brings the state. */
+		/* Acquire: a SHARED bias brings what its revoker took over. */
 		uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
 
-		if (b == BATON_CHAN_SHARED || (self && b == (uintptr_t)self))
-			return;
-		if (b == BATON_CHAN_UNSET) {
-			uintptr_t want = self ? (uintptr_t)self : BATON_CHAN_SHARED;
-
-			/* Acq_rel: the first user wins; it has seen nothing to
-			 * hand over (nobody used the channel before). */
-			__atomic_compare_exchange_n(&ch->bias, &b, want, false,
-						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		if (b == BATON_CHAN_REVOKING ||
+		    (b != BATON_CHAN_SHARED && b != BATON_CHAN_UNSET &&
+		     !(b & BATON_CHAN_CANDIDATE) && b != (uintptr_t)self)) {
+			bias_revoke(ch, b);
 			continue;
 		}
-		bias_revoke(ch, b); /* another worker's, or being revoked */
+		baton_spin_lock(&ch->lock);
+		/* Relaxed: under the lock, which every change of an unbiased
+		 * state holds; a promotion while we waited shows here. */
+		b = __atomic_load_n(&ch->bias, __ATOMIC_RELAXED);
+		if (b == BATON_CHAN_SHARED)
+			return;
+		if (b == BATON_CHAN_UNSET || (b & BATON_CHAN_CANDIDATE)) {
+			bias_count_use(ch, b, self, want_bias);
+			return;
+		}
+		if (b == (uintptr_t)self && self)
+			return; /* ours: W's thread may take lock as well */
+		baton_spin_unlock(&ch->lock); /* biased elsewhere meanwhile */
 	}
+}
+
+/* Make ch usable under `lock` by the calling thread, and take it: it is
+ * SHARED, a candidate's (which only `lock` holders change), or biased to
+ * self (whose thread may take `lock` as well). For select. */
+void baton__chan_access(struct baton_chan *ch, struct baton_worker *self)
+{
+	lock_unbiased(ch, self, false);
 }
 
 int baton__chan_bias_state(const struct baton_chan *ch)
@@ -102,14 +146,14 @@ int baton__chan_bias_state(const struct baton_chan *ch)
 	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
 
 	return b == BATON_CHAN_UNSET ? 0 : b == BATON_CHAN_REVOKING ? 2
-	       : b == BATON_CHAN_SHARED ? 3 : 1;
+	       : b == BATON_CHAN_SHARED ? 3 : (b & BATON_CHAN_CANDIDATE) ? 4 : 1;
 }
 
 baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
 				       struct baton_worker *self)
 {
-	baton__chan_access(ch, self);
-	return baton_chan_lock(ch, self); /* self's or SHARED now */
+	lock_unbiased(ch, self, true);
+	return &ch->lock;
 }
 
 int baton__chan_try_send_locked(struct baton_chan *ch, void *value,

@@ -15,41 +15,54 @@
 
 /*
  * Biased locking. A channel whose users all run on one worker - the ring's
- * channels, a pipeline's stage on its worker - needs no atomic
- * read-modify-write: the first worker to use it becomes its bias, and
- * that worker's thread takes `own` with a plain store, then checks that the
- * bias still holds (a compiler barrier between the two). Everybody else
- * takes `lock`, the spinlock, after turning the bias off for good:
+ * channels, a pipeline's step on its worker - needs no atomic
+ * read-modify-write: once one worker W has used it alone for a while, W's
+ * thread takes `own` with a plain store, then checks that the bias still
+ * holds (a compiler barrier between the two). Everybody else takes `lock`,
+ * the spinlock:
  *
- *   bias:  UNSET --(first user, a CAS)--> worker W --(revoker)--> REVOKING
- *          --(W's `own` seen free)--> SHARED
+ *   UNSET --first use--> CANDIDATE(W) --W's BATON_CHAN_BIAS_AFTER-th use--> W
+ *   CANDIDATE(W) --a use by anyone else--> SHARED
+ *   W --first use elsewhere--> REVOKING --W's `own` seen free--> SHARED
  *
- * The revoker stores REVOKING, runs the asymmetric barrier (barrier.h) on
- * every thread of the process, and waits for `own` to read 0. After the
- * barrier, W either sees REVOKING on its check (and backs out to the slow
- * path) or its store of own = 1 is visible, so the revoker waits for the
- * operation to end; its release of `own` hands the channel's state over.
+ * While UNSET or a candidate, the channel is used under `lock` and the
+ * state changes under it, for free: a channel that several workers use
+ * from the start (a pipeline's, a channel that tasks migrating at start-up
+ * pass around) never costs more than the spinlock. Once biased, the first
+ * use from elsewhere revokes the bias for good: the revoker stores
+ * REVOKING, runs the asymmetric barrier (barrier.h) on every thread of the
+ * process and waits for `own` to read 0. After the barrier, W either sees
+ * REVOKING on its check (and backs out to the slow path) or its store of
+ * own = 1 is visible, so the revoker waits for the operation to end; its
+ * release of `own` hands the channel's state over.
+ *
  * Invariant: while the bias is W, only W's thread touches the channel,
  * under `own` or `lock` (which it may also take: select, unlinking after a
- * timeout); from SHARED on, everybody takes `lock`. A parked waiter keeps
- * `own` (or `lock`) held until its worker has switched away, as with the
- * spinlock alone. Where the barrier is unavailable (and in ThreadSanitizer
- * builds) every channel starts SHARED.
+ * timeout); in every other state everybody takes `lock`, and one who saw
+ * an unbiased state re-checks it once it holds `lock` (W may have been
+ * promoted meanwhile). A parked waiter keeps `own` (or `lock`) until its
+ * worker has switched away, as with the spinlock alone. Where the barrier
+ * is unavailable (and in ThreadSanitizer builds) every channel starts
+ * SHARED.
  *
  * W is a worker, which runs on one thread at a time; its pointer can be
  * reused only after its scheduler was destroyed and its threads joined.
+ * Workers are cache-line aligned: the low bits of `bias` say which state.
  */
 #define BATON_CHAN_UNSET ((uintptr_t)1)
 #define BATON_CHAN_REVOKING ((uintptr_t)2)
-#define BATON_CHAN_SHARED ((uintptr_t)3) /* none is a worker's address */
+#define BATON_CHAN_SHARED ((uintptr_t)3)
+#define BATON_CHAN_CANDIDATE ((uintptr_t)4) /* or'ed into a worker's address */
+#define BATON_CHAN_BIAS_AFTER 64
 
 /* What a hand-off touches (the locks, the bias, both wait queues, the
  * length and the closed flag) fits in the first cache line; channels are
  * allocated on a line of their own, so two channels never share one. */
 struct baton_chan {
-	baton_spinlock_t lock;		/* SHARED (and W, see above) */
+	baton_spinlock_t lock;		/* all but W's own uses (see above) */
 	baton_spinlock_t own;		/* the bias worker's: plain stores */
 	uintptr_t bias;			/* BATON_CHAN_* or the worker (atomic) */
+	unsigned bias_uses;		/* a candidate's uses so far (lock) */
 	bool closed;
 	size_t len;			/* messages in buf */
 	struct baton_waitq sendq, recvq;
@@ -57,11 +70,14 @@ struct baton_chan {
 	void **buf;
 } __attribute__((aligned(BATON_CACHELINE)));
 
-/* For tests: 0 unset, 1 biased to a worker, 2 being revoked, 3 shared. */
+/* For tests: 0 unset, 1 biased to a worker, 2 being revoked, 3 shared,
+ * 4 a worker's candidate. */
 int baton__chan_bias_state(const struct baton_chan *ch);
 
 baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
 					struct baton_worker *self);
+/* Take ch->lock for a select by the thread of worker `self` (or none),
+ * with the bias settled so that `lock` excludes everybody else. */
 void baton__chan_access(struct baton_chan *ch, struct baton_worker *self);
 
 /* Lock ch for the calling thread, whose worker is `self` (NULL off any
@@ -87,7 +103,7 @@ static inline baton_spinlock_t *baton_chan_lock(struct baton_chan *ch,
 		/* Release: as every release of own (nothing was done). */
 		__atomic_store_n(&ch->own.locked, 0, __ATOMIC_RELEASE);
 	} else if (BATON_LIKELY(b == BATON_CHAN_SHARED)) {
-		baton_spin_lock(&ch->lock);
+		baton_spin_lock(&ch->lock); /* SHARED is for good: no re-check */
 		return &ch->lock;
 	}
 	return baton__chan_lock_slow(ch, self);

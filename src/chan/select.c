@@ -106,12 +106,11 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
 	m = lock_order(ops, n, chans);
-	/* Every channel SHARED or biased to our worker (whose thread may
-	 * take `lock` too): then `lock` alone excludes everybody else. */
+	/* Lock each in order, its bias settled first: SHARED, a candidate's
+	 * or our worker's (whose thread may take `lock` too), so that `lock`
+	 * alone excludes everybody else. */
 	for (size_t i = 0; i < m; i++)
 		baton__chan_access(chans[i], baton__worker_get());
-	for (size_t i = 0; i < m; i++)
-		baton_spin_lock(&chans[i]->lock);
 	done = try_all(ops, n, &wl);
 	if (done < n || timeout_ns == 0) {
 		unlock_all(chans, m);
