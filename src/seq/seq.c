@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "../common/alloc.h"
+#include "enter.h"
 #include "seq_internal.h"
 
 /* initial-exec: the library is PIC, and the general-dynamic model would
@@ -100,7 +101,7 @@ static void *seq_main(void *arg, void *in)
 		 * takes the lock itself */
 		if (__builtin_expect(__atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0, 0))
 			serve_batch(s);
-		baton_coro_yield(NULL, &in);
+		seq_yield(&in);
 	}
 	return NULL;
 }
@@ -254,7 +255,7 @@ void baton__seq_run_locked(struct baton_seq *s, struct seq_req *r)
 	s->cur = *r;
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
 	 * it and it always yields back), stackful, and s->cur is no local. */
-	baton_coro_resume(s->co, &s->cur, NULL);
+	seq_resume(s->co, &s->cur);
 	r->result = s->cur.result; /* before the unlock: the next holder's */
 	baton__seq_unlock(s);
 }
