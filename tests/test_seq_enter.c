@@ -8,9 +8,12 @@
  * or yield may change fails here): these tests call from the thread's
  * own stack, from a coroutine and from inside fn (nested), with many
  * integer and floating-point values live across each call and an fn that
- * dirties every register class the ABI lets a callee change.
+ * dirties every register class the ABI lets a callee change. And the
+ * floating-point control state: fn runs in its caller's (seq.h rule 1), and
+ * never changes the caller's.
  */
 #define _GNU_SOURCE
+#include <fenv.h>
 #include <stdint.h>
 
 #include "harness.h"
@@ -141,12 +144,71 @@ static void test_nested_and_resuming(void **state)
 	assert_int_equal(baton_seq_destroy(nest_seq), BATON_OK);
 }
 
+/* --- the floating-point control state ----------------------------------- */
+
+#ifndef BATON_TEST_UCONTEXT
+#define BATON_TEST_UCONTEXT 0
+#endif
+
+/* 1/3 in the current rounding mode (differs between upward and downward) */
+static double third(void)
+{
+	volatile double one = 1.0, three = 3.0;
+
+	return one / three;
+}
+
+static double seen_third;
+
+static void *rounding_fn(void *arg)
+{
+	(void)arg;
+	seen_third = third();
+	return (void *)(intptr_t)fegetround();
+}
+
+/* Breaks rule 1 on purpose: the caller must not see it. */
+static void *changes_rounding(void *arg)
+{
+	(void)arg;
+	fesetround(FE_TOWARDZERO);
+	return NULL;
+}
+
+static void test_fpenv_is_the_callers(void **state)
+{
+	static const int modes[] = { FE_UPWARD, FE_DOWNWARD, FE_TONEAREST, FE_UPWARD };
+	baton_seq_t *s;
+	void *res;
+
+	(void)state;
+	harness_watchdog(10);
+	assert_int_equal(fesetround(FE_TONEAREST), 0);
+	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
+	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		assert_int_equal(fesetround(modes[i]), 0);
+		assert_int_equal(baton_seq_call(s, rounding_fn, NULL, &res), BATON_OK);
+		/* (the ucontext switch keeps every context's own state: there
+		 * fn runs in the sequencer's, whatever the last fn left) */
+		if (!BATON_TEST_UCONTEXT) {
+			assert_int_equal((intptr_t)res, modes[i]);
+			assert_true(seen_third == third());
+		}
+		assert_int_equal(fegetround(), modes[i]);
+		assert_int_equal(baton_seq_call(s, changes_rounding, NULL, NULL), BATON_OK);
+		assert_int_equal(fegetround(), modes[i]);
+	}
+	assert_int_equal(fesetround(FE_TONEAREST), 0);
+	assert_int_equal(baton_seq_destroy(s), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_thread_stack),
 		cmocka_unit_test(test_from_coroutine),
 		cmocka_unit_test(test_nested_and_resuming),
+		cmocka_unit_test(test_fpenv_is_the_callers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

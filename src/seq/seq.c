@@ -293,6 +293,15 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 		attr = &defaults;
 	ca.stack_size = attr->stack_size ? attr->stack_size : BATON_SEQ_STACK_DEFAULT;
 	ca.name = attr->name ? attr->name : "baton_seq";
+	/* The dedicated stack keeps no FP control state of its own (rounding
+	 * mode, exception masks): fn runs in that of the thread that runs it,
+	 * as a plain call would. Safe because the state is callee-saved in
+	 * both ABIs: fn, like any function, leaves it as it found it (seq.h
+	 * rule 1), so the coroutine never changes it and has nothing to keep;
+	 * and a caller that keeps its own state still gets exactly its own
+	 * back, the switch to it reloads it. It saves the store and reload of
+	 * the coroutine's state on every call (x86-64: stmxcsr/ldmxcsr). */
+	ca.flags = BATON_CORO_SHARED_FPENV;
 	s = baton__aligned(SEQ_LINE, sizeof(*s));
 	if (s == NULL)
 		return BATON_ENOMEM;
