@@ -40,7 +40,7 @@ static __attribute__((noinline)) void *aligned_fn(void *arg)
  * lost one would change the sums. */
 static __attribute__((noinline)) long busy_caller(baton_seq_t *s, long rounds)
 {
-	long a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8;
+	unsigned long a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8;
 	double x = 0.5, y = 1.5, z = 2.5, w = 3.5;
 	long bad = 0;
 
@@ -55,7 +55,7 @@ static __attribute__((noinline)) long busy_caller(baton_seq_t *s, long rounds)
 	}
 	/* the sums a loop without calls computes */
 	{
-		long ea = 1, eb = 2, ec = 3, ed = 4, ee = 5, ef = 6, eg = 7, eh = 8;
+		unsigned long ea = 1, eb = 2, ec = 3, ed = 4, ee = 5, ef = 6, eg = 7, eh = 8;
 		double ex = 0.5, ey = 1.5, ez = 2.5, ew = 3.5;
 
 		for (long i = 0; i < rounds; i++) {
