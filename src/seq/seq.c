@@ -26,8 +26,12 @@
  * Files: seq_internal.h (the structures), seq.c (the stack, the lock, life
  * cycle), wait.c (slots, waiting, deadlock detection).
  */
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../common/alloc.h"
 #include "enter.h"
@@ -47,6 +51,43 @@ __attribute__((noinline, noipa)) struct seq_thread *baton__seq_self_get(void)
 #if BATON_TSAN
 unsigned baton__seq_tsan_fence_word;
 #endif
+/* 1: the releases' fence is a compiler barrier, the sleepers issue
+ * membarrier (seq_internal.h). Tests may set it to 0 while no sequencer is
+ * in use, to run the fallback. */
+int baton__seq_asym;
+
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+
+/* Register for membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) if the kernel
+ * has it (Linux 4.14); else the releases keep their full fence. */
+static void asym_init(void)
+{
+#if !BATON_TSAN && defined(__NR_membarrier)
+	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
+
+	if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+		/* relaxed: pthread_once and the publication of the first
+		 * sequencer order it before every use */
+		__atomic_store_n(&baton__seq_asym, 1, __ATOMIC_RELAXED);
+#endif
+}
+
+void baton__seq_fence_heavy(void)
+{
+	/* relaxed: as in seq_fence_light */
+	if (!__atomic_load_n(&baton__seq_asym, __ATOMIC_RELAXED)) {
+		seq_fence();
+		return;
+	}
+#if !BATON_TSAN && defined(__NR_membarrier)
+	/* Cannot fail once registered (it fails only for an unknown or
+	 * unregistered command); the releases rely on it, so a failure
+	 * must not pass silently. */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
+		abort();
+#endif
+}
 
 /* ---- on the dedicated stack --------------------------------------------- */
 
@@ -241,8 +282,9 @@ static __attribute__((noinline)) void unlock_contended(struct baton_seq *s)
 	if (heir == NULL)
 		/* release: our run happens before the next holder's */
 		__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
-	/* seq_cst fence: orders the stores above before the sleepers load */
-	seq_fence();
+	/* our half of the Dekker pair: orders the stores above before the
+	 * sleepers load (seq_internal.h) */
+	seq_fence_light();
 	/* relaxed: the fence did the ordering */
 	if (__builtin_expect(__atomic_load_n(&s->sleepers, __ATOMIC_RELAXED) == 0, 1))
 		return;
@@ -285,8 +327,9 @@ static inline __attribute__((always_inline)) void unlock(struct baton_seq *s)
 	}
 	/* release: our run happens before the next holder's */
 	__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
-	/* seq_cst fence: orders the lock store before the sleepers load */
-	seq_fence();
+	/* our half of the Dekker pair: orders the lock store before the
+	 * sleepers load (seq_internal.h) */
+	seq_fence_light();
 	/* relaxed: the fence did the ordering */
 	if (__builtin_expect(__atomic_load_n(&s->sleepers, __ATOMIC_RELAXED) != 0, 0))
 		wake_after_release(s, NULL, NULL);
@@ -349,6 +392,7 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 
 	if (out == NULL)
 		return BATON_EINVAL;
+	(void)pthread_once(&asym_once, asym_init);
 	if (attr == NULL)
 		attr = &defaults;
 	ca.stack_size = attr->stack_size ? attr->stack_size : BATON_SEQ_STACK_DEFAULT;
