@@ -5,8 +5,9 @@
  * the short version:
  *
  *  - Fast path (nobody else calling): CAS the lock 0 -> 1, resume the
- *    coroutine with a request that lives on the caller's stack, release
- *    with a store and a fence, look whether anybody sleeps.
+ *    coroutine with the request copied into the sequencer (enter.h: by
+ *    jmp, so the return-stack predictor stays balanced), release with a
+ *    store and the releaser's barrier, look whether anybody sleeps.
  *  - A caller that finds the lock taken claims a slot (one cache line of
  *    the sequencer), writes fn/arg there, marks it PENDING and spins on the
  *    slot's state (and now and then on the lock word); after a while it
@@ -17,14 +18,16 @@
  *  - A waiter whose slot went IDLE has its result. A waiter that sees the
  *    lock free takes it and runs its own request (plus a batch).
  *  - Release: store the lock 0 (or, with K = 0, hand it to a spinning
- *    waiter), fence, and only if a waiter announced that it may sleep, wake
- *    the served slots' owners and the heir or one waiter. The Dekker pair
- *    (sleepers++ / fence / state and lock loads against lock store / fence
- *    / sleepers load) guarantees that either the sleeper sees the free lock
- *    or its result, or the releaser sees the sleeper.
+ *    waiter), barrier, and only if a waiter announced that it may sleep,
+ *    wake the served slots' owners and the heir or one waiter. The Dekker
+ *    pair (sleepers++ / heavy barrier / state and lock loads against lock
+ *    store / light barrier / sleepers load; seq_internal.h) guarantees that
+ *    either the sleeper sees the free lock or its result, or the releaser
+ *    sees the sleeper.
  *
- * Files: seq_internal.h (the structures), seq.c (the stack, the lock, life
- * cycle), wait.c (slots, waiting, deadlock detection).
+ * Files: seq_internal.h (the structures, the barriers), enter.h (onto the
+ * stack and back), seq.c (the stack, the lock, life cycle), wait.c (slots,
+ * waiting, deadlock detection).
  */
 #include <linux/membarrier.h>
 #include <pthread.h>
