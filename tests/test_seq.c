@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -563,6 +564,52 @@ static void test_sleepers_against_releases(void **state)
 	run_naps(16, 0);
 }
 
+/* A child forked after the first sequencer (so after the membarrier
+ * registration) still has sleepers against releases: its heavy barrier
+ * must not fail (it would abort). */
+static void test_sleepers_after_fork(void **state)
+{
+	struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
+	baton_seq_t *first;
+	pid_t pid;
+	int status = -1;
+
+	(void)state;
+	harness_watchdog(60);
+	assert_int_equal(baton_seq_create(&first, NULL), BATON_OK);
+	assert_int_equal(baton_seq_destroy(first), BATON_OK);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct nap_shared sh;
+		pthread_t t[4];
+
+		attr.batch = 0;
+		if (baton_seq_create(&sh.s, &attr) != BATON_OK)
+			_exit(2);
+		sh.counter = 0;
+		atomic_init(&sh.errors, 0);
+		pthread_barrier_init(&sh.start, NULL, 4);
+		for (int i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, nap_worker, &sh) != 0)
+				_exit(3);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		{
+			struct baton_seq_stats st;
+
+			baton_seq_stats(sh.s, &st);
+			if (st.sleeps == 0)
+				_exit(5); /* nothing slept: nothing tested */
+		}
+		_exit(atomic_load(&sh.errors) != 0 ||
+		      sh.counter != 4 * harness_scale(1500, 200) ? 4 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void *destroy_inside(void *arg)
 {
 	return (void *)(intptr_t)baton_seq_destroy(arg);
@@ -647,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_set_batch_runtime),
 		cmocka_unit_test(test_combining_serves_sleepers),
 		cmocka_unit_test(test_sleepers_against_releases),
+		cmocka_unit_test(test_sleepers_after_fork),
 		cmocka_unit_test(test_errors),
 	};
 

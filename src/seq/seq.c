@@ -59,6 +59,10 @@ unsigned baton__seq_tsan_fence_word;
  * in use, to run the fallback. */
 int baton__seq_asym;
 
+#ifndef MEMBARRIER_CMD_GLOBAL
+#define MEMBARRIER_CMD_GLOBAL MEMBARRIER_CMD_SHARED /* its name before Linux 4.16 */
+#endif
+
 static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 
 /* Register for membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) if the kernel
@@ -84,10 +88,13 @@ void baton__seq_fence_heavy(void)
 		return;
 	}
 #if !BATON_TSAN && defined(__NR_membarrier)
-	/* Cannot fail once registered (it fails only for an unknown or
-	 * unregistered command); the releases rely on it, so a failure
-	 * must not pass silently. */
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
+	/* Fails only for a process that is not registered, which cannot
+	 * happen: a fork keeps the registration, an exec starts a program
+	 * that registers anew (tests/test_seq.c checks the fork). Should it,
+	 * the global command (no registration, much slower) does the same;
+	 * the releases rely on one of them, so no silent failure. */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0 &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0) != 0)
 		abort();
 #endif
 }
