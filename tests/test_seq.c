@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -471,6 +473,143 @@ static void test_combining_serves_sleepers(void **state)
 
 /* ---- errors ------------------------------------------------------------------ */
 
+/*
+ * Sleepers against releases: every 16th call holds the lock for 200 us, so
+ * the other threads spin, yield and go to sleep, and every release races
+ * with a waiter going to sleep. A lost wake-up hangs (the watchdog fails
+ * the test). Run with the releases' fence a compiler barrier against the
+ * sleepers' membarrier (when the kernel has it), and with full fences on
+ * both sides (the fallback).
+ */
+/* src/seq/seq.c's mode, a test knob; weak: a shared libbaton does not
+ * export it, and then only the mode the library chose runs */
+extern int baton__seq_asym __attribute__((weak));
+
+struct nap_shared {
+	baton_seq_t *s;
+	long counter;		/* only under the sequencer */
+	_Atomic long errors;
+	pthread_barrier_t start;
+};
+
+static void *nap_fn(void *arg)
+{
+	struct nap_shared *sh = ((void **)arg)[0];
+	intptr_t i = (intptr_t)((void **)arg)[1];
+
+	sh->counter++;
+	if (i % 16 == 0)
+		usleep(200);
+	return (void *)(i + 1);
+}
+
+static void *nap_worker(void *arg)
+{
+	struct nap_shared *sh = arg;
+	long calls = harness_scale(1500, 200);
+
+	pthread_barrier_wait(&sh->start);
+	for (intptr_t i = 0; i < calls; i++) {
+		void *req[2] = { sh, (void *)i }, *res = NULL;
+
+		if (baton_seq_call(sh->s, nap_fn, req, &res) != BATON_OK || res != (void *)(i + 1))
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	return NULL;
+}
+
+static void run_naps(unsigned k, int asym)
+{
+	struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
+	struct baton_seq_stats st;
+	struct nap_shared sh;
+	pthread_t t[4];
+	int saved;
+
+	attr.batch = k;
+	assert_int_equal(baton_seq_create(&sh.s, &attr), BATON_OK);
+	/* no sequencer is in use now: the mode may change */
+	saved = &baton__seq_asym ? __atomic_load_n(&baton__seq_asym, __ATOMIC_RELAXED) : -1;
+	if (!asym && saved >= 0)
+		__atomic_store_n(&baton__seq_asym, 0, __ATOMIC_RELAXED);
+	sh.counter = 0;
+	atomic_init(&sh.errors, 0);
+	pthread_barrier_init(&sh.start, NULL, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, nap_worker, &sh), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&sh.start);
+	if (saved >= 0)
+		__atomic_store_n(&baton__seq_asym, saved, __ATOMIC_RELAXED);
+	assert_int_equal(atomic_load(&sh.errors), 0);
+	assert_int_equal(sh.counter, 4 * harness_scale(1500, 200));
+	assert_int_equal(baton_seq_stats(sh.s, &st), BATON_OK);
+	fprintf(stderr, "naps k=%u %s: %llu calls, %llu combined, %llu sleeps\n", k,
+		saved < 0 ? "(library's mode)" : asym && saved ? "membarrier" : "fences",
+		(unsigned long long)st.calls,
+		(unsigned long long)st.combined, (unsigned long long)st.sleeps);
+	/* the test is about sleepers: there must have been some */
+	assert_true(st.sleeps > 0);
+	assert_int_equal(baton_seq_destroy(sh.s), BATON_OK);
+}
+
+static void test_sleepers_against_releases(void **state)
+{
+	(void)state;
+	harness_watchdog(120);
+	run_naps(0, 1);
+	run_naps(16, 1);
+	run_naps(0, 0);
+	run_naps(16, 0);
+}
+
+/* A child forked after the first sequencer (so after the membarrier
+ * registration) still has sleepers against releases: its heavy barrier
+ * must not fail (it would abort). */
+static void test_sleepers_after_fork(void **state)
+{
+	struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
+	baton_seq_t *first;
+	pid_t pid;
+	int status = -1;
+
+	(void)state;
+	harness_watchdog(60);
+	assert_int_equal(baton_seq_create(&first, NULL), BATON_OK);
+	assert_int_equal(baton_seq_destroy(first), BATON_OK);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct nap_shared sh;
+		pthread_t t[4];
+
+		attr.batch = 0;
+		if (baton_seq_create(&sh.s, &attr) != BATON_OK)
+			_exit(2);
+		sh.counter = 0;
+		atomic_init(&sh.errors, 0);
+		pthread_barrier_init(&sh.start, NULL, 4);
+		for (int i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, nap_worker, &sh) != 0)
+				_exit(3);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		{
+			struct baton_seq_stats st;
+
+			baton_seq_stats(sh.s, &st);
+			if (st.sleeps == 0)
+				_exit(5); /* nothing slept: nothing tested */
+		}
+		_exit(atomic_load(&sh.errors) != 0 ||
+		      sh.counter != 4 * harness_scale(1500, 200) ? 4 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void *destroy_inside(void *arg)
 {
 	return (void *)(intptr_t)baton_seq_destroy(arg);
@@ -554,6 +693,8 @@ int main(void)
 		cmocka_unit_test(test_threads_no_combining),
 		cmocka_unit_test(test_set_batch_runtime),
 		cmocka_unit_test(test_combining_serves_sleepers),
+		cmocka_unit_test(test_sleepers_against_releases),
+		cmocka_unit_test(test_sleepers_after_fork),
 		cmocka_unit_test(test_errors),
 	};
 

@@ -37,7 +37,11 @@
  * Rules a caller must keep:
  *  1. fn runs on the dedicated stack, but not necessarily on the calling
  *     thread: with combining, another waiting thread may run it for you.
- *     fn must not depend on the caller's thread-local storage or thread id.
+ *     fn must not depend on the caller's thread-local storage or thread id,
+ *     nor on its floating-point control state (rounding mode, exception
+ *     masks): fn runs in that of the thread that runs it (in builds with
+ *     the ucontext switch, in the one the sequencer was created in), and
+ *     must leave it as it found it, as the ABI asks of any function.
  *  2. A call made from inside fn (fn -> C -> baton_seq_call on the same
  *     sequencer) runs directly, nested, on the dedicated stack. A call made
  *     from a coroutine that fn resumed is not on the dedicated stack and

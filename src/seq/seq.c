@@ -5,8 +5,9 @@
  * the short version:
  *
  *  - Fast path (nobody else calling): CAS the lock 0 -> 1, resume the
- *    coroutine with a request that lives on the caller's stack, release
- *    with a store and a fence, look whether anybody sleeps.
+ *    coroutine with the request copied into the sequencer (enter.h: by
+ *    jmp, so the return-stack predictor stays balanced), release with a
+ *    store and the releaser's barrier, look whether anybody sleeps.
  *  - A caller that finds the lock taken claims a slot (one cache line of
  *    the sequencer), writes fn/arg there, marks it PENDING and spins on the
  *    slot's state (and now and then on the lock word); after a while it
@@ -17,19 +18,26 @@
  *  - A waiter whose slot went IDLE has its result. A waiter that sees the
  *    lock free takes it and runs its own request (plus a batch).
  *  - Release: store the lock 0 (or, with K = 0, hand it to a spinning
- *    waiter), fence, and only if a waiter announced that it may sleep, wake
- *    the served slots' owners and the heir or one waiter. The Dekker pair
- *    (sleepers++ / fence / state and lock loads against lock store / fence
- *    / sleepers load) guarantees that either the sleeper sees the free lock
- *    or its result, or the releaser sees the sleeper.
+ *    waiter), barrier, and only if a waiter announced that it may sleep,
+ *    wake the served slots' owners and the heir or one waiter. The Dekker
+ *    pair (sleepers++ / heavy barrier / state and lock loads against lock
+ *    store / light barrier / sleepers load; seq_internal.h) guarantees that
+ *    either the sleeper sees the free lock or its result, or the releaser
+ *    sees the sleeper.
  *
- * Files: seq_internal.h (the structures), seq.c (the stack, the lock, life
- * cycle), wait.c (slots, waiting, deadlock detection).
+ * Files: seq_internal.h (the structures, the barriers), enter.h (onto the
+ * stack and back), seq.c (the stack, the lock, life cycle), wait.c (slots,
+ * waiting, deadlock detection).
  */
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../common/alloc.h"
+#include "enter.h"
 #include "seq_internal.h"
 
 /* initial-exec: the library is PIC, and the general-dynamic model would
@@ -46,6 +54,50 @@ __attribute__((noinline, noipa)) struct seq_thread *baton__seq_self_get(void)
 #if BATON_TSAN
 unsigned baton__seq_tsan_fence_word;
 #endif
+/* 1: the releases' fence is a compiler barrier, the sleepers issue
+ * membarrier (seq_internal.h). Tests may set it to 0 while no sequencer is
+ * in use, to run the fallback. */
+int baton__seq_asym;
+
+#ifndef MEMBARRIER_CMD_GLOBAL
+#define MEMBARRIER_CMD_GLOBAL MEMBARRIER_CMD_SHARED /* its name before Linux 4.16 */
+#endif
+
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+
+/* Register for membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) if the kernel
+ * has it (Linux 4.14); else the releases keep their full fence. */
+static void asym_init(void)
+{
+#if !BATON_TSAN && defined(__NR_membarrier)
+	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
+
+	if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+		/* relaxed: pthread_once and the publication of the first
+		 * sequencer order it before every use */
+		__atomic_store_n(&baton__seq_asym, 1, __ATOMIC_RELAXED);
+#endif
+}
+
+void baton__seq_fence_heavy(void)
+{
+	/* relaxed: as in seq_fence_light */
+	if (!__atomic_load_n(&baton__seq_asym, __ATOMIC_RELAXED)) {
+		seq_fence();
+		return;
+	}
+#if !BATON_TSAN && defined(__NR_membarrier)
+	/* Fails only for a process that is not registered, which cannot
+	 * happen: a fork keeps the registration, an exec starts a program
+	 * that registers anew (tests/test_seq.c checks the fork). Should it,
+	 * the global command (no registration, much slower) does the same;
+	 * the releases rely on one of them, so no silent failure. */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0 &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0) != 0)
+		abort();
+#endif
+}
 
 /* ---- on the dedicated stack --------------------------------------------- */
 
@@ -100,7 +152,7 @@ static void *seq_main(void *arg, void *in)
 		 * takes the lock itself */
 		if (__builtin_expect(__atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0, 0))
 			serve_batch(s);
-		baton_coro_yield(NULL, &in);
+		seq_yield(&in);
 	}
 	return NULL;
 }
@@ -155,64 +207,23 @@ void baton__seq_slot_wake(struct seq_slot *sl)
 }
 
 /*
- * Release the lock, or with K = 0 hand it to the next waiter (round
- * robin), so that without combining every waiter still gets its turn.
- * Then, only if some waiter announced that it may sleep, wake the owners
- * of the slots served in this holding, and the new holder or one waiter
- * (who comes to take the free lock). The plain release store plus the
- * seq_cst fence before the sleepers load is one half of a Dekker pair; the
- * other is in wait_slot (sleepers++, fence, then state and lock loads):
- * either the sleeper sees our stores (IDLE, GRANTED, lock 0) or we see it.
+ * After a release, only if some waiter announced that it may sleep: wake
+ * the owners of the slots served in this holding (`served`, or NULL), and
+ * the new holder `heir` or, without one, one waiter (who comes to take the
+ * free lock).
  */
-void baton__seq_unlock(struct baton_seq *s)
+static __attribute__((noinline)) void wake_after_release(struct baton_seq *s,
+							 const uint64_t *served,
+							 struct seq_slot *heir)
 {
-	uint64_t served[SEQ_SLOTS / 64];
-	struct seq_slot *heir = NULL;
-	bool any = false;
-
-	for (unsigned w = 0; w < SEQ_SLOTS / 64; w++) {
-		served[w] = s->served[w];
-		s->served[w] = 0;
-		any |= served[w] != 0;
-	}
-	baton__seq_self_get()->held--; /* fresh: the call ran on another stack */
-	/* relaxed: read only by the deadlock check */
-	__atomic_store_n(&s->holder, NULL, __ATOMIC_RELAXED);
-	/* relaxed: K is a tuning knob. hwm != 0 only after contention */
-	if (__atomic_load_n(&s->batch, __ATOMIC_RELAXED) == 0 &&
-	    __atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0 &&
-	    (heir = next_waiter(s)) != NULL) {
-		unsigned st = __atomic_load_n(&heir->state, __ATOMIC_RELAXED);
-
-		/* release: hands our run (runtime state, stack) to the heir,
-		 * like the release store of the lock below; the CAS fails
-		 * only if the owner withdrew a LOCKONLY request */
-		if (!waiting(st) ||
-		    !__atomic_compare_exchange_n(&heir->state, &st, SLOT_GRANTED, false,
-							     __ATOMIC_RELEASE,
-							     __ATOMIC_RELAXED))
-			heir = NULL;
-	}
-	if (heir == NULL)
-		/* release: our run happens before the next holder's */
-		__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
-	/* seq_cst fence: orders the stores above before the sleepers load */
-	seq_fence();
-	/* relaxed: the fence did the ordering */
-	if (__builtin_expect(__atomic_load_n(&s->sleepers, __ATOMIC_RELAXED) == 0, 1))
-		return;
-	if (any)
+	if (served != NULL)
 		for (unsigned w = 0; w < SEQ_SLOTS / 64; w++)
-			while (served[w]) {
-				unsigned b = (unsigned)__builtin_ctzll(served[w]);
-
-				served[w] &= served[w] - 1;
+			for (uint64_t bits = served[w]; bits != 0; bits &= bits - 1)
 				/* release (inside): the slot memory stays
 				 * valid (it belongs to the sequencer); a late
 				 * increment on a reused slot is a spurious
 				 * wake-up its new owner tolerates */
-				baton__seq_slot_wake(&s->slots[w * 64 + b]);
-			}
+				baton__seq_slot_wake(&s->slots[w * 64 + (unsigned)__builtin_ctzll(bits)]);
 	if (heir != NULL) {
 		baton__seq_slot_wake(heir);
 	} else {
@@ -221,7 +232,7 @@ void baton__seq_unlock(struct baton_seq *s)
 		 * through the sleep protocol, which sees the free lock), and
 		 * a futex wake on every release would cost more than the
 		 * calls. The lock is not ours any more: the scan only picks
-		 * a candidate. */
+		 * a candidate. acquire: as in serve_batch */
 		unsigned hwm = __atomic_load_n(&s->hwm, __ATOMIC_ACQUIRE);
 		/* relaxed: a fairness hint, raced on by releasers */
 		unsigned start = __atomic_load_n(&s->cursor, __ATOMIC_RELAXED);
@@ -244,34 +255,137 @@ void baton__seq_unlock(struct baton_seq *s)
 	}
 }
 
-/* Holding the lock: switch to the stack, run r and a batch, switch back.
- * The request travels in the sequencer's own record, not the caller's: a
- * copy-stack task's `r` lies on its thread's shared stack, which debug
- * builds refuse as a resume value (coro.h rule 2), and which fn could even
- * hand to another copy-stack coroutine before the result is written. */
-void baton__seq_run_locked(struct baton_seq *s, struct seq_req *r)
+/*
+ * The release of a sequencer that has seen contention (hwm != 0): release
+ * the lock, or with K = 0 hand it to the next waiter (round robin), so
+ * that without combining every waiter still gets its turn; then wake as
+ * above. The plain release store (or the GRANTED CAS) plus the seq_cst
+ * fence before the sleepers load is one half of a Dekker pair; the other
+ * is in wait_slot (sleepers++, fence, then state and lock loads): either
+ * the sleeper sees our stores (IDLE, GRANTED, lock 0) or we see it.
+ */
+static __attribute__((noinline)) void unlock_contended(struct baton_seq *s)
+{
+	uint64_t served[SEQ_SLOTS / 64];
+	struct seq_slot *heir = NULL;
+	bool any = false;
+
+	for (unsigned w = 0; w < SEQ_SLOTS / 64; w++) {
+		served[w] = s->served[w];
+		s->served[w] = 0;
+		any |= served[w] != 0;
+	}
+	/* relaxed: K is a tuning knob */
+	if (__atomic_load_n(&s->batch, __ATOMIC_RELAXED) == 0 &&
+	    (heir = next_waiter(s)) != NULL) {
+		unsigned st = __atomic_load_n(&heir->state, __ATOMIC_RELAXED);
+
+		/* release: hands our run (runtime state, stack) to the heir,
+		 * like the release store of the lock below; the CAS fails
+		 * only if the owner withdrew a LOCKONLY request */
+		if (!waiting(st) ||
+		    !__atomic_compare_exchange_n(&heir->state, &st, SLOT_GRANTED, false,
+							     __ATOMIC_RELEASE,
+							     __ATOMIC_RELAXED))
+			heir = NULL;
+	}
+	if (heir == NULL)
+		/* release: our run happens before the next holder's */
+		__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
+	/* our half of the Dekker pair: orders the stores above before the
+	 * sleepers load (seq_internal.h) */
+	seq_fence_light();
+	/* relaxed: the fence did the ordering */
+	if (__builtin_expect(__atomic_load_n(&s->sleepers, __ATOMIC_RELAXED) == 0, 1))
+		return;
+	wake_after_release(s, any ? served : NULL, heir);
+}
+
+/*
+ * This thread's record's `held`, decremented. On x86-64 the access is
+ * %fs-relative, so it reaches the running thread's record whatever the
+ * caller did before (the segment base is per thread; what can go stale is
+ * an address formed from %fs:0 and kept, see seq_internal.h); this saves
+ * the out-of-line baton__seq_self_get() on every call. Elsewhere it goes
+ * through baton__seq_self_get().
+ */
+#if defined(__x86_64__)
+#define held_dec() ((void)--baton__seq_self.held)
+#else
+#define held_dec() ((void)--baton__seq_self_get()->held)
+#endif
+
+/*
+ * Release the lock. Until some waiter has
+ * claimed a slot (hwm == 0, the uncontended case) nothing was served and
+ * nobody can be handed the lock, so the release is the lock store, the
+ * fence and the sleepers load of the Dekker pair (see unlock_contended);
+ * a waiter that claims a slot meanwhile and goes to sleep is seen in
+ * sleepers, and woken by the nudge.
+ */
+static inline __attribute__((always_inline)) void unlock(struct baton_seq *s)
+{
+	held_dec(); /* fresh: fn, or the caller before, may have waited */
+	/* relaxed: read only by the deadlock check */
+	__atomic_store_n(&s->holder, NULL, __ATOMIC_RELAXED);
+	/* relaxed: hwm only grows, and seq_main read it on this thread before
+	 * it served anything (read-read coherence: we see at least that); a
+	 * waiter we miss is the sleepers check's */
+	if (__builtin_expect(__atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0, 0)) {
+		unlock_contended(s);
+		return;
+	}
+	/* release: our run happens before the next holder's */
+	__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
+	/* our half of the Dekker pair: orders the lock store before the
+	 * sleepers load (seq_internal.h) */
+	seq_fence_light();
+	/* relaxed: the fence did the ordering */
+	if (__builtin_expect(__atomic_load_n(&s->sleepers, __ATOMIC_RELAXED) != 0, 0))
+		wake_after_release(s, NULL, NULL);
+}
+
+void baton__seq_unlock(struct baton_seq *s)
+{
+	unlock(s);
+}
+
+/* Holding the lock: switch to the stack, run r and a batch, switch back,
+ * release. The request travels in the sequencer's own record, not the
+ * caller's: a copy-stack task's `r` lies on its thread's shared stack,
+ * which debug builds refuse as a resume value (coro.h rule 2), and which
+ * fn could even hand to another copy-stack coroutine before the result is
+ * written. */
+static inline __attribute__((always_inline)) void run_locked(struct baton_seq *s,
+							     struct seq_req *r)
 {
 	s->cur = *r;
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
 	 * it and it always yields back), stackful, and s->cur is no local. */
-	baton_coro_resume(s->co, &s->cur, NULL);
+	seq_resume(s->co, &s->cur);
 	r->result = s->cur.result; /* before the unlock: the next holder's */
-	baton__seq_unlock(s);
+	unlock(s);
+}
+
+void baton__seq_run_locked(struct baton_seq *s, struct seq_req *r)
+{
+	run_locked(s, r);
 }
 
 int baton_seq_call(baton_seq_t *s, baton_seq_fn fn, void *arg, void **result)
 {
+	struct seq_thread *me = &baton__seq_self; /* nothing waited yet */
 	struct seq_req r;
 
 	if (__builtin_expect(s == NULL || fn == NULL, 0))
 		return BATON_EINVAL;
 	/* Under contention, go straight to publishing: a CAS that fails
 	 * would still take the lock line away from the holder. */
-	if (__builtin_expect(baton__seq_self.contended == s || !try_lock(s, &baton__seq_self), 0))
+	if (__builtin_expect(me->contended == s || !try_lock(s, me), 0))
 		return baton__seq_call_slow(s, fn, arg, result);
 	r.fn = fn;
 	r.arg = arg;
-	baton__seq_run_locked(s, &r);
+	run_locked(s, &r);
 	if (result)
 		*result = r.result;
 	return BATON_OK;
@@ -288,10 +402,20 @@ int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr)
 
 	if (out == NULL)
 		return BATON_EINVAL;
+	(void)pthread_once(&asym_once, asym_init);
 	if (attr == NULL)
 		attr = &defaults;
 	ca.stack_size = attr->stack_size ? attr->stack_size : BATON_SEQ_STACK_DEFAULT;
 	ca.name = attr->name ? attr->name : "baton_seq";
+	/* The dedicated stack keeps no FP control state of its own (rounding
+	 * mode, exception masks): fn runs in that of the thread that runs it,
+	 * as a plain call would. Safe because the state is callee-saved in
+	 * both ABIs: fn, like any function, leaves it as it found it (seq.h
+	 * rule 1), so the coroutine never changes it and has nothing to keep;
+	 * and a caller that keeps its own state still gets exactly its own
+	 * back, the switch to it reloads it. It saves the store and reload of
+	 * the coroutine's state on every call (x86-64: stmxcsr/ldmxcsr). */
+	ca.flags = BATON_CORO_SHARED_FPENV;
 	s = baton__aligned(SEQ_LINE, sizeof(*s));
 	if (s == NULL)
 		return BATON_ENOMEM;

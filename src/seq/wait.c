@@ -162,10 +162,10 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 			yield_cpu(self);
 			continue;
 		}
-		/* relaxed RMW + seq_cst fence: our half of the Dekker pair
-		 * with baton__seq_unlock(); the loads below cannot pass the fence */
+		/* relaxed RMW + heavy fence: our half of the Dekker pair with
+		 * the release (seq.c); the loads below cannot pass the fence */
 		__atomic_fetch_add(&s->sleepers, 1, __ATOMIC_RELAXED);
-		seq_fence();
+		baton__seq_fence_heavy();
 		v = baton_ec_value(&sl->ec);
 		/* acquire: as above. relaxed lock load: the fence orders it;
 		 * if it is still held, its holder will see us in sleepers */
