@@ -29,14 +29,13 @@
  * stack and back), seq.c (the stack, the lock, life cycle), wait.c (slots,
  * waiting, deadlock detection).
  */
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../common/alloc.h"
+#include "../common/barrier.h"
 #include "enter.h"
 #include "seq_internal.h"
 
@@ -59,25 +58,17 @@ unsigned baton__seq_tsan_fence_word;
  * in use, to run the fallback. */
 int baton__seq_asym;
 
-#ifndef MEMBARRIER_CMD_GLOBAL
-#define MEMBARRIER_CMD_GLOBAL MEMBARRIER_CMD_SHARED /* its name before Linux 4.16 */
-#endif
-
 static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 
-/* Register for membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) if the kernel
- * has it (Linux 4.14); else the releases keep their full fence. */
+/* The asymmetric barrier where the process has it (src/common/barrier.h:
+ * expedited membarrier, registered once); else the releases keep their
+ * full fence. */
 static void asym_init(void)
 {
-#if !BATON_TSAN && defined(__NR_membarrier)
-	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
-
-	if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-	    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+	if (baton__barrier_available())
 		/* relaxed: pthread_once and the publication of the first
 		 * sequencer order it before every use */
 		__atomic_store_n(&baton__seq_asym, 1, __ATOMIC_RELAXED);
-#endif
 }
 
 void baton__seq_fence_heavy(void)
@@ -87,16 +78,7 @@ void baton__seq_fence_heavy(void)
 		seq_fence();
 		return;
 	}
-#if !BATON_TSAN && defined(__NR_membarrier)
-	/* Fails only for a process that is not registered, which cannot
-	 * happen: a fork keeps the registration, an exec starts a program
-	 * that registers anew (tests/test_seq.c checks the fork). Should it,
-	 * the global command (no registration, much slower) does the same;
-	 * the releases rely on one of them, so no silent failure. */
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0 &&
-	    syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0) != 0)
-		abort();
-#endif
+	baton__barrier_heavy();
 }
 
 /* ---- on the dedicated stack --------------------------------------------- */
