@@ -29,10 +29,22 @@ PEERS = {
 }
 
 
+SOURCES = {
+    "ring-boost-fiber": "boost_fiber.cpp",
+    "ring-cpp20": "cpp20.cpp",
+    "ring-cpp20-pool": "cpp20_pool.cpp",
+}
+PEERS_SRC = ROOT / "bench" / "ring" / "peers"
+
+
 def program(name):
     path = RING / name
     if not path.exists():
         pytest.skip(f"{path} not built (cmake --preset bench && cmake --build build/bench)")
+    newer = [src for src in (PEERS_SRC / SOURCES[name], PEERS_SRC / "ring_common.h")
+             if src.stat().st_mtime > path.stat().st_mtime]
+    if newer:
+        pytest.skip(f"{path} is older than {newer[0].name}: rebuild (cmake --build build/bench)")
     return path
 
 
