@@ -17,10 +17,13 @@
 // the receiver is still inside its own push when the message comes, and the
 // hop costs one. With one message in flight per ring a buffer of 2 never
 // fills, so a push never blocks, as a send to a waiting receiver does not in
-// Go or baton. Stacks are 16 KiB (ring-baton's size) from one
-// pooled_fixedsize_stack per run, the allocator Boost.Fiber offers for many
-// fibers of one size; fixedsize_stack (one malloc per stack) measured slower
-// at N = 8 (docs/ring.md). All fibers are launched with launch::post and
+// Go or baton. Stacks come from fixedsize_stack (one malloc each) with 16
+// KiB (ring-baton's size) less 16 bytes: glibc puts a header before each
+// block, so a 16 KiB request takes 16400 bytes and the stack tops of
+// consecutive fibers drift by 16 bytes in the page; the ring at N = 8 ran
+// at about half speed that way (docs/ring.md). 16 KiB - 16 makes the blocks
+// 16 KiB apart, as pooled_fixedsize_stack does, without its pool touching a
+// second page of every stack. All fibers are launched with launch::post and
 // joined: the clock stops when the ring leaders are joined, the relays are
 // joined after it. With work stealing, every thread installs the scheduler
 // before any fiber exists and the helper threads park on a fiber condition
@@ -47,7 +50,8 @@ struct inbox_t : bf::buffered_channel<long> {
 	inbox_t() : bf::buffered_channel<long>(2) {}
 };
 
-constexpr std::size_t kStackBytes = 16 * 1024; // ring-baton's BATON_CORO_STACK_MIN
+// ring-baton's BATON_CORO_STACK_MIN, less malloc's block header (above).
+constexpr std::size_t kStackBytes = 16 * 1024 - 16;
 
 std::atomic<long> waiting{0};	// fibers that reached their first pop
 std::atomic<long> errors{0};	// rounds whose message did not grow by n
@@ -115,7 +119,7 @@ double one_run(const rc_opts &o, double *rss_per_coro, double *switches_per_hop)
 	long rss0 = rc_rss_bytes();
 	std::vector<std::unique_ptr<inbox_t>> inbox;
 	std::vector<bf::fiber> leaders, relays;
-	bf::pooled_fixedsize_stack salloc(kStackBytes);
+	bf::fixedsize_stack salloc(kStackBytes);
 
 	waiting.store(0, std::memory_order_relaxed);
 	hops.store(0, std::memory_order_relaxed);
