@@ -109,3 +109,15 @@ def test_cpp20_pool_threads_and_bad_arguments():
     assert proc.returncode == 2 and proc.stdout == ""
     proc = run(["ring-cpp20-pool", "--n", "3", "--coroutines", "4", "--rounds", "1"])
     assert proc.returncode == 2 and "multiple" in proc.stderr
+
+
+def test_ring_manifest_names_the_pool_peer():
+    """bench/ring/suite.json loads, and the pool peer is in it with its pair
+    and target (no build needed)."""
+    from baton_bench.manifest import load_suite
+
+    suite = load_suite(ROOT / "bench" / "ring" / "suite.json")
+    impl = suite.impls["cpp20-pool"]
+    assert impl.peer is True and impl.cmd[0] == "{build}/bench/ring/ring-cpp20-pool"
+    assert ["baton-mt-stackful", "cpp20-pool"] in suite.pairs
+    assert {"a": "baton-mt-stackful", "b": "cpp20-pool", "at_least": 1.5} in suite.targets
