@@ -118,11 +118,26 @@ int baton__copystack_reserve(struct baton_coro *co, size_t len)
 
 static void mark_dirty(struct baton_shared_stack *s, char *sp);
 
+/* What a buffer keeps beyond its first save: room for a park a little
+ * deeper than the first. */
+#define SAVE_KEEP 64
+
 static void copy_out(struct baton_thread *t, struct baton_coro *co)
 {
 	char *sp = baton__arch_ctx_sp(&co->ctx);
 	size_t len = (size_t)(t->shared.hi - sp);
 
+	/* The first save: the buffer was reserved with a margin for frames
+	 * not known yet; now they are, so give the margin back (a smaller
+	 * realloc stays in place). Every parked coroutine would hold it. */
+	if (co->save_len == 0 && co->save_cap > len + SAVE_KEEP) {
+		char *p = baton__realloc(co->save, len + SAVE_KEEP);
+
+		if (p != NULL) {
+			co->save = p;
+			co->save_cap = len + SAVE_KEEP;
+		}
+	}
 	copy_bytes(co->save, sp, len);
 	co->save_len = len;
 	t->copied += len;

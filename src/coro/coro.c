@@ -425,10 +425,11 @@ static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
  * back (copier_main); here we only check that `from` has room to be saved
  * and switch to the copier, without the general path's frames, which would
  * be copied too. Our frame is the last one `from` keeps: the switch is a
- * tail call, so its saved registers lie within COPYSTACK_HOP_SLACK below
- * our frame address. The copier grows the buffer should that be wrong.
+ * tail call, so its saved registers (8 words) end 56 bytes below our frame
+ * address, within COPYSTACK_HOP_SLACK. The copier grows the buffer should
+ * that be wrong (a compiler that does not make the tail call).
  */
-#define COPYSTACK_HOP_SLACK 256
+#define COPYSTACK_HOP_SLACK 64
 
 static inline bool copystack_hop(const struct baton_thread *t,
 				 const struct baton_coro *from,
