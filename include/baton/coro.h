@@ -47,9 +47,9 @@
  *    that stack, the part the previous one used is copied to a heap buffer
  *    sized to what it used, and copied back when it runs again. An idle
  *    coroutine costs its control block (under 200 bytes) and a buffer of
- *    the bytes it used plus a margin of 256 bytes (1 KiB in sanitizer
- *    builds), at the price of a copy per switch: a task parked in a
- *    channel receive uses about 300 bytes of stack.
+ *    the bytes it used when first saved plus 64, at the price of a copy
+ *    per switch: a task parked in a channel receive uses about 300 bytes
+ *    of stack.
  *
  * Rules a caller must keep:
  *  1. A coroutine is resumed on one thread at a time, and only while it is
