@@ -54,6 +54,10 @@ test: deps-test $(VENV)/.test-stamp
 	cd $(BUILD)/ucontext && $(CTEST) -L unit
 	$(call PRESET,aarch64)
 	cd $(BUILD)/aarch64 && $(CTEST)
+	# The C++ ring peers only (Boost.Fiber, C++20 one thread and pool):
+	# tools/tests/test_ring_peers.py runs them (correctness, not speed).
+	cmake --preset bench >/dev/null && cmake --build $(BUILD)/bench --target \
+		ring-boost-fiber ring-cpp20 ring-cpp20-pool
 	$(PY) -m pytest -q -p no:cacheprovider tools/tests
 
 BENCH_ARGS := $(if $(QUICK),--quick) $(if $(FULL),--full) $(foreach s,$(SUITE),--suite $(s)) \

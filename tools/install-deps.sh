@@ -4,7 +4,8 @@
 # Debian 12. Usage: tools/install-deps.sh test|bench|httpd
 #   httpd  only what building and running baton-httpd takes (make httpd)
 #   test   and the test toolchain: cmocka, valgrind, clang, the AArch64 cross
-#          toolchain with qemu-user and arm64 cmocka, Spin
+#          toolchain with qemu-user and arm64 cmocka, Spin, and Boost.Fiber
+#          for the ring peers' tests
 #   bench  and the benchmarks' peers
 set -eu
 what=${1:-test}
@@ -13,10 +14,12 @@ what=${1:-test}
 pkgs="build-essential cmake ninja-build pkg-config python3-venv
       chicken-bin libchicken-dev liblua5.4-dev lua5.4 liburing-dev"
 # Test: cmocka, valgrind, clang (the fuzzer), Spin, the AArch64 cross
-# toolchain with qemu-user, and arm64 cmocka (multiarch) for the cross tests.
+# toolchain with qemu-user, arm64 cmocka (multiarch) for the cross tests,
+# and what the C++ ring peers checked by tools/tests/test_ring_peers.py
+# build with (g++, Boost.Fiber).
 if [ "$what" != httpd ]; then
 	pkgs="$pkgs libcmocka-dev valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-	      qemu-user spin clang libclang-rt-14-dev"
+	      qemu-user spin clang libclang-rt-14-dev g++ libboost-fiber-dev"
 fi
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
