@@ -34,7 +34,9 @@
  * process and waits for `own` to read 0. After the barrier, W either sees
  * REVOKING on its check (and backs out to the slow path) or its store of
  * own = 1 is visible, so the revoker waits for the operation to end; its
- * release of `own` hands the channel's state over.
+ * release of `own` hands the channel's state over. tests/model/chan_bias.pml
+ * checks this with Spin (TSO with W's store buffer), and that leaving out
+ * the barrier or W's re-check breaks it.
  *
  * Invariant: while the bias is W, only W's thread touches the channel,
  * under `own` or `lock` (which it may also take: select, unlinking after a

@@ -24,7 +24,7 @@ if [ -z "$n" ]; then
 fi
 grep -E "assertion violated|errors:|states, stored" pan.log || true
 if [ "$expect" = pass ] && [ "$n" -eq 0 ]; then
-	echo "PASS: $variant: no lost wake-up in any interleaving"; exit 0
+	echo "PASS: $variant: the property holds in every interleaving"; exit 0
 fi
 if [ "$expect" = fail ] && [ "$n" -gt 0 ]; then
 	echo "PASS: $variant: the broken protocol is caught ($n error(s))"; exit 0
