@@ -7,7 +7,8 @@
  *   thread.c     per-thread state: root context, alternate signal stack
  *   stack.c      the per-thread stack pool, canaries, overflow reports
  *   arena.c      stackful stacks carved from large mappings
- *   copystack.c  the shared stack of copy-stack coroutines and its copies
+ *   copystack.c  the shared stack of copy-stack coroutines and its copies,
+ *                and the spare control blocks a thread keeps for reuse
  */
 #ifndef BATON_SRC_CORO_INTERNAL_H
 #define BATON_SRC_CORO_INTERNAL_H

@@ -7,6 +7,8 @@
  *   sched.c     create / spawn / run / destroy, the worker loop
  *   steal.c     idle workers: parking, steal requests, hand-over
  *   wait.c      park / claim / ready: how a task blocks and is woken
+ *   dispatch.h  the hop, inline: next task, switch away, after-switch hook,
+ *               and the one-waiter wait (baton__wait_solo)
  *   timer.c     the per-worker timer heap and the clock (timeouts, sleep)
  *   queue.h     the local run queue and the multi-producer inbox
  *
