@@ -34,3 +34,31 @@ function(baton_add_test name)
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "${_env}")
   endif()
 endfunction()
+
+# baton_add_spin_model(NAME VARIANT:pass|fail...): one CTest per variant of
+# the Spin model tests/model/NAME.pml, named NAME_model_<variant> (label
+# `model`), run by tests/model/run.sh: a `pass` variant must show no error
+# in any interleaving, a `fail` one (a broken protocol) must be caught. The
+# models check protocols, not the build, so a cross build or a machine
+# without spin skips them, saying so.
+function(baton_add_spin_model name)
+  find_program(SPIN spin)
+  if(CMAKE_CROSSCOMPILING)
+    message(STATUS "${name} model: cross-compiling, Spin model test skipped")
+    return()
+  elseif(NOT SPIN)
+    message(STATUS "${name} model: spin not found, Spin model test skipped")
+    return()
+  endif()
+  foreach(_v ${ARGN})
+    string(REPLACE ":" ";" _v ${_v})
+    list(GET _v 0 _variant)
+    list(GET _v 1 _expect)
+    string(TOLOWER ${_variant} _lower)
+    add_test(NAME ${name}_model_${_lower}
+      COMMAND sh ${PROJECT_SOURCE_DIR}/tests/model/run.sh ${SPIN} ${CMAKE_C_COMPILER}
+              ${PROJECT_SOURCE_DIR}/tests/model/${name}.pml
+              ${CMAKE_BINARY_DIR}/tests/${name}-model ${_variant} ${_expect})
+    set_tests_properties(${name}_model_${_lower} PROPERTIES LABELS model TIMEOUT 300)
+  endforeach()
+endfunction()

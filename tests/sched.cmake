@@ -33,17 +33,4 @@ endif()
 # under TSO with W's store buffer, the protocol keeps the two critical
 # sections apart in every interleaving; without the heavy barrier, or
 # without the bias worker's re-check, the model must find an overlap.
-find_program(SPIN spin)
-if(NOT CMAKE_CROSSCOMPILING AND SPIN)
-  foreach(_v BIAS:pass BROKEN_BARRIER:fail BROKEN_RECHECK:fail)
-    string(REPLACE ":" ";" _v ${_v})
-    list(GET _v 0 _variant)
-    list(GET _v 1 _expect)
-    string(TOLOWER ${_variant} _name)
-    add_test(NAME chan_bias_model_${_name}
-      COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/model/run.sh ${SPIN} ${CMAKE_C_COMPILER}
-              ${CMAKE_CURRENT_SOURCE_DIR}/model/chan_bias.pml
-              ${CMAKE_CURRENT_BINARY_DIR}/chan-bias-model ${_variant} ${_expect})
-    set_tests_properties(chan_bias_model_${_name} PROPERTIES LABELS model TIMEOUT 300)
-  endforeach()
-endif()
+baton_add_spin_model(chan_bias BIAS:pass BROKEN_BARRIER:fail BROKEN_RECHECK:fail)

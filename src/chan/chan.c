@@ -132,10 +132,11 @@ static void lock_unbiased(struct baton_chan *ch, struct baton_worker *self,
 	}
 }
 
-/* Make ch usable under `lock` by the calling thread, and take it: it is
- * SHARED, a candidate's (which only `lock` holders change), or biased to
- * self (whose thread may take `lock` as well). For select. */
-void baton__chan_access(struct baton_chan *ch, struct baton_worker *self)
+/* Take ch->lock, the spinlock, with the bias settled so that it excludes
+ * everybody else: SHARED, a candidate's (which only `lock` holders
+ * change), or biased to self (whose thread may take `lock` as well). For
+ * select, which holds several channels' spinlocks at once. */
+void baton__chan_lock_spin(struct baton_chan *ch, struct baton_worker *self)
 {
 	lock_unbiased(ch, self, false);
 }
@@ -229,7 +230,7 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 	/* Relaxed: the channel's lock orders it (see baton_wait_claim). */
 	__atomic_store_n(&r->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
 	w->value = value;
-	return r; /* wait_result is BATON_OK from baton__wait_solo */
+	return r; /* wait_result is BATON_OK from the wait */
 }
 
 /* The general steps, out of line so that the hop's paths above them need
@@ -310,7 +311,8 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 	 * on success. */
 	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
 			 timeout_ns < 0))
-		return baton__wait_solo(t, &ch->recvq, &ch->lock, held, NULL, value);
+		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held, 0, NULL,
+					      value, -1);
 	return recv_general(ch, held, t, value, timeout_ns);
 }
 
@@ -355,8 +357,9 @@ int baton_chan_destroy(baton_chan_t *ch)
 
 	if (ch == NULL)
 		return BATON_OK;
-	/* A biased channel is read without its lock: taking it would turn
-	 * the bias off (a heavy barrier) only to free the channel. Whoever
+	/* A channel that is not SHARED is read without its lock: taking it
+	 * could turn a bias off (a heavy barrier) only to free the channel, and
+	 * would count a use of a candidate's. Whoever
 	 * used it last is ordered before us by the caller (the end of a run,
 	 * a join), as destroying anything in use requires. Acquire: pairs
 	 * with the release that made it SHARED. */

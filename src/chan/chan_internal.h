@@ -80,7 +80,7 @@ baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
 					struct baton_worker *self);
 /* Take ch->lock for a select by the thread of worker `self` (or none),
  * with the bias settled so that `lock` excludes everybody else. */
-void baton__chan_access(struct baton_chan *ch, struct baton_worker *self);
+void baton__chan_lock_spin(struct baton_chan *ch, struct baton_worker *self);
 
 /* Lock ch for the calling thread, whose worker is `self` (NULL off any
  * worker); returns the lock taken, to be released with baton_spin_unlock

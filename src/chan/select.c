@@ -110,7 +110,7 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	 * or our worker's (whose thread may take `lock` too), so that `lock`
 	 * alone excludes everybody else. */
 	for (size_t i = 0; i < m; i++)
-		baton__chan_access(chans[i], baton__worker_get());
+		baton__chan_lock_spin(chans[i], baton__worker_get());
 	done = try_all(ops, n, &wl);
 	if (done < n || timeout_ns == 0) {
 		unlock_all(chans, m);

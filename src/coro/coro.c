@@ -443,34 +443,34 @@ int baton__coro_handoff(struct baton_coro *to)
 {
 	struct baton_thread *t = baton_thread_get();
 	struct baton_coro *from = t->current;
+	struct baton_coro *next = to; /* the context we switch to */
+	bool hop = copystack_hop(t, from, to);
 
 	baton_stack_canary_check(from);
-	if (copystack_hop(t, from, to)) {
+	if (hop) {
 		size_t need = (size_t)(t->shared.hi - (char *)__builtin_frame_address(0)) +
 			      COPYSTACK_HOP_SLACK;
 
 		if (BATON_UNLIKELY(from->save_cap < need) &&
 		    baton__copystack_reserve(from, need) != BATON_OK)
 			return BATON_ENOMEM; /* nothing changed */
-		to->resumer = from->resumer;
-		from->status = BATON_CORO_SUSPENDED;
-		to->status = BATON_CORO_RUNNING;
-		t->job_from = from;
-		t->job_to = to;
-		t->job_value = NULL;
-		t->current = to;
-		return baton__arch_switch_ret(&from->ctx, &t->copier.ctx, NULL,
-					     &from->discard);
 	}
 	to->resumer = from->resumer;
 	from->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
-	if (BATON_UNLIKELY(needs_slow_switch(t, to)))
+	if (hop) {
+		/* The copier saves `from`, puts `to` back and switches on. */
+		t->job_from = from;
+		t->job_to = to;
+		t->job_value = NULL;
+		next = &t->copier;
+	} else if (BATON_UNLIKELY(needs_slow_switch(t, to))) {
 		return handoff_slow(t, from, to, false);
+	}
 	t->current = to;
 	/* Tail call, as in resume: we come back here only when someone
 	 * switches to `from` again. */
-	return baton__arch_switch_ret(&from->ctx, &to->ctx, NULL, &from->discard);
+	return baton__arch_switch_ret(&from->ctx, &next->ctx, NULL, &from->discard);
 }
 
 int baton__coro_handoff_exit(struct baton_coro *to)

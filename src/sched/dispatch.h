@@ -108,40 +108,48 @@ baton__switch_away(struct baton_task *t, enum baton_after after)
 	/* DONE: returning ends the coroutine; the loop finishes the task. */
 }
 
-/* The hop's wait: one waiter on q and no timeout, so that only a claimant
- * that unlinked it wakes us (wait_solo). Called with `held` taken (q's
- * `lock`, or what a biased channel takes instead), which is released once
- * we are switched away. Returns the claimant's result; a message handed
- * over lands in *received (if not NULL) on success. The steps of
- * baton__wait_one_held, in the caller's frame. */
+/* The blocking step of every primitive that waits on one queue, inline
+ * for the hop (baton__wait_one_held is its out-of-line instance): called
+ * with `held` taken - q's `lock`, or what a biased channel takes instead
+ * (src/chan/chan_internal.h) - it links the task's first inline waiter,
+ * parks, and returns the claimant's result with `held` released and the
+ * waiter unlinked; `lock` is what unlinking after a timeout takes. A
+ * message handed over lands in *received (if not NULL) on success. With
+ * no timeout only a claimant, which unlinked the waiter, can wake us
+ * (wait_solo), and the task switches away and back in this frame. */
 static inline __attribute__((always_inline)) int
-baton__wait_solo(struct baton_task *t, struct baton_waitq *q,
-		 baton_spinlock_t *lock, baton_spinlock_t *held, void *value,
-		 void **received)
+baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
+		       baton_spinlock_t *lock, baton_spinlock_t *held,
+		       long amount, void *value, void **received,
+		       int64_t timeout_ns)
 {
 	struct baton_waiter *w = &t->inline_waiters[0];
 	int rc;
 
 	/* At rest, t->waiters and t->locks are the inline arrays, and the
 	 * first inline waiter's task and index are t and 0 (spawn sets them,
-	 * every other wait restores them); a channel's waiter has no amount.
-	 * Only what changes is written. */
+	 * every other wait restores them): only what changes is written. */
 	t->inline_locks[0] = held;
 	t->nlocks = 1;
 	t->nwaiters = 1;
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
-	t->wait_solo = true;
+	t->wait_solo = timeout_ns < 0;
 	/* Relaxed: as in baton_wait_begin. */
 	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
 	w->queue = q;
 	w->lock = lock;
 	w->value = value;
+	w->amount = amount;
 	baton_waitq_push(q, w);
-	baton__switch_away(t, BATON_AFTER_PARK);
-	/* Resumed, perhaps on another worker: t->owner runs us now. */
-	baton__after_switch(t->owner);
-	rc = t->wait_result;
+	if (BATON_LIKELY(timeout_ns < 0)) {
+		baton__switch_away(t, BATON_AFTER_PARK);
+		/* Resumed, perhaps on another worker: t->owner runs us now. */
+		baton__after_switch(t->owner);
+		rc = t->wait_result;
+	} else {
+		rc = baton__wait_park(t, timeout_ns); /* releases held once parked */
+	}
 	if (rc == BATON_OK && received)
 		*received = w->value;
 	t->nwaiters = 0;

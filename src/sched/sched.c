@@ -652,7 +652,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	}
 	/* At rest a task's waiters are its inline ones, each knowing its
 	 * task and index (wait_add and the wide select's block set them
-	 * again; baton__wait_solo counts on them). */
+	 * again; baton__wait_one_inline counts on them). */
 	t->waiters = t->inline_waiters;
 	t->locks = t->inline_locks;
 	for (unsigned i = 0; i < BATON_TASK_INLINE_WAITERS; i++) {

@@ -8,7 +8,7 @@
  *   steal.c     idle workers: parking, steal requests, hand-over
  *   wait.c      park / claim / ready: how a task blocks and is woken
  *   dispatch.h  the hop, inline: next task, switch away, after-switch hook,
- *               and the one-waiter wait (baton__wait_solo)
+ *               and the one-queue wait (baton__wait_one_inline)
  *   timer.c     the per-worker timer heap and the clock (timeouts, sleep)
  *   queue.h     the local run queue and the multi-producer inbox
  *

@@ -64,54 +64,15 @@ void baton__wait_unlink_rest(struct baton_task *t)
 	}
 }
 
-/* The blocking step of every primitive that waits on one queue: called with
- * `held` taken - q's `lock`, or for a biased channel the lock its worker
- * takes instead (src/chan/chan_internal.h) - returns with it released and
- * the waiter unlinked; `lock` is what unlinking after a timeout takes. A
- * message handed over by the claimant lands in *received. This is every
- * hop's path, so it sets the wait up in place rather than through
- * reserve/begin/add: one inline waiter, one lock. */
+/* The blocking step of a primitive that waits on one queue, out of line
+ * (dispatch.h has it inline, and says what it does). */
 int baton__wait_one_held(struct baton_task *t, struct baton_waitq *q,
 			 baton_spinlock_t *lock, baton_spinlock_t *held,
 			 long amount, void *value, void **received,
 			 int64_t timeout_ns)
 {
-	struct baton_waiter *w = &t->inline_waiters[0];
-	int rc;
-
-	if (BATON_LIKELY(timeout_ns < 0 && amount == 0))
-		return baton__wait_solo(t, q, lock, held, value, received);
-	t->waiters = t->inline_waiters;
-	t->locks = t->inline_locks;
-	t->inline_locks[0] = held;
-	t->nlocks = 1;
-	t->nwaiters = 1;
-	t->wait_result = BATON_OK;
-	t->wait_index = -1;
-	t->wait_solo = timeout_ns < 0; /* nobody but a waker can claim it */
-	/* Relaxed: as in baton_wait_begin. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
-	w->task = t;
-	w->index = 0;
-	w->queue = q;
-	w->lock = lock;
-	w->value = value;
-	w->amount = amount;
-	baton_waitq_push(q, w);
-	if (timeout_ns < 0) {
-		/* Only a claimant, which unlinked the waiter, wakes us. */
-		baton__sched_task_after(t, BATON_AFTER_PARK);
-		rc = t->wait_result;
-	} else {
-		rc = baton__wait_park(t, timeout_ns); /* releases lock once parked */
-	}
-	if (rc == BATON_OK && received)
-		*received = w->value;
-	t->nwaiters = 0;
-	t->nlocks = 0;
-	/* Relaxed: only this task reads or writes its state now. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_IDLE, __ATOMIC_RELAXED);
-	return rc;
+	return baton__wait_one_inline(t, q, lock, held, amount, value, received,
+				      timeout_ns);
 }
 
 int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
