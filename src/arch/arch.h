@@ -11,7 +11,8 @@
  *
  * Rules:
  *  - baton__arch_switch() may only target a context made by baton__arch_make()
- *    and not yet run, or one suspended by baton__arch_switch().
+ *    and not yet run, or one suspended by baton__arch_switch() (or by
+ *    baton__arch_start(), which suspends its caller the same way).
  *  - The entry function given to baton__arch_make() must never return; it
  *    leaves its context with a final baton__arch_switch().
  */
@@ -76,6 +77,18 @@ int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  * stack [lo, hi). The current FP control state becomes the context's. */
 void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 		     void (*entry)(void *value));
+
+/* The first entry into a context that has never run: suspend the running
+ * one into `from` and call entry(value) on the stack [lo, hi). The same as
+ * baton__arch_make(to, lo, hi, entry) followed by baton__arch_switch(from,
+ * to, value), and cheaper: the hand-written backends build no initial
+ * frame, and the new context simply starts in the caller's FP control
+ * state (the state make would have copied). `to` is filled when the new
+ * context first switches away. Returns what the switch back to `from`
+ * hands over. */
+void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+		       char *lo, char *hi, void (*entry)(void *value),
+		       void *value);
 
 /* The lowest stack address a suspended context still uses: everything in
  * [baton__arch_ctx_sp(ctx), top of its stack) must be kept to resume it. */

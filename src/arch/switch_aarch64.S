@@ -159,6 +159,46 @@ baton__arch_trampoline:
 	.cfi_endproc
 	.size	baton__arch_trampoline, .-baton__arch_trampoline
 
+/*
+ * void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                        char *lo, char *hi, void (*entry)(void *),
+ *                        void *value);
+ *
+ * The first entry into a context (see switch_x86_64.S): save the running
+ * one into `from` as the switch does, then call entry(value) at the top of
+ * [lo, hi) through the trampoline, without building an initial frame.
+ */
+	.globl	baton__arch_start
+	.hidden	baton__arch_start
+	.type	baton__arch_start, %function
+	.p2align 4
+baton__arch_start:
+	.cfi_startproc
+	sub	sp, sp, #176
+	stp	x19, x20, [sp, #0]
+	stp	x21, x22, [sp, #16]
+	stp	x23, x24, [sp, #32]
+	stp	x25, x26, [sp, #48]
+	stp	x27, x28, [sp, #64]
+	stp	x29, x30, [sp, #80]
+	stp	d8, d9, [sp, #96]
+	stp	d10, d11, [sp, #112]
+	stp	d12, d13, [sp, #128]
+	stp	d14, d15, [sp, #144]
+	mrs	x9, fpcr
+	stp	x9, xzr, [sp, #160]	/* fpcr, out = NULL */
+	mov	x10, sp
+	str	x10, [x0]		/* from->sp */
+	sub	x3, x3, #16		/* the top a made frame leaves: */
+	and	x3, x3, #~15		/* (hi - 16) & ~15 */
+	mov	sp, x3
+	mov	x19, x4			/* what the trampoline calls */
+	mov	x0, x5			/* ... and hands over */
+	mov	x29, xzr		/* ends frame-pointer chains */
+	b	baton__arch_trampoline
+	.cfi_endproc
+	.size	baton__arch_start, .-baton__arch_start
+
 	.globl	baton__arch_fpenv
 	.hidden	baton__arch_fpenv
 	.type	baton__arch_fpenv, %function

@@ -52,6 +52,14 @@ void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 	makecontext(&ctx->uc, trampoline, 0);
 }
 
+void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			char *lo, char *hi, void (*entry)(void *value),
+			void *value)
+{
+	baton__arch_make(to, lo, hi, entry);
+	return baton__arch_switch(from, to, value);
+}
+
 char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx)
 {
 	const mcontext_t *mc = &ctx->uc.uc_mcontext;

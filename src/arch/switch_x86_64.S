@@ -163,6 +163,51 @@ baton__arch_trampoline:
 	.cfi_endproc
 	.size	baton__arch_trampoline, .-baton__arch_trampoline
 
+/*
+ * void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                        char *lo, char *hi, void (*entry)(void *),
+ *                        void *value);
+ *
+ * The first entry into a context: save the running one into `from` exactly
+ * as the switch does (so any later switch back to `from` returns from this
+ * call with the value it hands over), then call entry(value) at the top of
+ * [lo, hi) through the trampoline. It does what baton__arch_make followed
+ * by a switch would, minus the initial frame: no frame is written only to
+ * be popped again, and the FP control state is not read out and loaded
+ * back, since the new context starts in the caller's state either way.
+ * `to` and `lo` are unused here (the new context fills `to` when it first
+ * switches away). rbp is cleared so that frame-pointer walks end at the
+ * new context's first frame, as in a made frame.
+ */
+	.globl	baton__arch_start
+	.hidden	baton__arch_start
+	.type	baton__arch_start, @function
+	.p2align 4
+baton__arch_start:
+	.cfi_startproc
+	endbr64
+	pushq	%rbp
+	pushq	%rbx
+	pushq	%r12
+	pushq	%r13
+	pushq	%r14
+	pushq	%r15
+	pushq	$0			/* out = NULL: the value comes back in rax */
+	subq	$8, %rsp
+	testb	$1, 8(%rdi)		/* from shares the FP state? */
+	jnz	1f
+	stmxcsr	(%rsp)
+	fnstcw	4(%rsp)
+1:	movq	%rsp, (%rdi)		/* from->sp */
+	leaq	-16(%rcx), %rsp		/* the top a made frame leaves: */
+	andq	$-16, %rsp		/* (hi - 16) & ~15, 16-byte aligned */
+	movq	%r8, %r12		/* what the trampoline calls */
+	movq	%r9, %rax		/* ... and hands over */
+	xorl	%ebp, %ebp
+	jmp	baton__arch_trampoline
+	.cfi_endproc
+	.size	baton__arch_start, .-baton__arch_start
+
 /* Read the current FP control state in the layout of the saved slot. */
 	.globl	baton__arch_fpenv
 	.hidden	baton__arch_fpenv

@@ -164,16 +164,19 @@ static void copy_in(struct baton_thread *t, struct baton_coro *co)
 	if (s->dirty < s->hi)
 		baton_sanitizer_unpoison(s->dirty, (size_t)(s->hi - s->dirty));
 	if (!co->started) {
+		/* Nothing to copy: the switch that follows starts it at the
+		 * top of S (baton_coro_switch sees `fresh`). */
 		baton_sanitizer_unpoison(s->hi - BATON_ARCH_MAKE_RESERVE,
 					 BATON_ARCH_MAKE_RESERVE);
-		baton__arch_make(&co->ctx, s->lo, s->hi, baton__coro_entry);
 		co->started = true;
+		co->fresh = true;
+		sp = s->hi - BATON_ARCH_MAKE_RESERVE;
 	} else {
 		baton_sanitizer_unpoison(s->hi - co->save_len, co->save_len);
 		copy_bytes(s->hi - co->save_len, co->save, co->save_len);
 		t->copied += co->save_len;
+		sp = baton__arch_ctx_sp(&co->ctx);
 	}
-	sp = baton__arch_ctx_sp(&co->ctx);
 	if (BATON_DEBUG && s->dirty < sp)
 		memset(s->dirty, 0xdb, (size_t)(sp - s->dirty));
 	s->dirty = s->hi;
@@ -311,7 +314,7 @@ struct baton_coro *baton__copystack_alloc(struct baton_thread *t)
 	t->nspare_cs--;
 	save = co->save;
 	cap = co->save_cap;
-	memset(co, 0, sizeof(*co));
+	baton__zero(co, sizeof(*co));
 	co->save = save;
 	co->save_cap = cap;
 	return co;

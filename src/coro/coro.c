@@ -140,6 +140,13 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 			return resume_undo(from, co, rc);
 	}
 	t->current = co;
+	if (BATON_UNLIKELY(co->fresh)) {
+		/* Its first run: a start, not a switch (see arch.h). */
+		co->fresh = false;
+		*out = baton__arch_start(&from->ctx, &co->ctx, co->stack_lo,
+					co->stack_hi, baton__coro_entry, in);
+		return BATON_OK;
+	}
 	/* Tail call: when `co` yields, the value lands in *out and we return
 	 * BATON_OK straight from the switch to our caller. */
 	return baton__arch_switch_out(&from->ctx, &co->ctx, in, out);
@@ -258,7 +265,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	 * memcheck's view of its dead frames. */
 	baton_sanitizer_unpoison((char *)st.map + low, map_size - low);
 	co = (struct baton_coro *)((char *)st.map + map_size - control_block_size() - color);
-	memset(co, 0, sizeof(*co));
+	baton__zero(co, sizeof(*co));
 	co->model = BATON_CORO_STACKFUL;
 	co->map = st.map;
 	co->map_size = map_size;

@@ -34,6 +34,9 @@ struct baton_coro {
 	bool canary;		    /* stackful: a canary at stack_lo instead of
 				       guard pages (here: every switch reads it,
 				       so it shares the first line with ctx) */
+	bool fresh;		    /* copy-stack: on the shared stack, never
+				       run; the next switch to it starts it
+				       (baton__arch_start) */
 	baton_coro_fn fn;
 	void *arg;
 	void *discard;		    /* sink for values nobody asked for */
@@ -115,6 +118,9 @@ static inline struct baton_thread *baton_thread_get(void)
 	return t;
 }
 
+/* Every coroutine starts here (coro.c). */
+void baton__coro_entry(void *value);
+
 /* Switch from `from` (the running context) to `to`, telling the sanitizers.
  * `from_dies` means `from` will never be resumed. */
 static inline void *baton_coro_switch(struct baton_coro *from,
@@ -123,7 +129,13 @@ static inline void *baton_coro_switch(struct baton_coro *from,
 {
 	baton_sanitizer_switch_begin(&from->san, &to->san, to->stack_lo,
 				     to->stack_hi, from_dies);
-	value = baton__arch_switch(&from->ctx, &to->ctx, value);
+	if (BATON_UNLIKELY(to->fresh)) {
+		to->fresh = false;
+		value = baton__arch_start(&from->ctx, &to->ctx, to->stack_lo,
+					 to->stack_hi, baton__coro_entry, value);
+	} else {
+		value = baton__arch_switch(&from->ctx, &to->ctx, value);
+	}
 	baton_sanitizer_switch_end(&from->san);
 	return value;
 }
@@ -202,7 +214,6 @@ size_t baton__copystack_trim(struct baton_thread *t);
 bool baton__copystack_points_inside(const void *p);
 
 /* coro.c */
-void baton__coro_entry(void *value);
 
 /* Bytes the calling thread has copied on and off its shared stack so far
  * (copy-stack switches): for the scheduler's statistics. */

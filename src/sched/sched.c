@@ -644,7 +644,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		return BATON_ESHUTDOWN;
 	if ((t = task_alloc()) == NULL)
 		return BATON_ENOMEM;
-	memset(t, 0, sizeof(*t));
+	baton__zero(t, sizeof(*t));
 	rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
 	if (rc != BATON_OK) {
 		task_release(t);
