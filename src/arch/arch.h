@@ -90,6 +90,24 @@ void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 		       char *lo, char *hi, void (*entry)(void *value),
 		       void *value);
 
+/* Resume `to` and hand it `value` without saving the running context, which
+ * ends: the second half of a switch. */
+__attribute__((noreturn)) void baton__arch_jump(baton_arch_ctx_t *to,
+					       void *value);
+
+#if !BATON_SWITCH_UCONTEXT
+#define BATON_ARCH_HAS_RESTART 1
+/* baton__arch_start for a running context that ends: save nothing, call
+ * entry(value) at the top of a stack that may be the one we run on (the
+ * frames below are dead). Hand-written backends only: makecontext would
+ * write the new frame while we still run on it. */
+__attribute__((noreturn)) void baton__arch_restart(char *hi,
+						  void (*entry)(void *value),
+						  void *value);
+#else
+#define BATON_ARCH_HAS_RESTART 0
+#endif
+
 /* The lowest stack address a suspended context still uses: everything in
  * [baton__arch_ctx_sp(ctx), top of its stack) must be kept to resume it. */
 char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx);

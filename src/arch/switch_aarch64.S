@@ -199,6 +199,70 @@ baton__arch_start:
 	.cfi_endproc
 	.size	baton__arch_start, .-baton__arch_start
 
+/*
+ * void baton__arch_jump(baton_arch_ctx_t *to, void *value);
+ *
+ * The second half of the switch alone, for a context that ends: resume
+ * `to`, save nothing (see switch_x86_64.S). Never returns.
+ */
+	.globl	baton__arch_jump
+	.hidden	baton__arch_jump
+	.type	baton__arch_jump, %function
+	.p2align 4
+baton__arch_jump:
+	.cfi_startproc
+	mrs	x9, fpcr
+	ldr	w12, [x0, #8]		/* to shares the FP state? */
+	ldr	x10, [x0]
+	mov	sp, x10			/* to->sp: from here on we are `to` */
+	cbnz	w12, 0f
+	ldr	x11, [sp, #160]
+	cmp	x11, x9
+	b.ne	1f
+0:	ldp	x19, x20, [sp, #0]
+	ldp	x21, x22, [sp, #16]
+	ldp	x23, x24, [sp, #32]
+	ldp	x25, x26, [sp, #48]
+	ldp	x27, x28, [sp, #64]
+	ldp	x29, x30, [sp, #80]
+	ldp	d8, d9, [sp, #96]
+	ldp	d10, d11, [sp, #112]
+	ldp	d12, d13, [sp, #128]
+	ldp	d14, d15, [sp, #144]
+	ldr	x3, [sp, #168]		/* out */
+	add	sp, sp, #176
+	mov	x0, x1
+	cbz	x3, 2f
+	str	x0, [x3]
+	mov	x0, #0
+2:	br	x30
+1:	msr	fpcr, x11
+	b	0b
+	.cfi_endproc
+	.size	baton__arch_jump, .-baton__arch_jump
+
+/*
+ * void baton__arch_restart(char *hi, void (*entry)(void *), void *value);
+ *
+ * baton__arch_start for a caller that ends: save nothing, move to the top
+ * of [.., hi) and call entry(value) there (see switch_x86_64.S).
+ */
+	.globl	baton__arch_restart
+	.hidden	baton__arch_restart
+	.type	baton__arch_restart, %function
+	.p2align 4
+baton__arch_restart:
+	.cfi_startproc
+	sub	x0, x0, #16		/* the top a made frame leaves */
+	and	x0, x0, #~15
+	mov	x19, x1			/* what the trampoline calls */
+	mov	sp, x0
+	mov	x0, x2			/* ... and hands over */
+	mov	x29, xzr
+	b	baton__arch_trampoline
+	.cfi_endproc
+	.size	baton__arch_restart, .-baton__arch_restart
+
 	.globl	baton__arch_fpenv
 	.hidden	baton__arch_fpenv
 	.type	baton__arch_fpenv, %function

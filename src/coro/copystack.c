@@ -234,6 +234,10 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 	t->job_from = from;
 	t->job_to = to;
 	t->job_value = value;
+	/* A dying `from` is not saved by the switch: what it left on S
+	 * reaches at most a little below our frame. */
+	if (from_dies)
+		mark_dirty(&t->shared, (char *)__builtin_frame_address(0) - SAVE_MARGIN);
 	return baton_coro_switch(from, &t->copier, value, from_dies);
 }
 
@@ -244,9 +248,11 @@ static void copier_main(void *value)
 		/* The copier belongs to one thread and never migrates. */
 		struct baton_thread *t = &baton__tls;
 		struct baton_coro *from = t->job_from, *to = t->job_to;
-		char *sp = baton__arch_ctx_sp(&from->ctx);
 
+		/* A dead `from` was not saved; via_copier marked S dirty. */
 		if (from->status != BATON_CORO_DEAD) {
+			char *sp = baton__arch_ctx_sp(&from->ctx);
+
 			/* prepare() reserved with a margin; should the real
 			 * frame be deeper, grow now or give up loudly. */
 			if (baton__copystack_reserve(from, (size_t)(t->shared.hi - sp)) != BATON_OK) {
@@ -256,14 +262,39 @@ static void copier_main(void *value)
 				abort();
 			}
 			copy_out(t, from);
-		} else {
-			mark_dirty(&t->shared, sp);
 		}
 		copy_in(t, to);
 		value = baton_coro_switch(&t->copier, to, t->job_value, false);
 		(void)value;
 	}
 }
+
+#if BATON_ARCH_HAS_RESTART && !BATON_SWITCH_HOOKS
+/*
+ * `from`, running on S, has ended, and `to` has never run: start `to` at
+ * the top of S right away, over from's dead frames, without the copier.
+ * Nothing is copied either way (from needs no saving, to has nothing to put
+ * back), and baton__arch_restart reads nothing below the new top once it
+ * moves there. S stays dirty down to below our frame; the debug fill of
+ * copy_in is skipped, as it would write over the frames we still run on.
+ * Not in builds with switch hooks: the sanitizers must see a switch.
+ */
+void baton__copystack_restart(struct baton_thread *t, struct baton_coro *from,
+			      struct baton_coro *to)
+{
+	struct baton_shared_stack *s = &t->shared;
+
+	(void)from;
+	to->home = t->serial;
+	to->stack_lo = s->lo;
+	to->stack_hi = s->hi;
+	to->started = true;
+	mark_dirty(s, (char *)__builtin_frame_address(0) - SAVE_MARGIN);
+	s->owner = to;
+	t->current = to;
+	baton__arch_restart(s->hi, baton__coro_entry, NULL);
+}
+#endif
 
 /*
  * A coroutine that yields to a stackful one (not the thread's own context)

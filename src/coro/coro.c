@@ -494,6 +494,9 @@ int baton__coro_handoff_exit(struct baton_coro *to)
 	if (from->model == BATON_CORO_COPYSTACK &&
 	    to->model != BATON_CORO_COPYSTACK)
 		baton__copystack_forget(t, from);
+	/* A copy-stack task ending into a new one: start it over our frames. */
+	if (baton__copystack_can_restart(t, from, to))
+		baton__copystack_restart(t, from, to);
 	rc = handoff_slow(t, from, to, true); /* returns only on failure */
 	from->status = BATON_CORO_RUNNING;
 	return rc;

@@ -122,7 +122,8 @@ static inline struct baton_thread *baton_thread_get(void)
 void baton__coro_entry(void *value);
 
 /* Switch from `from` (the running context) to `to`, telling the sanitizers.
- * `from_dies` means `from` will never be resumed. */
+ * `from_dies` means `from` will never be resumed: then nothing of it is
+ * saved, and its saved stack pointer is stale. */
 static inline void *baton_coro_switch(struct baton_coro *from,
 				      struct baton_coro *to, void *value,
 				      bool from_dies)
@@ -133,6 +134,9 @@ static inline void *baton_coro_switch(struct baton_coro *from,
 		to->fresh = false;
 		value = baton__arch_start(&from->ctx, &to->ctx, to->stack_lo,
 					 to->stack_hi, baton__coro_entry, value);
+	} else if (from_dies) {
+		/* Nobody will read what a switch would save of `from`. */
+		baton__arch_jump(&to->ctx, value);
 	} else {
 		value = baton__arch_switch(&from->ctx, &to->ctx, value);
 	}
@@ -197,6 +201,17 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 				 struct baton_coro *from,
 				 struct baton_coro *to, void *value,
 				 bool from_dies);
+/* `from`, the owner of S, has ended and `to` has never run: start `to` on
+ * S at once (no copier, no copy). Only where baton__copystack_can_restart
+ * says so. Does not return. */
+#define baton__copystack_can_restart(t, from, to) \
+	(BATON_ARCH_HAS_RESTART && !BATON_SWITCH_HOOKS && \
+	 (to)->model == BATON_CORO_COPYSTACK && !(to)->started && \
+	 (t)->shared.owner == (from) && \
+	 ((to)->home == 0 || (to)->home == (t)->serial))
+__attribute__((noreturn)) void baton__copystack_restart(struct baton_thread *t,
+							struct baton_coro *from,
+							struct baton_coro *to);
 /* `co`, running on the shared stack, is about to yield to a stackful
  * coroutine and stays the stack's owner: make room to save its frames
  * later, while a failure can still be returned (BATON_ENOMEM). */

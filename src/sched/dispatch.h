@@ -82,8 +82,12 @@ static inline __attribute__((always_inline)) void
 baton__switch_away(struct baton_task *t, enum baton_after after)
 {
 	struct baton_worker *w = t->owner;
-	struct baton_task *next = baton__next_from_task(w);
+	struct baton_task *next;
 
+	/* Once stopped, destroy must be able to find it (sched->all). */
+	if (after != BATON_AFTER_DONE && BATON_UNLIKELY(!t->linked))
+		baton__task_link(t);
+	next = baton__next_from_task(w);
 	w->after_task = t;
 	w->after_kind = (unsigned char)after;
 	if (BATON_LIKELY(next != NULL)) {

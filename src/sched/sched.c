@@ -82,8 +82,11 @@ void baton__worker_wake(struct baton_worker *w)
 }
 
 /* --- task life cycle ---------------------------------------------------- */
-static void all_link(struct baton_sched *s, struct baton_task *t)
+void baton__task_link(struct baton_task *t)
 {
+	struct baton_sched *s = t->sched;
+
+	t->linked = true;
 	baton_spin_lock(&s->all_lock);
 	t->all_prev = NULL;
 	t->all_next = s->all;
@@ -146,10 +149,10 @@ static void task_release(struct baton_task *t)
 	baton__free(t);
 }
 
-/* Free a task that will not run again; `linked`: still in sched->all. */
-static void task_free(struct baton_task *t, bool linked)
+/* Free a task that will not run again. */
+static void task_free(struct baton_task *t)
 {
-	if (linked) {
+	if (t->linked) {
 		baton_spin_lock(&t->sched->all_lock);
 		all_unlink_locked(t->sched, t);
 		baton_spin_unlock(&t->sched->all_lock);
@@ -165,7 +168,7 @@ static void task_finish(struct baton_worker *w, struct baton_task *t)
 
 	if (t->pinned)
 		w->npinned--;
-	task_free(t, true);
+	task_free(t);
 	/* Acq_rel: the last task's decrement must see every other task's
 	 * effects before it declares the run over (the caller of run reads
 	 * them after it returns). */
@@ -441,7 +444,7 @@ static void free_queued(struct baton_worker *w)
 	while ((t = baton_runq_pop(w)) != NULL) {
 		if (t->timeout.index != SIZE_MAX)
 			baton__timer_heap_remove(&w->timers, &t->timeout);
-		task_free(t, true);
+		task_free(t);
 		/* Relaxed: destroy reads it after joining every worker. */
 		__atomic_sub_fetch(&w->sched->live, 1, __ATOMIC_RELAXED);
 	}
@@ -476,7 +479,8 @@ static void free_blocked(struct baton_sched *s, struct baton_worker *only)
 		t->timeout.index = SIZE_MAX;
 		if (t->pinned)
 			t->owner->npinned--;
-		task_free(t, false);
+		t->linked = false; /* unlinked above */
+		task_free(t);
 		/* Relaxed: destroy reads it after joining every worker. */
 		__atomic_sub_fetch(&s->live, 1, __ATOMIC_RELAXED);
 	}
@@ -669,7 +673,6 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	/* Relaxed: the count's own modification order is all that matters;
 	 * this increment precedes the push that lets the task run (and end). */
 	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);
-	all_link(s, t);
 	task_enqueue(t, false);
 	return BATON_OK;
 }

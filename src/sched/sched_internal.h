@@ -142,6 +142,7 @@ struct baton_task {
 	bool pinned;		    /* copy-stack and started: cannot migrate */
 	bool bound;		    /* BATON_TASK_BOUND: never migrates */
 	bool copystack;		    /* its coroutine's model */
+	bool linked;		    /* in sched->all (from its first stop on) */
 	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED */
 	int wait_index;		    /* select: the case that completed */
 	unsigned nlocks;
@@ -156,7 +157,10 @@ struct baton_task {
 	struct baton_sched *sched;
 	baton_task_fn fn;
 	void *arg;
-	struct baton_task *all_prev, *all_next; /* sched->all, under all_lock */
+	/* sched->all, under all_lock: the tasks destroy must find. A task is
+	 * linked when it first stops running (baton__switch_away); one that
+	 * runs to its end without stopping never takes the lock. */
+	struct baton_task *all_prev, *all_next;
 };
 
 /* --- workers ---------------------------------------------------------------- */
@@ -395,6 +399,8 @@ static inline void baton_waiter_wake(struct baton_wakelist *wl,
 	baton_wakelist_add(wl, w->task);
 }
 void baton__sched_task_after(struct baton_task *task, enum baton_after after);
+/* Link a task that stops for the first time into sched->all. */
+void baton__task_link(struct baton_task *t);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
 int baton__wait_park(struct baton_task *task, int64_t timeout_ns);
