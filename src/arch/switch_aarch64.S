@@ -27,17 +27,13 @@
  * BATON_CORO_SHARED_FPENV: see switch_x86_64.S for the rule). Reading FPCR
  * into the saved frame costs nothing worth a branch, so it always happens.
  */
-	.text
-	.globl	baton__arch_switch
-	.hidden	baton__arch_switch
-	.type	baton__arch_switch, %function
-	.p2align 4
-baton__arch_switch:
-	.cfi_startproc
-	mov	x3, xzr			/* out = NULL: hand the value back in x0 */
-	.globl	baton__arch_switch_out
-	.hidden	baton__arch_switch_out
-baton__arch_switch_out:
+/* The two halves of a switch. SWITCH_SAVE: store the callee-saved state of
+ * the running context (x3 is its `out`) and its stack pointer in from (x0);
+ * x9 keeps the current FPCR. SWITCH_LOAD: load to's (x1) stack pointer,
+ * restore what its SWITCH_SAVE stored (FPCR only if it differs from x9)
+ * and hand it the value in x2. baton__arch_start uses the first half
+ * alone, baton__arch_jump the second. */
+	.macro	SWITCH_SAVE
 	sub	sp, sp, #176
 	stp	x19, x20, [sp, #0]
 	stp	x21, x22, [sp, #16]
@@ -53,6 +49,9 @@ baton__arch_switch_out:
 	stp	x9, x3, [sp, #160]	/* fpcr, out */
 	mov	x10, sp
 	str	x10, [x0]		/* from->sp */
+	.endm
+
+	.macro	SWITCH_LOAD exit
 	ldr	w12, [x1, #8]		/* to shares the FP state? */
 	ldr	x10, [x1]
 	mov	sp, x10			/* to->sp: from here on we are `to` */
@@ -76,9 +75,24 @@ baton__arch_switch_out:
 	cbz	x3, 2f
 	str	x0, [x3]
 	mov	x0, #0
-2:	br	x30
+2:	\exit
 1:	msr	fpcr, x11
 	b	0b
+	.endm
+
+	.text
+	.globl	baton__arch_switch
+	.hidden	baton__arch_switch
+	.type	baton__arch_switch, %function
+	.p2align 4
+baton__arch_switch:
+	.cfi_startproc
+	mov	x3, xzr			/* out = NULL: hand the value back in x0 */
+	.globl	baton__arch_switch_out
+	.hidden	baton__arch_switch_out
+baton__arch_switch_out:
+	SWITCH_SAVE
+	SWITCH_LOAD "br x30"
 	.cfi_endproc
 	.size	baton__arch_switch, .-baton__arch_switch
 
@@ -97,47 +111,8 @@ baton__arch_switch_out:
 	.p2align 4
 baton__arch_switch_ret:
 	.cfi_startproc
-	sub	sp, sp, #176
-	stp	x19, x20, [sp, #0]
-	stp	x21, x22, [sp, #16]
-	stp	x23, x24, [sp, #32]
-	stp	x25, x26, [sp, #48]
-	stp	x27, x28, [sp, #64]
-	stp	x29, x30, [sp, #80]
-	stp	d8, d9, [sp, #96]
-	stp	d10, d11, [sp, #112]
-	stp	d12, d13, [sp, #128]
-	stp	d14, d15, [sp, #144]
-	mrs	x9, fpcr
-	stp	x9, x3, [sp, #160]	/* fpcr, out */
-	mov	x10, sp
-	str	x10, [x0]		/* from->sp */
-	ldr	w12, [x1, #8]		/* to shares the FP state? */
-	ldr	x10, [x1]
-	mov	sp, x10			/* to->sp: from here on we are `to` */
-	cbnz	w12, 0f
-	ldr	x11, [sp, #160]
-	cmp	x11, x9
-	b.ne	1f
-0:	ldp	x19, x20, [sp, #0]
-	ldp	x21, x22, [sp, #16]
-	ldp	x23, x24, [sp, #32]
-	ldp	x25, x26, [sp, #48]
-	ldp	x27, x28, [sp, #64]
-	ldp	x29, x30, [sp, #80]
-	ldp	d8, d9, [sp, #96]
-	ldp	d10, d11, [sp, #112]
-	ldp	d12, d13, [sp, #128]
-	ldp	d14, d15, [sp, #144]
-	ldr	x3, [sp, #168]		/* out */
-	add	sp, sp, #176
-	mov	x0, x2
-	cbz	x3, 2f
-	str	x0, [x3]
-	mov	x0, #0
-2:	ret
-1:	msr	fpcr, x11
-	b	0b
+	SWITCH_SAVE
+	SWITCH_LOAD ret
 	.cfi_endproc
 	.size	baton__arch_switch_ret, .-baton__arch_switch_ret
 
@@ -174,24 +149,12 @@ baton__arch_trampoline:
 	.p2align 4
 baton__arch_start:
 	.cfi_startproc
-	sub	sp, sp, #176
-	stp	x19, x20, [sp, #0]
-	stp	x21, x22, [sp, #16]
-	stp	x23, x24, [sp, #32]
-	stp	x25, x26, [sp, #48]
-	stp	x27, x28, [sp, #64]
-	stp	x29, x30, [sp, #80]
-	stp	d8, d9, [sp, #96]
-	stp	d10, d11, [sp, #112]
-	stp	d12, d13, [sp, #128]
-	stp	d14, d15, [sp, #144]
-	mrs	x9, fpcr
-	stp	x9, xzr, [sp, #160]	/* fpcr, out = NULL */
-	mov	x10, sp
-	str	x10, [x0]		/* from->sp */
-	sub	x3, x3, #16		/* the top a made frame leaves: */
-	and	x3, x3, #~15		/* (hi - 16) & ~15 */
-	mov	sp, x3
+	mov	x6, x3			/* hi */
+	mov	x3, xzr			/* out = NULL: the value comes back in x0 */
+	SWITCH_SAVE
+	sub	x6, x6, #16		/* the top a made frame leaves: */
+	and	x6, x6, #~15		/* (hi - 16) & ~15 */
+	mov	sp, x6
 	mov	x19, x4			/* what the trampoline calls */
 	mov	x0, x5			/* ... and hands over */
 	mov	x29, xzr		/* ends frame-pointer chains */
@@ -211,33 +174,10 @@ baton__arch_start:
 	.p2align 4
 baton__arch_jump:
 	.cfi_startproc
-	mrs	x9, fpcr
-	ldr	w12, [x0, #8]		/* to shares the FP state? */
-	ldr	x10, [x0]
-	mov	sp, x10			/* to->sp: from here on we are `to` */
-	cbnz	w12, 0f
-	ldr	x11, [sp, #160]
-	cmp	x11, x9
-	b.ne	1f
-0:	ldp	x19, x20, [sp, #0]
-	ldp	x21, x22, [sp, #16]
-	ldp	x23, x24, [sp, #32]
-	ldp	x25, x26, [sp, #48]
-	ldp	x27, x28, [sp, #64]
-	ldp	x29, x30, [sp, #80]
-	ldp	d8, d9, [sp, #96]
-	ldp	d10, d11, [sp, #112]
-	ldp	d12, d13, [sp, #128]
-	ldp	d14, d15, [sp, #144]
-	ldr	x3, [sp, #168]		/* out */
-	add	sp, sp, #176
-	mov	x0, x1
-	cbz	x3, 2f
-	str	x0, [x3]
-	mov	x0, #0
-2:	br	x30
-1:	msr	fpcr, x11
-	b	0b
+	mrs	x9, fpcr		/* what SWITCH_LOAD compares with */
+	mov	x2, x1			/* the value */
+	mov	x1, x0			/* to */
+	SWITCH_LOAD "br x30"
 	.cfi_endproc
 	.size	baton__arch_jump, .-baton__arch_jump
 

@@ -60,7 +60,12 @@
  * 60 ns against 5 ns without them (the bare switch). That wait is what the
  * shared flag removes.
  */
-	.macro	SWITCH_BODY exit
+/* The two halves of a switch. SWITCH_SAVE: push the callee-saved state
+ * of the running context (rcx is its `out`) and store the stack pointer in
+ * from (rdi). SWITCH_LOAD: load to's (rsi) stack pointer, restore what its
+ * SWITCH_SAVE pushed and hand it the value in rdx. baton__arch_start uses
+ * the first half alone, baton__arch_jump the second. */
+	.macro	SWITCH_SAVE
 	pushq	%rbp
 	pushq	%rbx
 	pushq	%r12
@@ -74,6 +79,9 @@
 	stmxcsr	(%rsp)
 	fnstcw	4(%rsp)
 1:	movq	%rsp, (%rdi)		/* from->sp */
+	.endm
+
+	.macro	SWITCH_LOAD exit
 	testb	$1, 8(%rsi)		/* to shares the FP state? */
 	movq	(%rsi), %rsp		/* to->sp: from here on we are `to` */
 	jnz	2f
@@ -99,6 +107,11 @@
 	.else
 	ret
 	.endif
+	.endm
+
+	.macro	SWITCH_BODY exit
+	SWITCH_SAVE
+	SWITCH_LOAD \exit
 	.endm
 
 	.text
@@ -186,20 +199,10 @@ baton__arch_trampoline:
 baton__arch_start:
 	.cfi_startproc
 	endbr64
-	pushq	%rbp
-	pushq	%rbx
-	pushq	%r12
-	pushq	%r13
-	pushq	%r14
-	pushq	%r15
-	pushq	$0			/* out = NULL: the value comes back in rax */
-	subq	$8, %rsp
-	testb	$1, 8(%rdi)		/* from shares the FP state? */
-	jnz	1f
-	stmxcsr	(%rsp)
-	fnstcw	4(%rsp)
-1:	movq	%rsp, (%rdi)		/* from->sp */
-	leaq	-16(%rcx), %rsp		/* the top a made frame leaves: */
+	movq	%rcx, %r10		/* hi */
+	xorl	%ecx, %ecx		/* out = NULL: the value comes back in rax */
+	SWITCH_SAVE
+	leaq	-16(%r10), %rsp		/* the top a made frame leaves: */
 	andq	$-16, %rsp		/* (hi - 16) & ~15, 16-byte aligned */
 	movq	%r8, %r12		/* what the trampoline calls */
 	movq	%r9, %rax		/* ... and hands over */
@@ -224,26 +227,9 @@ baton__arch_start:
 baton__arch_jump:
 	.cfi_startproc
 	endbr64
-	testb	$1, 8(%rdi)		/* to shares the FP state? */
-	movq	(%rdi), %rsp		/* to->sp: from here on we are `to` */
-	jnz	2f
-	ldmxcsr	(%rsp)
-	fldcw	4(%rsp)
-2:	addq	$8, %rsp
-	popq	%rcx			/* out */
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbx
-	popq	%rbp
-	movq	%rsi, %rax
-	testq	%rcx, %rcx
-	jz	3f
-	movq	%rax, (%rcx)
-	xorl	%eax, %eax
-3:	popq	%rcx
-	jmp	*%rcx
+	movq	%rsi, %rdx		/* the value */
+	movq	%rdi, %rsi		/* to */
+	SWITCH_LOAD jmp
 	.cfi_endproc
 	.size	baton__arch_jump, .-baton__arch_jump
 
