@@ -139,8 +139,8 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 	t->wait_index = -1;
 	/* A cancellable task's waits have two claimants (sched_internal.h). */
 	t->wait_solo = timeout_ns < 0 && !t->cancellable;
-	/* Relaxed: as in baton_wait_begin. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
+	/* Release: as in baton_wait_begin. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
 	w->queue = q;
 	w->lock = lock;
 	w->value = value;

@@ -535,9 +535,10 @@ static inline void baton_wait_begin(struct baton_task *t)
 	t->wait_solo = false; /* baton__wait_one says when it is */
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
-	/* Relaxed: wakers read the state only after finding a waiter in a
-	 * queue, i.e. after taking the lock we release after parking. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
+	/* Release (a plain store on x86-64): wakers read the state only after
+	 * taking the lock we release after parking, but a canceller takes no
+	 * lock: its claim must see the result and index reset above. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
 }
 
 static inline struct baton_waiter *baton_wait_add(struct baton_task *t,
