@@ -31,6 +31,7 @@ struct blocked {
 	enum from from;
 	baton_task_t *victim; /* published by the victim (atomic) */
 	int held;	      /* (atomic) the canceller holds mutex and slot */
+	int cancel_made;      /* (atomic) the victim may return now */
 	int rc;		      /* the victim's blocking call's result */
 	int done;	      /* (atomic) */
 	baton_chan_t *ch, *ch2;
@@ -113,6 +114,9 @@ static void victim_main(void *arg)
 	/* Sticky: the next blocking call fails at once, a try still works. */
 	T_CHECK_RC(baton_sched_sleep(MS(60000)), BATON_ECANCELED);
 	T_CHECK(baton_task_cancelled() == 1);
+	/* The handle must stay valid until both cancels are made (rule 2). */
+	while (!__atomic_load_n(&b->cancel_made, __ATOMIC_ACQUIRE))
+		baton_sched_yield();
 	/* Release: the canceller checks the result after seeing done. */
 	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
 }
@@ -147,6 +151,7 @@ static void cancel_and_check(struct blocked *b)
 	pause_ms(b, 20); /* let it park (either way it must be cancelled) */
 	T_CHECK_RC(baton_task_cancel(t), BATON_OK);
 	T_CHECK_RC(baton_task_cancel(t), BATON_OK); /* a no-op, still fine */
+	__atomic_store_n(&b->cancel_made, 1, __ATOMIC_RELEASE);
 	deadline = st_now() + MS(10000) * st_time_scale();
 	while (!__atomic_load_n(&b->done, __ATOMIC_ACQUIRE)) {
 		if (st_now() > deadline) {
@@ -310,6 +315,7 @@ struct race {
 	baton_task_t *victim; /* (atomic) */
 	int go;		      /* (atomic) both sides start together */
 	int held;	      /* (atomic) the waker holds the mutex */
+	int cancel_made;      /* (atomic) the victim may return now */
 	int rc;
 	void *got;
 	int done;	      /* (atomic) */
@@ -330,6 +336,9 @@ static void race_victim(void *arg)
 	} else {
 		r->rc = baton_chan_recv(r->ch, &r->got, -1);
 	}
+	/* The handle must stay valid until the cancel is made (rule 2). */
+	while (!__atomic_load_n(&r->cancel_made, __ATOMIC_ACQUIRE))
+		baton_sched_yield();
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
@@ -358,6 +367,7 @@ static void race_canceller(void *arg)
 		baton_sched_yield();
 	__atomic_store_n(&r->go, 1, __ATOMIC_RELEASE);
 	T_CHECK_RC(baton_task_cancel(t), BATON_OK);
+	__atomic_store_n(&r->cancel_made, 1, __ATOMIC_RELEASE);
 }
 
 static void run_race(void **state, bool mutex, long rounds)
