@@ -4,10 +4,11 @@
 # wake-up fails with a message. Every program starts worker threads, so all
 # carry the threads label (they also run under TSan). test_chan_bias: the
 # biased channels handed over to other workers and threads; test_copystack_tasks:
-# copy-stack tasks that never block, park deep, keep pointers to locals.
+# copy-stack tasks that never block, park deep, keep pointers to locals;
+# test_cancel: baton_task_cancel on every blocking call, and racing wake-ups.
 foreach(_t test_sched test_sched_timer test_chan test_chan_bias test_copystack_tasks test_select
         test_stress_sched test_handoff
-        test_sched_destroy)
+        test_sched_destroy test_cancel)
   baton_add_test(${_t} LABELS threads LIBS Threads::Threads)
 endforeach()
 

@@ -14,9 +14,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <baton/http.h>
@@ -58,6 +60,8 @@ static void usage(FILE *f)
 		"  --idle-timeout MS        close keep-alive connections idle longer (60000)\n"
 		"  --linger MS              after a closing response, drain the client this long (2000; 0 = off)\n"
 		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n"
+		"  --drain-timeout MS       after SIGTERM/SIGINT, exit after this long even with\n"
+		"                           requests unfinished, saying what was dropped (30000)\n"
 		"A Lua or Scheme handler that raises an error or returns a response that breaks\n"
 		"a rule (docs/httpd.md) gets a 500 and one line on stderr.\n");
 }
@@ -79,7 +83,51 @@ static long parse_num(const char *opt, const char *s, long min, long max)
 struct signal_ctx {
 	sigset_t set;
 	baton_http_server_t *srv;
+	long drain_ms;	     /* --drain-timeout */
+	pthread_mutex_t lock;
+	pthread_cond_t ended_cond;
+	bool ended;	     /* the run returned: drained (under lock) */
 };
+
+/* The drain did not end in time (a handler that never returns keeps its
+ * request, and the run, alive): say what is left and exit anyway. */
+static void drain_expired(struct signal_ctx *sc)
+{
+	struct baton_http_server_stats st;
+
+	if (baton_http_server_snapshot(sc->srv, &st) == BATON_OK)
+		fprintf(stderr, "baton-httpd: drain timeout after %ld ms: exiting with %u "
+			"handler(s) running, %zu request(s) waiting for one, %ld "
+			"connection(s) open; their requests are dropped\n", sc->drain_ms,
+			st.stages[2].running, st.stages[2].queued, st.pools[0].in_use);
+	else
+		fprintf(stderr, "baton-httpd: drain timeout after %ld ms: exiting\n",
+			sc->drain_ms);
+	_exit(1);
+}
+
+/* Wait for the run to end, at most the drain timeout. */
+static void await_drain(struct signal_ctx *sc)
+{
+	struct timespec until;
+	bool ended;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += sc->drain_ms / 1000;
+	until.tv_nsec += (sc->drain_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&sc->lock);
+	while (!sc->ended &&
+	       pthread_cond_timedwait(&sc->ended_cond, &sc->lock, &until) == 0)
+		;
+	ended = sc->ended;
+	pthread_mutex_unlock(&sc->lock);
+	if (!ended)
+		drain_expired(sc);
+}
 
 /* Signals are taken synchronously on this thread, which may then call
  * anything (a handler could not take the server's lock). */
@@ -89,8 +137,11 @@ static void *signal_thread(void *arg)
 	int sig;
 
 	if (sigwait(&sc->set, &sig) == 0) {
+		/* From here main's cancel must not leave the lock held. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 		baton_http_server_shutdown(sc->srv);
+		await_drain(sc);
 	}
 	return NULL;
 }
@@ -142,7 +193,7 @@ int main(int argc, char **argv)
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT };
 	const char *kind = "hello";
-	struct signal_ctx sc;
+	struct signal_ctx sc = { .drain_ms = 30000 };
 	baton_sched_t *s;
 	pthread_t th;
 	int rc;
@@ -206,6 +257,8 @@ int main(int argc, char **argv)
 			a.max_target = (size_t)parse_num(o, v, 16, 1 << 24);
 		} else if (!strcmp(o, "--header-timeout")) {
 			a.header_timeout_ns = parse_num(o, v, 1, 86400000) * 1000000;
+		} else if (!strcmp(o, "--drain-timeout")) {
+			sc.drain_ms = parse_num(o, v, 0, 86400000);
 		} else if (!strcmp(o, "--idle-timeout")) {
 			a.idle_timeout_ns = parse_num(o, v, 1, 86400000) * 1000000;
 		} else if (!strcmp(o, "--linger")) {
@@ -283,8 +336,18 @@ int main(int argc, char **argv)
 		baton_sched_workers(s) - (int)a.compute_workers, a.compute_workers, kind,
 		!strcmp(kind, "lua") ? (ho.lua_shared ? " (one shared state)" : " (a state per worker)") :
 		!strcmp(kind, "scheme") ? (ho.scheme_eval ? " (interpreted)" : " (compiled)") : "");
+	pthread_condattr_t ca; /* timed waits on the monotonic clock */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&sc.lock, NULL);
+	pthread_cond_init(&sc.ended_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_create(&th, NULL, signal_thread, &sc);
 	rc = baton_sched_run(s);
+	pthread_mutex_lock(&sc.lock);
+	sc.ended = true;
+	pthread_cond_signal(&sc.ended_cond);
+	pthread_mutex_unlock(&sc.lock);
 	/* Drained: the signal thread may still wait if run ended otherwise. */
 	pthread_cancel(th);
 	pthread_join(th, NULL);

@@ -60,7 +60,8 @@ extern "C" {
 	X(ENOSCHED, -15, "not called from a coroutine run by a baton scheduler")     \
 	X(EDEADLK, -16, "the call would deadlock")                                   \
 	X(ESYS, -17, "a system call failed (see errno)")                             \
-	X(ESHUTDOWN, -18, "shutting down: no new work is accepted")
+	X(ESHUTDOWN, -18, "shutting down: no new work is accepted")                 \
+	X(ECANCELED, -19, "the task was cancelled (baton_task_cancel)")
 
 #define BATON_ERROR_ENUM_(name, value, text) BATON_##name = (value),
 enum baton_error { BATON_ERRORS(BATON_ERROR_ENUM_) };

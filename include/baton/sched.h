@@ -36,7 +36,8 @@
  *     baton_sched_destroy(s);
  *
  * Tasks block on the primitives of baton/chan.h and baton/sync.h and on
- * baton_sched_sleep(); every blocking call takes a timeout.
+ * baton_sched_sleep(); every blocking call takes a timeout, and a task that
+ * gave out its handle can be cancelled (baton_task_cancel, below).
  *
  * Rules a caller must keep:
  *  1. The in-task calls (yield, sleep, and every blocking primitive) are made
@@ -177,6 +178,66 @@ BATON_API int baton_sched_yield(void);
 /* Block this task for at least ns nanoseconds (0 yields).
  * Errors: BATON_ENOSCHED, BATON_EINVAL (ns < 0), BATON_ENOMEM. */
 BATON_API int baton_sched_sleep(int64_t ns);
+
+/* --- cancellation ----------------------------------------------------------
+ *
+ * A task can be told to stop waiting: baton_task_cancel() makes its current
+ * blocking call (if it is blocked) or its next one return BATON_ECANCELED:
+ * channel send, receive and select, mutex, semaphore, wait group, pool
+ * units, sleep, I/O waits, stage submit, pass and drain, and a sequencer
+ * call waiting for its turn. A call that completes without waiting (a
+ * message already buffered, a free mutex) still completes. The wake-up
+ * races every other one fairly: the call either gets its value (a message,
+ * the mutex) and returns BATON_OK, or returns BATON_ECANCELED having taken
+ * nothing; never both, never neither. Waits that block a thread rather
+ * than a task (baton/ec.h, a plain thread in a sync call) are not
+ * cancellable.
+ *
+ *     static baton_task_t *worker;               // published under your lock
+ *     static void body(void *arg)
+ *     {
+ *         worker = baton_task_handle();           // now it can be cancelled
+ *         void *msg;
+ *         while (baton_chan_recv(ch, &msg, -1) == BATON_OK)
+ *             handle(msg);
+ *         // BATON_ECANCELED (or ECLOSED): release what it holds, return
+ *     }
+ *     ...
+ *     baton_task_cancel(worker);                  // from any thread
+ *
+ * Rules:
+ *  1. Only a task that took its own handle (baton_task_handle) can be
+ *     cancelled; taking it makes that task's wake-ups claim with a
+ *     compare-and-swap instead of a plain store (sched_internal.h's wait
+ *     protocol), which is why it is not the default.
+ *  2. The handle is valid until the task's function returns, and then
+ *     never again (its record is reused): the canceller must know that the
+ *     task has not returned, e.g. with a lock or flag the task clears before
+ *     it returns.
+ *  3. Cancellation is sticky: once cancelled, every later call of the task
+ *     that would block returns BATON_ECANCELED at once. Nothing is released
+ *     for the task: it must unlock its mutexes, give back semaphore or pool
+ *     units, call baton_wg_done for its share, close or hand on what it owns
+ *     - all calls that never block - and return. A call made with timeout 0
+ *     (a try) never blocks, so it works as before.
+ *  4. A task that computes without blocking is not interrupted: it can poll
+ *     baton_task_cancelled() between steps.
+ */
+typedef struct baton_task baton_task_t;
+
+/* The calling task's handle, and from now on it can be cancelled (rule 1).
+ * NULL outside a task's own coroutine. */
+BATON_API baton_task_t *baton_task_handle(void);
+
+/* Cancel `task` (rules above); a second cancel is a no-op. Any thread,
+ * the task itself included. The task, if blocked, is woken within the
+ * time a cross-worker wake-up takes.
+ * Errors: BATON_EINVAL (NULL, or a task that never took its handle). */
+BATON_API int baton_task_cancel(baton_task_t *task);
+
+/* 1 if the calling task was cancelled, 0 if not.
+ * Errors: BATON_ENOSCHED (not a task's own coroutine). */
+BATON_API int baton_task_cancelled(void);
 
 /* The scheduler of the calling task, or NULL outside tasks. */
 BATON_API baton_sched_t *baton_sched_self(void);

@@ -72,6 +72,8 @@ baton__after_switch(struct baton_worker *w)
 	/* The hop's case: parked under one lock. */
 	if (BATON_LIKELY(w->after_kind == BATON_AFTER_PARK && t->nlocks == 1))
 		baton_spin_unlock(t->locks[0]);
+	else if (w->after_kind == BATON_AFTER_PARK_CANCELLABLE)
+		baton__wait_parked_cancellable(w, t);
 	else
 		baton__after_switch_slow(w, t);
 }
@@ -120,7 +122,8 @@ baton__switch_away(struct baton_task *t, enum baton_after after)
  * waiter unlinked; `lock` is what unlinking after a timeout takes. A
  * message handed over lands in *received (if not NULL) on success. With
  * no timeout only a claimant, which unlinked the waiter, can wake us
- * (wait_solo), and the task switches away and back in this frame. */
+ * (wait_solo), and the task switches away and back in this frame; with a
+ * timeout, or in a cancellable task, baton__wait_park parks it. */
 static inline __attribute__((always_inline)) int
 baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 		       baton_spinlock_t *lock, baton_spinlock_t *held,
@@ -138,15 +141,16 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 	t->nwaiters = 1;
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
-	t->wait_solo = timeout_ns < 0;
-	/* Relaxed: as in baton_wait_begin. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
+	/* A cancellable task's waits have two claimants (sched_internal.h). */
+	t->wait_solo = timeout_ns < 0 && !t->cancellable;
+	/* Release: as in baton_wait_begin. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
 	w->queue = q;
 	w->lock = lock;
 	w->value = value;
 	w->amount = amount;
 	baton_waitq_push(q, w);
-	if (BATON_LIKELY(timeout_ns < 0)) {
+	if (BATON_LIKELY(t->wait_solo)) {
 		baton__switch_away(t, BATON_AFTER_PARK);
 		/* Resumed, perhaps on another worker: t->owner runs us now. */
 		baton__after_switch(t->owner);

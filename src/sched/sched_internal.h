@@ -26,6 +26,16 @@
  *     calls baton_task_ready(). A waker that loses the claim skips that waiter.
  *  4. Back from park, the task unlinks the waiters still linked (timeout,
  *     the other cases of a select) under their primitives' locks.
+ *  5. Cancellation (baton_task_cancel) is one more claimant, the only one
+ *     that holds none of the task's locks. Only a task whose handle was
+ *     taken can be cancelled (`cancellable`); its waits are never solo, so
+ *     every claim of them is the compare-and-swap, and they park through
+ *     baton__wait_park. The task, having published WAITING, fences and
+ *     reads its `cancel` flag: set, it claims its own wait and parks not.
+ *     The canceller sets the flag, fences, and tries the claim. Having
+ *     won, it cannot know whether the task has switched away yet: of it
+ *     and the worker parking the task (BATON_AFTER_PARK_CANCELLABLE),
+ *     whoever comes second to `cancel_park` readies the task.
  * Waiters live in the task's heap block, never on the coroutine's stack: a
  * copy-stack coroutine's stack is not addressable while it is suspended.
  */
@@ -117,6 +127,9 @@ enum baton_after {
 	BATON_AFTER_YIELD = 1, /* runnable again: back of the run queue */
 	BATON_AFTER_PARK = 2,  /* blocked: release its locks */
 	BATON_AFTER_DONE = 3,  /* its function returned: free it */
+	/* blocked, and its handle was taken: release its locks and meet a
+	 * cancellation's claim (baton__wait_parked_cancellable) */
+	BATON_AFTER_PARK_CANCELLABLE = 4,
 };
 
 #define BATON_TASK_INLINE_WAITERS 4
@@ -143,7 +156,11 @@ struct baton_task {
 	bool bound;		    /* BATON_TASK_BOUND: never migrates */
 	bool copystack;		    /* its coroutine's model */
 	bool linked;		    /* in sched->all (from its first stop on) */
-	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED */
+	bool cancellable;	    /* its handle was taken: no solo waits */
+	uint8_t cancel;		    /* baton_task_cancel'ed (atomic, sticky) */
+	uint8_t cancel_park;	    /* cancel's claim meets the park (atomic) */
+	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED,
+				       BATON_ECANCELED */
 	int wait_index;		    /* select: the case that completed */
 	unsigned nlocks;
 	unsigned nwaiters;
@@ -404,6 +421,8 @@ void baton__task_link(struct baton_task *t);
 
 /* wait.c (the short steps are inline below: they are every hop's path) */
 int baton__wait_park(struct baton_task *task, int64_t timeout_ns);
+void baton__wait_parked_cancellable(struct baton_worker *w,
+				    struct baton_task *task);
 void baton__wait_unlink_rest(struct baton_task *task);
 int baton__wait_one_held(struct baton_task *task, struct baton_waitq *q,
 			 baton_spinlock_t *lock, baton_spinlock_t *held,
@@ -522,9 +541,10 @@ static inline void baton_wait_begin(struct baton_task *t)
 	t->wait_solo = false; /* baton__wait_one says when it is */
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
-	/* Relaxed: wakers read the state only after finding a waiter in a
-	 * queue, i.e. after taking the lock we release after parking. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELAXED);
+	/* Release (a plain store on x86-64): wakers read the state only after
+	 * taking the lock we release after parking, but a canceller takes no
+	 * lock: its claim must see the result and index reset above. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
 }
 
 static inline struct baton_waiter *baton_wait_add(struct baton_task *t,

@@ -75,24 +75,83 @@ int baton__wait_one_held(struct baton_task *t, struct baton_waitq *q,
 				      timeout_ns);
 }
 
+/* A cancellable task, its waiters linked under the locks it holds and
+ * WAITING published: was it cancelled meanwhile? If so, and the claim is
+ * ours, it leaves its queues and does not park. If the canceller claimed
+ * first, the task parks as usual and the two meet at cancel_park. */
+static bool cancelled_before_park(struct baton_task *t)
+{
+	uint32_t expected = BATON_WAIT_WAITING;
+
+	/* Seq_cst fence: orders the store of WAITING before the load of the
+	 * flag; pairs with the fence in baton_task_cancel between its store
+	 * of the flag and its claim (one of the two sees the other). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Relaxed: the fence above orders it. */
+	if (!__atomic_load_n(&t->cancel, __ATOMIC_RELAXED))
+		return false;
+	/* Acq_rel: as baton_wait_claim. */
+	if (!__atomic_compare_exchange_n(&t->wait_state, &expected,
+					 BATON_WAIT_CLAIMED, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	t->wait_result = BATON_ECANCELED;
+	t->wait_index = -1;
+	/* We hold every lock our waiters are linked under. */
+	for (unsigned i = 0; i < t->nwaiters; i++)
+		if (t->waiters[i].linked)
+			baton_waitq_remove(t->waiters[i].queue, &t->waiters[i]);
+	for (unsigned i = t->nlocks; i-- > 0;)
+		baton_spin_unlock(t->locks[i]);
+	return true;
+}
+
+/* After the switch away from a cancellable task that parked: release its
+ * locks, and ready it if a canceller claimed it before it had stopped. */
+void baton__wait_parked_cancellable(struct baton_worker *w,
+				    struct baton_task *t)
+{
+	baton_spinlock_t **locks = t->locks;
+	unsigned n = t->nlocks;
+	/* Acq_rel, before the locks go (after them the task may run and end):
+	 * the canceller's claim and result, if it came first, are ours to
+	 * hand on; if we come first, it sees the task stopped. */
+	bool claimed = __atomic_exchange_n(&t->cancel_park, 1, __ATOMIC_ACQ_REL) != 0;
+
+	while (n-- > 0)
+		baton_spin_unlock(locks[n]);
+	if (claimed)
+		baton_task_ready_from(w, t);
+}
+
 int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
 {
 	struct baton_worker *w = t->owner;
 
 	t->wait_timed = timeout_ns >= 0;
+	if (BATON_UNLIKELY(t->cancellable) && cancelled_before_park(t))
+		goto done;
 	if (timeout_ns >= 0) {
 		t->timeout.deadline = baton__deadline_after(timeout_ns);
 		t->timeout.fire = timeout_fire;
 		if (baton__timer_heap_add(&w->timers, &t->timeout) != BATON_OK) {
-			/* Not parked yet: take the wake-up ourselves. */
-			if (baton_wait_claim(t))
+			/* Not parked yet: take the wake-up ourselves. Only a
+			 * canceller can have claimed it first (we hold the
+			 * locks): then park untimed and meet it there. */
+			if (baton_wait_claim(t)) {
 				t->wait_result = BATON_ENOMEM;
-			for (unsigned i = 0; i < t->nlocks; i++)
-				baton_spin_unlock(t->locks[i]);
-			goto done;
+				for (unsigned i = 0; i < t->nlocks; i++)
+					baton_spin_unlock(t->locks[i]);
+				goto done;
+			}
+			t->wait_timed = false;
 		}
 	}
-	baton__sched_task_after(t, BATON_AFTER_PARK);
+	baton__sched_task_after(t, t->cancellable ? BATON_AFTER_PARK_CANCELLABLE
+						  : BATON_AFTER_PARK);
+	/* Relaxed: both sides of the meeting are past it (whoever came second
+	 * readied us), so nobody else touches it before our next WAITING. */
+	__atomic_store_n(&t->cancel_park, 0, __ATOMIC_RELAXED);
 	/* Woken: on the same worker (a task with an armed timeout is never
 	 * handed to a thief), so the heap is ours. */
 	if (t->timeout.index != SIZE_MAX)
@@ -101,4 +160,52 @@ done:
 	t->wait_timed = false;
 	baton__wait_unlink_rest(t);
 	return t->wait_result;
+}
+
+/* --- cancellation (baton/sched.h) ----------------------------------------- */
+baton_task_t *baton_task_handle(void)
+{
+	struct baton_task *t = baton_task_self();
+
+	if (t)
+		t->cancellable = true; /* only this task reads it, in its waits */
+	return t;
+}
+
+int baton_task_cancel(baton_task_t *t)
+{
+	uint32_t expected = BATON_WAIT_WAITING;
+
+	if (t == NULL || !t->cancellable)
+		return BATON_EINVAL;
+	/* Relaxed: the fence below orders it before the claim. Sticky: a
+	 * second cancel has nothing more to do. */
+	if (__atomic_exchange_n(&t->cancel, 1, __ATOMIC_RELAXED))
+		return BATON_OK;
+	/* Seq_cst fence: pairs with the task's fence between WAITING and its
+	 * load of the flag (cancelled_before_park). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Acq_rel: as baton_wait_claim. Not WAITING: the task runs, or was
+	 * woken with its result; its next wait sees the flag. */
+	if (!__atomic_compare_exchange_n(&t->wait_state, &expected,
+					 BATON_WAIT_CLAIMED, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return BATON_OK;
+	t->wait_result = BATON_ECANCELED;
+	t->wait_index = -1;
+	/* Acq_rel: our result before the worker's ready, or its switch before
+	 * ours (see baton__wait_parked_cancellable). */
+	if (__atomic_exchange_n(&t->cancel_park, 1, __ATOMIC_ACQ_REL))
+		baton_task_ready(t);
+	return BATON_OK;
+}
+
+int baton_task_cancelled(void)
+{
+	struct baton_task *t = baton_task_self();
+
+	if (t == NULL)
+		return BATON_ENOSCHED;
+	/* Relaxed: a flag polled by the task; its waits order it themselves. */
+	return __atomic_load_n(&t->cancel, __ATOMIC_RELAXED) ? 1 : 0;
 }

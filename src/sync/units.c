@@ -20,7 +20,7 @@ static void grant(struct baton_units *u, struct baton_wakelist *wl)
 
 		if (amount > u->avail) {
 			/* Relaxed: a waiter still linked is claimed only by its
-			 * timer. Seeing the claim late only leaves the waiter
+			 * timer or a cancellation. Seeing the claim late only leaves the waiter
 			 * for its task to unlink (and re-grant); seeing it, we
 			 * unlink it so it stops holding the queue back. */
 			if (__atomic_load_n(&t->wait_state, __ATOMIC_RELAXED) ==
