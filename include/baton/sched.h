@@ -184,14 +184,15 @@ BATON_API int baton_sched_sleep(int64_t ns);
  * A task can be told to stop waiting: baton_task_cancel() makes its current
  * blocking call (if it is blocked) or its next one return BATON_ECANCELED:
  * channel send, receive and select, mutex, semaphore, wait group, pool
- * units, sleep, I/O waits, stage submit, pass and drain, and a sequencer
- * call waiting for its turn. A call that completes without waiting (a
- * message already buffered, a free mutex) still completes. The wake-up
+ * units, sleep, I/O waits, stage submit, pass and drain. A call that
+ * completes without waiting (a message already buffered, a free mutex)
+ * still completes. The wake-up
  * races every other one fairly: the call either gets its value (a message,
  * the mutex) and returns BATON_OK, or returns BATON_ECANCELED having taken
  * nothing; never both, never neither. Waits that block a thread rather
  * than a task (baton/ec.h, a plain thread in a sync call) are not
- * cancellable.
+ * cancellable, and neither is a sequencer call (baton/seq.h): once queued,
+ * another thread may already be running it, so it waits until served.
  *
  *     static baton_task_t *worker;               // published under your lock
  *     static void body(void *arg)
