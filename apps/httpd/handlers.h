@@ -50,10 +50,16 @@ void httpd_scheme_unload(void *ctx);
  *   ... back off the runtime's stack ...
  *   return httpd_reply_done(&r, "lua", file);    // BATON_OK, or logs why not
  *
+ * A streamed response ends with httpd_reply_stream(&r) instead of finish:
+ * the head is ready, and the language's generator is then called for one
+ * piece at a time (httpd_reply_piece copies each), each sent with
+ * baton_http_resp_write before the next is asked for.
+ *
  * Every step returns BATON_OK, or an error code once the reply is broken
  * (the first broken rule or error is kept; later steps do nothing).
  */
 #define HTTPD_WHY_MAX 400
+#define HTTPD_FIELDS_INLINE 16
 
 struct httpd_reply {
 	struct baton_http_resp *resp;
@@ -64,12 +70,18 @@ struct httpd_reply {
 	bool heap;			/* text is malloc'd, not resp->scratch */
 	bool has_type;			/* a Content-Type was given: */
 	size_t type_off;		/* its value in text */
-	size_t nfields;
-	size_t name_off[BATON_HTTP_MAX_EXTRA], value_off[BATON_HTTP_MAX_EXTRA];
+	size_t nfields, fields_cap;	/* the other fields: their names' offsets */
+	size_t *name_off;		/* in text (the value follows the name) */
+	size_t name_inline[HTTPD_FIELDS_INLINE];
 	bool finished;
+	bool stream;			/* finished by httpd_reply_stream */
+	long stream_key;		/* the language's handle on its generator */
 	int rc;				/* BATON_OK until broken */
 	bool error;			/* broken by the language's error, not a rule */
 	char why[HTTPD_WHY_MAX];
+	/* A streamed response's current piece, copied out of the language. */
+	char *piece;
+	size_t piece_len, piece_cap;
 };
 
 void httpd_reply_init(struct httpd_reply *r, struct baton_http_resp *resp, size_t max_body);
@@ -77,6 +89,12 @@ int httpd_reply_status(struct httpd_reply *r, long long status);
 int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len,
 		       const void *value, size_t value_len);
 int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len);
+int httpd_reply_stream(struct httpd_reply *r);
+/* The next piece of a streamed response (up to max_body bytes each). */
+int httpd_reply_piece(struct httpd_reply *r, const void *data, size_t len);
+/* Send the piece copied last (baton_http_resp_write); on failure the reply
+ * is broken with the reason. */
+int httpd_reply_send_piece(struct httpd_reply *r);
 /* Break the reply: a rule the handler broke (printf-style), or the
  * message of an error raised in the handler (any bytes). */
 int httpd_reply_rule(struct httpd_reply *r, const char *fmt, ...)
