@@ -112,13 +112,20 @@ int httpd_scheme_compile(const char *path, char *dir, size_t dir_cap, char *so, 
 void httpd_scheme_clean(const char *dir);
 
 /* scheme_handler.c, called from scheme_host.scm (foreign-lambda) on the
- * runtime's stack: the parts of a request (0 method, 1 target, 2 body,
- * 3 name and 4 value of field i), copied into a Scheme string of the size
- * given; and a broken rule's text, which is not a printf format. */
+ * runtime's stack: the parts of a request, copied into a Scheme string (or
+ * u8vector) of the size given (field names in lower case, query arguments
+ * percent-decoded); counts and flags (0 fields, 1 query arguments,
+ * 2 minor version, 3 has a body, 4 has a query, 5 client port); a
+ * reply made a stream of the generator the host keeps under `key`; and a
+ * broken rule's text, which is not a printf format. */
+enum {
+	HTTPD_SCM_METHOD, HTTPD_SCM_TARGET, HTTPD_SCM_BODY, HTTPD_SCM_NAME, HTTPD_SCM_VALUE,
+	HTTPD_SCM_PATH, HTTPD_SCM_QUERY, HTTPD_SCM_REMOTE, HTTPD_SCM_ARG_KEY, HTTPD_SCM_ARG_VALUE,
+};
 size_t httpd_scm_req_size(const struct baton_http_req *req, int part, int i);
 void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst);
-int httpd_scm_req_nfields(const struct baton_http_req *req);
-int httpd_scm_req_minor(const struct baton_http_req *req);
+int httpd_scm_req_count(const struct baton_http_req *req, int what);
+int httpd_scm_reply_stream(struct httpd_reply *r, long key);
 void httpd_scm_rule(struct httpd_reply *r, const void *msg, size_t len);
 
 #endif

@@ -73,11 +73,12 @@ return function(request, body)
 		end
 	elseif path == "/stream-big" then
 		-- pieces of 256 KiB: written by the connection while the client reads
-		local piece = string.rep("x", 262144)
+		-- (request.args is read here: after the call its unread parts are nil)
+		local piece, n = string.rep("x", 262144), tonumber(request.args.n)
 		local i = 0
 		return 200, nil, function()
 			i = i + 1
-			if i <= tonumber(request.args.n) then return piece end
+			if i <= n then return piece end
 		end
 	elseif path == "/stream-error" then
 		local i = 0
