@@ -63,8 +63,8 @@
  *  2. resp->body, the header strings and resp->headers must stay valid
  *     until the response is written: static memory, resp->scratch
  *     (resp->scratch_cap bytes the server lends), or memory freed by
- *     resp->release(resp->body) after the write (release is called even
- *     when body_len is 0, so a body of 0 bytes may carry the headers).
+ *     resp->release(resp->body) after the write (called whenever body is
+ *     not NULL, also with body_len 0, so one block may hold the headers).
  *     Any number of header fields: content_type, then extra_names/values
  *     (at most BATON_HTTP_MAX_EXTRA), then resp->headers (any number);
  *     a name may repeat (several Set-Cookie), each is sent as given.
