@@ -5,6 +5,7 @@
 # so they reach its internal calls, hidden in libbaton.
 baton_add_test(test_http_parse TIMEOUT 120 LIBS baton_http_parser)
 baton_add_test(test_http_chunked TIMEOUT 120 LIBS baton_http_parser)
+baton_add_test(test_http_uri TIMEOUT 60 LIBS baton_http_parser)
 
 # libFuzzer needs clang; the project compiles with gcc, so the fuzzer is a
 # custom command. Skipped when cross-compiling (no clang runtime for the
@@ -23,6 +24,7 @@ else()
   add_custom_command(OUTPUT ${_fuzz_bin}
     COMMAND ${BATON_CLANG} -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined
             -fno-sanitize-recover=all -I${PROJECT_SOURCE_DIR}/src/http
+            -I${PROJECT_SOURCE_DIR}/include
             -o ${_fuzz_bin} ${_fuzz_dir}/fuzz_http.c ${BATON_HTTP_PARSER_SOURCES}
     DEPENDS ${_fuzz_dir}/fuzz_http.c ${BATON_HTTP_PARSER_SOURCES}
             ${PROJECT_SOURCE_DIR}/src/http/http_parse.h ${PROJECT_SOURCE_DIR}/src/http/http_ctype.h

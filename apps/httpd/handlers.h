@@ -50,10 +50,16 @@ void httpd_scheme_unload(void *ctx);
  *   ... back off the runtime's stack ...
  *   return httpd_reply_done(&r, "lua", file);    // BATON_OK, or logs why not
  *
+ * A streamed response ends with httpd_reply_stream(&r) instead of finish:
+ * the head is ready, and the language's generator is then called for one
+ * piece at a time (httpd_reply_piece copies each), each sent with
+ * baton_http_resp_write before the next is asked for.
+ *
  * Every step returns BATON_OK, or an error code once the reply is broken
  * (the first broken rule or error is kept; later steps do nothing).
  */
 #define HTTPD_WHY_MAX 400
+#define HTTPD_FIELDS_INLINE 16
 
 struct httpd_reply {
 	struct baton_http_resp *resp;
@@ -64,12 +70,18 @@ struct httpd_reply {
 	bool heap;			/* text is malloc'd, not resp->scratch */
 	bool has_type;			/* a Content-Type was given: */
 	size_t type_off;		/* its value in text */
-	size_t nfields;
-	size_t name_off[BATON_HTTP_MAX_EXTRA], value_off[BATON_HTTP_MAX_EXTRA];
+	size_t nfields, fields_cap;	/* the other fields: their names' offsets */
+	size_t *name_off;		/* in text (the value follows the name) */
+	size_t name_inline[HTTPD_FIELDS_INLINE];
 	bool finished;
+	bool stream;			/* finished by httpd_reply_stream */
+	long stream_key;		/* the language's handle on its generator */
 	int rc;				/* BATON_OK until broken */
 	bool error;			/* broken by the language's error, not a rule */
 	char why[HTTPD_WHY_MAX];
+	/* A streamed response's current piece, copied out of the language. */
+	char *piece;
+	size_t piece_len, piece_cap;
 };
 
 void httpd_reply_init(struct httpd_reply *r, struct baton_http_resp *resp, size_t max_body);
@@ -77,6 +89,12 @@ int httpd_reply_status(struct httpd_reply *r, long long status);
 int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len,
 		       const void *value, size_t value_len);
 int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len);
+int httpd_reply_stream(struct httpd_reply *r);
+/* The next piece of a streamed response (up to max_body bytes each). */
+int httpd_reply_piece(struct httpd_reply *r, const void *data, size_t len);
+/* Send the piece copied last (baton_http_resp_write); on failure the reply
+ * is broken with the reason. */
+int httpd_reply_send_piece(struct httpd_reply *r);
 /* Break the reply: a rule the handler broke (printf-style), or the
  * message of an error raised in the handler (any bytes). */
 int httpd_reply_rule(struct httpd_reply *r, const char *fmt, ...)
@@ -94,13 +112,20 @@ int httpd_scheme_compile(const char *path, char *dir, size_t dir_cap, char *so, 
 void httpd_scheme_clean(const char *dir);
 
 /* scheme_handler.c, called from scheme_host.scm (foreign-lambda) on the
- * runtime's stack: the parts of a request (0 method, 1 target, 2 body,
- * 3 name and 4 value of field i), copied into a Scheme string of the size
- * given; and a broken rule's text, which is not a printf format. */
+ * runtime's stack: the parts of a request, copied into a Scheme string (or
+ * u8vector) of the size given (field names in lower case, query arguments
+ * percent-decoded); counts and flags (0 fields, 1 query arguments,
+ * 2 minor version, 3 has a body, 4 has a query, 5 client port); a
+ * reply made a stream of the generator the host keeps under `key`; and a
+ * broken rule's text, which is not a printf format. */
+enum {
+	HTTPD_SCM_METHOD, HTTPD_SCM_TARGET, HTTPD_SCM_BODY, HTTPD_SCM_NAME, HTTPD_SCM_VALUE,
+	HTTPD_SCM_PATH, HTTPD_SCM_QUERY, HTTPD_SCM_REMOTE, HTTPD_SCM_ARG_KEY, HTTPD_SCM_ARG_VALUE,
+};
 size_t httpd_scm_req_size(const struct baton_http_req *req, int part, int i);
 void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst);
-int httpd_scm_req_nfields(const struct baton_http_req *req);
-int httpd_scm_req_minor(const struct baton_http_req *req);
+int httpd_scm_req_count(const struct baton_http_req *req, int what);
+int httpd_scm_reply_stream(struct httpd_reply *r, long key);
 void httpd_scm_rule(struct httpd_reply *r, const void *msg, size_t len);
 
 #endif

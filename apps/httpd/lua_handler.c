@@ -142,7 +142,7 @@ static int protected_call(lua_State *L)
 
 	lua_rawgeti(L, LUA_REGISTRYINDEX, j->ref);
 	httpd_lua_push_request(L, j->req);
-	lua_pushlstring(L, j->req->body ? j->req->body : "", j->req->body_len);
+	httpd_lua_push_body(L, j->req);
 	lua_call(L, 2, LUA_MULTRET);
 	httpd_lua_take_response(L, base, lua_gettop(L) - base + 1, j->reply);
 	return 0;
@@ -196,5 +196,8 @@ int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_res
 
 		httpd_reply_error(&reply, why, strlen(why));
 	}
-	return httpd_reply_done(&reply, "lua", h->file);
+	rc = httpd_reply_done(&reply, "lua", h->file);
+	if (rc == BATON_OK && reply.stream)
+		rc = httpd_lua_stream(vm->bl, req, &reply, h->file);
+	return rc;
 }

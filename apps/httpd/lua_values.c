@@ -2,23 +2,31 @@
  * The Lua handler's values (lua_values.h).
  *
  * request = {
- *     method = "GET", target = "/x?y", version = "1.1",
- *     headers = {                          -- built when first read, during the call
+ *     method = "GET", target = "/a%20b?x=1&x=2", version = "1.1",
+ *     -- built when first read, during the call:
+ *     path = "/a b", query = "x=1&x=2",   -- query nil without a '?'
+ *     args = { x = { "1", "2" } },        -- decoded; repeats as lists
+ *     remote_addr = "127.0.0.1", remote_port = 51234,
+ *     headers = {
  *         { "Host", "example" }, { "Accept", "a" }, { "accept", "b" },  -- in order, names as sent
- *         host = "example", accept = "a, b",   -- lower-case names; repeats joined with ", "
- *     },
+ *         host = "example", accept = { "a", "b" },  -- lower-case names; repeats as lists
+ *     },                                   -- any case, '_' for '-': headers.Content_Type
  * }
  *
- * and the handler returns status, headers, body: an integer or nil (200),
- * a table or nil, a string or nil. Response headers are a list of
- * { name, value } pairs (sent in order), name = value entries (value a
- * string or number, or a list of them for a repeated field), or both.
+ * and the body a string, or nil when the request has none. The handler
+ * returns status, headers, body: an integer or nil (200), a table or nil,
+ * a string, nil or a function (a stream: called for each piece until it
+ * returns nil). Response headers are a list of { name, value } pairs (sent
+ * in order), name = value entries (value a string or number, or a list of
+ * them for a repeated field), or both.
  */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
 
+#include "baton_lua.h"
 #include "lua_values.h"
 
 static void push_lower(lua_State *L, const char *s, size_t n)
@@ -31,8 +39,35 @@ static void push_lower(lua_State *L, const char *s, size_t n)
 	luaL_pushresultsize(&b, n);
 }
 
-/* headers[i] = { name, value }, and headers[lower(name)] = value, joined
- * to the earlier values of the same name as RFC 9110 5.3 combines them. */
+/* t[key] = value, where key is on top of the stack (popped): the first
+ * value as a string, a second turns it into the list of both, later ones
+ * are appended. The list keeps every value apart, as sent. */
+static void add_value(lua_State *L, int t, const char *value, size_t vl)
+{
+	lua_pushvalue(L, -1);
+	switch (lua_rawget(L, t)) {
+	case LUA_TNIL:
+		lua_pop(L, 1);
+		lua_pushlstring(L, value, vl);
+		break;
+	case LUA_TTABLE:
+		lua_pushlstring(L, value, vl);
+		lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+		lua_pop(L, 2);
+		return;
+	default: /* the first value: a list of two */
+		lua_createtable(L, 2, 0);
+		lua_insert(L, -2);
+		lua_rawseti(L, -2, 1);
+		lua_pushlstring(L, value, vl);
+		lua_rawseti(L, -2, 2);
+		break;
+	}
+	lua_rawset(L, t);
+}
+
+/* headers[i] = { name, value }, and headers[lower(name)] = value (a list
+ * when repeated). */
 static void add_header(lua_State *L, int t, lua_Integer i, const char *name, size_t nl,
 		       const char *value, size_t vl)
 {
@@ -42,19 +77,31 @@ static void add_header(lua_State *L, int t, lua_Integer i, const char *name, siz
 	lua_pushlstring(L, value, vl);
 	lua_rawseti(L, -2, 2);
 	lua_rawseti(L, t, i);
-
 	push_lower(L, name, nl);
-	lua_pushvalue(L, -1);
-	if (lua_rawget(L, t) == LUA_TNIL) {
-		lua_pop(L, 1);
-		lua_pushlstring(L, value, vl);
-	} else {
-		lua_pushliteral(L, ", ");
-		lua_pushlstring(L, value, vl);
-		lua_concat(L, 3);
-	}
-	lua_rawset(L, t);
+	add_value(L, t, value, vl);
 }
+
+/* headers.Content_Type, headers["Content-Type"]: a key not found as is is
+ * looked up again in lower case with '_' as '-', as OpenResty's headers
+ * table does. */
+static int headers_index(lua_State *L)
+{
+	size_t n;
+	const char *k = lua_tolstring(L, 2, &n);
+	luaL_Buffer b;
+	char *p;
+
+	if (k == NULL || lua_type(L, 2) != LUA_TSTRING)
+		return 0;
+	p = luaL_buffinitsize(L, &b, n);
+	for (size_t i = 0; i < n; i++)
+		p[i] = k[i] == '_' ? '-' : (char)tolower((unsigned char)k[i]);
+	luaL_pushresultsize(&b, n);
+	lua_rawget(L, 1);
+	return 1;
+}
+
+static const char headers_meta_key = 0;
 
 static void push_headers(lua_State *L, const struct baton_http_req *req)
 {
@@ -70,25 +117,93 @@ static void push_headers(lua_State *L, const struct baton_http_req *req)
 		baton_http_req_field(req, i, &name, &nl, &value, &vl);
 		add_header(L, t, (lua_Integer)i + 1, name, nl, value, vl);
 	}
+	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &headers_meta_key) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		lua_createtable(L, 0, 1);
+		lua_pushcfunction(L, headers_index);
+		lua_setfield(L, -2, "__index");
+		lua_pushvalue(L, -1);
+		lua_rawsetp(L, LUA_REGISTRYINDEX, &headers_meta_key);
+	}
+	lua_setmetatable(L, t);
+}
+
+/* A query argument's key or value, percent-decoded ('+' a space); as sent
+ * when it is not valid percent-encoding. */
+static void push_decoded(lua_State *L, const char *s, size_t n)
+{
+	luaL_Buffer b;
+	char *p = luaL_buffinitsize(L, &b, n);
+	size_t m;
+
+	if (baton_http_decode(p, s, n, 1, &m) != BATON_OK) {
+		memcpy(p, s, n);
+		m = n;
+	}
+	luaL_pushresultsize(&b, m);
+}
+
+static void push_args(lua_State *L, const struct baton_http_req *req)
+{
+	size_t pos = 0, kl, vl;
+	const char *k, *v;
+	int t;
+
+	lua_newtable(L);
+	t = lua_gettop(L);
+	while (baton_http_query_next(req->query, req->query_len, &pos, &k, &kl, &v, &vl)) {
+		size_t dl;
+		char *d;
+
+		push_decoded(L, k, kl);
+		push_decoded(L, v, vl);
+		d = (char *)lua_tolstring(L, -1, &dl);
+		/* add_value wants the key on top and the value as bytes */
+		lua_insert(L, -2);
+		add_value(L, t, d, dl);
+		lua_pop(L, 1);
+	}
 }
 
 /*
- * request.headers is built on first use: most handlers never read it, and
- * building it (a table per field, lower-cased names) cost more than the
- * rest of the call. The request table's metatable finds the C request
- * through two registry slots that hold only during the call: the table
- * being served and the request it stands for. A table kept past its call
- * is not the one being served any more: its headers read as nil.
+ * The parts of request beyond method, target and version are built on
+ * first use: most handlers read few of them, and building headers (a
+ * table per field, lower-cased names) cost more than the rest of a hello
+ * call. The request table's metatable finds the C request through two
+ * registry slots that hold only during the call: the table being served
+ * and the request it stands for. A table kept past its call is not the one
+ * being served any more: its unread parts read as nil.
  */
 static const char current_table_key = 0, current_req_key = 0, meta_key = 0;
+
+static bool push_part(lua_State *L, const struct baton_http_req *req, const char *k, size_t n)
+{
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(k, lit, n) == 0)
+	if (IS("headers"))
+		push_headers(L, req);
+	else if (IS("path"))
+		lua_pushlstring(L, req->path, req->path_len);
+	else if (IS("query") && req->query)
+		lua_pushlstring(L, req->query, req->query_len);
+	else if (IS("args"))
+		push_args(L, req);
+	else if (IS("remote_addr"))
+		lua_pushstring(L, req->remote_addr ? req->remote_addr : "");
+	else if (IS("remote_port"))
+		lua_pushinteger(L, req->remote_port);
+	else
+		return false;
+	return true;
+#undef IS
+}
 
 static int request_index(lua_State *L)
 {
 	const struct baton_http_req *req;
 	size_t n;
-	const char *k = lua_tolstring(L, 2, &n);
+	const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &n) : NULL;
 
-	if (k == NULL || n != 7 || memcmp(k, "headers", 7) != 0)
+	if (k == NULL)
 		return 0;
 	lua_rawgetp(L, LUA_REGISTRYINDEX, &current_table_key);
 	if (!lua_rawequal(L, 1, -1))
@@ -96,11 +211,11 @@ static int request_index(lua_State *L)
 	lua_rawgetp(L, LUA_REGISTRYINDEX, &current_req_key);
 	req = lua_touserdata(L, -1);
 	lua_pop(L, 2);
-	if (req == NULL)
+	if (req == NULL || !push_part(L, req, k, n))
 		return 0;
-	push_headers(L, req);
-	lua_pushvalue(L, -1);
-	lua_setfield(L, 1, "headers"); /* rawset: built once per request */
+	lua_pushvalue(L, 2);
+	lua_pushvalue(L, -2);
+	lua_rawset(L, 1); /* built once per request */
 	return 1;
 }
 
@@ -131,6 +246,14 @@ void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req)
 	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_table_key);
 	lua_pushlightuserdata(L, (void *)req);
 	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_req_key);
+}
+
+void httpd_lua_push_body(lua_State *L, const struct baton_http_req *req)
+{
+	if (req->body == NULL)
+		lua_pushnil(L);
+	else
+		lua_pushlstring(L, req->body, req->body_len);
 }
 
 void httpd_lua_end_request(lua_State *L)
@@ -259,8 +382,14 @@ static int take_body(lua_State *L, int i, struct httpd_reply *r)
 	case LUA_TSTRING:
 		s = lua_tolstring(L, i, &n);
 		return httpd_reply_finish(r, s, n);
+	case LUA_TFUNCTION:
+		if (httpd_reply_stream(r) != BATON_OK)
+			return r->rc;
+		lua_pushvalue(L, i);
+		r->stream_key = luaL_ref(L, LUA_REGISTRYINDEX);
+		return BATON_OK;
 	default:
-		return httpd_reply_rule(r, "the body must be a string or nil, not a %s",
+		return httpd_reply_rule(r, "the body must be a string, a function or nil, not a %s",
 					luaL_typename(L, i));
 	}
 }
@@ -274,4 +403,87 @@ void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_repl
 	lua_settop(L, base + 2); /* missing ones are nil */
 	if (take_status(L, base, r) == BATON_OK && take_headers(L, base + 1, r) == BATON_OK)
 		take_body(L, base + 2, r);
+}
+
+/* --- a streamed body ------------------------------------------------------- */
+
+struct piece_job {
+	struct httpd_reply *r;
+	bool end;
+};
+
+/* Under lua_pcall: the generator's next piece, copied into the reply. */
+static int protected_next(lua_State *L)
+{
+	struct piece_job *j = lua_touserdata(L, 1);
+	const char *s;
+	size_t n;
+
+	lua_rawgeti(L, LUA_REGISTRYINDEX, (lua_Integer)j->r->stream_key);
+	lua_call(L, 0, 1);
+	if (lua_isnil(L, -1)) {
+		j->end = true;
+	} else if (lua_type(L, -1) == LUA_TSTRING) {
+		s = lua_tolstring(L, -1, &n);
+		httpd_reply_piece(j->r, s, n);
+	} else {
+		httpd_reply_rule(j->r, "a stream's piece must be a string, or nil at the end, "
+				 "not a %s", luaL_typename(L, -1));
+	}
+	return 0;
+}
+
+static void *next_on_stack(lua_State *L, void *arg)
+{
+	struct piece_job *j = arg;
+	int top = lua_gettop(L);
+
+	if (!lua_checkstack(L, 4)) {
+		httpd_reply_error(j->r, "the Lua stack is full", 21);
+		return NULL;
+	}
+	lua_pushcfunction(L, protected_next);
+	lua_pushlightuserdata(L, j);
+	if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+		size_t len = 0;
+		const char *msg = lua_tolstring(L, -1, &len);
+
+		if (msg == NULL)
+			msg = "(error object is not a string)", len = strlen(msg);
+		httpd_reply_error(j->r, msg, len);
+	}
+	lua_settop(L, top);
+	return NULL;
+}
+
+static void *unref_on_stack(lua_State *L, void *arg)
+{
+	struct httpd_reply *r = arg;
+
+	luaL_unref(L, LUA_REGISTRYINDEX, (int)r->stream_key);
+	return NULL;
+}
+
+int httpd_lua_stream(baton_lua_t *bl, const struct baton_http_req *req, struct httpd_reply *r,
+		     const char *file)
+{
+	struct piece_job j = { r, false };
+	int rc;
+
+	/* The head first: the client learns the status before the first
+	 * piece is made. A HEAD gets the head only: the generator is not
+	 * run for pieces nobody would see. */
+	r->piece_len = 0;
+	httpd_reply_send_piece(r);
+	if (req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0)
+		j.end = true;
+	while (r->rc == BATON_OK && !j.end) {
+		rc = baton_lua_with(bl, next_on_stack, &j, NULL);
+		if (rc != BATON_OK)
+			httpd_reply_error(r, baton_strerror(rc), strlen(baton_strerror(rc)));
+		else if (!j.end && r->rc == BATON_OK)
+			httpd_reply_send_piece(r);
+	}
+	baton_lua_with(bl, unref_on_stack, r, NULL);
+	return httpd_reply_done(r, "lua", file);
 }

@@ -8,10 +8,14 @@
 
 #include <lua.h>
 
+#include "baton_lua.h"
 #include "handlers.h"
 
 /* Push the request table of docs/httpd.md. */
 void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req);
+
+/* Push the body: a string, or nil when the request has none. */
+void httpd_lua_push_body(lua_State *L, const struct baton_http_req *req);
 
 /* After the call (also after an error): the request's headers can no
  * longer be built (req is about to go away). */
@@ -20,5 +24,13 @@ void httpd_lua_end_request(lua_State *L);
 /* Hand the handler's results, which start at stack index `base` (nret of
  * them), to the reply: status, headers, body. */
 void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_reply *r);
+
+/* A reply made a stream (the handler returned a function as its body):
+ * after httpd_reply_done, send the head, then call the function on bl for
+ * one piece at a time, each sent before the next is asked for, until it
+ * returns nil; the last result of the handler (a broken rule or error is
+ * logged as httpd_reply_done does). */
+int httpd_lua_stream(baton_lua_t *bl, const struct baton_http_req *req, struct httpd_reply *r,
+		     const char *file);
 
 #endif

@@ -6,6 +6,7 @@
  * rule gets one line on stderr naming the handler and the rule.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,33 @@ void httpd_reply_init(struct httpd_reply *r, struct baton_http_resp *resp, size_
 	r->max_body = max_body;
 	r->text = resp->scratch;
 	r->cap = resp->scratch ? resp->scratch_cap : 0;
+	r->name_off = r->name_inline;
+	r->fields_cap = HTTPD_FIELDS_INLINE;
+}
+
+static void free_fields(struct httpd_reply *r)
+{
+	if (r->name_off != r->name_inline)
+		free(r->name_off);
+	r->name_off = r->name_inline;
+	r->fields_cap = HTTPD_FIELDS_INLINE;
+}
+
+/* Room for one more field's offset. */
+static int reserve_field(struct httpd_reply *r)
+{
+	size_t cap = r->fields_cap * 2, *p;
+
+	if (r->nfields < r->fields_cap)
+		return BATON_OK;
+	p = malloc(cap * sizeof(*p));
+	if (p == NULL)
+		return httpd_reply_rule(r, "out of memory for %zu header fields", cap);
+	memcpy(p, r->name_off, r->nfields * sizeof(*p));
+	free_fields(r);
+	r->name_off = p;
+	r->fields_cap = cap;
+	return BATON_OK;
 }
 
 int httpd_reply_rule(struct httpd_reply *r, const char *fmt, ...)
@@ -175,18 +203,16 @@ int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len,
 	is_type = name_len == 12 && strncasecmp(name, "content-type", 12) == 0;
 	if (is_type && r->has_type)
 		return httpd_reply_rule(r, "Content-Type given twice");
-	if (!is_type && r->nfields == BATON_HTTP_MAX_EXTRA)
-		return httpd_reply_rule(r, "more than %d header fields besides Content-Type",
-					BATON_HTTP_MAX_EXTRA);
-	if (reserve(r, name_len + value_len + 2) != BATON_OK)
+	if ((!is_type && reserve_field(r) != BATON_OK) ||
+	    reserve(r, name_len + value_len + 2) != BATON_OK)
 		return r->rc;
 	if (is_type) {
 		put(r, name, name_len);
 		r->type_off = put(r, value, value_len);
 		r->has_type = true;
 	} else {
-		r->name_off[r->nfields] = put(r, name, name_len);
-		r->value_off[r->nfields++] = put(r, value, value_len);
+		r->name_off[r->nfields++] = put(r, name, name_len);
+		put(r, value, value_len);
 	}
 	return BATON_OK;
 }
@@ -196,23 +222,34 @@ static void release_block(const void *block)
 	free((void *)block);
 }
 
-/* Point the response at the header text, wherever it ended up. */
-static void resolve(struct httpd_reply *r)
+/* Point the response at the header text, wherever it ended up; the
+ * fields' array goes at `array` (aligned, room for nfields). */
+static void resolve(struct httpd_reply *r, struct baton_http_header *array)
 {
 	struct baton_http_resp *resp = r->resp;
 
 	resp->status = r->status ? r->status : 200;
 	resp->content_type = r->has_type ? r->text + r->type_off : NULL;
-	resp->nextra = r->nfields;
 	for (size_t i = 0; i < r->nfields; i++) {
-		resp->extra_names[i] = r->text + r->name_off[i];
-		resp->extra_values[i] = r->text + r->value_off[i];
+		const char *name = r->text + r->name_off[i];
+
+		array[i].name = name;
+		array[i].value = name + strlen(name) + 1;
 	}
+	resp->headers = r->nfields ? array : NULL;
+	resp->nheaders = r->nfields;
+	free_fields(r);
 }
+
+#define ALIGN_UP(n) (((n) + _Alignof(struct baton_http_header) - 1) & \
+		     ~(size_t)(_Alignof(struct baton_http_header) - 1))
 
 int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len)
 {
 	struct baton_http_resp *resp = r->resp;
+	size_t array = r->nfields * sizeof(struct baton_http_header);
+	/* the array, behind the text, aligned wherever the text is */
+	size_t at = ALIGN_UP((uintptr_t)r->text + r->len) - (uintptr_t)r->text;
 	char *block;
 
 	if (r->rc != BATON_OK)
@@ -223,31 +260,90 @@ int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len)
 	if (len && (r->status == 204 || r->status == 304))
 		return httpd_reply_rule(r, "a %d response has no body (%zu bytes given)", r->status,
 					len);
-	if (!r->heap && r->cap - r->len >= len) {
+	if (!r->heap && r->cap >= at + array && r->cap - at - array >= len) {
 		/* The common case: everything in the scratch buffer. */
 		if (len)
-			memcpy(r->text + r->len, body, len);
-		resp->body = len ? r->text + r->len : NULL;
+			memcpy(r->text + at + array, body, len);
+		resp->body = len ? r->text + at + array : NULL;
 	} else {
 		/* One block, body first, so the release the server calls
 		 * with the body's address frees the header text as well. */
-		block = malloc(len + r->len + 1);
+		size_t text_at = ALIGN_UP(len);
+
+		at = ALIGN_UP(r->len); /* malloc's blocks are aligned */
+		block = malloc(text_at + at + array + 1);
 		if (block == NULL)
 			return httpd_reply_rule(r, "out of memory for a body of %zu bytes", len);
 		if (len)
 			memcpy(block, body, len);
-		memcpy(block + len, r->text, r->len);
+		memcpy(block + text_at, r->text, r->len);
 		if (r->heap)
 			free(r->text);
-		r->text = block + len;
+		r->text = block + text_at;
 		r->heap = false;
 		resp->body = block;
 		resp->release = release_block;
 	}
 	resp->body_len = len;
-	resolve(r);
+	resolve(r, (struct baton_http_header *)(void *)(r->text + at));
 	r->finished = true;
 	return BATON_OK;
+}
+
+int httpd_reply_stream(struct httpd_reply *r)
+{
+	if (r->rc != BATON_OK)
+		return r->rc;
+	if (r->status == 204 || r->status == 304)
+		return httpd_reply_rule(r, "a %d response has no body, so it cannot be streamed",
+					r->status);
+	if (httpd_reply_finish(r, NULL, 0) != BATON_OK)
+		return r->rc;
+	r->stream = true;
+	return BATON_OK;
+}
+
+int httpd_reply_piece(struct httpd_reply *r, const void *data, size_t len)
+{
+	char *p;
+
+	if (r->rc != BATON_OK)
+		return r->rc;
+	if (len > r->max_body)
+		return httpd_reply_rule(r, "a piece of %zu bytes is more than the limit of %zu "
+					"(--max-response-body)", len, r->max_body);
+	if (len > r->piece_cap) {
+		p = realloc(r->piece, len);
+		if (p == NULL)
+			return httpd_reply_rule(r, "out of memory for a piece of %zu bytes", len);
+		r->piece = p;
+		r->piece_cap = len;
+	}
+	if (len)
+		memcpy(r->piece, data, len);
+	r->piece_len = len;
+	return BATON_OK;
+}
+
+int httpd_reply_send_piece(struct httpd_reply *r)
+{
+	int rc;
+
+	if (r->rc != BATON_OK)
+		return r->rc;
+	rc = baton_http_resp_write(r->resp, r->piece, r->piece_len);
+	if (rc == BATON_EINVAL)
+		return httpd_reply_rule(r, "the response head is not valid HTTP");
+	if (rc != BATON_OK) {
+		/* The client went away or stopped reading: not the handler's
+		 * fault, but its stream ends here. */
+		httpd_reply_error(r, "the client is gone: ", 20);
+		r->why[sizeof(r->why) - 1] = '\0';
+		snprintf(r->why + strlen(r->why), sizeof(r->why) - strlen(r->why), "%s",
+			 baton_strerror(rc));
+		r->rc = rc;
+	}
+	return r->rc;
 }
 
 int httpd_reply_done(struct httpd_reply *r, const char *lang, const char *file)
@@ -256,10 +352,14 @@ int httpd_reply_done(struct httpd_reply *r, const char *lang, const char *file)
 	char line[HTTPD_WHY_MAX + 512];
 	int n;
 
+	free(r->piece);
+	r->piece = NULL;
+	r->piece_cap = 0;
 	if (r->rc == BATON_OK && r->finished)
 		return BATON_OK;
 	if (r->rc == BATON_OK)
 		httpd_reply_rule(r, "no response was made");
+	free_fields(r);
 	if (r->heap)
 		free(r->text);
 	r->heap = false;
@@ -269,6 +369,8 @@ int httpd_reply_done(struct httpd_reply *r, const char *lang, const char *file)
 	resp->body_len = 0;
 	resp->release = NULL;
 	resp->nextra = 0;
+	resp->headers = NULL;
+	resp->nheaders = 0;
 	resp->content_type = NULL;
 	/* One write, so that lines from several workers do not interleave. */
 	n = snprintf(line, sizeof(line), "baton-httpd: %s handler %s: %s%s\n", lang, file,

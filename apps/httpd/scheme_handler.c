@@ -11,6 +11,7 @@
  *
  * CHICKEN has one runtime per process, so there is one handler.
  */
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 int httpd_scheme_eval_file_try(char *path, int *ret);
 int httpd_scheme_load_so_try(char *path, char *shown_as, int *ret);
 int httpd_scheme_handle_try(void *req, void *reply);
+int httpd_scheme_next_try(long key, void *reply, int *ret);
+int httpd_scheme_drop_try(long key);
 
 struct scheme_handler {
 	const char *file;
@@ -33,62 +36,128 @@ static struct scheme_handler the_handler;
 
 static const char *req_part(const struct baton_http_req *req, int part, int i, size_t *len)
 {
-	const char *name, *value;
-	size_t nl, vl;
+	const char *name, *value, *k, *v;
+	size_t nl, vl, kl, pos = 0;
 
+	*len = 0;
 	switch (part) {
-	case 0:
+	case HTTPD_SCM_METHOD:
 		*len = req->method_len;
 		return req->method;
-	case 1:
+	case HTTPD_SCM_TARGET:
 		*len = req->target_len;
 		return req->target;
-	case 2:
+	case HTTPD_SCM_BODY:
 		*len = req->body ? req->body_len : 0;
 		return req->body;
-	default:
-		if (i < 0 || baton_http_req_field(req, (size_t)i, &name, &nl, &value, &vl) != BATON_OK) {
-			*len = 0;
-			return NULL;
+	case HTTPD_SCM_PATH:
+		*len = req->path_len;
+		return req->path;
+	case HTTPD_SCM_QUERY:
+		*len = req->query_len;
+		return req->query;
+	case HTTPD_SCM_REMOTE:
+		*len = req->remote_addr ? strlen(req->remote_addr) : 0;
+		return req->remote_addr;
+	case HTTPD_SCM_ARG_KEY:
+	case HTTPD_SCM_ARG_VALUE:
+		for (int n = 0; baton_http_query_next(req->query, req->query_len, &pos, &k, &kl, &v, &vl);
+		     n++) {
+			if (n == i) {
+				*len = part == HTTPD_SCM_ARG_KEY ? kl : vl;
+				return part == HTTPD_SCM_ARG_KEY ? k : v;
+			}
 		}
-		*len = part == 3 ? nl : vl;
-		return part == 3 ? name : value;
+		return NULL;
+	default:
+		if (i < 0 || baton_http_req_field(req, (size_t)i, &name, &nl, &value, &vl) != BATON_OK)
+			return NULL;
+		*len = part == HTTPD_SCM_NAME ? nl : vl;
+		return part == HTTPD_SCM_NAME ? name : value;
 	}
+}
+
+static bool decoded_part(int part)
+{
+	return part == HTTPD_SCM_ARG_KEY || part == HTTPD_SCM_ARG_VALUE;
+}
+
+/* The length of s[0, n) percent-decoded, or n when it does not decode
+ * (then it is given as sent). */
+static size_t decoded_len(const char *s, size_t n)
+{
+	size_t m = n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '%')
+			continue;
+		if (n - i < 3 || !isxdigit((unsigned char)s[i + 1]) ||
+		    !isxdigit((unsigned char)s[i + 2]))
+			return n;
+		m -= 2;
+		i += 2;
+	}
+	return m;
 }
 
 size_t httpd_scm_req_size(const struct baton_http_req *req, int part, int i)
 {
 	size_t len;
-
-	req_part(req, part, i, &len);
-	return len;
-}
-
-/* dst is a fresh string of httpd_scm_req_size() bytes; nothing allocates
- * in Scheme between the two calls, so the sizes agree. */
-void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst)
-{
-	size_t len;
 	const char *p = req_part(req, part, i, &len);
 
-	if (len)
-		memcpy(dst, p, len);
+	return decoded_part(part) && p ? decoded_len(p, len) : len;
 }
 
-int httpd_scm_req_nfields(const struct baton_http_req *req)
+/* dst is a fresh string (or u8vector) of httpd_scm_req_size() bytes;
+ * nothing allocates in Scheme between the two calls, so the sizes agree.
+ * Field names come in lower case, query arguments decoded. */
+void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst)
+{
+	size_t len, out;
+	const char *p = req_part(req, part, i, &len);
+	char *d = dst;
+
+	if (len == 0)
+		return;
+	if (part == HTTPD_SCM_NAME) {
+		for (size_t k = 0; k < len; k++)
+			d[k] = (char)tolower((unsigned char)p[k]);
+	} else if (!decoded_part(part) || baton_http_decode(d, p, len, 1, &out) != BATON_OK) {
+		/* dst has len bytes when the part does not decode */
+		memcpy(d, p, len);
+	}
+}
+
+int httpd_scm_req_count(const struct baton_http_req *req, int what)
 {
 	const char *name, *value;
-	size_t nl, vl;
+	size_t nl, vl, pos = 0;
 	int n = 0;
 
-	while (baton_http_req_field(req, (size_t)n, &name, &nl, &value, &vl) == BATON_OK)
-		n++;
-	return n;
+	switch (what) {
+	case 0: /* header fields */
+		while (baton_http_req_field(req, (size_t)n, &name, &nl, &value, &vl) == BATON_OK)
+			n++;
+		return n;
+	case 1: /* query arguments */
+		while (baton_http_query_next(req->query, req->query_len, &pos, &name, &nl, &value, &vl))
+			n++;
+		return n;
+	case 2:
+		return req->version_minor;
+	case 3:
+		return req->body != NULL;
+	case 4:
+		return req->query != NULL;
+	default:
+		return req->remote_port;
+	}
 }
 
-int httpd_scm_req_minor(const struct baton_http_req *req)
+int httpd_scm_reply_stream(struct httpd_reply *r, long key)
 {
-	return req->version_minor;
+	r->stream_key = key;
+	return httpd_reply_stream(r);
 }
 
 void httpd_scm_rule(struct httpd_reply *r, const void *msg, size_t len)
@@ -153,6 +222,30 @@ void httpd_scheme_unload(void *ctx)
 	(void)ctx; /* CHICKEN cannot be stopped and started again */
 }
 
+/* A streamed reply (the handler's body was a procedure): the head, then
+ * one piece per call of the procedure, each sent before the next is
+ * asked for, until it returns #f or an end-of-file object. Not run for a
+ * HEAD. The procedure is dropped from the host's table at the end. */
+static int scheme_stream(const struct baton_http_req *req, struct httpd_reply *r,
+			 const char *file)
+{
+	int more = 1, rc;
+
+	r->piece_len = 0;
+	httpd_reply_send_piece(r);
+	if (req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0)
+		more = 0;
+	while (r->rc == BATON_OK && more) {
+		rc = httpd_scheme_next_try(r->stream_key, r, &more);
+		if (rc != BATON_OK)
+			httpd_reply_error(r, baton_strerror(rc), strlen(baton_strerror(rc)));
+		else if (more && r->rc == BATON_OK)
+			httpd_reply_send_piece(r);
+	}
+	httpd_scheme_drop_try(r->stream_key);
+	return httpd_reply_done(r, "scheme", file);
+}
+
 int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
 {
 	struct scheme_handler *h = ctx;
@@ -166,5 +259,8 @@ int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_
 
 		httpd_reply_error(&reply, why, strlen(why));
 	}
-	return httpd_reply_done(&reply, "scheme", h->file);
+	rc = httpd_reply_done(&reply, "scheme", h->file);
+	if (rc == BATON_OK && reply.stream)
+		rc = scheme_stream(req, &reply, h->file);
+	return rc;
 }

@@ -11,12 +11,17 @@
 ;;;   (lambda (request body)
 ;;;     (values '((content-type . "text/plain")) "Hello, World!\n"))
 ;;;
-;;; request is an alist ((method . "GET") (target . "/") (version . "1.1")
-;;; (headers . (("Host" . "x") ...))) with every header in order, names as
-;;; sent; body a string of the body's bytes. It returns (values headers
-;;; body) or (values status headers body) (docs/httpd.md). The response is
-;;; handed to C (reply.c) field by field while still on this stack: the
-;;; collector moves strings once Scheme runs again.
+;;; request is an alist ((method . GET) (target . "/a%20b?x=1") (version
+;;; . "1.1") (path . "/a b") (query . "x=1") (args . (("x" . "1")))
+;;; (remote-addr . "127.0.0.1") (remote-port . 51234) (headers . ((host .
+;;; "x") (accept "a" "b") ...))): the method a symbol, header names
+;;; lower-case symbols, a repeated header or argument a list of its values;
+;;; body a u8vector (R7RS bytevector) of the body's bytes, or #f for none.
+;;; It returns (values headers body) or (values status headers body)
+;;; (docs/httpd.md); a body that is a procedure is a stream, called for
+;;; each piece until it returns #f. The response is handed to C (reply.c)
+;;; field by field while still on this stack: the collector moves strings
+;;; once Scheme runs again.
 ;;;
 ;;; Every condition the handler raises is caught here and becomes a 500
 ;;; with one log line; one that reached CHICKEN's top-level handler would
@@ -25,7 +30,7 @@
 (include "baton-chicken.scm")
 (import scheme (chicken base) (chicken foreign) (chicken platform)
         (chicken condition) (chicken blob) (chicken format) (chicken load)
-        (chicken port) (chicken string)
+        (chicken port) (chicken string) (srfi 4)
         baton-chicken)
 
 (foreign-declare "#include \"handlers.h\"")
@@ -34,8 +39,10 @@
 
 (define req-size (foreign-lambda size_t "httpd_scm_req_size" c-pointer int int))
 (define req-copy! (foreign-lambda void "httpd_scm_req_copy" c-pointer int int scheme-pointer))
-(define req-nfields (foreign-lambda int "httpd_scm_req_nfields" c-pointer))
-(define req-minor (foreign-lambda int "httpd_scm_req_minor" c-pointer))
+(define req-copy-bytes! (foreign-lambda void "httpd_scm_req_copy" c-pointer int int u8vector))
+(define req-count (foreign-lambda int "httpd_scm_req_count" c-pointer int))
+(define reply-stream! (foreign-lambda int "httpd_scm_reply_stream" c-pointer long))
+(define reply-piece! (foreign-lambda int "httpd_reply_piece" c-pointer scheme-pointer size_t))
 (define reply-status! (foreign-lambda int "httpd_reply_status" c-pointer long))
 (define reply-header!
   (foreign-lambda int "httpd_reply_header" c-pointer scheme-pointer size_t scheme-pointer size_t))
@@ -111,21 +118,52 @@
 
 ;;; A request
 
+;; The parts' numbers in scheme_handler.c (HTTPD_SCM_*).
+(define part:method 0) (define part:target 1) (define part:body 2) (define part:name 3)
+(define part:value 4) (define part:path 5) (define part:query 6) (define part:remote 7)
+(define part:arg-key 8) (define part:arg-value 9)
+
 (define (request-part req part i)
   (let ((s (make-string (req-size req part i))))
     (req-copy! req part i s)
     s))
 
+(define (request-body req)
+  (and (= (req-count req 3) 1)
+       (let ((v (make-u8vector (req-size req part:body 0))))
+         (req-copy-bytes! req part:body 0 v)
+         v)))
+
+;; ((k . v) ...) in order -> the same keys once each, in order of first
+;; appearance; a key given twice or more has the list of its values.
+(define (group pairs)
+  (let loop ((ps pairs) (acc '()))
+    (if (null? ps)
+        (reverse acc)
+        (let* ((k (caar ps)) (v (cdar ps)) (e (assoc k acc)))
+          (cond ((not e) (loop (cdr ps) (cons (cons k v) acc)))
+                ((string? (cdr e)) (set-cdr! e (list (cdr e) v)) (loop (cdr ps) acc))
+                (else (set-cdr! e (append (cdr e) (list v))) (loop (cdr ps) acc)))))))
+
+;; The n pairs (make i) for i below n, in order.
+(define (pairs n make)
+  (let loop ((i (- n 1)) (acc '()))
+    (if (< i 0) acc (loop (- i 1) (cons (make i) acc)))))
+
 (define (make-request req)
-  `((method . ,(request-part req 0 0))
-    (target . ,(request-part req 1 0))
-    (version . ,(if (= (req-minor req) 1) "1.1" "1.0"))
-    (headers . ,(let loop ((i (- (req-nfields req) 1)) (acc '()))
-                  (if (< i 0)
-                      acc
-                      (loop (- i 1)
-                            (cons (cons (request-part req 3 i) (request-part req 4 i))
-                                  acc)))))))
+  `((method . ,(string->symbol (request-part req part:method 0)))
+    (target . ,(request-part req part:target 0))
+    (version . ,(if (= (req-count req 2) 1) "1.1" "1.0"))
+    (path . ,(request-part req part:path 0))
+    (query . ,(and (= (req-count req 4) 1) (request-part req part:query 0)))
+    (args . ,(group (pairs (req-count req 1)
+                           (lambda (i) (cons (request-part req part:arg-key i)
+                                             (request-part req part:arg-value i))))))
+    (remote-addr . ,(request-part req part:remote 0))
+    (remote-port . ,(req-count req 5))
+    (headers . ,(group (pairs (req-count req 0)
+                              (lambda (i) (cons (string->symbol (request-part req part:name i))
+                                                (request-part req part:value i))))))))
 
 ;;; Its response, checked on the way to C; each procedure returns #t, or #f
 ;;; once the reply is broken (C keeps the first reason).
@@ -175,11 +213,26 @@
             (and (give-header out (car hs)) (loop (cdr hs)))))
       (rule out "the headers must be a list of (name . value) pairs, not ~a" (shown headers))))
 
+;; Streams in flight: key -> the procedure that makes their pieces. Several
+;; may be open at once (the pieces of one interleave with other requests).
+(define streams '())
+(define stream-key 0)
+
+(define (give-stream out proc)
+  (set! stream-key (+ stream-key 1))
+  (set! streams (cons (cons stream-key proc) streams))
+  (zero? (reply-stream! out stream-key)))
+
 (define (give-body out body)
   (cond ((not body) (zero? (reply-finish! out #f 0)))
         ((string? body) (zero? (reply-finish! out body (string-length body))))
         ((blob? body) (zero? (reply-finish! out body (blob-size body))))
-        (else (rule out "the body must be a string, a blob or #f, not ~a" (shown body)))))
+        ((u8vector? body)
+         (let ((b (u8vector->blob/shared body)))
+           (zero? (reply-finish! out b (blob-size b)))))
+        ((procedure? body) (give-stream out body))
+        (else (rule out "the body must be a string, a blob, a bytevector, a procedure or #f, not ~a"
+                    (shown body)))))
 
 (define (give-response out results)
   (let ((n (length results)))
@@ -199,7 +252,34 @@
       (let ((line (condition->line exn)))
         (reply-error! out line (string-length line)))
     (call-with-values
-        (lambda () (baton-httpd#handler (make-request req) (request-part req 2 0)))
+        (lambda () (baton-httpd#handler (make-request req) (request-body req)))
       (lambda results (give-response out results)))))
+
+;; A stream's next piece into the reply: 1, or 0 at its end (#f or an
+;; end-of-file object) or once the reply is broken.
+(define (give-piece out piece)
+  (cond ((or (not piece) (eof-object? piece)) 0)
+        ((string? piece) (if (zero? (reply-piece! out piece (string-length piece))) 1 0))
+        ((blob? piece) (if (zero? (reply-piece! out piece (blob-size piece))) 1 0))
+        ((u8vector? piece)
+         (let ((b (u8vector->blob/shared piece)))
+           (if (zero? (reply-piece! out b (blob-size b))) 1 0)))
+        (else (rule out "a stream's piece must be a string, a blob, a bytevector, or #f at the end, not ~a"
+                    (shown piece))
+              0)))
+
+(define-sequenced-callback (httpd_scheme_next (long key) (c-pointer out)) int
+  (handle-exceptions exn
+      (let ((line (condition->line exn)))
+        (reply-error! out line (string-length line))
+        0)
+    (let ((e (assv key streams)))
+      (if e (give-piece out ((cdr e))) 0))))
+
+(define-sequenced-callback (httpd_scheme_drop (long key)) void
+  (set! streams (let loop ((ss streams))
+                  (cond ((null? ss) '())
+                        ((eqv? (caar ss) key) (cdr ss))
+                        (else (cons (car ss) (loop (cdr ss))))))))
 
 (return-to-host)

@@ -60,9 +60,14 @@
  *  1. A handler returns BATON_OK with resp filled in, or an error code
  *     (answered with 500). It may block (it runs in a task), but holds a
  *     handler slot meanwhile.
- *  2. resp->body must stay valid until the response is written: static
- *     memory, resp->scratch (resp->scratch_cap bytes the server lends), or
- *     memory freed by resp->release(resp->body) after the write.
+ *  2. resp->body, the header strings and resp->headers must stay valid
+ *     until the response is written: static memory, resp->scratch
+ *     (resp->scratch_cap bytes the server lends), or memory freed by
+ *     resp->release(resp->body) after the write (called whenever body is
+ *     not NULL, also with body_len 0, so one block may hold the headers).
+ *     Any number of header fields: content_type, then extra_names/values
+ *     (at most BATON_HTTP_MAX_EXTRA), then resp->headers (any number);
+ *     a name may repeat (several Set-Cookie), each is sent as given.
  *  3. The request's pointers are valid only during the handler call.
  *  4. Destroy the server after baton_sched_run() returned (after shutdown).
  *  5. With compute_workers > 0 the scheduler needs more workers than that
@@ -75,6 +80,9 @@
  *     It must return quickly: it holds up the other connections of its
  *     worker. An operator's endpoints belong there (baton-httpd's /_stats),
  *     since they answer even while every handler is busy.
+ *  7. A streamed response (baton_http_resp_write) is sent from inside the
+ *     handler, piece by piece; the handler's return ends it. Set status
+ *     and headers before the first write; leave body_len 0.
  */
 #ifndef BATON_HTTP_H
 #define BATON_HTTP_H
@@ -95,12 +103,28 @@ typedef struct baton_http_server baton_http_server_t;
 struct baton_http_req {
 	const char *method;
 	size_t method_len;
-	const char *target;
+	const char *target;	/* the request-target as sent */
 	size_t target_len;
 	int version_minor;	/* 0 or 1 */
-	const char *body;	/* the decoded body (chunked or not) */
+	const char *body;	/* the decoded body (chunked or not); NULL when
+				   the request has none (no Content-Length, not
+				   chunked), non-NULL for Content-Length: 0 */
 	size_t body_len;
 	const void *head_;	/* internal: use baton_http_req_header() */
+	const char *path;	/* the target's path, percent-decoded (never
+				   NULL; no NUL byte in it: %00 is a 400) */
+	size_t path_len;
+	const char *query;	/* after '?', as sent (baton_http_query_next);
+				   NULL when the target has no '?' */
+	size_t query_len;
+	const char *remote_addr; /* the client's address, text ("127.0.0.1") */
+	unsigned short remote_port; /* and its port */
+};
+
+/* A response header field: NUL-terminated name and value. */
+struct baton_http_header {
+	const char *name;
+	const char *value;
 };
 
 #define BATON_HTTP_MAX_EXTRA 8
@@ -116,6 +140,9 @@ struct baton_http_resp {
 	void (*release)(const void *body); /* called after the write, if set */
 	char *scratch;			/* lent by the server, scratch_cap bytes */
 	size_t scratch_cap;
+	const struct baton_http_header *headers; /* any number more, sent after */
+	size_t nheaders;		/* the extra_* ones, in order (rule 2) */
+	void *stream_;			/* internal: baton_http_resp_write() */
 };
 
 typedef int (*baton_http_handler_fn)(void *ctx, const struct baton_http_req *req,
@@ -226,6 +253,56 @@ BATON_API const char *baton_http_req_header(const struct baton_http_req *req,
 BATON_API int baton_http_req_field(const struct baton_http_req *req, size_t i,
 				   const char **name, size_t *name_len,
 				   const char **value, size_t *value_len);
+
+/*
+ * Streaming: send the response while the handler makes it. The first call
+ * sends the head (status, content_type and the header fields set by then);
+ * each call then sends data[0, len) and returns once the bytes are with
+ * the kernel, so the handler never runs more than one piece ahead of the
+ * client (a client that does not read holds the handler here, at most
+ * write_timeout_ns). len 0 sends only the head. To an HTTP/1.1 client the
+ * body is chunked (Transfer-Encoding: chunked), one chunk per call; to an
+ * HTTP/1.0 client it is delimited by the connection's close (no length is
+ * known in advance), so that connection is not kept. The handler's return
+ * ends the body: BATON_OK writes the last chunk; an error return after the
+ * head was sent closes the connection without it, so the client sees the
+ * body cut short (a status can no longer be changed). To HEAD the head is
+ * sent (with the framing a GET would get) and data is dropped.
+ * Only inside a handler (or the io_handler), on its request's resp; from a
+ * compute worker the piece travels to the connection's task, which writes
+ * it while the handler waits.
+ * Errors: BATON_EINVAL (NULL resp, data NULL with len > 0, not inside a
+ * handler, body_len set, a header that is not valid HTTP), and once the
+ * client is gone or too slow the write's error (BATON_ESYS,
+ * BATON_ETIMEDOUT) for this and every later call: stop and return.
+ */
+BATON_API int baton_http_resp_write(struct baton_http_resp *resp, const void *data, size_t len);
+
+/*
+ * Percent-decoding (RFC 3986 2.1): decode src[0, len) into dst (room for
+ * len bytes; dst may be src, decoding in place), *out_len bytes written.
+ * With plus != 0 a '+' becomes a space (form encoding, for query
+ * arguments). Errors: BATON_EINVAL (NULL pointer, a '%' not followed by two
+ * hex digits; dst then holds nothing useful).
+ */
+BATON_API int baton_http_decode(char *dst, const char *src, size_t len, int plus,
+				size_t *out_len);
+
+/*
+ * The arguments of a query ("a=1&b=x%20y&c"), one per call, as sent (not
+ * decoded: see baton_http_decode with plus = 1): start with *pos = 0; each
+ * call stores the next argument's key and value (value "" with length 0 for
+ * a bare key) and returns 1, or returns 0 past the last one. Empty
+ * arguments ("a=1&&b=2") are skipped. query may be NULL with len 0.
+ *
+ *     size_t pos = 0, kl, vl;
+ *     const char *k, *v;
+ *     while (baton_http_query_next(req->query, req->query_len, &pos, &k, &kl, &v, &vl))
+ *         ...
+ */
+BATON_API int baton_http_query_next(const char *query, size_t len, size_t *pos,
+				    const char **key, size_t *key_len, const char **value,
+				    size_t *value_len);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,9 @@
  * batch costs one write. Each step passes through its stage of the server
  * (server_internal.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -316,33 +318,85 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 	return BATON_OK;
 }
 
+#define HEAD_FIELDS_INLINE 16 /* more header fields: one malloc'd array */
+
+/* The response's header fields in the order they are sent: content_type,
+ * the extra_* ones, then resp->headers. */
+static int gather_fields(const struct baton_http_resp *resp, struct baton_http_field *f)
+{
+	size_t n = 0;
+
+	if (resp->content_type)
+		f[n++] = (struct baton_http_field){ "Content-Type", resp->content_type, 12,
+						    (unsigned)strlen(resp->content_type) };
+	for (size_t i = 0; i < resp->nextra && i < BATON_HTTP_MAX_EXTRA; i++)
+		f[n++] = (struct baton_http_field){ resp->extra_names[i], resp->extra_values[i], 0, 0 };
+	for (size_t i = 0; i < resp->nheaders; i++)
+		f[n++] = (struct baton_http_field){ resp->headers[i].name, resp->headers[i].value, 0, 0 };
+	for (size_t i = resp->content_type ? 1 : 0; i < n; i++) {
+		size_t nl, vl;
+
+		if (f[i].name == NULL || f[i].value == NULL)
+			return BATON_EINVAL;
+		nl = strlen(f[i].name);
+		vl = strlen(f[i].value);
+		if (nl > 0xffff || vl > 0xffffffffu)
+			return BATON_EINVAL;
+		f[i].name_len = (unsigned short)nl;
+		f[i].value_len = (unsigned)vl;
+	}
+	return BATON_OK;
+}
+
+/* Queue the response's head in c->out, with room for body_room more
+ * bytes behind it; the framing per content_length (>= 0, or
+ * BATON_HTTP_CHUNKED_BODY or BATON_HTTP_NO_BODY). BATON_EINVAL: a header
+ * field that is not valid HTTP (nothing queued). */
+static int queue_head(struct http_conn *c, const struct baton_http_resp *resp,
+		      int64_t content_length, bool keep, size_t body_room)
+{
+	struct baton_http_field small[HEAD_FIELDS_INLINE], *extra = small;
+	size_t nextra = (resp->content_type ? 1 : 0) +
+			(resp->nextra < BATON_HTTP_MAX_EXTRA ? resp->nextra : BATON_HTTP_MAX_EXTRA);
+	size_t head_cap = 512, n;
+	int rc;
+
+	if (resp->nheaders && resp->headers == NULL)
+		return BATON_EINVAL;
+	nextra += resp->nheaders;
+	if (nextra > HEAD_FIELDS_INLINE) {
+		extra = baton__malloc(nextra * sizeof(*extra));
+		if (extra == NULL)
+			return BATON_ENOMEM;
+	}
+	rc = gather_fields(resp, extra);
+	for (size_t i = 0; rc == BATON_OK && i < nextra; i++)
+		head_cap += extra[i].name_len + (size_t)extra[i].value_len + 4;
+	if (rc == BATON_OK && !out_reserve(c, head_cap + body_room))
+		rc = BATON_ENOMEM;
+	if (rc == BATON_OK) {
+		n = baton__http_format_head(c->out + c->out_len, head_cap, resp->status,
+					   content_length, keep, extra, nextra);
+		if (n == 0)
+			rc = BATON_EINVAL; /* a bad header from the handler */
+		c->out_len += n;
+	}
+	if (extra != small)
+		baton__free(extra);
+	return rc;
+}
+
 /* Format the response into c->out (the body inline if small, else written
  * right away). */
 static int respond(struct http_conn *c, const struct baton_http_request *req,
 		   struct baton_http_resp *resp, bool keep)
 {
-	struct baton_http_field extra[BATON_HTTP_MAX_EXTRA + 1];
-	size_t nextra = 0, head_cap, n;
 	bool inline_body = resp->body_len <= INLINE_BODY_MAX;
+	int rc = queue_head(c, resp, (int64_t)resp->body_len, keep,
+			    inline_body ? resp->body_len : 0);
 
-	if (resp->content_type)
-		extra[nextra++] = (struct baton_http_field){ "Content-Type", resp->content_type, 12,
-							     (unsigned)strlen(resp->content_type) };
-	for (size_t i = 0; i < resp->nextra && i < BATON_HTTP_MAX_EXTRA; i++)
-		extra[nextra++] = (struct baton_http_field){
-			resp->extra_names[i], resp->extra_values[i],
-			(unsigned short)strlen(resp->extra_names[i]),
-			(unsigned)strlen(resp->extra_values[i]) };
-	head_cap = 512;
-	for (size_t i = 0; i < nextra; i++)
-		head_cap += extra[i].name_len + extra[i].value_len + 4;
-	if (!out_reserve(c, head_cap + (inline_body ? resp->body_len : 0)))
-		return BATON_ENOMEM;
-	n = baton__http_format_head(c->out + c->out_len, head_cap, resp->status,
-				   (int64_t)resp->body_len, keep, extra, nextra);
-	if (n == 0)
-		return BATON_EINVAL; /* a bad header from the handler */
-	c->out_len += n;
+	if (rc != BATON_OK)
+		return rc;
 	if (req->is_head || resp->body_len == 0)
 		return BATON_OK;
 	if (inline_body) {
@@ -353,6 +407,120 @@ static int respond(struct http_conn *c, const struct baton_http_request *req,
 	if (flush(c) != BATON_OK)
 		return BATON_ESYS;
 	return write_step(c, resp->body, resp->body_len);
+}
+
+/*
+ * A streamed response (baton_http_resp_write): one per request, in the
+ * connection task's frame. In the I/O-worker shape the handler runs in
+ * the connection's task and writes its pieces itself; on a compute worker
+ * a piece travels through the job (http_job.piece): the handler task
+ * posts `done`, the connection task writes the piece on its own worker
+ * and posts `ack`, and only then does the handler go on. Either way one
+ * piece at most is between the handler and the kernel's socket buffer,
+ * which is the back-pressure: a slow reader slows the handler.
+ */
+struct http_stream {
+	struct http_conn *c;
+	const struct baton_http_request *req;
+	struct http_job *job;	/* set while the handler runs on the stage */
+	bool keep;		/* the head says keep-alive */
+	bool chunked;		/* HTTP/1.1: chunks; 1.0: until the close */
+	bool started;		/* the head is queued */
+	int err;		/* the first write error, returned from then on */
+};
+
+static void queue_bytes(struct http_conn *c, const void *p, size_t n)
+{
+	memcpy(c->out + c->out_len, p, n);
+	c->out_len += n;
+}
+
+/* In the connection's task: the head if not sent yet, then the piece. */
+static int stream_put(struct http_stream *st, struct baton_http_resp *resp, const void *data,
+		      size_t len)
+{
+	struct http_conn *c = st->c;
+	char size[24];
+	size_t sl = sizeof(size);
+	int rc;
+
+	if (!st->started) {
+		if (resp->status == 0)
+			resp->status = 200;
+		rc = queue_head(c, resp, st->chunked ? BATON_HTTP_CHUNKED_BODY : BATON_HTTP_NO_BODY,
+				st->keep, 0);
+		if (rc != BATON_OK)
+			return rc;
+		st->started = true;
+	}
+	if (len && !st->req->is_head) {
+		/* chunk-size in hex, CRLF (RFC 9112 7.1) */
+		size[--sl] = '\n';
+		size[--sl] = '\r';
+		for (size_t v = len; v; v >>= 4)
+			size[--sl] = "0123456789abcdef"[v & 15];
+		if (!out_reserve(c, sizeof(size) + 2 + (len <= INLINE_BODY_MAX ? len : 0)))
+			return BATON_ENOMEM;
+		if (st->chunked)
+			queue_bytes(c, size + sl, sizeof(size) - sl);
+		if (len <= INLINE_BODY_MAX) {
+			queue_bytes(c, data, len);
+		} else {
+			rc = flush(c);
+			if (rc == BATON_OK)
+				rc = write_step(c, data, len);
+			if (rc != BATON_OK)
+				return st->err = rc;
+		}
+		if (st->chunked)
+			queue_bytes(c, "\r\n", 2);
+	}
+	rc = flush(c); /* flushed as written */
+	if (rc != BATON_OK)
+		st->err = rc;
+	return rc;
+}
+
+int baton_http_resp_write(struct baton_http_resp *resp, const void *data, size_t len)
+{
+	struct http_stream *st;
+	struct http_job *job;
+
+	if (resp == NULL || (data == NULL && len) || resp->stream_ == NULL || resp->body_len)
+		return BATON_EINVAL;
+	st = resp->stream_;
+	if (st->err != BATON_OK)
+		return st->err;
+	job = st->job;
+	if (job == NULL)
+		return stream_put(st, resp, data, len);
+	/* On a compute worker: the connection's task writes the piece on
+	 * its own worker (its handle lives there) while we wait. */
+	job->piece = data;
+	job->piece_len = len;
+	job->piece_pending = true;
+	baton_sem_release(st->c->done, 1);
+	baton_sem_acquire(st->c->ack, 1, -1);
+	return job->piece_rc;
+}
+
+/* After the handler of a streamed response: the last chunk after a
+ * BATON_OK, nothing after an error (the connection then closes, and the
+ * client sees the body end early). */
+static int end_stream(struct http_stream *st, int rc)
+{
+	struct http_conn *c = st->c;
+
+	if (rc == BATON_OK && st->err != BATON_OK)
+		rc = st->err;
+	if (rc != BATON_OK)
+		return rc;
+	if (st->chunked && !st->req->is_head) {
+		if (!out_reserve(c, 5))
+			return BATON_ENOMEM;
+		queue_bytes(c, "0\r\n\r\n", 5);
+	}
+	return BATON_OK;
 }
 
 /* The handle stage's function, on a compute worker: run the handler for
@@ -372,46 +540,86 @@ void baton__http_handle_job(void *item, void *ctx)
 	baton_sem_release(done, 1);
 }
 
-/* Hand the request to the handle stage and wait for its job. While the
- * queue is full the connection is not read (we are not reading); after
- * queue_timeout_ns the request gets 503 with Retry-After. */
+/* Hand the request to the handle stage and wait for its job, writing the
+ * pieces of a streamed response as they come. While the queue is full the
+ * connection is not read (we are not reading); after queue_timeout_ns the
+ * request gets 503 with Retry-After. */
 static int handle_on_stage(struct http_conn *c, const struct baton_http_req *view,
-			   struct baton_http_resp *resp)
+			   struct baton_http_resp *resp, struct http_stream *st)
 {
 	struct baton_http_server *srv = c->srv;
-	struct http_job job = { c, view, resp, BATON_OK };
+	struct http_job job = { c, view, resp, BATON_OK, NULL, 0, false, BATON_OK };
 	int rc;
 
 	if (c->done == NULL && baton_sem_create(&c->done, 0) != BATON_OK)
 		return BATON_ENOMEM;
+	if (c->ack == NULL && baton_sem_create(&c->ack, 0) != BATON_OK)
+		return BATON_ENOMEM;
+	st->job = &job;
 	rc = baton_stage_submit(srv->handle, &job, srv->a.queue_timeout_ns);
-	if (rc != BATON_OK)
+	if (rc != BATON_OK) {
+		st->job = NULL;
 		return rc == BATON_ENOMEM ? rc : -503;
+	}
 	/* No timeout: the job is on our stack, so we wait until it is done. */
-	baton_sem_acquire(c->done, 1, -1);
+	for (;;) {
+		baton_sem_acquire(c->done, 1, -1);
+		if (!job.piece_pending)
+			break;
+		job.piece_rc = stream_put(st, resp, job.piece, job.piece_len);
+		job.piece_pending = false;
+		baton_sem_release(c->ack, 1);
+	}
+	st->job = NULL;
 	return job.rc;
+}
+
+/* The request as a handler sees it. The path is decoded into *decoded
+ * (malloc'd, for the caller to free) only when it has a '%'. */
+static int make_view(struct http_conn *c, const struct baton_http_request *req,
+		     const char *body, size_t body_len, struct baton_http_req *view,
+		     char **decoded)
+{
+	const char *path;
+	size_t path_len;
+
+	*view = (struct baton_http_req){
+		req->method, req->method_len, req->target, req->target_len,
+		req->version_minor,
+		req->content_length >= 0 || req->chunked ? body : NULL, body_len, req,
+		NULL, 0, NULL, 0, c->remote, c->remote_port,
+	};
+	baton__http_split_target(req->target, req->target_len, (int)req->target_form, &path,
+				 &path_len, &view->query, &view->query_len);
+	*decoded = NULL;
+	if (memchr(path, '%', path_len) != NULL) {
+		*decoded = baton__malloc(path_len + 1);
+		if (*decoded == NULL)
+			return BATON_ENOMEM;
+		if (baton_http_decode(*decoded, path, path_len, 0, &path_len) != BATON_OK ||
+		    memchr(*decoded, '\0', path_len) != NULL)
+			return -400; /* a bad escape, or a NUL no C string survives */
+		(*decoded)[path_len] = '\0';
+		path = *decoded;
+	}
+	view->path = path;
+	view->path_len = path_len;
+	return BATON_OK;
 }
 
 /* Run the handler (or static files, or /_stats): in this task, passing
  * through the handle stage, or on the stage's own tasks. */
-static int handle(struct http_conn *c, const struct baton_http_request *req,
-		  const char *body, size_t body_len, struct baton_http_resp *resp,
-		  char *scratch, size_t scratch_cap, int64_t start)
+static int handle_view(struct http_conn *c, const struct baton_http_request *req,
+		       const struct baton_http_req *view, struct baton_http_resp *resp,
+		       struct http_stream *st, int64_t start)
 {
 	struct baton_http_server *srv = c->srv;
-	struct baton_http_req view = {
-		req->method, req->method_len, req->target, req->target_len,
-		req->version_minor, body, body_len, req,
-	};
 	struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
 	int rc;
 
-	memset(resp, 0, sizeof(*resp));
-	resp->scratch = scratch;
-	resp->scratch_cap = scratch_cap;
 	if (srv->a.io_handler != NULL) { /* first, here on the I/O worker */
-		rc = srv->a.io_handler(srv->a.io_ctx, &view, resp);
-		if (rc != BATON_OK || resp->status != 0)
+		rc = srv->a.io_handler(srv->a.io_ctx, view, resp);
+		if (rc != BATON_OK || resp->status != 0 || st->started)
 			return rc;
 	}
 	if (srv->static_dir && (req->method_id == BATON_HTTP_GET ||
@@ -421,15 +629,39 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 			return rc > 0 ? BATON_OK : rc;
 	}
 	if (srv->compute)
-		return handle_on_stage(c, &view, resp);
+		return handle_on_stage(c, view, resp, st);
 	pass.t0 = start;
 	if (baton_stage_enter(srv->handle, &pass, srv->a.queue_timeout_ns) != BATON_OK)
 		return -503;
-	rc = srv->a.handler(srv->a.ctx, &view, resp);
+	rc = srv->a.handler(srv->a.ctx, view, resp);
 	/* Its end is when the response is queued: the write step's start. */
 	baton_stage_leave(&pass, &c->t_queued);
 	if (rc == BATON_OK && resp->status == 0)
 		resp->status = 200;
+	return rc;
+}
+
+static int handle(struct http_conn *c, const struct baton_http_request *req,
+		  const char *body, size_t body_len, struct baton_http_resp *resp,
+		  char *scratch, size_t scratch_cap, int64_t start, struct http_stream *st)
+{
+	struct baton_http_req view;
+	char *decoded;
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->scratch = scratch;
+	resp->scratch_cap = scratch_cap;
+	*st = (struct http_stream){ c, req, NULL, req->keep_alive && !baton__http_shutting(c->srv),
+				    req->version_minor >= 1, false, BATON_OK };
+	if (!st->chunked)
+		st->keep = false; /* an HTTP/1.0 stream ends with the close */
+	resp->stream_ = st;
+	rc = make_view(c, req, body, body_len, &view, &decoded);
+	if (rc == BATON_OK)
+		rc = handle_view(c, req, &view, resp, st, start);
+	resp->stream_ = NULL;
+	baton__free(decoded);
 	return rc;
 }
 
@@ -464,6 +696,28 @@ int baton_http_req_field(const struct baton_http_req *req, size_t i, const char 
 	return BATON_OK;
 }
 
+/* The peer's address as text, once per connection. */
+static void remote_of(struct http_conn *c)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+
+	c->remote[0] = '\0';
+	if (getpeername(c->fd, (struct sockaddr *)&sa, &len) != 0)
+		return;
+	if (sa.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, c->remote, sizeof(c->remote));
+		c->remote_port = ntohs(in->sin_port);
+	} else if (sa.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, c->remote, sizeof(c->remote));
+		c->remote_port = ntohs(in6->sin6_port);
+	}
+}
+
 void baton__http_conn_main(void *arg)
 {
 	struct http_conn *c = arg;
@@ -473,10 +727,12 @@ void baton__http_conn_main(void *arg)
 	char scratch[4096];
 	bool linger = false; /* a response was written and the server closes */
 
+	remote_of(c);
 	for (;;) {
 		struct baton_http_request req = { .fields = fields, .fields_cap = nf };
 		struct baton_stage_pass rd = BATON_STAGE_PASS_INIT;
 		struct baton_http_resp resp;
+		struct http_stream st;
 		char *body = NULL;
 		size_t body_len = 0, end = 0;
 		long head;
@@ -512,27 +768,41 @@ void baton__http_conn_main(void *arg)
 		if ((uintptr_t)c->in != in_before)
 			baton__http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
 		baton_stage_leave(&rd, &t0); /* its end is handle's start */
-		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch), t0);
+		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch), t0, &st);
 		keep = req.keep_alive && !baton__http_shutting(srv);
-		if (rc != BATON_OK) {
-			baton_pool_release(srv->inflight, 1);
+		if (st.started) {
+			/* Streamed: the head and the pieces are out; only the
+			 * end is left, or after an error the close. */
+			rc = end_stream(&st, rc);
+			keep = keep && st.keep;
 			if (resp.release && resp.body)
 				resp.release(resp.body);
-			linger = answer_error(c, rc == BATON_ETIMEDOUT ? 503 : rc <= -400 ? -rc : 500);
-			break;
+			baton_pool_release(srv->inflight, 1);
+			if (rc != BATON_OK)
+				break;
+		} else {
+			if (rc != BATON_OK) {
+				baton_pool_release(srv->inflight, 1);
+				if (resp.release && resp.body)
+					resp.release(resp.body);
+				linger = answer_error(c, rc == BATON_ETIMEDOUT ? 503
+							 : rc <= -400 ? -rc : 500);
+				break;
+			}
+			rc = respond(c, &req, &resp, keep);
+			if (resp.release && resp.body)
+				resp.release(resp.body);
+			baton_pool_release(srv->inflight, 1);
+			if (rc == BATON_EINVAL || rc == BATON_ENOMEM) {
+				/* A header the handler gave is not valid HTTP,
+				 * or no memory for the response: nothing was
+				 * queued. */
+				linger = answer_error(c, 500);
+				break;
+			}
+			if (rc != BATON_OK)
+				break;
 		}
-		rc = respond(c, &req, &resp, keep);
-		if (resp.release && resp.body)
-			resp.release(resp.body);
-		baton_pool_release(srv->inflight, 1);
-		if (rc == BATON_EINVAL || rc == BATON_ENOMEM) {
-			/* A header the handler gave is not valid HTTP, or no
-			 * memory for the response: nothing was queued. */
-			linger = answer_error(c, 500);
-			break;
-		}
-		if (rc != BATON_OK)
-			break;
 		if (!keep) {
 			linger = flush(c) == BATON_OK;
 			break;
@@ -545,6 +815,8 @@ void baton__http_conn_main(void *arg)
 	}
 	if (flush(c) == BATON_OK && linger)
 		linger_close(c);
+	baton_sem_destroy(c->ack);
+	c->ack = NULL;
 	/* Only this task ever waits on the handle, and it is here: close is
 	 * not refused (EBUSY). */
 	(void)baton_io_close(c->io);

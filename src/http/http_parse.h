@@ -208,4 +208,11 @@ size_t baton__http_format_error(char *buf, size_t cap, int status);
  * NUL), cached per second per thread. */
 const char *baton__http_date(void);
 
+/* uri.c: the path and the query of a request-target of the given form
+ * (enum baton_http_target_form), both as sent: the path without scheme
+ * and authority ("" for authority-form, "/" for an absolute-form target
+ * without one), the query after '?' (NULL when there is none). */
+void baton__http_split_target(const char *target, size_t len, int form, const char **path,
+			      size_t *path_len, const char **query, size_t *query_len);
+
 #endif /* BATON_HTTP_PARSE_H */

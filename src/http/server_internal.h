@@ -80,7 +80,11 @@ struct http_conn {
 	size_t in_len, in_cap;
 	char *out;		/* responses not yet written */
 	size_t out_len, out_cap;
-	baton_sem_t *done;	/* the handle stage posts a finished job */
+	baton_sem_t *done;	/* the handle stage posts a finished job, or a
+				   streamed piece to write (http_job.piece) */
+	baton_sem_t *ack;	/* a streamed piece was written (compute mode) */
+	char remote[46];	/* the peer's address as text (INET6_ADDRSTRLEN) */
+	unsigned short remote_port;
 };
 
 /* A request handed to the handle stage; lives on the connection task's
@@ -90,6 +94,14 @@ struct http_job {
 	const struct baton_http_req *view;
 	struct baton_http_resp *resp;
 	int rc;
+	/* A streamed piece on its way from the handler task to the
+	 * connection's task (conn.c, baton_http_resp_write): set, then
+	 * `done` posted; the connection task writes it, stores piece_rc,
+	 * clears piece_pending and posts `ack`. */
+	const void *piece;
+	size_t piece_len;
+	bool piece_pending;
+	int piece_rc;
 };
 
 /* server.c */

@@ -133,13 +133,17 @@ def test_request_echoed(server):
     lines = text.decode().splitlines()
     assert lines[:3] == ["method POST", "target /echo?x=1&y=%20", "version 1.1"]
     sent = [line for line in lines if line.startswith("header ")]
-    # every field, in order, names as sent (repeats and case kept)
-    assert sent == ["header Host: 127.0.0.1:%d" % server.port, "header X-Rep: a",
-                    "header Mixed-Case: M", "header x-rep: b",
-                    "header Content-Length: %d" % len(body)]
     if server.lang == "lua":
-        assert "lookup x-rep: a, b" in lines
+        # every field, in order, names as sent (repeats and case kept)
+        assert sent == ["header Host: 127.0.0.1:%d" % server.port, "header X-Rep: a",
+                        "header Mixed-Case: M", "header x-rep: b",
+                        "header Content-Length: %d" % len(body)]
+        assert "lookup x-rep: list a, b" in lines
         assert "lookup host: 127.0.0.1:%d" % server.port in lines
+    else:
+        # lower-case symbols, each once, in order; a repeat's values as a list
+        assert sent == ["header host: 127.0.0.1:%d" % server.port, "header x-rep: a, b",
+                        "header mixed-case: M", "header content-length: %d" % len(body)]
     assert lines[-1] == "body %d" % len(body)
 
 
@@ -234,7 +238,7 @@ RULES = {
     "headers-type": "the headers must be",
     "header-value-type": "the value must be a string",
     "body-type": "the body must be a string",
-    "too-many": "more than 8 header fields besides Content-Type",
+    "stream-204": "a 204 response has no body, so it cannot be streamed",
     "body-204": "a 204 response has no body",
     "too-big": "more than the limit of %d (--max-response-body)" % MAX_RESPONSE_BODY,
     "nothing": "returned",
@@ -375,7 +379,7 @@ def test_scheme_eval_mode(scheme_eval):
     assert srv.get("/mode")[2] == b"interpreted"
     status, _, text = srv.request("POST", "/echo", headers=[("X-Rep", "a"), ("x-rep", "b")],
                                   body=b"abc")
-    assert status == 200 and b"header X-Rep: a\nheader x-rep: b\n" in text
+    assert status == 200 and b"header x-rep: a, b\n" in text
     body = os.urandom(1 << 20)
     assert srv.request("POST", "/body", body=body)[2] == body
     since = len(srv.log())
