@@ -292,8 +292,10 @@ int main(int argc, char **argv)
 	a.io_handler = httpd_admin_public;
 	sc.admin = NULL;
 	if ((rc = baton_http_server_create(&sc.srv, s, &a)) != BATON_OK) {
-		fprintf(stderr, "baton-httpd: cannot start: %s%s%s\n", baton_strerror(rc),
-			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "");
+		fprintf(stderr, "baton-httpd: cannot start: %s%s%s%s\n", baton_strerror(rc),
+			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "",
+			rc == BATON_ESYS && errno == ENOSYS && a.static_symlinks
+				? " (--static-symlinks on and owner need openat2, Linux 5.6)" : "");
 		baton_sched_destroy(s);
 		unload_handler(kind, a.ctx);
 		return 1;
