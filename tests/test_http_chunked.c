@@ -244,7 +244,9 @@ static void test_format(void **state)
 	/* every canned error: the body length matches Content-Length */
 	static const int st[] = { 400, 408, 413, 414, 417, 431, 500, 501, 503, 505 };
 	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
-		n = baton__http_format_error(buf, sizeof(buf), st[i]);
+		size_t head_n = baton__http_format_error(buf, sizeof(buf), st[i], 1);
+
+		n = baton__http_format_error(buf, sizeof(buf), st[i], 0);
 		assert_true(n > 0);
 		buf[n] = 0;
 		assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
@@ -254,8 +256,12 @@ static void test_format(void **state)
 		assert_int_equal(atoi(body), st[i]);
 		assert_int_equal(atoi(buf + 9), st[i]);
 		assert_true(baton__http_reason(st[i])[0] != 0);
+		/* the answer to HEAD: the same head, no body */
+		assert_int_equal(head_n, (size_t)(body - buf));
 	}
-	assert_int_equal(baton__http_format_error(buf, 20, 400), 0);
+	assert_int_equal(baton__http_format_error(buf, 20, 400, 0), 0);
+	for (int s = 100; s < 600; s++)
+		assert_int_equal(baton__http_status_bodiless(s), s < 200 || s == 204 || s == 304);
 	assert_string_equal(BATON_HTTP_CONTINUE, "HTTP/1.1 100 Continue\r\n\r\n");
 }
 

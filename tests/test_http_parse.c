@@ -105,9 +105,34 @@ static const struct case_ cases[] = {
 
 	/* Expect */
 	{ "expect-other", "PUT / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", -417 },
+
+	/* The request-target's form against the method (RFC 9112 3.2) */
+	{ "origin", "GET /a?b HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
+	{ "absolute", "GET http://a:8080/x?y HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
+	{ "absolute-no-path", "POST https://a HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
+	{ "asterisk-options", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
+	{ "connect-authority", "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n", WHOLE },
+	{ "connect-ipv6", "CONNECT [::1]:443 HTTP/1.1\r\nHost: [::1]:443\r\n\r\n", WHOLE },
+	{ "options-origin", "OPTIONS /x HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
+	{ "get-relative", "GET foo HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "get-asterisk", "GET * HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "head-asterisk", "HEAD * HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "post-asterisk", "POST * HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "get-authority", "GET a:80 HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "options-authority", "OPTIONS a:80 HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "connect-origin", "CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "connect-absolute", "CONNECT http://a:80/ HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "connect-asterisk", "CONNECT * HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "connect-no-port", "CONNECT a: HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "connect-userinfo", "CONNECT u@a:80 HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "asterisk-more", "OPTIONS *x HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "absolute-no-host", "GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "absolute-bad-scheme", "GET 1http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "other-method-relative", "PURGE x HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
 };
 
 static struct baton_http_limits deflim = BATON_HTTP_LIMITS_DEFAULT;
+static struct baton_http_limits tiny_target = { 16, 32768, 100, 1048576 };
 
 static long parse(const char *s, size_t n, const struct baton_http_limits *lim,
 		  struct baton_http_request *req)
@@ -304,14 +329,25 @@ static void test_fields(void **state)
 	assert_ptr_equal(baton__http_find_field(&req, "content-LENGTH"), &req.fields[1]);
 	assert_null(baton__http_find_field(&req, "Content-Type"));
 
-	n = parse(STR("HEAD * HTTP/1.0\r\n\r\n"), NULL, &req);
+	n = parse(STR("OPTIONS * HTTP/1.0\r\n\r\n"), NULL, &req);
 	assert_true(n > 0);
-	assert_true(req.is_head);
-	assert_int_equal(req.method_id, BATON_HTTP_HEAD);
+	assert_false(req.is_head);
+	assert_int_equal(req.method_id, BATON_HTTP_OPTIONS);
 	assert_int_equal(req.target_form, BATON_HTTP_ASTERISK_FORM);
 	assert_int_equal(req.version_minor, 0);
 	assert_null(req.host);
 	assert_int_equal(req.content_length, -1);
+
+	/* HEAD is known from the method on, also when the head fails later:
+	 * the error answer to a HEAD leaves its body out */
+	memset(&req, 0, sizeof(req));
+	n = parse(STR("HEAD /" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"), &tiny_target, &req);
+	assert_int_equal(n, -414);
+	assert_true(req.is_head);
+	assert_int_equal(req.method_id, BATON_HTTP_HEAD);
+	n = parse(STR("HEAD /x HTTP/1.1\r\n\r\n"), NULL, &req);
+	assert_int_equal(n, -400); /* no Host */
+	assert_true(req.is_head);
 
 	n = parse(STR("CONNECT h:1 HTTP/1.1\r\nHost: h:1\r\n\r\n"), NULL, &req);
 	assert_true(n > 0);

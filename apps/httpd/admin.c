@@ -1,8 +1,11 @@
 /*
  * baton-httpd's operator endpoints (admin.h): GET /_stats and
- * POST /_limits, answered on the I/O worker from the server's snapshot.
+ * POST /_limits on a listener of their own, answered on the I/O worker
+ * from the public server's snapshot.
  */
+#include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,16 +146,102 @@ static int change_limits(baton_http_server_t *srv, const struct baton_http_req *
 	return answer_stats(srv, resp);
 }
 
+static int answer(struct baton_http_resp *resp, int status, const char *text)
+{
+	resp->status = status;
+	resp->content_type = "text/plain";
+	resp->body = text;
+	resp->body_len = strlen(text);
+	return BATON_OK;
+}
+
+static int not_allowed(struct baton_http_resp *resp, const char *allow)
+{
+	resp->extra_names[0] = "Allow";
+	resp->extra_values[0] = allow;
+	resp->nextra = 1;
+	return answer(resp, 405, "405 Method Not Allowed\n");
+}
+
+static bool reserved(const struct baton_http_req *req)
+{
+	return target_is(req, "/_stats", true) || target_is(req, "/_limits", true);
+}
+
 int httpd_admin(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
 {
 	baton_http_server_t *srv = *(baton_http_server_t **)ctx;
+	bool get = is(req->method, req->method_len, "GET") || is(req->method, req->method_len, "HEAD");
 
-	if (req->target_len < 2 || req->target[1] != '_')
+	if (target_is(req, "/_stats", false))
+		return get ? answer_stats(srv, resp) : not_allowed(resp, "GET, HEAD");
+	if (target_is(req, "/_limits", true))
+		return is(req->method, req->method_len, "POST") ? change_limits(srv, req, resp)
+								: not_allowed(resp, "POST");
+	return answer(resp, 404, "404 Not Found\n"); /* nothing else here */
+}
+
+int httpd_admin_public(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
+{
+	(void)ctx;
+	if (req->target_len < 2 || req->target[1] != '_' || !reserved(req))
 		return BATON_OK; /* not ours: status stays 0 */
-	if (target_is(req, "/_stats", false) &&
-	    (is(req->method, req->method_len, "GET") || is(req->method, req->method_len, "HEAD")))
-		return answer_stats(srv, resp);
-	if (target_is(req, "/_limits", true) && is(req->method, req->method_len, "POST"))
-		return change_limits(srv, req, resp);
-	return BATON_OK; /* other methods and paths: the handler's */
+	return answer(resp, 404, "404 Not Found\n");
+}
+
+/* Never called (httpd_admin answers every request first); the server
+ * wants a handler. */
+static int admin_handler(void *ctx, const struct baton_http_req *req,
+			 struct baton_http_resp *resp)
+{
+	(void)ctx;
+	(void)req;
+	return answer(resp, 404, "404 Not Found\n");
+}
+
+int httpd_admin_start(const char *spec, baton_sched_t *s, const struct baton_http_server_attr *pub,
+		      baton_http_server_t **pub_srv, baton_http_server_t **out)
+{
+	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+	const char *colon = strrchr(spec, ':');
+	char host[64] = "127.0.0.1", *end;
+	long port;
+	int rc;
+
+	errno = 0;
+	port = strtol(colon ? colon + 1 : spec, &end, 10);
+	if (errno || *end || end == (colon ? colon + 1 : spec) || port < 0 || port > 65535 ||
+	    (colon && ((size_t)(colon - spec) >= sizeof(host) || colon == spec))) {
+		fprintf(stderr, "baton-httpd: --admin wants [ADDR:]PORT (ADDR 127.0.0.1 if left "
+			"out), not '%s'\n", spec);
+		return -1;
+	}
+	if (colon) {
+		memcpy(host, spec, (size_t)(colon - spec));
+		host[colon - spec] = '\0';
+	}
+	a.host = host;
+	a.port = (unsigned short)port;
+	a.handler = admin_handler;
+	a.io_handler = httpd_admin;
+	a.io_ctx = pub_srv;
+	/* Bound to the I/O workers as the public connections are, so that a
+	 * compute worker's long handler never holds up an operator. */
+	a.compute_workers = pub->compute_workers;
+	a.coro = pub->coro;
+	a.max_connections = 64;
+	a.max_inflight = 64;
+	a.handler_concurrency = 1;
+	a.handler_queue = 1;
+	a.max_body = 4096;
+	rc = baton_http_server_create(out, s, &a);
+	if (rc != BATON_OK) {
+		fprintf(stderr, "baton-httpd: cannot start the admin listener on %s:%ld: %s%s%s\n",
+			host, port, baton_strerror(rc), rc == BATON_ESYS ? ": " : "",
+			rc == BATON_ESYS ? strerror(errno) : "");
+		return -1;
+	}
+	fprintf(stderr, "baton-httpd: admin (/_stats, /_limits) on %s:%d\n", host,
+		baton_http_server_port(*out));
+	return 0;
 }

@@ -48,8 +48,14 @@ static void usage(FILE *f)
 		"  --lua-shared             one Lua state for all workers (default: one per worker)\n"
 		"  --scheme-eval            interpret the Scheme FILE with eval instead of compiling it\n"
 		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 (16777216)\n"
-		"  --static DIR             serve GET/HEAD files under DIR before the handler\n"
-		"  --stats                  answer GET /_stats with the stage snapshot (JSON)\n"
+		"  --static DIR             serve GET/HEAD files under DIR before the handler, never\n"
+		"                           a file outside it\n"
+		"  --static-symlinks off|on|owner  symbolic links under --static: never followed\n"
+		"                           (off, the default), followed while they stay inside DIR\n"
+		"                           (on), or also only to what the link's owner owns (owner)\n"
+		"  --admin [ADDR:]PORT      GET /_stats and POST /_limits on a listener of their own\n"
+		"                           (ADDR 127.0.0.1 if left out; PORT 0 = any); the public\n"
+		"                           port answers 404 there. Default: no admin listener\n"
 		"  --max-connections N      accept pauses at N open connections (10000)\n"
 		"  --handler-concurrency N  handlers running at once (256)\n"
 		"  --max-inflight N         requests between parsed and written (4096)\n"
@@ -82,7 +88,7 @@ static long parse_num(const char *opt, const char *s, long min, long max)
 
 struct signal_ctx {
 	sigset_t set;
-	baton_http_server_t *srv;
+	baton_http_server_t *srv, *admin;
 	long drain_ms;	     /* --drain-timeout */
 	pthread_mutex_t lock;
 	pthread_cond_t ended_cond;
@@ -141,6 +147,8 @@ static void *signal_thread(void *arg)
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 		baton_http_server_shutdown(sc->srv);
+		if (sc->admin)
+			baton_http_server_shutdown(sc->admin);
 		await_drain(sc);
 	}
 	return NULL;
@@ -189,7 +197,7 @@ static void unload_handler(const char *kind, void *ctx)
 int main(int argc, char **argv)
 {
 	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
-	bool stats = false;
+	const char *admin = NULL;
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT };
 	const char *kind = "hello";
@@ -205,8 +213,9 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(o, "--stats")) {
-			stats = true;
-			continue;
+			fprintf(stderr, "baton-httpd: --stats is gone: /_stats and /_limits are on "
+				"the admin listener, --admin [ADDR:]PORT\n");
+			return 2;
 		} else if (!strcmp(o, "--lua-shared")) {
 			ho.lua_shared = true;
 			continue;
@@ -241,6 +250,19 @@ int main(int argc, char **argv)
 			a.queue_timeout_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--static")) {
 			a.static_dir = v;
+		} else if (!strcmp(o, "--static-symlinks")) {
+			if (v && !strcmp(v, "off"))
+				a.static_symlinks = BATON_HTTP_SYMLINKS_OFF;
+			else if (v && !strcmp(v, "on"))
+				a.static_symlinks = BATON_HTTP_SYMLINKS_ON;
+			else if (v && !strcmp(v, "owner"))
+				a.static_symlinks = BATON_HTTP_SYMLINKS_OWNER;
+			else {
+				fprintf(stderr, "baton-httpd: --static-symlinks wants off, on or owner\n");
+				return 2;
+			}
+		} else if (!strcmp(o, "--admin")) {
+			admin = v;
 		} else if (!strcmp(o, "--max-connections")) {
 			a.max_connections = parse_num(o, v, 1, 10000000);
 		} else if (!strcmp(o, "--handler-concurrency")) {
@@ -319,13 +341,23 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (stats) { /* /_stats and /_limits, answered on the I/O worker */
-		a.io_handler = httpd_admin;
-		a.io_ctx = &sc.srv; /* set by the create below, read per request */
-	}
+	/* /_stats and /_limits are the admin listener's: 404 here. */
+	a.io_handler = httpd_admin_public;
+	sc.admin = NULL;
 	if ((rc = baton_http_server_create(&sc.srv, s, &a)) != BATON_OK) {
-		fprintf(stderr, "baton-httpd: cannot start: %s%s%s\n", baton_strerror(rc),
-			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "");
+		fprintf(stderr, "baton-httpd: cannot start: %s%s%s%s\n", baton_strerror(rc),
+			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "",
+			rc == BATON_ESYS && errno == ENOSYS && a.static_symlinks
+				? " (--static-symlinks on and owner need openat2, Linux 5.6)" : "");
+		baton_sched_destroy(s);
+		unload_handler(kind, a.ctx);
+		return 1;
+	}
+	if (admin && httpd_admin_start(admin, s, &a, &sc.srv, &sc.admin) != 0) {
+		/* The public server is up: stop it and let its tasks end. */
+		baton_http_server_shutdown(sc.srv);
+		baton_sched_run(s);
+		baton_http_server_destroy(sc.srv);
 		baton_sched_destroy(s);
 		unload_handler(kind, a.ctx);
 		return 1;
@@ -351,6 +383,7 @@ int main(int argc, char **argv)
 	/* Drained: the signal thread may still wait if run ended otherwise. */
 	pthread_cancel(th);
 	pthread_join(th, NULL);
+	baton_http_server_destroy(sc.admin);
 	baton_http_server_destroy(sc.srv);
 	baton_sched_destroy(s);
 	unload_handler(kind, a.ctx);

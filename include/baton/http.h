@@ -148,12 +148,35 @@ struct baton_http_resp {
 typedef int (*baton_http_handler_fn)(void *ctx, const struct baton_http_req *req,
 				     struct baton_http_resp *resp);
 
+/*
+ * Static files (attr.static_dir): the directory is opened once, at
+ * creation, and every path is resolved from that descriptor, component by
+ * component, never above it: a file outside the directory is never served,
+ * whatever the path or the links in it ("..", "%2e%2e" and "%2f" are a 400,
+ * a link that leads out or that the policy refuses a 403). The policy for
+ * symbolic links, checked on every component (as nginx's disable_symlinks):
+ *  - OFF (the default): no component may be a symbolic link;
+ *  - ON: links are followed while they stay inside the directory;
+ *  - OWNER: as ON, and each link must have the owner of what it points to.
+ * ON and OWNER need openat2() (Linux 5.6); on an older kernel creation
+ * fails with BATON_ESYS, errno ENOSYS. OFF works on every kernel (openat2
+ * with RESOLVE_NO_SYMLINKS, else one openat with O_NOFOLLOW per component).
+ * A directory replaced while serving (renamed, another put in its place)
+ * is not seen: the descriptor keeps serving the tree opened at creation.
+ */
+enum baton_http_symlinks {
+	BATON_HTTP_SYMLINKS_OFF = 0,
+	BATON_HTTP_SYMLINKS_ON,
+	BATON_HTTP_SYMLINKS_OWNER,
+};
+
 struct baton_http_server_attr {
 	const char *host;		/* NULL: 0.0.0.0 */
 	unsigned short port;		/* 0: any free port (see _port()) */
 	baton_http_handler_fn handler;
 	void *ctx;
 	const char *static_dir;		/* serve GET/HEAD files from here first; NULL: off */
+	int static_symlinks;		/* BATON_HTTP_SYMLINKS_*: default OFF */
 	baton_http_handler_fn io_handler; /* sees every request first (rule 6) */
 	void *io_ctx;			/* its first argument */
 	size_t max_target;		/* 414 above it */
@@ -192,8 +215,9 @@ BATON_API int baton_http_server_attr_init(struct baton_http_server_attr *a);
 /* Bind and listen now (errors are reported here), and spawn the acceptor
  * on scheduler s; connections are served once s runs. From any thread.
  * Errors: BATON_EINVAL (NULL, no handler, a limit <= 0, compute_workers
- * not below the scheduler's workers), BATON_ESYS (socket/bind/listen,
- * errno set), BATON_ENOMEM. */
+ * not below the scheduler's workers, an unknown static_symlinks),
+ * BATON_ESYS (socket/bind/listen, or static_dir cannot be opened as a
+ * directory; errno set), BATON_ENOMEM. */
 BATON_API int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 				       const struct baton_http_server_attr *attr);
 

@@ -149,11 +149,12 @@ static int read_more(struct http_conn *c, size_t limit, int64_t deadline, size_t
 }
 
 /* Queue a canned error response and write it; the connection closes
- * after it. True if it was written. */
-static bool answer_error(struct http_conn *c, int status)
+ * after it. The answer to HEAD has the head alone. True if it was
+ * written. */
+static bool answer_error(struct http_conn *c, int status, bool head_only)
 {
 	if (out_reserve(c, 512))
-		c->out_len += baton__http_format_error(c->out + c->out_len, 512, status);
+		c->out_len += baton__http_format_error(c->out + c->out_len, 512, status, head_only);
 	return flush(c) == BATON_OK;
 }
 
@@ -387,17 +388,24 @@ static int queue_head(struct http_conn *c, const struct baton_http_resp *resp,
 }
 
 /* Format the response into c->out (the body inline if small, else written
- * right away). */
+ * right away). A handler's response is final: a 1xx is refused (BATON_EINVAL,
+ * answered 500). 204 and 304 go without content and Content-Length (RFC 9110
+ * 6.4.1, 8.6; a body given with them is dropped), the answer to HEAD with
+ * the Content-Length GET would have but no content. */
 static int respond(struct http_conn *c, const struct baton_http_request *req,
 		   struct baton_http_resp *resp, bool keep)
 {
+	bool bodiless = baton__http_status_bodiless(resp->status);
 	bool inline_body = resp->body_len <= INLINE_BODY_MAX;
-	int rc = queue_head(c, resp, (int64_t)resp->body_len, keep,
-			    inline_body ? resp->body_len : 0);
+	int rc;
 
+	if (resp->status < 200)
+		return BATON_EINVAL;
+	rc = queue_head(c, resp, bodiless ? BATON_HTTP_NO_BODY : (int64_t)resp->body_len, keep,
+			inline_body && !bodiless ? resp->body_len : 0);
 	if (rc != BATON_OK)
 		return rc;
-	if (req->is_head || resp->body_len == 0)
+	if (req->is_head || bodiless || resp->body_len == 0)
 		return BATON_OK;
 	if (inline_body) {
 		memcpy(c->out + c->out_len, resp->body, resp->body_len);
@@ -447,6 +455,9 @@ static int stream_put(struct http_stream *st, struct baton_http_resp *resp, cons
 	if (!st->started) {
 		if (resp->status == 0)
 			resp->status = 200;
+		/* A final answer with content: not 1xx, 204 or 304. */
+		if (resp->status < 200 || baton__http_status_bodiless(resp->status))
+			return BATON_EINVAL;
 		rc = queue_head(c, resp, st->chunked ? BATON_HTTP_CHUNKED_BODY : BATON_HTTP_NO_BODY,
 				st->keep, 0);
 		if (rc != BATON_OK)
@@ -617,6 +628,11 @@ static int handle_view(struct http_conn *c, const struct baton_http_request *req
 	struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
 	int rc;
 
+	/* CONNECT asks for a tunnel, which no handler can give (it answers a
+	 * request, it does not take over the connection): 501, as for a
+	 * method the server does not implement, before any handler sees it. */
+	if (req->method_id == BATON_HTTP_CONNECT)
+		return -501;
 	if (srv->a.io_handler != NULL) { /* first, here on the I/O worker */
 		rc = srv->a.io_handler(srv->a.io_ctx, view, resp);
 		if (rc != BATON_OK || resp->status != 0 || st->started)
@@ -755,11 +771,11 @@ void baton__http_conn_main(void *arg)
 		if (head == 0)
 			break;
 		if (head < 0) {
-			linger = answer_error(c, (int)-head);
+			linger = answer_error(c, (int)-head, req.is_head);
 			break;
 		}
 		if (rc != BATON_OK) {
-			linger = answer_error(c, rc <= -400 ? -rc : 400);
+			linger = answer_error(c, rc <= -400 ? -rc : 400, req.is_head);
 			break;
 		}
 		/* A body larger than the buffer moved it (realloc): the head's
@@ -786,7 +802,8 @@ void baton__http_conn_main(void *arg)
 				if (resp.release && resp.body)
 					resp.release(resp.body);
 				linger = answer_error(c, rc == BATON_ETIMEDOUT ? 503
-							 : rc <= -400 ? -rc : 500);
+							 : rc <= -400 ? -rc : 500,
+						      req.is_head);
 				break;
 			}
 			rc = respond(c, &req, &resp, keep);
@@ -797,7 +814,7 @@ void baton__http_conn_main(void *arg)
 				/* A header the handler gave is not valid HTTP,
 				 * or no memory for the response: nothing was
 				 * queued. */
-				linger = answer_error(c, 500);
+				linger = answer_error(c, 500, req.is_head);
 				break;
 			}
 			if (rc != BATON_OK)

@@ -68,8 +68,11 @@ enum baton_http_method {
 	BATON_HTTP_CONNECT,
 };
 
-/* The four request-target forms of RFC 9112 3.2; the server decides which
- * it accepts for which method. */
+/* The four request-target forms of RFC 9112 3.2. The parser checks the
+ * form against the method: authority-form only with CONNECT (which needs
+ * it), asterisk-form only with OPTIONS, origin-form and absolute-form with
+ * every other method; anything else, or a target in none of the forms
+ * ("foo", "*x", "http:/x"), is a 400. */
 enum baton_http_target_form {
 	BATON_HTTP_ORIGIN_FORM = 0,  /* "/path?query" */
 	BATON_HTTP_ABSOLUTE_FORM,    /* "http://host/path" */
@@ -88,7 +91,11 @@ struct baton_http_request {
 	struct baton_http_field *fields;
 	size_t fields_cap;          /* fewer than lim->max_fields: this is the limit */
 
-	/* Set by a successful parse (unspecified after need-more or an error). */
+	/* Set by a successful parse (unspecified after need-more or an error),
+	 * except method, method_len, method_id and is_head: those are set as
+	 * soon as the method is read, so that an error answer to a HEAD
+	 * request found later in its head can leave out its body. Zero
+	 * is_head before the first call. */
 	const char *method;
 	size_t method_len;
 	enum baton_http_method method_id;
@@ -201,8 +208,14 @@ size_t baton__http_format_head(char *buf, size_t cap, int status, int64_t conten
 			      int keep_alive, const struct baton_http_field *extra, size_t nextra);
 
 /* A complete canned error response (head and a short text body) with
- * Connection: close; 0 if it does not fit or status is not 100..999. */
-size_t baton__http_format_error(char *buf, size_t cap, int status);
+ * Connection: close; 0 if it does not fit or status is not 100..999. With
+ * head_only (the answer to HEAD) the same head, Content-Length included,
+ * without the body (RFC 9110 9.3.2). */
+size_t baton__http_format_error(char *buf, size_t cap, int status, int head_only);
+
+/* 1 if a response with this status has no content and no Content-Length
+ * (1xx, 204, 304: RFC 9110 6.4.1, 8.6), else 0. */
+int baton__http_status_bodiless(int status);
 
 /* The current IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT", 29 bytes, no
  * NUL), cached per second per thread. */

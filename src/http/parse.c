@@ -247,17 +247,79 @@ static enum baton_http_method method_id(const char *m, size_t n)
 	return BATON_HTTP_OTHER;
 }
 
-static enum baton_http_target_form target_form(const char *t, size_t n)
+static int is_alpha(unsigned char c)
 {
+	return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+}
+
+/* absolute-form as HTTP uses it: scheme "://" authority path-abempty
+ * ["?" query], scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), with
+ * a non-empty authority (RFC 9110 4.2: http and https URIs have a host). */
+static int absolute_form(const unsigned char *t, size_t n)
+{
+	size_t i = 0;
+
+	if (!is_alpha(t[0]))
+		return 0;
+	while (i < n && (is_alpha(t[i]) || (t[i] >= '0' && t[i] <= '9') || t[i] == '+' ||
+			 t[i] == '-' || t[i] == '.'))
+		i++;
+	return n - i > 3 && t[i] == ':' && t[i + 1] == '/' && t[i + 2] == '/' && t[i + 3] != '/' &&
+	       t[i + 3] != '?';
+}
+
+/* authority-form: uri-host ":" port, with the port's digits present (RFC
+ * 9110 9.3.6: CONNECT names the port even if it is the default). No
+ * userinfo, path or query. */
+static int authority_form(const unsigned char *t, size_t n)
+{
+	size_t colon = n;
+
+	while (colon > 0 && t[colon - 1] >= '0' && t[colon - 1] <= '9')
+		colon--;
+	if (colon == n || colon < 2 || t[colon - 1] != ':')
+		return 0;
+	for (size_t i = 0; i < colon - 1; i++)
+		if (!http_is(t[i], HC_HOST))
+			return 0;
+	return 1;
+}
+
+/* The form of a request-target (RFC 9112 3.2), or -1 if it has none. */
+static int target_form(const char *target, size_t n)
+{
+	const unsigned char *t = (const unsigned char *)target;
+
 	if (t[0] == '/')
 		return BATON_HTTP_ORIGIN_FORM;
 	if (n == 1 && t[0] == '*')
 		return BATON_HTTP_ASTERISK_FORM;
-	/* absolute-form: scheme "://" ...; anything else is authority-form */
-	for (size_t i = 0; i + 2 < n && t[i] != '/'; i++)
-		if (t[i] == ':' && t[i + 1] == '/' && t[i + 2] == '/')
-			return BATON_HTTP_ABSOLUTE_FORM;
-	return BATON_HTTP_AUTHORITY_FORM;
+	if (absolute_form(t, n))
+		return BATON_HTTP_ABSOLUTE_FORM;
+	if (authority_form(t, n))
+		return BATON_HTTP_AUTHORITY_FORM;
+	return -1;
+}
+
+/* The target's form against the method (RFC 9112 3.2): authority-form for
+ * CONNECT and only there, asterisk-form only for OPTIONS, origin-form and
+ * absolute-form for every other method. 0, or -400. */
+static long check_target(struct baton_http_request *req, const char **why)
+{
+	int form = target_form(req->target, req->target_len);
+
+	if (form < 0)
+		FAIL(400, "request-target in no form of RFC 9112 3.2");
+	req->target_form = (enum baton_http_target_form)form;
+	if (req->method_id == BATON_HTTP_CONNECT) {
+		if (form != BATON_HTTP_AUTHORITY_FORM)
+			FAIL(400, "CONNECT without an authority-form target");
+	} else if (form == BATON_HTTP_AUTHORITY_FORM) {
+		FAIL(400, "authority-form target with a method other than CONNECT");
+	} else if (form == BATON_HTTP_ASTERISK_FORM && req->method_id != BATON_HTTP_OPTIONS) {
+		FAIL(400, "asterisk-form target with a method other than OPTIONS");
+	}
+	return 0;
 }
 
 /* The checks that need the whole head, in a fixed order so that the answer
@@ -294,7 +356,6 @@ static long finish(struct head_state *h, struct baton_http_request *req,
 		req->keep_alive = !h->conn_close;
 	else
 		req->keep_alive = h->conn_keep_alive && !h->conn_close;
-	req->is_head = req->method_id == BATON_HTTP_HEAD;
 	return 0;
 }
 
@@ -373,6 +434,8 @@ long baton__http_parse_head_resume(const char *buf, size_t len, const struct bat
 		FAIL(400, "invalid method");
 	req->method = buf + start;
 	req->method_len = pos - start;
+	req->method_id = method_id(req->method, req->method_len);
+	req->is_head = req->method_id == BATON_HTTP_HEAD;
 	pos++;
 
 	/* request-target SP */
@@ -386,6 +449,8 @@ long baton__http_parse_head_resume(const char *buf, size_t len, const struct bat
 		FAIL(400, "invalid request-target");
 	req->target = buf + start;
 	req->target_len = pos - start;
+	if ((r = check_target(req, why)) != 0)
+		return r;
 	pos++;
 
 	/* HTTP-version CRLF: "HTTP/" DIGIT "." DIGIT, checked byte by byte. */
@@ -506,8 +571,6 @@ value:
 
 	if (pr)
 		memset(pr, 0, sizeof(*pr));     /* the next head starts afresh */
-	req->method_id = method_id(req->method, req->method_len);
-	req->target_form = target_form(req->target, req->target_len);
 	if ((r = finish(&h, req, lim, why)) != 0)
 		return r;
 	if (pos > LONG_MAX)

@@ -194,7 +194,12 @@ size_t baton__http_format_head(char *buf, size_t cap, int status, int64_t conten
 	return o.over ? 0 : o.len;
 }
 
-size_t baton__http_format_error(char *buf, size_t cap, int status)
+int baton__http_status_bodiless(int status)
+{
+	return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
+
+size_t baton__http_format_error(char *buf, size_t cap, int status, int head_only)
 {
 	struct out o = { buf, 0, cap, 0 };
 	const char *reason;
@@ -215,8 +220,10 @@ size_t baton__http_format_error(char *buf, size_t cap, int status)
 	PUTS(&o, "Content-Type: text/plain\r\nContent-Length: ");
 	put_u64(&o, 4 + rlen + 1);
 	PUTS(&o, "\r\nConnection: close\r\n\r\n");
-	put(&o, code, 4);           /* body: "400 Bad Request\n" */
-	put(&o, reason, rlen);
-	PUTS(&o, "\n");
+	if (!head_only) {
+		put(&o, code, 4);   /* body: "400 Bad Request\n" */
+		put(&o, reason, rlen);
+		PUTS(&o, "\n");
+	}
 	return o.over ? 0 : o.len;
 }

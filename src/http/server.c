@@ -217,7 +217,9 @@ static bool attr_valid(const struct baton_http_server_attr *a)
 	       a->max_fields > 0 && a->max_body >= 0 && a->header_timeout_ns > 0 &&
 	       a->idle_timeout_ns > 0 && a->write_timeout_ns > 0 &&
 	       a->max_connections > 0 && a->handler_concurrency > 0 &&
-	       a->max_inflight > 0 && a->backlog > 0 && a->linger_ns >= 0;
+	       a->max_inflight > 0 && a->backlog > 0 && a->linger_ns >= 0 &&
+	       a->static_symlinks >= BATON_HTTP_SYMLINKS_OFF &&
+	       a->static_symlinks <= BATON_HTTP_SYMLINKS_OWNER;
 }
 
 static void server_free(struct baton_http_server *srv)
@@ -233,6 +235,8 @@ static void server_free(struct baton_http_server *srv)
 	pthread_mutex_destroy(&srv->lock);
 	baton__free(srv->host);
 	baton__free(srv->static_dir);
+	if (srv->static_fd >= 0)
+		close(srv->static_fd);
 	baton__free(srv);
 }
 
@@ -309,6 +313,7 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	srv->sched = s;
 	srv->a = *attr;
 	srv->lfd = -1;
+	srv->static_fd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
 	srv->nbufs = (unsigned)baton_sched_workers(s);
 	if ((srv->bufs = baton__aligned(64, srv->nbufs * sizeof(*srv->bufs))) == NULL) {
@@ -322,6 +327,8 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	rc = BATON_ENOMEM;
 	if ((attr->host && (srv->host = baton__strdup(attr->host)) == NULL) ||
 	    (attr->static_dir && (srv->static_dir = baton__strdup(attr->static_dir)) == NULL))
+		goto fail;
+	if (srv->static_dir && (rc = baton__http_static_init(srv)) != BATON_OK)
 		goto fail;
 	if ((rc = baton_pool_create(&srv->conns, "connections", attr->max_connections)) ||
 	    (rc = baton_pool_create(&srv->inflight, "in-flight", attr->max_inflight)))

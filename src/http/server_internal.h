@@ -49,6 +49,8 @@ struct baton_http_server {
 	struct baton_http_server_attr a;
 	struct baton_http_limits lim;
 	char *host, *static_dir;
+	int static_fd;		/* static_dir, opened at creation; -1: none */
+	bool have_openat2;	/* the kernel has it (Linux 5.6+) */
 	int lfd;
 	unsigned short port;
 	baton_pool_t *conns, *inflight;
@@ -113,6 +115,10 @@ bool baton__http_shutting(struct baton_http_server *srv);
 /* conn.c */
 void baton__http_conn_main(void *arg);
 void baton__http_handle_job(void *item, void *ctx); /* the handle stage's fn */
+
+/* static.c: open srv->static_dir as srv->static_fd and check the symlink
+ * policy against the kernel: BATON_OK or BATON_ESYS (errno set). */
+int baton__http_static_init(struct baton_http_server *srv);
 
 /* static.c: 1 if a file answered (resp filled, body to free), 0 if the
  * path is not a file there, -status on a refused path. */

@@ -15,7 +15,11 @@
  *  - the chunked decoder gives the same status, consumption and body
  *    whether fed in one piece, in two at the split point, byte by byte into
  *    a 1-byte output, 7 bytes at a time into a 3-byte output, or in place;
- *  - parsed fields are accepted as extra fields of a response head.
+ *  - parsed fields are accepted as extra fields of a response head;
+ *  - the request-target's form fits the method (RFC 9112 3.2): CONNECT has
+ *    authority-form and only CONNECT has it, asterisk-form is "*" with
+ *    OPTIONS, origin-form starts with '/'; is_head is the method HEAD,
+ *    also when the head fails after the method.
  * Build and run: docs/http-parser.md.
  */
 #include <stdint.h>
@@ -46,9 +50,20 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 	memcpy(buf, data, n);
 	req->fields = fields;
 	req->fields_cap = cap;
+	req->is_head = 0;
+	req->method = NULL;
 	r = baton__http_parse_head(buf, n, lim, req, &why);
 	CHECK(r >= 0 || why != NULL);
+	/* is_head is set from the method as soon as it is read */
+	CHECK(req->is_head == (req->method && req->method_len == 4 &&
+			       memcmp(req->method, "HEAD", 4) == 0));
 	if (r > 0) {
+		int connect = req->method_id == BATON_HTTP_CONNECT;
+
+		CHECK(connect == (req->target_form == BATON_HTTP_AUTHORITY_FORM));
+		CHECK(req->target_form != BATON_HTTP_ASTERISK_FORM ||
+		      (req->method_id == BATON_HTTP_OPTIONS && req->target_len == 1));
+		CHECK((req->target_form == BATON_HTTP_ORIGIN_FORM) == (req->target[0] == '/'));
 		const char *lo = buf, *hi = buf + r;
 		CHECK(req->method >= lo && req->method + req->method_len <= hi && req->method_len > 0);
 		CHECK(req->target >= lo && req->target + req->target_len <= hi && req->target_len > 0);

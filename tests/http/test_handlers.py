@@ -445,10 +445,12 @@ def timed_get(port, target, timeout=TIMEOUT):
 def test_compute_workers_keep_io_going(httpd, tmp_path, lang):
     """With --compute-workers 1, handlers computing for 400 ms each keep
     the compute worker busy while the I/O worker still answers /_stats
-    (served before the handler) at once; every slow request gets its
-    answer; /_stats shows the handle stage with what went through it."""
+    (the admin listener's, on the I/O worker) at once; every slow request
+    gets its answer; /_stats shows the handle stage with what went
+    through it."""
+    admin = _free_port()
     srv = Server(httpd, str(tmp_path), [lang, os.path.join(HANDLERS, "echo" + EXT[lang])],
-                 ["--workers", "1", "--compute-workers", "1", "--stats"])
+                 ["--workers", "1", "--compute-workers", "1", "--admin", "127.0.0.1:%d" % admin])
     try:
         results = []
         threads = [threading.Thread(target=lambda: results.append(
@@ -458,7 +460,7 @@ def test_compute_workers_keep_io_going(httpd, tmp_path, lang):
         time.sleep(0.2)  # the first is computing, the others queue
         worst = 0.0
         for _ in range(10):
-            status, _, body, took = timed_get(srv.port, "/_stats")
+            status, _, body, took = timed_get(admin, "/_stats")
             assert status == 200
             worst = max(worst, took)
         for t in threads:
@@ -471,7 +473,7 @@ def test_compute_workers_keep_io_going(httpd, tmp_path, lang):
         # from it, which may be just after the client has read the
         # response the job posted: look again for a moment.
         for _ in range(100):
-            doc = json.loads(timed_get(srv.port, "/_stats")[2])
+            doc = json.loads(timed_get(admin, "/_stats")[2])
             stage = doc["stages"][2]
             if stage["completed"] >= 3:
                 break
@@ -487,8 +489,9 @@ def test_compute_queue_full_gets_503_with_retry_after(httpd, tmp_path):
     """The handle stage's queue is bounded: with one handler at a time, a
     queue of 1 and a 100 ms queue timeout, the requests that find it full
     past the timeout get 503 with Retry-After; the rest are answered."""
+    admin = _free_port()
     srv = Server(httpd, str(tmp_path), ["lua", os.path.join(HANDLERS, "echo.lua")],
-                 ["--workers", "1", "--compute-workers", "1", "--stats",
+                 ["--workers", "1", "--compute-workers", "1", "--admin", "127.0.0.1:%d" % admin,
                   "--handler-concurrency", "1", "--handler-queue", "1",
                   "--queue-timeout", "100"])
     try:
@@ -511,7 +514,7 @@ def test_compute_queue_full_gets_503_with_retry_after(httpd, tmp_path):
         for status, headers, _, _ in results:
             if status == 503:
                 assert dict((k.lower(), v) for k, v in headers)["retry-after"] == "1"
-        doc = json.loads(timed_get(srv.port, "/_stats")[2])
+        doc = json.loads(timed_get(admin, "/_stats")[2])
         assert doc["stages"][2]["rejected"] == statuses.count(503)
         # and it still serves once the burst is over
         assert timed_get(srv.port, "/spin?ms=1")[0] == 200
@@ -522,11 +525,14 @@ def test_compute_queue_full_gets_503_with_retry_after(httpd, tmp_path):
 def test_limits_endpoint_changes_the_stage(httpd, tmp_path):
     """POST /_limits changes the handle stage's concurrency and queue limit
     while serving and answers the new snapshot; a bad name or value is a
-    400 that changes nothing."""
+    400 that changes nothing. The public port answers 404 there."""
+    admin = _free_port()
     srv = Server(httpd, str(tmp_path), ["lua", os.path.join(HANDLERS, "echo.lua")],
-                 ["--workers", "1", "--compute-workers", "1", "--stats"])
+                 ["--workers", "1", "--compute-workers", "1", "--admin", "127.0.0.1:%d" % admin])
     try:
-        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=TIMEOUT)
+        assert srv.request("POST", "/_limits?handler_concurrency=1")[0] == 404
+        assert srv.request("GET", "/_stats")[0] == 404
+        c = http.client.HTTPConnection("127.0.0.1", admin, timeout=TIMEOUT)
         c.request("POST", "/_limits?handler_concurrency=3&handler_queue=7&max_inflight=99")
         r = c.getresponse()
         doc = json.loads(r.read())
