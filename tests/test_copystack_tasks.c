@@ -4,7 +4,8 @@
  * with every local intact; a pointer to a local, kept in a deeper frame,
  * still points at the local after a park (frames come back to the same
  * addresses); and a ring of parked tasks copies what its tasks used and
- * nothing more (baton_sched_stats.copied_bytes). One worker, so every
+ * nothing more (baton_sched_stats.copied_bytes); tasks that end hand over
+ * to new, parked and stackful tasks alike. One worker, so every
  * hand-off goes through the copier. */
 #include "sched_test.h"
 
@@ -259,6 +260,82 @@ static void test_ring_copies_what_it_uses(void **state)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
+/* --- tasks that end into every kind of next task ------------------------------- */
+/* A copy-stack task that ends hands its worker to whatever runs next: one
+ * that never ran (started at once over the dead frames), one that parked
+ * (copied back through the copier) or the stackful spawner. Each kind
+ * fills a frame with its own pattern and checks it at the end; a parked
+ * one checks across its park. Mixed in every order the run queue gives. */
+#define MX_TASKS 3000
+static baton_chan_t *mx_ch;
+static long mx_ok, mx_bad;
+
+static bool mx_fill_check(volatile unsigned char *f, size_t n, unsigned seed, bool check)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char want = (unsigned char)(seed * 31u + i);
+
+		if (!check)
+			f[i] = want;
+		else if (f[i] != want)
+			return false;
+	}
+	return true;
+}
+
+static void mx_task(void *arg)
+{
+	long i = (long)(intptr_t)arg;
+	volatile unsigned char frame[600 + (i % 7) * 100];
+	void *v;
+	bool ok;
+
+	mx_fill_check(frame, sizeof(frame), (unsigned)i, false);
+	switch (i % 3) {
+	case 0: /* never blocks */
+		break;
+	case 1: /* parks until a later task sends */
+		T_CHECK_RC(baton_chan_recv(mx_ch, &v, MS(20000)), BATON_OK);
+		break;
+	case 2: /* wakes an earlier one (it runs next) */
+		T_CHECK_RC(baton_chan_send(mx_ch, (void *)(intptr_t)i, MS(20000)), BATON_OK);
+		break;
+	}
+	ok = mx_fill_check(frame, sizeof(frame), (unsigned)i, true);
+	/* Relaxed: read after the run. */
+	__atomic_add_fetch(ok ? &mx_ok : &mx_bad, 1, __ATOMIC_RELAXED);
+}
+
+static void mx_spawner(void *arg)
+{
+	baton_sched_t *s = arg;
+	struct baton_task_attr a = cs_attr();
+
+	for (long i = 0; i < MX_TASKS; i++) {
+		T_CHECK_RC(baton_sched_spawn(s, &a, mx_task, (void *)(intptr_t)i), BATON_OK);
+		if (i % 5 == 4)
+			T_CHECK_RC(baton_sched_yield(), BATON_OK);
+	}
+}
+
+static void test_end_into_every_kind(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+
+	(void)state;
+	st_reset();
+	st_watchdog(60, "copy-stack tasks ending into every kind of next task");
+	mx_ok = mx_bad = 0;
+	assert_int_equal(baton_chan_create(&mx_ch, 0), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, NULL, mx_spawner, s), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(mx_bad, 0);
+	assert_int_equal(mx_ok, MX_TASKS);
+	assert_int_equal(baton_chan_destroy(mx_ch), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_parks_at_every_depth),
 		cmocka_unit_test(test_local_pointer_across_park),
 		cmocka_unit_test(test_ring_copies_what_it_uses),
+		cmocka_unit_test(test_end_into_every_kind),
 	};
 
 	return cmocka_run_group_tests_name("copystack_tasks", tests, NULL, NULL);
