@@ -162,18 +162,52 @@ static void task_free(struct baton_task *t)
 	task_release(t);
 }
 
+/* Credits a worker takes from sched->live at a time (see its comment). */
+#define LIVE_BATCH 64
+
+/* Count a new task of s in s->live: from the spawning worker's credits
+ * when it is one of s's. */
+static void live_add(struct baton_sched *s)
+{
+	struct baton_worker *w = baton__worker_get();
+
+	if (w && w->sched == s) {
+		if (BATON_LIKELY(w->live_credit > 0)) {
+			w->live_credit--;
+			return;
+		}
+		/* Relaxed: as below; the batch only grows the count. */
+		__atomic_add_fetch(&s->live, LIVE_BATCH, __ATOMIC_RELAXED);
+		w->live_credit = LIVE_BATCH - 1;
+		return;
+	}
+	/* Relaxed: the count's own modification order is all that matters;
+	 * this increment precedes the push that lets the task run (and end). */
+	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);
+}
+
+/* Give back what w holds: before it sleeps, and when it leaves the run. */
+static void live_return(struct baton_worker *w)
+{
+	int64_t n = w->live_credit;
+
+	if (n == 0)
+		return;
+	w->live_credit = 0;
+	/* Acq_rel: the decrement that reaches 0 must see every task's
+	 * effects before it declares the run over (the caller of run reads
+	 * them after it returns); each worker's return releases what its
+	 * tasks did. */
+	if (__atomic_sub_fetch(&w->sched->live, n, __ATOMIC_ACQ_REL) == 0)
+		sched_set_stop(w->sched);
+}
+
 static void task_finish(struct baton_worker *w, struct baton_task *t)
 {
-	struct baton_sched *s = w->sched;
-
 	if (t->pinned)
 		w->npinned--;
 	task_free(t);
-	/* Acq_rel: the last task's decrement must see every other task's
-	 * effects before it declares the run over (the caller of run reads
-	 * them after it returns). */
-	if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == 0)
-		sched_set_stop(s);
+	w->live_credit++; /* returned by live_return */
 }
 
 /* A task woken by a task of another worker (or its poller, or its timers)
@@ -409,6 +443,7 @@ static void worker_loop(struct baton_worker *w)
 			if (sched_stopping(s))
 				break;
 			if (!runnable(w)) {
+				live_return(w); /* may end the run */
 				worker_idle(w);
 				continue;
 			}
@@ -423,6 +458,7 @@ static void worker_loop(struct baton_worker *w)
 	}
 	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
 		baton__steal_serve(w);
+	live_return(w);
 	w->stats.copied_bytes += baton__coro_thread_copied() - copied;
 	baton__worker_self = outer;
 }
@@ -670,9 +706,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	t->copystack = attr->coro.model == BATON_CORO_COPYSTACK;
 	t->owner = pick_worker(s, attr->worker);
 	t->bound = (attr->flags & BATON_TASK_BOUND) != 0;
-	/* Relaxed: the count's own modification order is all that matters;
-	 * this increment precedes the push that lets the task run (and end). */
-	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);
+	live_add(s);
 	task_enqueue(t, false);
 	return BATON_OK;
 }

@@ -208,6 +208,8 @@ struct baton_worker {
 	struct baton_task *spare;   /* freed task records, linked by next */
 	unsigned nspare;	    /* at most BATON_WORKER_SPARE_TASKS */
 	size_t npinned;		    /* live copy-stack tasks that ran here */
+	int64_t live_credit;	    /* counted in sched->live, no task's: see
+				       baton_sched.live */
 	unsigned index;
 	struct baton_sched *sched;
 	pthread_t thread;
@@ -276,7 +278,14 @@ struct baton_sched_ctl {
 struct baton_sched {
 	unsigned nworkers;
 	struct baton_worker *workers;
-	int64_t live;		/* spawned and not yet finished (atomic) */
+	/* Tasks spawned and not yet finished, plus the credits the workers
+	 * hold (atomic). A worker takes credits in batches and spends one per
+	 * spawn; a task that ends gives one back to the worker it ends on;
+	 * a worker returns what it holds before it sleeps and when it leaves
+	 * the run. So spawns and ends on a worker take no atomic
+	 * read-modify-write of their own, and live reaches 0 only once every
+	 * task has ended and every worker has returned its credits. */
+	int64_t live;
 	int stop;		/* run must return (atomic) */
 	int running;		/* inside baton_sched_run (atomic) */
 	int nparked;		/* workers parked (atomic, a hint) */
