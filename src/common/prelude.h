@@ -79,12 +79,18 @@ static inline void baton__zero(void *p, size_t n)
 	typedef long long v16 __attribute__((vector_size(16), aligned(1),
 					     may_alias));
 	char *q = (char *)p;
+	size_t i = 0;
 
-	for (size_t i = 0; i + 16 <= n; i += 16) {
+	for (; i + 64 <= n; i += 64) {
 		*(v16 *)(void *)(q + i) = (v16){ 0, 0 };
+		*(v16 *)(void *)(q + i + 16) = (v16){ 0, 0 };
+		*(v16 *)(void *)(q + i + 32) = (v16){ 0, 0 };
+		*(v16 *)(void *)(q + i + 48) = (v16){ 0, 0 };
 		__asm__("" : "+r"(q));
 	}
-	memset(q + (n & ~(size_t)15), 0, n & 15);
+	for (; i + 16 <= n; i += 16)
+		*(v16 *)(void *)(q + i) = (v16){ 0, 0 };
+	memset(q + i, 0, n - i);
 }
 
 static inline bool baton__name_copy(char *dst, size_t cap, const char *src)
