@@ -68,9 +68,11 @@ BATON_API int baton_ec_init(baton_ec_t *ec);
 
 /*
  * Waits until the version differs from `old`. Returns BATON_OK as soon as it
- * does, BATON_ETIMEDOUT after timeout_ns nanoseconds (< 0: forever; 0: just
- * check), BATON_EINVAL for a NULL ec or an `old` with bit 31 set (not a
- * version). Spins briefly, then sets the sleepers flag and blocks in
+ * does; with timeout_ns < 0 it waits forever, with 0 it only looks
+ * (BATON_EAGAIN if the version is still `old`, as a timeout of 0 answers in
+ * every module of baton), with > 0 it gives up after that many nanoseconds
+ * (BATON_ETIMEDOUT); BATON_EINVAL for a NULL ec or an `old` with bit 31
+ * set (not a version). Spins briefly, then sets the sleepers flag and blocks in
  * FUTEX_WAIT. For its first second of blocking it sleeps in growing slices
  * (1 ms, x4 each time) and re-checks, so that a flag lost to a concurrent
  * baton_ec_inc_sp() costs at most one slice; an increment that sees the

@@ -72,7 +72,7 @@ static int ec_wait(baton_ec_t *ec, uint32_t old, int64_t timeout_ns, bool slices
 	if (baton_ec_value(ec) != old)
 		return BATON_OK;
 	if (timeout_ns == 0)
-		return BATON_ETIMEDOUT;
+		return BATON_EAGAIN; /* only a look, as in every module */
 	if (timeout_ns > 0)
 		deadline = baton__clock_now() + timeout_ns;
 
