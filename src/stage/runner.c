@@ -60,6 +60,7 @@ static void *pop(struct baton_stage *st, int64_t now, struct baton_wakelist *wl)
 	st->wait_ns += (uint64_t)(now - st->ring[st->head].t0);
 	st->head = (st->head + 1) % st->cap;
 	st->count--;
+	st->popped++;
 	st->running++;
 	baton__stage_admit(st, now, wl);
 	return item;
@@ -378,7 +379,17 @@ static void dispatch(void *arg)
  * dispatches: the next submit, close or drain kicks again. */
 int baton__stage_spawn_dispatcher(struct baton_stage *st)
 {
-	int rc = baton_sched_spawn(st->sched, &st->task, dispatch, st);
+	struct baton_task_attr ta;
+	int rc;
+
+	/* On the least busy of the stage's workers: on one whose handler
+	 * holds it, it would wait for that handler; on the submitter's, it
+	 * would share that worker's copy stack with the submitter, whose
+	 * item may live on it. */
+	baton_spin_lock(&st->lock);
+	ta = slot_task_attr(st, pick_slot(st, -1));
+	baton_spin_unlock(&st->lock);
+	rc = baton_sched_spawn(st->sched, &ta, dispatch, st);
 
 	if (rc != BATON_OK) {
 		baton_spin_lock(&st->lock);

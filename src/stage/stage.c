@@ -111,26 +111,34 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	return BATON_OK;
 }
 
-/* A submit whose dispatcher could not be spawned takes its item back. No
- * dispatcher ran since the submit pushed it (it set `active` itself and
- * only a dispatcher pops or clears it), so the ring only grew at the tail
- * and the item is still at position `pos`. */
-static void unsubmit(struct baton_stage *st, size_t pos)
+/* A submit whose dispatcher could not be spawned takes its item back,
+ * item number `nr` of all pushed, unless a handler task has taken it
+ * meanwhile (runners take the head without a dispatcher): then it runs,
+ * and the submit succeeded. Only the head moves while it waits, so an
+ * item still queued is at position nr - popped. */
+static bool unsubmit(struct baton_stage *st, uint64_t nr)
 {
+	size_t pos;
+
 	baton_spin_lock(&st->lock);
+	if (nr < st->popped) {
+		baton_spin_unlock(&st->lock);
+		return false;
+	}
+	pos = (size_t)(nr - st->popped);
 	for (size_t i = pos; i + 1 < st->count; i++)
 		st->ring[(st->head + i) % st->cap] =
 			st->ring[(st->head + i + 1) % st->cap];
 	st->count--;
 	st->submitted--;
 	baton_spin_unlock(&st->lock);
+	return true;
 }
 
 int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *t;
-	size_t pos;
 	bool spawn;
 	int rc;
 
@@ -163,17 +171,17 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		}
 	}
 	if (st->count < st->limit) {
-		pos = st->count;
+		uint64_t nr = st->popped + st->count;
+
 		baton__stage_push(st, item, baton__clock_now());
-		if (pos == 0)
+		if (st->count == 1)
 			baton__stage_poke(st, &wl); /* a dispatcher idle between handlers */
 		spawn = kick(st);
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
-		if (spawn && (rc = baton__stage_spawn_dispatcher(st)) != BATON_OK) {
-			unsubmit(st, pos);
+		if (spawn && (rc = baton__stage_spawn_dispatcher(st)) != BATON_OK &&
+		    unsubmit(st, nr))
 			return rc;
-		}
 		return BATON_OK;
 	}
 	if (timeout_ns == 0) {

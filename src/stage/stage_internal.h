@@ -48,6 +48,8 @@ struct baton_stage {
 	struct baton_waitq producers, dispatcher, drainers;
 	struct baton_waitq passers; /* tasks waiting to enter (fn NULL) */
 	uint64_t submitted, rejected, completed, handler_ns, wait_ns, runners_started;
+	uint64_t popped;	/* items taken from the ring so far: the ring's
+				   head is item number `popped` of all pushed */
 
 	/* Fixed at creation. */
 	baton_sched_t *sched;
