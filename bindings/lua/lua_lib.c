@@ -318,7 +318,7 @@ static bool have(struct baton_lua_op *op)
 		op->done = op->len;
 		return true;
 	}
-	if (op->pattern == LRECV_LINE) {
+	if (op->pattern == LRECV_LINE && avail > 0) {
 		const char *nl = memchr(s->buf + s->off, '\n', avail);
 
 		if (nl != NULL) {
