@@ -403,11 +403,13 @@ static void hold_handler(void *item, void *ctx)
 	int64_t t0 = mono_ns();
 
 	(void)ctx;
-	hold_worker[i] = baton_sched_worker_index();
-	hold_start[i] = t0;
+	/* Relaxed, then release: hold_main's acquire of hold_start sees both. */
+	__atomic_store_n(&hold_worker[i], baton_sched_worker_index(), __ATOMIC_RELAXED);
+	__atomic_store_n(&hold_start[i], t0, __ATOMIC_RELEASE);
 	while (mono_ns() - t0 < HOLD_NS)
 		; /* computing: the worker's other tasks cannot run */
-	hold_end[i] = mono_ns();
+	/* Relaxed: read after the run, which orders it (the drain). */
+	__atomic_store_n(&hold_end[i], mono_ns(), __ATOMIC_RELAXED);
 }
 
 static void hold_main(void *arg)
@@ -418,7 +420,7 @@ static void hold_main(void *arg)
 	CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)0, -1), BATON_OK);
 	/* The first handler is under way (on its worker) before the second
 	 * item is submitted. */
-	while (__atomic_load_n(&hold_start[0], __ATOMIC_ACQUIRE) == 0) /* orders nothing else */
+	while (__atomic_load_n(&hold_start[0], __ATOMIC_ACQUIRE) == 0) /* pairs with the handler's release */
 		baton_sched_sleep(MS / 10);
 	CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)1, -1), BATON_OK);
 	CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
@@ -439,10 +441,18 @@ static void test_spread_over_workers(void **state)
 	a.nworkers = 2;
 	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_OK);
 	run(hold_main, st);
-	assert_true(hold_worker[0] >= 1 && hold_worker[0] <= 2);
-	assert_true(hold_worker[1] >= 1 && hold_worker[1] <= 2);
-	assert_int_not_equal(hold_worker[0], hold_worker[1]);
-	assert_true(hold_start[1] < hold_end[0]); /* the second did not wait */
+	{
+		/* Relaxed: the run is over; its end orders the handlers' stores. */
+		int w0 = __atomic_load_n(&hold_worker[0], __ATOMIC_RELAXED);
+		int w1 = __atomic_load_n(&hold_worker[1], __ATOMIC_RELAXED);
+
+		assert_true(w0 >= 1 && w0 <= 2);
+		assert_true(w1 >= 1 && w1 <= 2);
+		assert_int_not_equal(w0, w1);
+		/* the second did not wait for the first */
+		assert_true(__atomic_load_n(&hold_start[1], __ATOMIC_RELAXED) <
+			    __atomic_load_n(&hold_end[0], __ATOMIC_RELAXED));
+	}
 	assert_int_equal(baton_stage_destroy(st), BATON_OK);
 }
 
