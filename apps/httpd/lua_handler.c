@@ -137,7 +137,6 @@ struct call_job {
 	struct httpd_reply *reply;
 	int ref;     /* the handler function */
 	int req_ref; /* the request table, while the call lasts */
-	unsigned slices;
 };
 
 /*
@@ -162,14 +161,15 @@ static int call_start(lua_State *L, void *arg)
 	return 2;
 }
 
-/* Another request's slices may have run since the last one: this
- * request's table is the one being served again. */
+/* Before every slice after the first: another request's slices may have
+ * run since the last one, so this request's table is the one being served
+ * again. */
 static void call_resume(lua_State *L, void *arg)
 {
 	struct call_job *j = arg;
 
-	if (j->slices++ == 0 || j->req_ref == LUA_NOREF)
-		return; /* the first: call_start has just set it */
+	if (j->req_ref == LUA_NOREF)
+		return;
 	lua_rawgeti(L, LUA_REGISTRYINDEX, j->req_ref);
 	httpd_lua_serve_request(L, lua_gettop(L), j->req);
 	lua_pop(L, 1);
@@ -206,7 +206,7 @@ int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_res
 	struct lua_handler *h = ctx;
 	struct lua_vm *vm = pick_vm(h);
 	struct httpd_reply reply;
-	struct call_job j = { req, &reply, vm->ref, LUA_NOREF, 0 };
+	struct call_job j = { req, &reply, vm->ref, LUA_NOREF };
 	struct baton_lua_run run = { call_start, call_finish, call_resume, call_done, &j,
 				     h->slice };
 	struct baton_lua_value err = { BATON_LUA_NIL, { 0 } };

@@ -141,8 +141,9 @@ struct baton_lua_run {
 	/* The function returned n values, at L's indices base..base+n-1.
 	 * Protected: it may raise (the run's result is then that error). */
 	int (*finish)(struct lua_State *L, int base, int n, void *arg);
-	/* May be NULL. Before each slice (other runs' slices may have run on
-	 * the state since the last one). Protected: it may raise. */
+	/* May be NULL. Before each slice but the first (other runs' slices
+	 * may have run on the state since the last one). Protected: it may
+	 * raise. */
 	void (*resume)(struct lua_State *L, void *arg);
 	/* May be NULL. Once after the last slice, also after an error. Must
 	 * not raise. */

@@ -156,6 +156,7 @@ static void *step(void *arg)
 	struct baton_lua_task *t = arg;
 	lua_State *L = t->bl->L;
 	int top = lua_gettop(L), status, nres = 0;
+	bool first = t->co == NULL;
 
 	if (!lua_checkstack(L, 4)) {
 		lua_pushliteral(L, "the Lua stack is full"); /* room for one, always */
@@ -179,7 +180,7 @@ static void *step(void *arg)
 	} else {
 		lua_settop(L, top);
 	}
-	if (t->r->resume) {
+	if (t->r->resume && !first) {
 		lua_pushcfunction(L, resume);
 		lua_pushlightuserdata(L, t);
 		if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
