@@ -5,6 +5,9 @@
  * items, and handlers pinned to the stage's workers. See stage_test.h. */
 #include "stage_test.h"
 
+#include <stdint.h>
+#include <time.h>
+
 /* --- a two-stage pipeline, exact accounting -------------------------------- */
 #define PIPE_N 2000
 static long pipe_items[PIPE_N];
@@ -376,6 +379,83 @@ static void test_pinned_workers(void **state)
 	assert_int_equal(baton_stage_destroy(st), BATON_OK);
 }
 
+/* Handlers that hold their worker (they compute, never yield): two items
+ * go to the stage's two workers and run at the same time, though the first
+ * worker is busy when the second item arrives and nothing on it could run
+ * (a dispatcher or a runner pinned there would wait for the first handler
+ * to return). The test tells "at the same time" from the handlers' own
+ * clock readings, not from a duration. */
+#define HOLD_NS (150 * MS)
+static int64_t hold_start[2], hold_end[2];
+static int hold_worker[2];
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void hold_handler(void *item, void *ctx)
+{
+	long i = (long)(intptr_t)item;
+	int64_t t0 = mono_ns();
+
+	(void)ctx;
+	/* Relaxed, then release: hold_main's acquire of hold_start sees both. */
+	__atomic_store_n(&hold_worker[i], baton_sched_worker_index(), __ATOMIC_RELAXED);
+	__atomic_store_n(&hold_start[i], t0, __ATOMIC_RELEASE);
+	while (mono_ns() - t0 < HOLD_NS)
+		; /* computing: the worker's other tasks cannot run */
+	/* Relaxed: read after the run, which orders it (the drain). */
+	__atomic_store_n(&hold_end[i], mono_ns(), __ATOMIC_RELAXED);
+}
+
+static void hold_main(void *arg)
+{
+	baton_stage_t *st = arg;
+	struct baton_stage_stats ss;
+
+	CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)0, -1), BATON_OK);
+	/* The first handler is under way (on its worker) before the second
+	 * item is submitted. */
+	while (__atomic_load_n(&hold_start[0], __ATOMIC_ACQUIRE) == 0) /* pairs with the handler's release */
+		baton_sched_sleep(MS / 10);
+	CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)1, -1), BATON_OK);
+	CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	CHECK_RC(baton_stage_snapshot(st, &ss), BATON_OK);
+	CHECK(ss.completed == 2 && ss.runners_started == 2);
+	CHECK_RC(baton_stage_close(st), BATON_OK);
+}
+
+static void test_spread_over_workers(void **state)
+{
+	struct baton_stage_attr a;
+	baton_stage_t *st;
+
+	setup_workers(state, 3); /* worker 0 submits; 1 and 2 are the stage's */
+	memset(hold_start, 0, sizeof(hold_start));
+	a = stage_attr("spread", hold_handler, NULL, 16, 8);
+	a.first_worker = 1;
+	a.nworkers = 2;
+	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_OK);
+	run(hold_main, st);
+	{
+		/* Relaxed: the run is over; its end orders the handlers' stores. */
+		int w0 = __atomic_load_n(&hold_worker[0], __ATOMIC_RELAXED);
+		int w1 = __atomic_load_n(&hold_worker[1], __ATOMIC_RELAXED);
+
+		assert_true(w0 >= 1 && w0 <= 2);
+		assert_true(w1 >= 1 && w1 <= 2);
+		assert_int_not_equal(w0, w1);
+		/* the second did not wait for the first */
+		assert_true(__atomic_load_n(&hold_start[1], __ATOMIC_RELAXED) <
+			    __atomic_load_n(&hold_end[0], __ATOMIC_RELAXED));
+	}
+	assert_int_equal(baton_stage_destroy(st), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +467,7 @@ int main(void)
 		STAGE_TESTS(test_shrink_pool),
 		STAGE_TESTS(test_runners_reused),
 		STAGE_TESTS(test_pinned_workers),
+		STAGE_TESTS(test_spread_over_workers),
 	};
 
 	/* e.g. BATON_TEST_FILTER='*1w' to run a few while debugging */

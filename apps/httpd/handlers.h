@@ -20,6 +20,7 @@ struct httpd_handler_opts {
 	bool lua_shared;		/* one Lua state for every worker */
 	bool scheme_eval;		/* interpret the file instead of compiling it */
 	size_t max_response_body;	/* a larger body breaks a rule */
+	unsigned lua_slice;		/* Lua VM instructions per slice; 0 = default */
 };
 
 #define HTTPD_MAX_RESPONSE_BODY_DEFAULT ((size_t)16 << 20)

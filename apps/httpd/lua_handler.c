@@ -17,6 +17,11 @@
  * safe. With --lua-shared there is one state for all workers, reached
  * through its sequencer from every worker (calls batched by flat combining
  * when workers contend), for handlers that need one set of globals.
+ *
+ * Each request's handler is a coroutine of the state, run in slices of
+ * --lua-slice VM instructions (bindings/lua, baton_lua_run): a long handler
+ * gives the state and the worker to the other requests between slices, and
+ * waits (baton.sleep, baton.tcp, baton.http_get) park only its request.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +44,7 @@ struct lua_vm {
 struct lua_handler {
 	const char *file;
 	size_t max_response_body;
+	unsigned slice; /* VM instructions per slice (--lua-slice) */
 	unsigned n;
 	struct lua_vm vm[];
 };
@@ -116,6 +122,7 @@ void *httpd_lua_load(const struct httpd_handler_opts *opts)
 	}
 	h->file = opts->file;
 	h->max_response_body = opts->max_response_body;
+	h->slice = opts->lua_slice;
 	for (; h->n < n; h->n++) {
 		if (load_vm(&h->vm[h->n], opts->file, h->n) != 0) {
 			httpd_lua_unload(h);
@@ -128,48 +135,61 @@ void *httpd_lua_load(const struct httpd_handler_opts *opts)
 struct call_job {
 	const struct baton_http_req *req;
 	struct httpd_reply *reply;
-	int ref;
+	int ref;     /* the handler function */
+	int req_ref; /* the request table, while the call lasts */
 };
 
-/* Runs under lua_pcall, so that any Lua error on the way (the handler's,
- * or a memory error while building the request) lands in one place. The
- * reply lives outside the Lua stack and owns whatever it allocated, so
- * nothing leaks when an error unwinds through here. */
-static int protected_call(lua_State *L)
+/*
+ * The handler runs as a Lua task of the state (baton_lua_run): a coroutine
+ * that a count hook yields every --lua-slice instructions, and that the
+ * `baton` library's waits (baton.sleep, sockets, the HTTP client) yield
+ * while the request's task waits. Between slices the state is free for the
+ * other requests of the worker. Every step below runs under lua_pcall on
+ * the state's main thread, so any Lua error on the way (the handler's, or
+ * a memory error while building the request) lands in one place; the reply
+ * lives outside the Lua stack and owns whatever it allocated.
+ */
+static int call_start(lua_State *L, void *arg)
 {
-	struct call_job *j = lua_touserdata(L, 1);
-	int base = lua_gettop(L) + 1; /* the function, then its results */
+	struct call_job *j = arg;
 
 	lua_rawgeti(L, LUA_REGISTRYINDEX, j->ref);
 	httpd_lua_push_request(L, j->req);
+	lua_pushvalue(L, -1);
+	j->req_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	httpd_lua_push_body(L, j->req);
-	lua_call(L, 2, LUA_MULTRET);
-	httpd_lua_take_response(L, base, lua_gettop(L) - base + 1, j->reply);
+	return 2;
+}
+
+/* Before every slice after the first: another request's slices may have
+ * run since the last one, so this request's table is the one being served
+ * again. */
+static void call_resume(lua_State *L, void *arg)
+{
+	struct call_job *j = arg;
+
+	if (j->req_ref == LUA_NOREF)
+		return;
+	lua_rawgeti(L, LUA_REGISTRYINDEX, j->req_ref);
+	httpd_lua_serve_request(L, lua_gettop(L), j->req);
+	lua_pop(L, 1);
+}
+
+static int call_finish(lua_State *L, int base, int n, void *arg)
+{
+	struct call_job *j = arg;
+
+	httpd_lua_take_response(L, base, n, j->reply);
 	return 0;
 }
 
-static void *call_on_stack(lua_State *L, void *arg)
+static void call_done(lua_State *L, void *arg)
 {
 	struct call_job *j = arg;
-	int top = lua_gettop(L);
 
-	if (!lua_checkstack(L, 8)) {
-		httpd_reply_error(j->reply, "the Lua stack is full", 21);
-		return NULL;
-	}
-	lua_pushcfunction(L, protected_call);
-	lua_pushlightuserdata(L, j);
-	if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-		size_t len = 0;
-		const char *msg = lua_tolstring(L, -1, &len);
-
-		if (msg == NULL)
-			msg = "(error object is not a string)", len = strlen(msg);
-		httpd_reply_error(j->reply, msg, len);
-	}
 	httpd_lua_end_request(L);
-	lua_settop(L, top);
-	return NULL;
+	luaL_unref(L, LUA_REGISTRYINDEX, j->req_ref);
+	j->req_ref = LUA_NOREF;
 }
 
 /* The state of the worker running this task; the first one outside the
@@ -186,16 +206,22 @@ int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_res
 	struct lua_handler *h = ctx;
 	struct lua_vm *vm = pick_vm(h);
 	struct httpd_reply reply;
-	struct call_job j = { req, &reply, vm->ref };
+	struct call_job j = { req, &reply, vm->ref, LUA_NOREF };
+	struct baton_lua_run run = { call_start, call_finish, call_resume, call_done, &j,
+				     h->slice };
+	struct baton_lua_value err = { BATON_LUA_NIL, { 0 } };
 	int rc;
 
 	httpd_reply_init(&reply, resp, h->max_response_body);
-	rc = baton_lua_with(vm->bl, call_on_stack, &j, NULL);
-	if (rc != BATON_OK) {
+	rc = baton_lua_run(vm->bl, &run, &err);
+	if (rc == BATON_LUA_ERROR && err.type == BATON_LUA_STRING) {
+		httpd_reply_error(&reply, err.u.s.ptr, err.u.s.len);
+	} else if (rc != BATON_OK) {
 		const char *why = baton_strerror(rc);
 
 		httpd_reply_error(&reply, why, strlen(why));
 	}
+	baton_lua_value_clear(&err);
 	rc = httpd_reply_done(&reply, "lua", h->file);
 	if (rc == BATON_OK && reply.stream)
 		rc = httpd_lua_stream(vm->bl, req, &reply, h->file);

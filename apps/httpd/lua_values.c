@@ -242,7 +242,12 @@ void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req)
 	lua_setfield(L, -2, "version");
 	push_request_meta(L);
 	lua_setmetatable(L, -2);
-	lua_pushvalue(L, -1);
+	httpd_lua_serve_request(L, lua_gettop(L), req);
+}
+
+void httpd_lua_serve_request(lua_State *L, int idx, const struct baton_http_req *req)
+{
+	lua_pushvalue(L, idx);
 	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_table_key);
 	lua_pushlightuserdata(L, (void *)req);
 	lua_rawsetp(L, LUA_REGISTRYINDEX, &current_req_key);

@@ -17,6 +17,10 @@ void httpd_lua_push_request(lua_State *L, const struct baton_http_req *req);
 /* Push the body: a string, or nil when the request has none. */
 void httpd_lua_push_body(lua_State *L, const struct baton_http_req *req);
 
+/* Before each slice of a call: the request table at index idx is the one
+ * being served again (other calls' slices ran on the state in between). */
+void httpd_lua_serve_request(lua_State *L, int idx, const struct baton_http_req *req);
+
 /* After the call (also after an error): the request's headers can no
  * longer be built (req is about to go away). */
 void httpd_lua_end_request(lua_State *L);

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 		"                           (values headers body) or (values status headers body);\n"
 		"                           compiled with csc at start-up; FILE.so is loaded as is\n"
 		"  --lua-shared             one Lua state for all workers (default: one per worker)\n"
+		"  --lua-slice N            Lua VM instructions a handler runs before the other\n"
+		"                           requests of its worker get a turn (10000)\n"
 		"  --scheme-eval            interpret the Scheme FILE with eval instead of compiling it\n"
 		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 (16777216)\n"
 		"  --static DIR             serve GET/HEAD files under DIR before the handler, never\n"
@@ -199,7 +201,7 @@ int main(int argc, char **argv)
 	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
 	const char *admin = NULL;
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
-	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT };
+	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT, 0 };
 	const char *kind = "hello";
 	struct signal_ctx sc = { .drain_ms = 30000 };
 	baton_sched_t *s;
@@ -248,6 +250,8 @@ int main(int argc, char **argv)
 			a.handler_queue = (size_t)parse_num(o, v, 1, 1 << 24);
 		} else if (!strcmp(o, "--queue-timeout")) {
 			a.queue_timeout_ns = parse_num(o, v, 0, 86400000) * 1000000;
+		} else if (!strcmp(o, "--lua-slice")) {
+			ho.lua_slice = (unsigned)parse_num(o, v, 100, 1L << 30);
 		} else if (!strcmp(o, "--static")) {
 			a.static_dir = v;
 		} else if (!strcmp(o, "--static-symlinks")) {

@@ -11,16 +11,10 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "baton_lua.h"
-
-struct baton_lua {
-	baton_seq_t *seq;
-	lua_State *L; /* used only on the sequencer's stack */
-	int open_rc;
-};
+#include "lua_internal.h"
 
 /* A copy of a Lua string (or a C string) as a value the caller owns. */
-static int set_string(struct baton_lua_value *v, const char *p, size_t len)
+int baton__lua_set_string(struct baton_lua_value *v, const char *p, size_t len)
 {
 	char *copy = malloc(len + 1);
 
@@ -43,7 +37,7 @@ static int take_error(lua_State *L, struct baton_lua_value *v)
 	if (v != NULL) {
 		if (msg == NULL)
 			msg = "(error object is not a string)", len = strlen(msg);
-		set_string(v, msg, len);
+		baton__lua_set_string(v, msg, len);
 	}
 	lua_pop(L, 1);
 	return BATON_LUA_ERROR;
@@ -59,6 +53,15 @@ static void *open_state(void *arg)
 		return NULL;
 	}
 	luaL_openlibs(bl->L);
+	/* The main thread's extra space is what new threads copy: no run. */
+	*(void **)lua_getextraspace(bl->L) = NULL;
+	lua_pushcfunction(bl->L, baton__lua_open_lib);
+	if (lua_pcall(bl->L, 0, 0, 0) != LUA_OK) {
+		lua_close(bl->L);
+		bl->L = NULL;
+		bl->open_rc = BATON_ENOMEM;
+		return NULL;
+	}
 	bl->open_rc = BATON_OK;
 	return NULL;
 }
@@ -153,7 +156,7 @@ static int pop_result(lua_State *L, struct baton_lua_value *v)
 		size_t len;
 		const char *p = lua_tolstring(L, -1, &len);
 
-		rc = set_string(v, p, len);
+		rc = baton__lua_set_string(v, p, len);
 		break;
 	}
 	default: {

@@ -100,6 +100,65 @@ int baton_lua_with(baton_lua_t *bl, void *(*fn)(struct lua_State *L, void *arg),
 /* The sequencer (for baton_seq_set_batch, baton_seq_stats). */
 baton_seq_t *baton_lua_seq(baton_lua_t *bl);
 
+/*
+ * Lua tasks: a function run as a coroutine of the state, in slices. Every
+ * `slice` VM instructions a count hook yields the coroutine back to
+ * baton_lua_run(), which leaves the sequencer (so that other calls, other
+ * runs' slices among them, get the state) and, from a scheduler task,
+ * yields to its worker's other tasks before the next slice. Where Lua
+ * cannot yield (inside a C function such as table.sort's comparator, or a
+ * coroutine the function made itself) the slice runs on to the next point
+ * where it can.
+ *
+ * Inside a run the `baton` library's waits park the task instead of its
+ * worker (docs/embedding-lua.md): baton.sleep(s), baton.yield(),
+ * baton.tcp() sockets shaped like OpenResty's ngx.socket.tcp (settimeout,
+ * connect, send, receive(n | "*l" | "*a"), close) and baton.http_request /
+ * baton.http_get on top of them; baton.now() and baton.clock() read the
+ * clocks. Outside a run (baton_lua_call and the others) they raise an
+ * error. The sockets a run opened are closed when it ends.
+ *
+ *     static int push_fn(struct lua_State *L, void *arg)   // start
+ *     {
+ *         lua_getglobal(L, "handler");
+ *         lua_pushstring(L, arg);
+ *         return 1;                                        // one argument
+ *     }
+ *     static int take(struct lua_State *L, int base, int n, void *arg)
+ *     {
+ *         ...lua_tostring(L, base)...                      // may raise
+ *         return 0;
+ *     }
+ *     struct baton_lua_run r = { push_fn, take, NULL, NULL, "x", 0 };
+ *     rc = baton_lua_run(bl, &r, &err);                    // from a task
+ */
+#define BATON_LUA_SLICE_DEFAULT 10000u
+
+struct baton_lua_run {
+	/* Push the function and its arguments onto L, return how many
+	 * arguments. On the stack, in protected mode: it may raise. */
+	int (*start)(struct lua_State *L, void *arg);
+	/* The function returned n values, at L's indices base..base+n-1.
+	 * Protected: it may raise (the run's result is then that error). */
+	int (*finish)(struct lua_State *L, int base, int n, void *arg);
+	/* May be NULL. Before each slice but the first (other runs' slices
+	 * may have run on the state since the last one). Protected: it may
+	 * raise. */
+	void (*resume)(struct lua_State *L, void *arg);
+	/* May be NULL. Once after the last slice, also after an error. Must
+	 * not raise. */
+	void (*done)(struct lua_State *L, void *arg);
+	void *arg;
+	unsigned slice; /* VM instructions per slice; 0 = BATON_LUA_SLICE_DEFAULT */
+};
+
+/* Run r->start's function to its end, slice by slice (above). Errors:
+ * BATON_EINVAL (NULL bl or r, or no start or finish), BATON_EDEADLK (called
+ * from inside a call on the same state), BATON_LUA_ERROR (the function,
+ * start or finish raised: the message as a string in *err if err is not
+ * NULL, to be cleared), BATON_ENOMEM, baton_seq_call's. */
+int baton_lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_lua_value *err);
+
 /* Free a string result; sets *v to nil. NULL is a no-op. */
 void baton_lua_value_clear(struct baton_lua_value *v);
 

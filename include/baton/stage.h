@@ -175,8 +175,9 @@ struct baton_stage_attr {
 	size_t nneeds;		/* <= BATON_STAGE_MAX_NEEDS, distinct pools */
 	struct baton_task_attr task; /* dispatcher and handler tasks */
 	int first_worker;	/* with nworkers > 0: handlers run on workers */
-	unsigned nworkers;	/* [first_worker, first_worker + nworkers);
-				   0 for a stage without handler (rule 6) */
+	unsigned nworkers;	/* [first_worker, first_worker + nworkers), each
+				   item on the one with the fewest handlers
+				   busy; 0 for a stage without handler (rule 6) */
 };
 #define BATON_STAGE_ATTR_INIT \
 	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0 }

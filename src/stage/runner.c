@@ -30,13 +30,14 @@
 #include "../common/alloc.h"
 #include "stage_internal.h"
 
-/* A new runner's argument: its first item. Listed in the stage until the
- * runner has started, so that a runner freed before it ran (the
- * scheduler's destroy) does not take its job with it. */
+/* A new runner's argument: its first item and its worker (slot). Listed in
+ * the stage until the runner has started, so that a runner freed before it
+ * ran (the scheduler's destroy) does not take its job with it. */
 struct stage_job {
 	struct stage_job *next; /* st->unstarted, under st->lock */
 	struct baton_stage *st;
 	void *item;
+	unsigned slot;
 };
 
 /* Under the lock. The list holds the runners spawned and not yet started
@@ -59,6 +60,7 @@ static void *pop(struct baton_stage *st, int64_t now, struct baton_wakelist *wl)
 	st->wait_ns += (uint64_t)(now - st->ring[st->head].t0);
 	st->head = (st->head + 1) % st->cap;
 	st->count--;
+	st->popped++;
 	st->running++;
 	baton__stage_admit(st, now, wl);
 	return item;
@@ -72,34 +74,53 @@ static bool can_take(const struct baton_stage *st)
 	return st->nneeds == 0 && st->count > 0 && st->running < st->concurrency;
 }
 
-
-/* Hand `item` to an idle runner; false if none waits (one whose idle wait
- * timed out is skipped: the claim fails, it decrements nidle itself). The
- * caller counts the item as running. */
-bool baton__stage_hand_to_idle(struct baton_stage *st, void *item, struct baton_wakelist *wl)
+/* Under the lock: the worker (slot) a new item should go to: the fewest
+ * busy runners, then one with an idle runner (no spawn); among equals,
+ * round robin. `prefer` (a runner's own slot, or -1) wins when it is as
+ * little busy as any: it goes on without a hand-off. */
+static unsigned pick_slot(struct baton_stage *st, int prefer)
 {
-	struct baton_waiter *w = baton_waitq_claim_first(&st->runners);
+	unsigned best, key, k;
 
-	if (w == NULL)
-		return false;
-	st->nidle--;
-	w->value = item;
-	baton_waiter_wake(wl, w, BATON_OK);
-	return true;
+	if (st->nslots == 1)
+		return 0;
+	best = st->next_slot % st->nslots;
+	key = 2 * st->slots[best].busy + (st->slots[best].nidle == 0);
+	for (unsigned i = 1; i < st->nslots; i++) {
+		unsigned s = (best + i) % st->nslots;
+
+		k = 2 * st->slots[s].busy + (st->slots[s].nidle == 0);
+		if (k < key)
+			best = s, key = k;
+	}
+	if (prefer >= 0 && st->slots[prefer].busy <= st->slots[best].busy)
+		return (unsigned)prefer;
+	st->next_slot = best + 1;
+	return best;
+}
+
+bool baton__stage_runners_linked(const struct baton_stage *st)
+{
+	for (unsigned i = 0; i < st->nslots; i++)
+		if (st->slots[i].idle.head != NULL)
+			return true;
+	return false;
 }
 
 /* Tell every idle runner to end (a drainer wants them gone). */
 void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl)
 {
-	st->nidle -= (unsigned)baton_waitq_wake_all(&st->runners, wl, BATON_ESHUTDOWN);
+	for (unsigned i = 0; i < st->nslots; i++)
+		st->slots[i].nidle -= (unsigned)baton_waitq_wake_all(&st->slots[i].idle, wl,
+								     BATON_ESHUTDOWN);
 }
 
-/* Run one item's handler, started at `start`, and give back its needs;
- * returns the time it ended. A runner that goes on with the next item uses
- * that time as the next start: a clock read costs as much as the rest of a
- * hand-off on some machines (29 ns in a VM), so an item pays for two, the
- * submit's and this one. */
-static int64_t run_one(struct baton_stage *st, void *item, int64_t start)
+/* Run one item's handler, started at `start`, on a runner of `slot`, and
+ * give back its needs; returns the time it ended. A runner that goes on
+ * with the next item uses that time as the next start: a clock read costs
+ * as much as the rest of a hand-off on some machines (29 ns in a VM), so
+ * an item pays for two, the submit's and this one. */
+static int64_t run_one(struct baton_stage *st, unsigned slot, void *item, int64_t start)
 {
 	int64_t end;
 
@@ -110,70 +131,176 @@ static int64_t run_one(struct baton_stage *st, void *item, int64_t start)
 			baton_pool_release(st->needs[i].pool, st->needs[i].units);
 	baton_spin_lock(&st->lock);
 	st->running--;
+	st->slots[slot].busy--;
 	st->completed++;
 	st->handler_ns += (uint64_t)(end - start);
 	baton_spin_unlock(&st->lock);
 	return end;
 }
 
+/* The task attributes of a runner of `slot`: bound to that worker when the
+ * stage has workers of its own. */
+static struct baton_task_attr slot_task_attr(const struct baton_stage *st, unsigned slot)
+{
+	struct baton_task_attr ta = st->task;
+
+	if (st->nworkers > 0) {
+		ta.worker = st->first_worker + (int)slot;
+		ta.flags |= BATON_TASK_BOUND;
+	}
+	return ta;
+}
+
+static void runner_task(void *arg);
+
+/* Under the lock, which it releases: give `item` (counted as running) to
+ * a runner of `slot`: an idle one, or a new one. BATON_ENOMEM if none
+ * could be spawned (the slot is not charged then). */
+static int start_on_locked(struct baton_stage *st, unsigned slot, void *item)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct stage_slot *sl = &st->slots[slot];
+	struct baton_waiter *w = baton_waitq_claim_first(&sl->idle);
+	struct baton_task_attr ta;
+	struct stage_job *job;
+
+	sl->busy++;
+	if (w != NULL) { /* one whose idle wait timed out is skipped: leaving */
+		sl->nidle--;
+		w->value = item;
+		baton_waiter_wake(&wl, w, BATON_OK);
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+		return BATON_OK;
+	}
+	st->nrunners++;
+	st->runners_started++;
+	ta = slot_task_attr(st, slot);
+	baton_spin_unlock(&st->lock);
+	job = baton__malloc(sizeof(*job));
+	if (job != NULL) {
+		job->st = st;
+		job->item = item;
+		job->slot = slot;
+		baton_spin_lock(&st->lock);
+		job->next = st->unstarted;
+		st->unstarted = job;
+		baton_spin_unlock(&st->lock);
+		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
+			return BATON_OK;
+		baton_spin_lock(&st->lock);
+		job_unlink(st, job);
+		baton_spin_unlock(&st->lock);
+		baton__free(job);
+	}
+	baton_spin_lock(&st->lock);
+	sl->busy--;
+	st->nrunners--;
+	st->runners_started--;
+	baton__stage_wake_drainers(st, &wl);
+	baton_spin_unlock(&st->lock);
+	baton_wakelist_run(&wl);
+	return BATON_ENOMEM;
+}
+
+int baton__stage_start_locked(struct baton_stage *st, void *item)
+{
+	return start_on_locked(st, pick_slot(st, -1), item);
+}
+
+/*
+ * After an item, with the lock: find the runner of `slot` its next item.
+ * While the head may be taken without the dispatcher, the runner takes it
+ * if its worker is as little busy as any, and otherwise starts it on the
+ * less busy worker and looks again. Then it waits as an idle runner of its
+ * worker. True with *item set (counted running, charged to the slot) and
+ * the lock released; false with the lock held: the runner ends.
+ */
+static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_t *t)
+{
+	struct baton_task *self = baton_task_self();
+	struct stage_slot *sl = &st->slots[slot];
+	int rc;
+
+	for (;;) {
+		struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+		while (can_take(st)) {
+			unsigned to = pick_slot(st, (int)slot);
+			void *it = pop(st, *t, &wl);
+
+			if (to == slot) {
+				sl->busy++;
+				*item = it;
+				baton_spin_unlock(&st->lock);
+				baton_wakelist_run(&wl);
+				return true;
+			}
+			baton_spin_unlock(&st->lock);
+			baton_wakelist_run(&wl);
+			baton_spin_lock(&st->lock);
+			if (start_on_locked(st, to, it) != BATON_OK) {
+				baton_spin_lock(&st->lock); /* no runner there: ours, then */
+				sl->busy++;
+				*item = it;
+				baton_spin_unlock(&st->lock);
+				return true;
+			}
+			baton_spin_lock(&st->lock);
+		}
+		baton__stage_poke(st, &wl); /* a dispatcher waiting for a concurrency slot */
+		if (sl->nidle >= st->concurrency) {
+			baton_spin_unlock(&st->lock);
+			baton_wakelist_run(&wl);
+			baton_spin_lock(&st->lock);
+			return false; /* enough wait already */
+		}
+		sl->nidle++;
+		baton_spin_unlock(&st->lock);
+		baton_wakelist_run(&wl);
+		baton_spin_lock(&st->lock);
+		if (can_take(st)) { /* arrived while we were unlocked */
+			sl->nidle--;
+			*t = baton__clock_now();
+			continue;
+		}
+		rc = baton__wait_one(self, &sl->idle, &st->lock, 0, NULL, item,
+				     BATON_STAGE_RUNNER_IDLE_NS);
+		if (rc == BATON_OK) {
+			*t = baton__clock_now();
+			return true; /* handed an item, counted running and charged */
+		}
+		baton_spin_lock(&st->lock);
+		if (rc != BATON_ESHUTDOWN) /* timed out (or no timer): we left */
+			sl->nidle--;
+		return false;
+	}
+}
+
 /*
  * A runner handles items until none comes for BATON_STAGE_RUNNER_IDLE_NS:
  * the item it was started with, then the head of the queue if it may take
  * it, else whatever the dispatcher or a submitter hands it while it waits
- * on `runners`. Spawning a task per item cost more than the item's hand-off
- * (docs/stages.md); a runner costs one wake-up per item, none while the
- * queue stays non-empty.
+ * on its worker's idle queue. Spawning a task per item cost more than the
+ * item's hand-off (docs/stages.md); a runner costs one wake-up per item,
+ * none while the queue stays non-empty.
  */
 static void runner_task(void *arg)
 {
 	struct stage_job *job = arg;
 	struct baton_stage *st = job->st;
 	void *item = job->item;
-	struct baton_task *self = baton_task_self();
+	unsigned slot = job->slot;
 	int64_t t = baton__clock_now();
-	int rc;
 
 	baton_spin_lock(&st->lock);
 	job_unlink(st, job);
 	baton_spin_unlock(&st->lock);
 	baton__free(job);
-	for (;;) {
-		struct baton_wakelist wl = BATON_WAKELIST_INIT;
-
-		t = run_one(st, item, t);
+	do {
+		t = run_one(st, slot, item, t);
 		baton_spin_lock(&st->lock);
-		if (can_take(st)) {
-			item = pop(st, t, &wl);
-			baton_spin_unlock(&st->lock);
-			baton_wakelist_run(&wl);
-			continue;
-		}
-		baton__stage_poke(st, &wl); /* a dispatcher waiting for a concurrency slot */
-		if (st->nidle >= st->concurrency)
-			break; /* enough wait already */
-		st->nidle++;
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
-		baton_spin_lock(&st->lock);
-		if (can_take(st)) { /* arrived while we were unlocked */
-			st->nidle--;
-			t = baton__clock_now();
-			item = pop(st, t, &wl);
-			baton_spin_unlock(&st->lock);
-			baton_wakelist_run(&wl);
-			continue;
-		}
-		rc = baton__wait_one(self, &st->runners, &st->lock, 0, NULL, &item,
-				    BATON_STAGE_RUNNER_IDLE_NS);
-		if (rc == BATON_OK) {
-			t = baton__clock_now();
-			continue; /* handed an item, counted as running */
-		}
-		baton_spin_lock(&st->lock);
-		if (rc != BATON_ESHUTDOWN) /* timed out (or no timer): we left */
-			st->nidle--;
-		break;
-	}
+	} while (next_item(st, slot, &item, &t));
 	/* With the lock: end this runner. */
 	{
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
@@ -186,59 +313,18 @@ static void runner_task(void *arg)
 	}
 }
 
-/* The task attributes of the stage's next task: pinned round robin over
- * the stage's workers when it has some. */
-static struct baton_task_attr next_task_attr(struct baton_stage *st)
-{
-	struct baton_task_attr ta = st->task;
-
-	if (st->nworkers > 0) {
-		ta.worker = st->first_worker + (int)(st->next_worker++ % st->nworkers);
-		ta.flags |= BATON_TASK_BOUND;
-	}
-	return ta;
-}
-
-/* Give the item (counted as running) to an idle runner or a new one;
- * without memory for a runner, the caller runs the handler itself. Called
- * without the lock. */
+/* Give the item (counted as running) to a runner on the least busy
+ * worker; without a runner to be had, the caller (the dispatcher) runs
+ * the handler itself. Called without the lock. */
 static void start(struct baton_stage *st, void *item)
 {
-	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_task_attr ta;
-	struct stage_job *job;
-	bool handed;
-
 	baton_spin_lock(&st->lock);
-	handed = baton__stage_hand_to_idle(st, item, &wl);
-	if (!handed) {
-		st->nrunners++;
-		st->runners_started++;
-	}
-	ta = next_task_attr(st);
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
-	if (handed)
+	if (baton__stage_start_locked(st, item) == BATON_OK)
 		return;
-	job = baton__malloc(sizeof(*job));
-	if (job != NULL) {
-		job->st = st;
-		job->item = item;
-		baton_spin_lock(&st->lock);
-		job->next = st->unstarted;
-		st->unstarted = job;
-		baton_spin_unlock(&st->lock);
-		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
-			return;
-		baton_spin_lock(&st->lock);
-		job_unlink(st, job);
-		baton_spin_unlock(&st->lock);
-		baton__free(job);
-	}
-	run_one(st, item, baton__clock_now());
 	baton_spin_lock(&st->lock);
-	st->nrunners--;
+	st->slots[0].busy++; /* run_one gives it back */
 	baton_spin_unlock(&st->lock);
+	run_one(st, 0, item, baton__clock_now());
 }
 
 /* Block the dispatcher until poked; called and returns with the lock. */
@@ -293,7 +379,17 @@ static void dispatch(void *arg)
  * dispatches: the next submit, close or drain kicks again. */
 int baton__stage_spawn_dispatcher(struct baton_stage *st)
 {
-	int rc = baton_sched_spawn(st->sched, &st->task, dispatch, st);
+	struct baton_task_attr ta;
+	int rc;
+
+	/* On the least busy of the stage's workers: on one whose handler
+	 * holds it, it would wait for that handler; on the submitter's, it
+	 * would share that worker's copy stack with the submitter, whose
+	 * item may live on it. */
+	baton_spin_lock(&st->lock);
+	ta = slot_task_attr(st, pick_slot(st, -1));
+	baton_spin_unlock(&st->lock);
+	rc = baton_sched_spawn(st->sched, &ta, dispatch, st);
 
 	if (rc != BATON_OK) {
 		baton_spin_lock(&st->lock);
@@ -327,7 +423,9 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 	st->rejected += lost;
 	st->count = st->head = 0;
 	st->running = 0;
-	st->nrunners = st->nidle = 0;
+	st->nrunners = 0;
+	for (unsigned i = 0; i < st->nslots; i++)
+		st->slots[i].nidle = st->slots[i].busy = 0;
 	st->active = false;
 	st->closed = true;
 	st->sched = NULL; /* freed: nothing may spawn on it */

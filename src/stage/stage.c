@@ -4,15 +4,16 @@
  * runner.c, tasks passing through a stage without handler in pass.c.
  *
  * Everything mutable lives under the stage's spinlock; a task blocks on one
- * of five wait queues of the stage (the wait protocol of
+ * of the wait queues of the stage (the wait protocol of
  * src/sched/sched_internal.h, through baton__wait_one):
  *   producers   submitters finding the queue full; the waiter carries the
  *               item, and whoever frees a slot moves that item into the
  *               ring and wakes its producer (FIFO hand-off: nobody barges)
  *   dispatcher  the dispatcher, waiting for a concurrency slot
  *   drainers    tasks in baton_stage_drain, woken when the stage is idle
- *   runners     idle runners; whoever hands one an item puts it in the
- *               waiter (count it running first)
+ *   idle        per worker of the stage (slots), its idle runners;
+ *               whoever hands one an item puts it in the waiter (count it
+ *               running first)
  *   passers     tasks waiting to enter a stage without handler (pass.c)
  */
 #include <stdlib.h>
@@ -82,12 +83,18 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	st->sched = s;
 	st->fn = attr->fn;
 	st->ctx = attr->ctx;
+	/* The dispatcher runs where it is spawned (the submitter's worker):
+	 * pinned to one of the stage's workers, it would wait behind a long
+	 * handler there while the other workers stand idle. */
 	st->task = attr->task;
 	st->first_worker = attr->first_worker;
 	st->nworkers = attr->nworkers;
-	if (st->nworkers > 0) { /* the dispatcher too: it hands items to runners */
-		st->task.worker = st->first_worker;
-		st->task.flags |= BATON_TASK_BOUND;
+	st->nslots = !attr->fn ? 0 : attr->nworkers > 0 ? attr->nworkers : 1; /* fn NULL: no runners */
+	st->slots = attr->fn ? baton__calloc(st->nslots, sizeof(*st->slots)) : NULL;
+	if (attr->fn && st->slots == NULL) {
+		baton__free(st->ring);
+		baton__free(st);
+		return BATON_ENOMEM;
 	}
 	memcpy(st->needs, needs, n * sizeof(needs[0]));
 	st->nneeds = n;
@@ -104,26 +111,34 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	return BATON_OK;
 }
 
-/* A submit whose dispatcher could not be spawned takes its item back. No
- * dispatcher ran since the submit pushed it (it set `active` itself and
- * only a dispatcher pops or clears it), so the ring only grew at the tail
- * and the item is still at position `pos`. */
-static void unsubmit(struct baton_stage *st, size_t pos)
+/* A submit whose dispatcher could not be spawned takes its item back,
+ * item number `nr` of all pushed, unless a handler task has taken it
+ * meanwhile (runners take the head without a dispatcher): then it runs,
+ * and the submit succeeded. Only the head moves while it waits, so an
+ * item still queued is at position nr - popped. */
+static bool unsubmit(struct baton_stage *st, uint64_t nr)
 {
+	size_t pos;
+
 	baton_spin_lock(&st->lock);
+	if (nr < st->popped) {
+		baton_spin_unlock(&st->lock);
+		return false;
+	}
+	pos = (size_t)(nr - st->popped);
 	for (size_t i = pos; i + 1 < st->count; i++)
 		st->ring[(st->head + i) % st->cap] =
 			st->ring[(st->head + i + 1) % st->cap];
 	st->count--;
 	st->submitted--;
 	baton_spin_unlock(&st->lock);
+	return true;
 }
 
 int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *t;
-	size_t pos;
 	bool spawn;
 	int rc;
 
@@ -137,28 +152,36 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		baton_spin_unlock(&st->lock);
 		return BATON_ESHUTDOWN;
 	}
-	/* An idle runner and nothing ahead of us: hand it over. (A runner
-	 * whose idle wait just timed out is skipped: it is leaving.) */
-	if (st->count == 0 && st->nneeds == 0 && st->running < st->concurrency &&
-	    baton__stage_hand_to_idle(st, item, &wl)) {
+	/* A free slot, nothing to acquire and nothing ahead of us: hand the
+	 * item to a runner on the least busy worker ourselves (an idle one, or
+	 * a new one), without the dispatcher. */
+	if (st->count == 0 && st->nneeds == 0 && st->running < st->concurrency) {
 		st->submitted++;
 		st->running++;
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
-		return BATON_OK;
+		if (baton__stage_start_locked(st, item) == BATON_OK)
+			return BATON_OK;
+		/* No runner could be spawned: queue it for the dispatcher. */
+		baton_spin_lock(&st->lock);
+		st->submitted--;
+		st->running--;
+		if (st->closed) {
+			st->rejected++;
+			baton_spin_unlock(&st->lock);
+			return BATON_ESHUTDOWN;
+		}
 	}
 	if (st->count < st->limit) {
-		pos = st->count;
+		uint64_t nr = st->popped + st->count;
+
 		baton__stage_push(st, item, baton__clock_now());
-		if (pos == 0)
+		if (st->count == 1)
 			baton__stage_poke(st, &wl); /* a dispatcher idle between handlers */
 		spawn = kick(st);
 		baton_spin_unlock(&st->lock);
 		baton_wakelist_run(&wl);
-		if (spawn && (rc = baton__stage_spawn_dispatcher(st)) != BATON_OK) {
-			unsubmit(st, pos);
+		if (spawn && (rc = baton__stage_spawn_dispatcher(st)) != BATON_OK &&
+		    unsubmit(st, nr))
 			return rc;
-		}
 		return BATON_OK;
 	}
 	if (timeout_ns == 0) {
@@ -311,7 +334,7 @@ int baton_stage_destroy(baton_stage_t *st)
 	baton_spin_lock(&st->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
 	busy = !baton__stage_idle(st) || st->producers.head != NULL || st->drainers.head != NULL ||
-	       st->dispatcher.head != NULL || st->runners.head != NULL ||
+	       st->dispatcher.head != NULL || baton__stage_runners_linked(st) ||
 	       st->passers.head != NULL;
 	baton_spin_unlock(&st->lock);
 	if (busy)
@@ -323,6 +346,7 @@ int baton_stage_destroy(baton_stage_t *st)
 		st->needs[i].pool->users--;
 		baton_spin_unlock(&st->needs[i].pool->u.lock);
 	}
+	baton__free(st->slots);
 	baton__free(st->ring);
 	baton__free(st);
 	return BATON_OK;

@@ -24,6 +24,16 @@ struct stage_entry {
 	int64_t t0; /* accepted, CLOCK_MONOTONIC ns */
 };
 
+/* The runners of one worker of the stage (the only one when the stage has
+ * no workers of its own): an item goes to the worker with the fewest busy
+ * runners, so a worker held by a long handler does not collect the next
+ * item while another stands idle. */
+struct stage_slot {
+	struct baton_waitq idle; /* its runners waiting for an item */
+	unsigned nidle;		 /* of them, counted (timed-out ones until they leave) */
+	unsigned busy;		 /* its runners holding an item (running or suspended) */
+};
+
 struct baton_stage {
 	baton_spinlock_t lock;
 	struct stage_entry *ring;	/* cap entries; count of them from head */
@@ -32,11 +42,14 @@ struct baton_stage {
 	bool closed;
 	bool active;		/* a dispatcher task exists (or is spawning) */
 	unsigned nrunners;	/* runner tasks alive (spawning included) */
-	unsigned nidle;		/* of them, waiting in `runners` */
-	unsigned next_worker;	/* round robin over the stage's workers */
-	struct baton_waitq producers, dispatcher, drainers, runners;
+	unsigned next_slot;	/* round robin among equally busy workers */
+	struct stage_slot *slots; /* nslots: one per worker of the stage, or 1 */
+	unsigned nslots;
+	struct baton_waitq producers, dispatcher, drainers;
 	struct baton_waitq passers; /* tasks waiting to enter (fn NULL) */
 	uint64_t submitted, rejected, completed, handler_ns, wait_ns, runners_started;
+	uint64_t popped;	/* items taken from the ring so far: the ring's
+				   head is item number `popped` of all pushed */
 
 	/* Fixed at creation. */
 	baton_sched_t *sched;
@@ -111,9 +124,14 @@ static inline void baton__stage_admit(struct baton_stage *st, int64_t now,
 }
 
 /* runner.c: the dispatcher and the runners. */
-/* Under the lock: hand `item` to an idle runner; false if none waits. The
- * caller counts the item as running. */
-bool baton__stage_hand_to_idle(struct baton_stage *st, void *item, struct baton_wakelist *wl);
+/* Under the lock, which it releases: give `item`, counted as running by the
+ * caller, to the worker with the fewest busy runners (an idle runner there
+ * or a new one). BATON_ENOMEM when no runner could be spawned: the item
+ * still counts as running and the caller must run or take it back. */
+int baton__stage_start_locked(struct baton_stage *st, void *item);
+/* Under the lock: true if a runner is linked in an idle queue (one whose
+ * wait timed out too, until it has unlinked itself). */
+bool baton__stage_runners_linked(const struct baton_stage *st);
 /* Under the lock: tell every idle runner to end. */
 void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl);
 /* Spawn the dispatcher that a kick asked for (`active` set); on failure
