@@ -11,14 +11,16 @@ import threading
 import time
 
 from test_handlers import HANDLERS, Server, stopped_cleanly, timed_get
-from test_httpd import TIMEOUT
+from test_httpd import TIMEOUT, _free_port
 
 TASKS = os.path.join(HANDLERS, "tasks.lua")
 
 
 def test_two_slow_requests_run_on_two_compute_workers(httpd, tmp_path):
+    admin_port = _free_port()
     srv = Server(httpd, str(tmp_path), ["lua", TASKS],
-                 ["--workers", "1", "--compute-workers", "2", "--stats"])
+                 ["--workers", "1", "--compute-workers", "2",
+                  "--admin", "127.0.0.1:%d" % admin_port])
     try:
         results = []
         lock = threading.Lock()
@@ -38,7 +40,7 @@ def test_two_slow_requests_run_on_two_compute_workers(httpd, tmp_path):
         assert all(r[2].startswith(b"long ") for r in results)
         # One after the other (one compute worker used) would take 1 s.
         assert took < 0.9, f"two 0.5 s requests took {took:.3f} s on two compute workers"
-        doc = json.loads(timed_get(srv.port, "/_stats")[2])
+        doc = json.loads(timed_get(admin_port, "/_stats")[2])
         stage = doc["stages"][2]
         assert stage["name"] == "handle"
         assert stage["runners_started"] >= 2
