@@ -852,6 +852,11 @@ int baton_sched_yield(void)
 	 * otherwise wait for the next poll tick while we keep yielding. */
 	if (!runnable(t->owner))
 		t->owner->ticks = BATON_POLL_TICKS;
+	/* Not alone: tasks sent here by other workers (a request handed to
+	 * a compute worker whose handlers compute in slices) queue behind the
+	 * yielders now, not after up to BATON_POLL_TICKS more slices. */
+	else if (!baton_inbox_empty(t->owner))
+		baton_inbox_take(t->owner);
 	baton__sched_task_after(t, BATON_AFTER_YIELD);
 	return BATON_OK;
 }
