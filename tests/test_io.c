@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -256,6 +257,47 @@ static void test_eof_with_last_bytes(void **state)
 	run_alone(state, eof_task);
 }
 
+/* --- a write to a pipe whose reader has gone: EPIPE, no SIGPIPE ---------- */
+/* The default action of SIGPIPE ends the process: this test survives only
+ * if the write does not raise it (io.h). A SIGPIPE already pending before
+ * the write must still be pending after it. */
+static void pipe_task(void *arg)
+{
+	int p[2];
+	baton_io_t *w;
+	size_t n = 1;
+	sigset_t set, pending;
+
+	(void)arg;
+	CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+	CHECK(pipe(p) == 0);
+	CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0);
+	CHECK(close(p[0]) == 0);
+	CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
+	errno = 0;
+	CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS);
+	CHECK(errno == EPIPE && n == 0);
+	/* Again, with a SIGPIPE of ours pending (blocked here): kept. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(pthread_kill(pthread_self(), SIGPIPE) == 0);
+	CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS && errno == EPIPE);
+	CHECK(sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1);
+	{
+		static const struct timespec now = { 0, 0 };
+
+		CHECK(sigtimedwait(&set, NULL, &now) == SIGPIPE);
+	}
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
+	CHECK(baton_io_close(w) == BATON_OK);
+}
+
+static void test_pipe_epipe_no_sigpipe(void **state)
+{
+	run_alone(state, pipe_task);
+}
+
 /* --- a task blocked in read is woken by a write from another worker ------ */
 struct cross {
 	baton_io_t *r;
@@ -437,6 +479,7 @@ int main(void)
 		MODEL_TESTS(test_echo_2),
 		MODEL_TESTS(test_timeouts),
 		MODEL_TESTS(test_eof_with_last_bytes),
+		MODEL_TESTS(test_pipe_epipe_no_sigpipe),
 		MODEL_TESTS(test_wake_from_thread),
 		MODEL_TESTS(test_yield_polls_io),
 		cmocka_unit_test(test_outside_task),

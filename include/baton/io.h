@@ -90,7 +90,9 @@ BATON_API int baton_io_read(baton_io_t *io, void *buf, size_t len,
 /* Write all len bytes (partial writes are continued); *n (may be NULL) =
  * bytes written, also when an error or the timeout cut it short.
  * Errors: as read (EAGAIN: the socket's buffer is full and timeout is 0),
- * BATON_ESYS with errno EPIPE when the peer has gone (no SIGPIPE). */
+ * BATON_ESYS with errno EPIPE when the peer has gone, with no SIGPIPE on a
+ * socket or a pipe alike (a pipe's write blocks SIGPIPE in the calling
+ * thread for the call and takes back the one it raised). */
 BATON_API int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 			     int64_t timeout_ns, size_t *n);
 

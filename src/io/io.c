@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -316,6 +318,40 @@ int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 	}
 }
 
+/*
+ * write(2) to a descriptor that is not a socket (a pipe, a FIFO, a tty),
+ * which has no MSG_NOSIGNAL: a write to a pipe whose reader has gone would
+ * raise SIGPIPE, whose default action ends the process. So SIGPIPE is
+ * blocked in this thread for the call, and one the call raised (EPIPE,
+ * and none was pending before) is taken back before the mask is restored:
+ * the caller gets BATON_ESYS with errno EPIPE, as on a socket. A SIGPIPE
+ * that was already pending stays pending. Three system calls more than a
+ * plain write, on descriptors that are rarely hot.
+ */
+static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
+{
+	static const struct timespec now = { 0, 0 };
+	sigset_t pipe_set, old, pending;
+	bool was_pending;
+	ssize_t r;
+	int saved;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE) == 1;
+	r = write(fd, buf, len);
+	saved = errno;
+	if (r < 0 && saved == EPIPE && !was_pending)
+		while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR)
+			;
+	if (sigismember(&old, SIGPIPE) != 1)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+	return r;
+}
+
 int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 		   int64_t timeout_ns, size_t *n)
 {
@@ -326,11 +362,16 @@ int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 	if (io == NULL || (buf == NULL && len))
 		return BATON_EINVAL;
 	while (done < len) {
-		ssize_t r = send(io->fd, (const char *)buf + done, len - done,
-				 MSG_NOSIGNAL);
+		ssize_t r;
 
-		if (r < 0 && errno == ENOTSOCK)
-			r = write(io->fd, (const char *)buf + done, len - done);
+		if (BATON_LIKELY(!io->not_sock)) {
+			r = send(io->fd, (const char *)buf + done, len - done,
+				 MSG_NOSIGNAL);
+			if (r < 0 && errno == ENOTSOCK)
+				io->not_sock = true; /* and once more below */
+		}
+		if (io->not_sock)
+			r = write_nosigpipe(io->fd, (const char *)buf + done, len - done);
 		if (r >= 0) {
 			done += (size_t)r;
 			continue;

@@ -40,6 +40,7 @@ struct baton_io {
 				      own two: see io.c) */
 	bool hup;		   /* error or hang-up: every wait returns */
 	bool rdhup;		   /* the peer's end seen: reads never wait */
+	bool not_sock;		   /* send() said ENOTSOCK: a pipe, FIFO, tty */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
 	unsigned pending;	   /* io_uring: requests in flight + flags */
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
