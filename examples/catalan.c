@@ -121,7 +121,8 @@ long catalan_count(long n, enum baton_coro_model model, FILE *print)
 	long count = 0;
 
 	gen_attr.model = model;
-	gen_attr.stack_size = BATON_CORO_STACK_MIN;
+	/* Copy-stack generators run on the shared stack: no size of their own. */
+	gen_attr.stack_size = model == BATON_CORO_STACKFUL ? BATON_CORO_STACK_MIN : 0;
 	g = trees(n);
 	while (baton_gen_next(g, &t) == BATON_OK) {
 		if (print) {

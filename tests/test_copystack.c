@@ -157,6 +157,33 @@ static void local_address_rejected_in_debug(void **state)
 	baton_coro_destroy(co);
 }
 
+/* The argument of a copy-stack coroutine being created must not point
+ * into the shared stack either (rule 2): by the time it runs, the
+ * creator's frames are copied out. */
+static void *create_with_local(void *arg, void *in)
+{
+	int local = 42;
+	baton_coro_t *inner;
+	int rc = baton_coro_create(&inner, &copystack, yield_local, &local);
+
+	(void)arg; (void)in;
+	if (rc == BATON_OK)
+		baton_coro_destroy(inner);
+	return (void *)(intptr_t)rc;
+}
+
+static void create_local_arg_rejected_in_debug(void **state)
+{
+	baton_coro_t *co;
+	void *rc;
+
+	(void)state;
+	assert_int_equal(baton_coro_create(&co, &copystack, create_with_local, NULL), BATON_OK);
+	assert_int_equal(baton_coro_resume(co, NULL, &rc), BATON_OK);
+	assert_int_equal((intptr_t)rc, BATON_TEST_DEBUG ? BATON_ELOCALADDR : BATON_OK);
+	baton_coro_destroy(co);
+}
+
 static void *forever(void *arg, void *in)
 {
 	(void)arg; (void)in;
@@ -216,6 +243,7 @@ int main(void)
 		cmocka_unit_test(frames_survive_interleaving),
 		cmocka_unit_test(nested_copystack_chain),
 		cmocka_unit_test(local_address_rejected_in_debug),
+		cmocka_unit_test(create_local_arg_rejected_in_debug),
 		cmocka_unit_test(stays_on_its_thread),
 		cmocka_unit_test(idle_coroutines_keep_little),
 	};

@@ -148,6 +148,11 @@ static void stack_size_limits(void **state)
 	assert_int_equal(baton_coro_create(&co, &attr, forever, NULL), BATON_ESTACK);
 	attr.stack_size = (size_t)BATON_CORO_STACK_MAX + 1;
 	assert_int_equal(baton_coro_create(&co, &attr, forever, NULL), BATON_ESTACK);
+	/* A copy-stack coroutine has no stack of its own to size. */
+	attr.model = BATON_CORO_COPYSTACK;
+	attr.stack_size = 100000;
+	assert_int_equal(baton_coro_create(&co, &attr, forever, NULL), BATON_EINVAL);
+	attr.model = BATON_CORO_STACKFUL;
 	attr.stack_size = 100000; /* rounded up to whole pages */
 	assert_int_equal(baton_coro_create(&co, &attr, forever, NULL), BATON_OK);
 	assert_true(baton_coro_stack_size(co) >= 100000);

@@ -170,7 +170,8 @@ static double run_once(const char *impl, unsigned workers,
 		members[i].index = pos;
 		members[i].right = members[ring * opts.n + (pos + 1) % opts.n].in;
 		ta.coro.model = model;
-		ta.coro.stack_size = stack_size;
+		if (model == BATON_CORO_STACKFUL) /* copy-stack: the shared stack */
+			ta.coro.stack_size = stack_size;
 		ta.coro.flags = coro_flags;
 		ta.worker = (int)(ring % baton_sched_workers(s));
 		rc = baton_sched_spawn(s, &ta, member_main, &members[i]);

@@ -29,10 +29,11 @@
  *  - BATON_CORO_STACKFUL: the coroutine owns a stack, committed page by
  *    page as it is touched, carved from large mappings shared by many
  *    stacks and recycled through a per-thread pool. A switch saves a few
- *    registers; nothing is copied. Below the stack lies a guard page: an
- *    overflow hits it and is reported on stderr (coroutine name, stack
- *    size) before the process aborts. Each guard page costs the process two
- *    of the kernel's mappings (vm.max_map_count, 65530 by default), so
+ *    registers; nothing is copied. Below the stack lie two guard pages (so
+ *    that a frame a little larger than a page still faults there): an
+ *    overflow hits them and is reported on stderr (coroutine name, stack
+ *    size) before the process aborts. Each guarded stack costs the process
+ *    two of the kernel's mappings (vm.max_map_count, 65530 by default), so
  *    guard pages are used while the stacks' mappings stay within three
  *    quarters of that limit (about 24,500 stacks by default); stacks made
  *    beyond it, and stacks created with BATON_CORO_STACK_CANARY, have a
@@ -56,14 +57,17 @@
  *     suspended. A copy-stack coroutine is resumed only on the thread that
  *     first resumed it (its frames live at that thread's stack addresses).
  *  2. Copy-stack: the address of a local variable of a copy-stack coroutine
- *     is valid only while that coroutine is running or is resuming another;
- *     while it is suspended, the memory there belongs to whichever copy-stack
- *     coroutine runs next. Pass heap memory, not &local, to other coroutines
- *     and out through yield. Debug builds (BATON_DEBUG) return
- *     BATON_ELOCALADDR for a resume or yield value that points into the
- *     shared stack, and fill the parts of the shared stack that the
- *     coroutine switched out left behind with 0xdb bytes, so a stale
- *     pointer reads obvious garbage.
+ *     is valid only while that coroutine is running, or is resuming a
+ *     stackful coroutine (whose frames are elsewhere). While it is
+ *     suspended, and while it resumes another copy-stack coroutine of its
+ *     thread, its frames are copied out and the memory there belongs to
+ *     the other one. Pass heap memory, not &local, to other coroutines and
+ *     out through yield. Debug builds (BATON_DEBUG) return
+ *     BATON_ELOCALADDR for a resume or yield value, and for the argument of
+ *     a copy-stack coroutine being created, that points into the shared
+ *     stack, and fill the parts of the shared stack that the coroutine
+ *     switched out left behind with 0xdb bytes, so a stale pointer reads
+ *     obvious garbage.
  *  3. Do not keep a pointer to thread-local storage across a yield: a
  *     stackful coroutine may be resumed later by another thread.
  *  4. Destroying a suspended coroutine frees its stack without unwinding
@@ -134,15 +138,17 @@ enum baton_coro_status {
 /* Stackful: protect the stack with a canary word at its bottom, checked at
  * every switch away from the coroutine, instead of a guard page. An
  * overflow is reported after the fact (by name, then abort), once the
- * coroutine switches away, and may first have overwritten up to a page
- * below the stack and whatever lies below that; in exchange the stack costs
+ * coroutine switches away, and may first have run through the two pages
+ * of slack below the stack into whatever lies below them; in exchange the stack costs
  * no mapping of its own (see the model description above). */
 #define BATON_CORO_STACK_CANARY 2u
 #define BATON_CORO_FLAGS_KNOWN (BATON_CORO_SHARED_FPENV | BATON_CORO_STACK_CANARY)
 
 struct baton_coro_attr {
 	enum baton_coro_model model;
-	size_t stack_size; /* stackful only; 0 means BATON_CORO_STACK_DEFAULT */
+	size_t stack_size; /* stackful only (must be 0 for copy-stack: the
+			      shared stack's size bounds them all); 0 means
+			      BATON_CORO_STACK_DEFAULT */
 	const char *name;  /* for diagnostics; copied (truncated to 31 bytes) */
 	unsigned flags;	   /* BATON_CORO_* flags above; 0 for the defaults */
 };
@@ -151,8 +157,10 @@ struct baton_coro_attr {
 
 /* Create a suspended coroutine that will run fn(arg, in). `attr` may be NULL
  * for a stackful coroutine with the default stack.
- * Errors: BATON_EINVAL (NULL out or fn, unknown model or flag),
- * BATON_ESTACK (size outside [STACK_MIN, STACK_MAX]), BATON_ENOMEM. */
+ * Errors: BATON_EINVAL (NULL out or fn, unknown model or flag, a
+ * stack_size given for a copy-stack coroutine), BATON_ESTACK (size outside
+ * [STACK_MIN, STACK_MAX]), BATON_ELOCALADDR (debug builds: a copy-stack
+ * coroutine's arg in the shared stack, rule 2), BATON_ENOMEM. */
 BATON_API int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		      baton_coro_fn fn, void *arg);
 
@@ -210,7 +218,12 @@ BATON_API int baton_coro_overflow_handler(int install);
  * default, shared = 0) or shares it (shared = 1: it neither changes nor
  * depends on the rounding mode and exception masks while coroutines run,
  * see BATON_CORO_SHARED_FPENV). With shared coroutines, a shared thread
- * context makes resume/yield round trips free of FP work.
+ * context makes resume/yield round trips free of FP work. A shared context
+ * runs in the state of whoever switched to it: after a coroutine that keeps
+ * its own state (and changed it) yields or returns to the thread, the
+ * thread goes on in that coroutine's rounding mode and masks until it
+ * resumes another own-state coroutine. A thread that shares must set what
+ * it depends on itself (fesetenv) after resuming such coroutines.
  * Errors: BATON_EBUSY (called from inside a coroutine). */
 BATON_API int baton_coro_thread_share_fpenv(int shared);
 

@@ -309,11 +309,16 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	size = attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT;
 	if ((attr->model != BATON_CORO_STACKFUL &&
 	     attr->model != BATON_CORO_COPYSTACK) ||
-	    (attr->flags & ~BATON_CORO_FLAGS_KNOWN))
+	    (attr->flags & ~BATON_CORO_FLAGS_KNOWN) ||
+	    (attr->model == BATON_CORO_COPYSTACK && attr->stack_size != 0))
 		return BATON_EINVAL;
 	if (attr->model == BATON_CORO_STACKFUL &&
 	    (size < BATON_CORO_STACK_MIN || size > BATON_CORO_STACK_MAX))
 		return BATON_ESTACK;
+	/* Rule 2: a copy-stack coroutine runs on the shared stack, where its
+	 * creator's locals will not be while it runs. */
+	if (attr->model == BATON_CORO_COPYSTACK)
+		CHECK_LOCALADDR(arg);
 
 	t = baton_thread_get();
 	baton__stack_overflow_handler_install();
