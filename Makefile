@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make test    build and run the whole test suite (native, ASan+UBSan,
 #                TSan for the threaded tests, valgrind subset, ucontext backend, AArch64 under qemu,
-#                install consumers, the Python tooling's tests)
+#                install consumers, the Python tooling's tests, the Debian
+#                packages and the CHICKEN egg)
 #   make bench   run the benchmark suites (20 min) and write build/results.jsonl
 #                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, 55 min;
 #                SUITE=name for one; BENCH_MINUTES=M for another budget, 0: none)

@@ -193,3 +193,30 @@ def test_conf_and_man_page_list_every_option(root):
     for o in opts:
         assert o in text, f"{o} not in baton-httpd(8)"
     assert "SIGHUP is not handled" in text
+
+
+def test_symbols_check_fails_on_a_dropped_symbol(debs, tmp_path):
+    """The ABI check of the package build: dpkg-gensymbols, as debian/rules
+    runs it (-c1), against the built libbaton0 tree of make deb, fails once
+    the symbols file lists a symbol the library no longer exports."""
+    import glob
+    srcs = glob.glob(os.path.join(os.path.dirname(next(iter(debs.values()))),
+                                  "src", "baton-*"))
+    assert srcs, "make deb's build tree (build/deb/src) is missing"
+    src = srcs[0]
+    major = version()[0]
+    pkg = f"libbaton{major}"
+    symbols = open(os.path.join(TOP, "debian", f"{pkg}.symbols")).read()
+    def gensymbols(text):
+        f = tmp_path / "symbols"
+        f.write_text(text)
+        return subprocess.run(["dpkg-gensymbols", f"-p{pkg}", f"-Pdebian/{pkg}", "-c1",
+                               f"-I{f}", f"-O{tmp_path / 'out'}"], cwd=src,
+                              capture_output=True, text=True, timeout=60)
+    assert gensymbols(symbols).returncode == 0
+    # A symbol of an earlier release (dpkg-gensymbols forgives the loss of
+    # one added in the version being built; debian/rules checks those
+    # names itself, as test_shared_library_soname_and_exports does).
+    dropped = gensymbols(symbols + " baton_gone_from_the_library@Base 0.0.1\n")
+    assert dropped.returncode != 0, dropped.stdout + dropped.stderr
+    assert "baton_gone_from_the_library" in dropped.stdout + dropped.stderr
