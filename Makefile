@@ -1,12 +1,14 @@
 # The two commands of the README:
 #   make test    build and run the whole test suite (native, ASan+UBSan,
 #                TSan for the threaded tests, valgrind subset, ucontext backend, AArch64 under qemu,
-#                install consumers, the Python tooling's tests)
+#                install consumers, the Python tooling's tests, the Debian
+#                packages and the CHICKEN egg)
 #   make bench   run the benchmark suites (20 min) and write build/results.jsonl
 #                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, 55 min;
 #                SUITE=name for one; BENCH_MINUTES=M for another budget, 0: none)
 #   make httpd   build and run baton-httpd (PORT, WORKERS, HANDLER)
 #   make soak    baton-httpd under mixed load for MINUTES (default 10)
+#   make deb     the Debian packages (debian/) into build/deb/, lintian-checked
 # They install what they need first (Debian packages, a Python venv).
 
 BUILD   := build
@@ -17,7 +19,7 @@ CTEST   := ctest --output-on-failure -j $(JOBS)
 # Each configuration is a preset of CMakePresets.json, built in build/NAME.
 PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
-.PHONY: test bench results httpd soak deps-test deps-httpd deps-bench venv-test venv clean
+.PHONY: test bench results httpd soak deb deps-test deps-httpd deps-bench deps-deb venv-test venv clean
 
 deps-test:
 	@tools/install-deps.sh test
@@ -25,6 +27,8 @@ deps-httpd:
 	@tools/install-deps.sh httpd
 deps-bench:
 	@tools/install-deps.sh bench
+deps-deb:
+	@tools/install-deps.sh deb
 
 $(VENV)/.test-stamp: tools/requirements.txt tools/requirements-test.txt
 	python3 -m venv $(VENV)
@@ -59,6 +63,12 @@ test: deps-test $(VENV)/.test-stamp
 	cmake --preset bench >/dev/null && cmake --build $(BUILD)/bench --target \
 		ring-boost-fiber ring-cpp20 ring-cpp20-pool
 	$(PY) -m pytest -q -p no:cacheprovider tools/tests
+	# The packages as a user gets them (tests/packaging): make deb, then the
+	# .deb files unpacked into a scratch root, consumers built against it,
+	# the packaged server started with its unit's command line; and the
+	# CHICKEN egg installed with chicken-install into a scratch repository.
+	tools/make-deb.sh $(BUILD)/deb
+	$(PY) -m pytest -q -p no:cacheprovider tests/packaging --debs $(BUILD)/deb
 
 BENCH_ARGS := $(if $(QUICK),--quick) $(if $(FULL),--full) $(foreach s,$(SUITE),--suite $(s)) \
               $(if $(BENCH_MINUTES),--minutes $(BENCH_MINUTES))
@@ -90,6 +100,10 @@ HANDLER ?= hello
 httpd: deps-httpd
 	cmake --preset release >/dev/null && cmake --build $(BUILD)/release --target baton-httpd
 	$(BUILD)/release/baton-httpd --port $(PORT) --workers $(WORKERS) --handler $(HANDLER)
+
+# The Debian packages into build/deb/ (tools/make-deb.sh; docs/install.md).
+deb: deps-deb
+	tools/make-deb.sh $(BUILD)/deb
 
 clean:
 	rm -rf $(BUILD)

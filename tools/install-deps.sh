@@ -1,8 +1,9 @@
 #!/bin/sh
 # Install the Debian packages baton's build, tests and benchmarks need, and
 # skip those already present. Run as root (or with sudo available) on
-# Debian 12. Usage: tools/install-deps.sh test|bench|httpd
+# Debian 12. Usage: tools/install-deps.sh test|bench|httpd|deb
 #   httpd  only what building and running baton-httpd takes (make httpd)
+#   deb    what building and checking the Debian packages takes (make deb)
 #   test   and the test toolchain: cmocka, valgrind, clang, the AArch64 cross
 #          toolchain with qemu-user and arm64 cmocka, Spin, and Boost.Fiber
 #          for the ring peers' tests
@@ -17,10 +18,15 @@ pkgs="build-essential cmake ninja-build pkg-config python3-venv
 # toolchain with qemu-user, arm64 cmocka (multiarch) for the cross tests,
 # and what the C++ ring peers checked by tools/tests/test_ring_peers.py
 # build with (g++, Boost.Fiber).
-if [ "$what" != httpd ]; then
+case $what in httpd | deb) ;; *)
 	pkgs="$pkgs libcmocka-dev valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-	      qemu-user spin clang libclang-rt-14-dev g++ libboost-fiber-dev"
-fi
+	      qemu-user spin clang libclang-rt-14-dev g++ libboost-fiber-dev" ;;
+esac
+# Packages (make deb, and make test's package tests): debhelper and
+# dpkg-dev build them, help2man writes the man page, lintian checks them.
+case $what in test | deb)
+	pkgs="$pkgs debhelper dpkg-dev help2man lintian" ;;
+esac
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
 	pkgs="$pkgs g++ libboost-context-dev libboost-fiber-dev luajit2 libck-dev
@@ -32,7 +38,7 @@ for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
 arm64_cmocka=yes
-[ "$what" = httpd ] ||
+[ "$what" = httpd ] || [ "$what" = deb ] ||
 dpkg-query -W -f='${Status}' libcmocka-dev:arm64 2>/dev/null | grep -q "ok installed" || arm64_cmocka=no
 
 if [ -z "$missing" ] && [ "$arm64_cmocka" = yes ]; then
