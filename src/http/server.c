@@ -92,7 +92,13 @@ static void conn_task(void *arg)
 	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
 
-	baton__http_conn_main(c);
+	/* The handle is opened here, on the worker the task is bound to, so
+	 * that this worker's poller reports its edges: its wake-ups stay on
+	 * one worker instead of each crossing from the acceptor's. */
+	if (baton_io_open(&c->io, c->fd, true) == BATON_OK)
+		baton__http_conn_main(c);
+	else
+		close(c->fd);
 	conn_unlink(srv, c);
 	baton_sem_destroy(c->done);
 	baton__http_buf_put(srv, c->in, c->in_cap);
@@ -158,27 +164,26 @@ static void acceptor(void *arg)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = baton__calloc(1, sizeof(*c));
-		if (c)
-			c->srv = srv, c->fd = fd;
-		if (c == NULL || baton_io_open(&c->io, fd, true) != BATON_OK) {
-			baton__free(c);
+		if (c == NULL) {
 			close(fd);
 			baton_pool_release(srv->conns, 1);
 			baton_stage_leave(&pass, NULL);
 			continue;
 		}
+		c->srv = srv;
+		c->fd = fd;
 		conn_link(srv, c);
 		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
+		/* Connections are spread evenly over the I/O workers and stay
+		 * there: each opens its handle on its own worker (conn_task),
+		 * whose poller then wakes it without crossing workers. */
 		ta.coro = srv->a.coro;
-		if (srv->compute) {
-			/* Connections stay on the I/O workers, spread evenly. */
-			ta.worker = (int)(srv->next_io++ % srv->io_workers);
-			ta.flags = BATON_TASK_BOUND;
-		}
+		ta.worker = (int)(srv->next_io++ % srv->io_workers);
+		ta.flags = BATON_TASK_BOUND;
 		if (baton_sched_spawn(srv->sched, &ta, conn_task, c) != BATON_OK) {
 			conn_unlink(srv, c);
-			baton_io_close(c->io);
+			close(fd);
 			baton__free(c);
 			baton_pool_release(srv->conns, 1);
 			baton_stage_leave(&pass, NULL);
