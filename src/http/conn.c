@@ -438,6 +438,7 @@ struct http_stream {
 	bool chunked;		/* HTTP/1.1: chunks; 1.0: until the close */
 	bool started;		/* the head is queued */
 	int err;		/* the first write error, returned from then on */
+	int64_t deadline;	/* the handler's (< 0: none): no piece after it */
 };
 
 /* What handle() returns for a request past its handler timeout. */
@@ -509,6 +510,8 @@ int baton_http_resp_write(struct baton_http_resp *resp, const void *data, size_t
 	if (*(const unsigned char *)resp->stream_ == HTTP_STREAM_JOB)
 		return job_piece(resp->stream_, data, len);
 	st = resp->stream_;
+	if (st->err == BATON_OK && st->deadline >= 0 && baton__clock_now() >= st->deadline)
+		st->err = BATON_ECANCELED; /* the answer is 504, or cut short */
 	if (st->err != BATON_OK)
 		return st->err;
 	return stream_put(st, resp, data, len);
@@ -926,13 +929,13 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	resp->scratch_cap = scratch_cap;
 	*st = (struct http_stream){ HTTP_STREAM_LOCAL, c, req, NULL,
 				    req->keep_alive && !baton__http_shutting(c->srv),
-				    req->version_minor >= 1, false, BATON_OK };
+				    req->version_minor >= 1, false, BATON_OK, -1 };
 	if (!st->chunked)
 		st->keep = false; /* an HTTP/1.0 stream ends with the close */
 	resp->stream_ = st;
 	rc = make_view(c, req, body, body_len, &view, &decoded);
 	if (rc == BATON_OK && c->srv->a.handler_timeout_ns > 0)
-		view.deadline = start + c->srv->a.handler_timeout_ns;
+		st->deadline = view.deadline = start + c->srv->a.handler_timeout_ns;
 	if (rc == BATON_OK)
 		rc = handle_view(c, req, &view, resp, st, start, &decoded);
 	/* A handler that failed past its deadline (a Lua hook's error, a
