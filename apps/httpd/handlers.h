@@ -26,6 +26,21 @@ struct httpd_handler_opts {
 #define HTTPD_MAX_RESPONSE_BODY_DEFAULT ((size_t)16 << 20)
 
 int httpd_hello(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
+/* hello, with the routes that test --handler-timeout (hello.c) */
+int httpd_debug(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
+
+/*
+ * The request's deadline (--handler-timeout, baton/http.h rule 8): true
+ * once it has passed. An interpreter that cannot be cancelled while it
+ * computes asks this from its hook: the Lua handler's count hook calls it
+ * every slice and raises a Lua error when it says true (the request is
+ * then answered 504, whatever the handler does next). A clock read, no
+ * lock: any thread, for the request being handled.
+ */
+static inline bool httpd_request_expired(const struct baton_http_req *req)
+{
+	return baton_http_req_expired(req) == 1;
+}
 
 /* Load opts->file and return a handler context for httpd_lua /
  * httpd_scheme; on failure print why on stderr and return NULL. */

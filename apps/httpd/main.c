@@ -40,7 +40,12 @@ static void usage(FILE *f)
 		"  --handler-queue N        requests waiting for a handler (1024)\n"
 		"  --queue-timeout MS       503 + Retry-After after waiting this long to reach a\n"
 		"                           handler (1000)\n"
+		"  --handler-timeout MS     504 when a handler has not answered MS after its request\n"
+		"                           was read; the handler's task is cancelled (0 = no limit,\n"
+		"                           the default; docs/httpd.md, Limits)\n"
 		"  --handler hello          the built-in hello-world handler (default)\n"
+		"  --handler debug          hello, and routes that never answer (/spin, /block, ...:\n"
+		"                           apps/httpd/hello.c), for testing the limits\n"
 		"  --handler lua FILE       FILE returns function(request, body) -> status, headers, body\n"
 		"  --handler scheme FILE    FILE's last expression is (lambda (request body) ...) ->\n"
 		"                           (values headers body) or (values status headers body);\n"
@@ -163,6 +168,9 @@ static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 	if (!strcmp(kind, "hello")) {
 		a->handler = httpd_hello;
 		return 0;
+	} else if (!strcmp(kind, "debug")) {
+		a->handler = httpd_debug;
+		return 0;
 #if BATON_HTTPD_LUA
 	} else if (!strcmp(kind, "lua")) {
 		a->handler = httpd_lua;
@@ -177,7 +185,7 @@ static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 		fprintf(stderr, "baton-httpd: built without the %s handler (its binding's "
 			"development package was missing)\n", kind);
 	} else {
-		fprintf(stderr, "baton-httpd: unknown handler '%s' (hello, lua FILE, scheme FILE)\n", kind);
+		fprintf(stderr, "baton-httpd: unknown handler '%s' (hello, debug, lua FILE, scheme FILE)\n", kind);
 	}
 	return -1;
 }
@@ -252,6 +260,8 @@ int main(int argc, char **argv)
 			a.queue_timeout_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--lua-slice")) {
 			ho.lua_slice = (unsigned)parse_num(o, v, 100, 1L << 30);
+		} else if (!strcmp(o, "--handler-timeout")) {
+			a.handler_timeout_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--static")) {
 			a.static_dir = v;
 		} else if (!strcmp(o, "--static-symlinks")) {

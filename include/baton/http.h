@@ -83,6 +83,27 @@
  *  7. A streamed response (baton_http_resp_write) is sent from inside the
  *     handler, piece by piece; the handler's return ends it. Set status
  *     and headers before the first write; leave body_len 0.
+ *  8. With handler_timeout_ns > 0, a request whose handler has not
+ *     answered that long after the request was read (waiting for a
+ *     handler slot included) is answered 504 Gateway Timeout and its
+ *     connection closed, as after every error answer; the other
+ *     connections are served meanwhile. (503 stays the answer for a
+ *     request that could not get a handler: the server is busy, come
+ *     back; 504 says this handler took too long.) The handler is stopped
+ *     where it can be: its task is cancelled (baton/sched.h), so its
+ *     current or next blocking call returns BATON_ECANCELED, and it
+ *     should then release what it holds and return. A handler that
+ *     computes without blocking cannot be interrupted: it keeps its
+ *     worker until it returns, so it should poll baton_http_req_expired()
+ *     (or baton_task_cancelled()) between steps. On a compute worker the
+ *     handler runs in a task of its own and its request and response stay
+ *     valid until it returns, whatever the connection did meanwhile; what
+ *     it answers after the 504 is dropped (a streamed piece gets
+ *     BATON_ECANCELED). In the I/O-worker shape it runs in its
+ *     connection's task, which a watchdog cancels at the deadline
+ *     (checked every tenth of the timeout, at least every 100 ms), so a
+ *     handler that does not block holds that worker's other connections
+ *     too. A streamed response that passes the deadline is cut short.
  */
 #ifndef BATON_HTTP_H
 #define BATON_HTTP_H
@@ -119,6 +140,9 @@ struct baton_http_req {
 	size_t query_len;
 	const char *remote_addr; /* the client's address, text ("127.0.0.1") */
 	unsigned short remote_port; /* and its port */
+	int64_t deadline;	/* when the answer is due (CLOCK_MONOTONIC, ns):
+				   handler_timeout_ns after the request was
+				   read; -1: no limit (baton_http_req_expired) */
 };
 
 /* A response header field: NUL-terminated name and value. */
@@ -196,6 +220,9 @@ struct baton_http_server_attr {
 					   workers, connections on the others */
 	size_t handler_queue;		/* requests waiting for a handler */
 	int64_t queue_timeout_ns;	/* then 503 + Retry-After */
+	int64_t handler_timeout_ns;	/* 504 when the answer is not ready this
+					   long after the request was read
+					   (rule 8); 0: no limit */
 };
 
 /* The defaults, by name: an attribute not listed is 0 or NULL. */
@@ -278,6 +305,12 @@ BATON_API int baton_http_req_field(const struct baton_http_req *req, size_t i,
 				   const char **name, size_t *name_len,
 				   const char **value, size_t *value_len);
 
+/* 1 if the request's deadline (req->deadline, rule 8) has passed, 0 if not
+ * or if it has none. Cheap (a clock read): a handler that computes can
+ * call it between steps, and an interpreter's hook every few thousand
+ * instructions. Errors: BATON_EINVAL (NULL). */
+BATON_API int baton_http_req_expired(const struct baton_http_req *req);
+
 /*
  * Streaming: send the response while the handler makes it. The first call
  * sends the head (status, content_type and the header fields set by then);
@@ -298,7 +331,8 @@ BATON_API int baton_http_req_field(const struct baton_http_req *req, size_t i,
  * Errors: BATON_EINVAL (NULL resp, data NULL with len > 0, not inside a
  * handler, body_len set, a header that is not valid HTTP), and once the
  * client is gone or too slow the write's error (BATON_ESYS,
- * BATON_ETIMEDOUT) for this and every later call: stop and return.
+ * BATON_ETIMEDOUT) for this and every later call: stop and return;
+ * BATON_ECANCELED once the handler's deadline passed (rule 8).
  */
 BATON_API int baton_http_resp_write(struct baton_http_resp *resp, const void *data, size_t len);
 

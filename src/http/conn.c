@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -428,14 +429,20 @@ static int respond(struct http_conn *c, const struct baton_http_request *req,
  * which is the back-pressure: a slow reader slows the handler.
  */
 struct http_stream {
+	unsigned char kind;	/* HTTP_STREAM_LOCAL (resp->stream_ may be a job) */
 	struct http_conn *c;
 	const struct baton_http_request *req;
-	struct http_job *job;	/* set while the handler runs on the stage */
+	struct http_job *job;	/* compute shape: the finished job, freed
+				   once its response is written */
 	bool keep;		/* the head says keep-alive */
 	bool chunked;		/* HTTP/1.1: chunks; 1.0: until the close */
 	bool started;		/* the head is queued */
 	int err;		/* the first write error, returned from then on */
+	int64_t deadline;	/* the handler's (< 0: none): no piece after it */
 };
+
+/* What handle() returns for a request past its handler timeout. */
+#define HANDLER_TIMED_OUT (-504)
 
 static void queue_bytes(struct http_conn *c, const void *p, size_t n)
 {
@@ -492,27 +499,22 @@ static int stream_put(struct http_stream *st, struct baton_http_resp *resp, cons
 	return rc;
 }
 
+static int job_piece(struct http_job *job, const void *data, size_t len);
+
 int baton_http_resp_write(struct baton_http_resp *resp, const void *data, size_t len)
 {
 	struct http_stream *st;
-	struct http_job *job;
 
 	if (resp == NULL || (data == NULL && len) || resp->stream_ == NULL || resp->body_len)
 		return BATON_EINVAL;
+	if (*(const unsigned char *)resp->stream_ == HTTP_STREAM_JOB)
+		return job_piece(resp->stream_, data, len);
 	st = resp->stream_;
+	if (st->err == BATON_OK && st->deadline >= 0 && baton__clock_now() >= st->deadline)
+		st->err = BATON_ECANCELED; /* the answer is 504, or cut short */
 	if (st->err != BATON_OK)
 		return st->err;
-	job = st->job;
-	if (job == NULL)
-		return stream_put(st, resp, data, len);
-	/* On a compute worker: the connection's task writes the piece on
-	 * its own worker (its handle lives there) while we wait. */
-	job->piece = data;
-	job->piece_len = len;
-	job->piece_pending = true;
-	baton_sem_release(st->c->done, 1);
-	baton_sem_acquire(st->c->ack, 1, -1);
-	return job->piece_rc;
+	return stream_put(st, resp, data, len);
 }
 
 /* After the handler of a streamed response: the last chunk after a
@@ -534,55 +536,287 @@ static int end_stream(struct http_stream *st, int rc)
 	return BATON_OK;
 }
 
+/* --- the job: a request on a compute worker (server_internal.h) --------- */
+
+/* A job for the request, in a block of HTTP_BUF_SIZE bytes: copies of the
+ * view, head and fields the handler reads, and its response with the rest
+ * of the block as its scratch. The bytes they point into stay in c->in;
+ * the connection hands them to the job if it gives up on it. */
+static struct http_job *job_new(struct http_conn *c, const struct baton_http_req *view)
+{
+	const struct baton_http_request *head = view->head_;
+	struct http_job *job = baton__http_buf_get(c->srv);
+	size_t used;
+
+	if (job == NULL)
+		return NULL;
+	memset(job, 0, sizeof(*job));
+	job->kind = HTTP_STREAM_JOB;
+	job->state = HTTP_JOB_RUNNING;
+	job->srv = c->srv;
+	job->done = c->done;
+	job->ack = c->ack;
+	job->head = *head;
+	memcpy(job->fields, head->fields, head->nfields * sizeof(job->fields[0]));
+	job->head.fields = job->fields;
+	job->head.fields_cap = head->nfields;
+	memcpy(job->remote, c->remote, sizeof(job->remote));
+	job->view = *view;
+	job->view.head_ = &job->head;
+	job->view.remote_addr = job->remote;
+	used = (sizeof(*job) + head->nfields * sizeof(job->fields[0]) + 15) & ~(size_t)15;
+	job->resp.scratch = (char *)job + used;
+	job->resp.scratch_cap = HTTP_BUF_SIZE - used;
+	job->resp.stream_ = job;
+	return job;
+}
+
+/* The connection's side, once it owns the job again (DONE, or never
+ * submitted). */
+static void job_put(struct http_conn *c, struct http_job *job)
+{
+	baton__http_buf_put(c->srv, job, HTTP_BUF_SIZE);
+}
+
+/* The handler's side of an abandoned job: free all of it, its response
+ * and what the connection handed over. */
+static void job_free_abandoned(struct http_job *job)
+{
+	if (job->resp.release && job->resp.body)
+		job->resp.release(job->resp.body);
+	if (job->own_ack)
+		(void)baton_sem_destroy(job->ack); /* its only waiter was us */
+	baton__free(job->decoded);
+	baton__free(job->in);
+	baton__free(job);
+}
+
+/* The handler ended: hand the job back to the connection (DONE, then
+ * `done`), or free it if the connection gave up on it. */
+static void job_finish(struct http_job *job)
+{
+	baton_sem_t *done = job->done;
+	int seen = HTTP_JOB_RUNNING;
+	unsigned spins = 0;
+
+	/* Acq_rel: releases rc and resp to the connection's acquire of the
+	 * state; a failed claim acquires its hand-over (in, decoded, ack). */
+	if (__atomic_compare_exchange_n(&job->state, &seen, HTTP_JOB_DONE, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		baton_sem_release(done, 1); /* after this the job may be gone */
+		return;
+	}
+	/* It is cancelling our task: our handle must stay valid until it
+	 * is done, i.e. we must not return before ABANDONED. A few plain
+	 * stores on its side; no blocking call in between. */
+	while (seen == HTTP_JOB_CANCELLING) {
+		if (++spins % 64 == 0)
+			sched_yield();
+		else
+			baton__cpu_relax();
+		/* Acquire: the stores it made before ABANDONED. */
+		seen = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE);
+	}
+	job_free_abandoned(job);
+}
+
+/* Run the handler for the job, unless the connection already gave up on
+ * it (then it never runs). With `own_task` the calling task is the job's
+ * own and may be cancelled. */
+static void job_run(struct http_job *job, bool own_task)
+{
+	struct baton_http_server *srv = job->srv;
+	int rc;
+
+	if (own_task) {
+		/* Seq_cst store then load, against the connection's seq_cst
+		 * claim then load of `task` (Dekker): either it sees our
+		 * handle and cancels us, or we see that it gave up. */
+		__atomic_store_n(&job->task, baton_task_handle(), __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&job->state, __ATOMIC_SEQ_CST) != HTTP_JOB_RUNNING) {
+			job_finish(job);
+			return;
+		}
+	} else if (__atomic_load_n(&job->state, __ATOMIC_ACQUIRE) != HTTP_JOB_RUNNING) {
+		/* Acquire: see job_finish's failed claim. */
+		job_finish(job);
+		return;
+	}
+	rc = srv->a.handler(srv->a.ctx, &job->view, &job->resp);
+	if (rc == BATON_OK && job->resp.status == 0)
+		job->resp.status = 200;
+	job->rc = rc;
+	job_finish(job);
+}
+
+/* A handler's task of its own (handler timeout): cancelling it at the
+ * deadline stops only this request; the stage's runner that started it
+ * goes on with the next, uncancelled. */
+struct job_child {
+	struct http_job *job;
+	baton_sem_t *ended;
+};
+
+static void job_child(void *arg)
+{
+	struct job_child *ch = arg;
+	baton_sem_t *ended = ch->ended;
+
+	job_run(ch->job, true);
+	baton_sem_release(ended, 1); /* ch is gone after this */
+}
+
 /* The handle stage's function, on a compute worker: run the handler for
- * the job and post its connection's semaphore. The job lives on the
- * connection task's stack: after the post it may be gone. */
+ * the job, in a task of its own when the server has a handler timeout
+ * (the runner waits for it: the handler keeps its slot while it runs). */
 void baton__http_handle_job(void *item, void *ctx)
 {
 	struct http_job *job = item;
 	struct baton_http_server *srv = ctx;
-	baton_sem_t *done = job->c->done;
-	int rc;
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	struct job_child ch = { job, NULL };
 
-	rc = srv->a.handler(srv->a.ctx, job->view, job->resp);
-	if (rc == BATON_OK && job->resp->status == 0)
-		job->resp->status = 200;
-	job->rc = rc;
-	baton_sem_release(done, 1);
+	if (srv->a.handler_timeout_ns <= 0 || baton_sem_create(&ch.ended, 0) != BATON_OK) {
+		job_run(job, false);
+		return;
+	}
+	ta.coro = srv->a.coro;
+	ta.worker = baton_sched_worker_index();
+	ta.flags = BATON_TASK_BOUND;
+	if (baton_sched_spawn(srv->sched, &ta, job_child, &ch) != BATON_OK) {
+		baton_sem_destroy(ch.ended);
+		job_run(job, false); /* not cancellable, still bounded for the client */
+		return;
+	}
+	baton_sem_acquire(ch.ended, 1, -1);
+	baton_sem_destroy(ch.ended);
+}
+
+/* In the handler: hand a streamed piece to the connection's task, which
+ * writes it on its own worker (its handle lives there), and wait. */
+static int job_piece(struct http_job *job, const void *data, size_t len)
+{
+	int seen = HTTP_JOB_RUNNING;
+
+	if (job->piece_err != BATON_OK)
+		return job->piece_err;
+	job->piece = data;
+	job->piece_len = len;
+	/* Acq_rel: releases piece and piece_len to the connection's acquire
+	 * of the state. Fails once it gave up on us. */
+	if (!__atomic_compare_exchange_n(&job->state, &seen, HTTP_JOB_PIECE, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return job->piece_err = BATON_ECANCELED;
+	baton_sem_release(job->done, 1);
+	baton_sem_acquire(job->ack, 1, -1);
+	/* Acquire: piece_rc, stored before the connection's release of
+	 * RUNNING. Only the connection leaves PIECE, and it cancels us only
+	 * after it did; wait for that, should a cancel come from elsewhere. */
+	while ((seen = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE)) == HTTP_JOB_PIECE)
+		baton_sched_yield();
+	if (seen != HTTP_JOB_RUNNING)
+		return job->piece_err = BATON_ECANCELED;
+	return job->piece_err = job->piece_rc;
+}
+
+/* At the deadline, on the connection's side: give up on the job if the
+ * handler still has it (`from`: RUNNING, or PIECE when it waits on a
+ * piece we hold). The request's buffer and decoded path go with the job
+ * (the handler may still read them; the connection closes after its
+ * 504), and the handler's task is cancelled. False: the handler finished
+ * or handed a piece over first, and its post is on its way. */
+static bool job_abandon(struct http_conn *c, struct http_job *job, char **decoded, int from)
+{
+	baton_task_t *task;
+
+	/* Seq_cst: see job_run's store of the task. */
+	if (!__atomic_compare_exchange_n(&job->state, &from, HTTP_JOB_CANCELLING, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return false;
+	job->in = c->in;
+	c->in = NULL;
+	c->in_len = c->in_cap = 0;
+	job->decoded = *decoded;
+	*decoded = NULL;
+	if (from == HTTP_JOB_PIECE) {
+		/* It waits on ack: the semaphore is the job's from now on.
+		 * Posted too, for a handler whose task is not cancellable. */
+		job->ack = c->ack;
+		job->own_ack = true;
+		c->ack = NULL;
+		baton_sem_release(job->ack, 1);
+	}
+	task = __atomic_load_n(&job->task, __ATOMIC_SEQ_CST);
+	if (task != NULL)
+		baton_task_cancel(task);
+	/* Release: the hand-over above, to job_finish's acquire. The job is
+	 * the handler's from here on. */
+	__atomic_store_n(&job->state, HTTP_JOB_ABANDONED, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* The time left until `deadline` (< 0: none) as a timeout. */
+static int64_t time_left(int64_t deadline)
+{
+	int64_t left;
+
+	if (deadline < 0)
+		return -1;
+	left = deadline - baton__clock_now();
+	return left > 0 ? left : 0;
 }
 
 /* Hand the request to the handle stage and wait for its job, writing the
- * pieces of a streamed response as they come. While the queue is full the
- * connection is not read (we are not reading); after queue_timeout_ns the
- * request gets 503 with Retry-After. */
+ * pieces of a streamed response as they come, until the view's deadline.
+ * While the queue is full the connection is not read (we are not
+ * reading); after queue_timeout_ns the request gets 503 with Retry-After.
+ * On success the job stays in st->job until the response is written. */
 static int handle_on_stage(struct http_conn *c, const struct baton_http_req *view,
-			   struct baton_http_resp *resp, struct http_stream *st)
+			   struct baton_http_resp *resp, struct http_stream *st, char **decoded)
 {
 	struct baton_http_server *srv = c->srv;
-	struct http_job job = { c, view, resp, BATON_OK, NULL, 0, false, BATON_OK };
+	int64_t deadline = view->deadline;
+	struct http_job *job;
+	bool late = false; /* past the deadline, the handler's post coming */
 	int rc;
 
 	if (c->done == NULL && baton_sem_create(&c->done, 0) != BATON_OK)
 		return BATON_ENOMEM;
 	if (c->ack == NULL && baton_sem_create(&c->ack, 0) != BATON_OK)
 		return BATON_ENOMEM;
-	st->job = &job;
-	rc = baton_stage_submit(srv->handle, &job, srv->a.queue_timeout_ns);
+	if ((job = job_new(c, view)) == NULL)
+		return BATON_ENOMEM;
+	rc = baton_stage_submit(srv->handle, job, srv->a.queue_timeout_ns);
 	if (rc != BATON_OK) {
-		st->job = NULL;
+		job_put(c, job);
 		return rc == BATON_ENOMEM ? rc : -503;
 	}
-	/* No timeout: the job is on our stack, so we wait until it is done. */
 	for (;;) {
-		baton_sem_acquire(c->done, 1, -1);
-		if (!job.piece_pending)
+		rc = baton_sem_acquire(c->done, 1, late ? -1 : time_left(deadline));
+		if (rc == BATON_ETIMEDOUT) {
+			if (job_abandon(c, job, decoded, HTTP_JOB_RUNNING))
+				return HANDLER_TIMED_OUT;
+			late = true;
+			continue;
+		}
+		if (rc != BATON_OK) { /* no timer (ENOMEM): wait as before */
+			late = true;
+			continue;
+		}
+		/* Acquire: the handler's rc and resp, or its piece. */
+		if (__atomic_load_n(&job->state, __ATOMIC_ACQUIRE) == HTTP_JOB_DONE)
 			break;
-		job.piece_rc = stream_put(st, resp, job.piece, job.piece_len);
-		job.piece_pending = false;
+		if (deadline >= 0 && baton__clock_now() >= deadline &&
+		    job_abandon(c, job, decoded, HTTP_JOB_PIECE))
+			return HANDLER_TIMED_OUT;
+		job->piece_rc = stream_put(st, &job->resp, job->piece, job->piece_len);
+		/* Release: piece_rc, to job_piece's acquire. */
+		__atomic_store_n(&job->state, HTTP_JOB_RUNNING, __ATOMIC_RELEASE);
 		baton_sem_release(c->ack, 1);
 	}
-	st->job = NULL;
-	return job.rc;
+	st->job = job;
+	*resp = job->resp;
+	return job->rc;
 }
 
 /* The request as a handler sees it. The path is decoded into *decoded
@@ -598,7 +832,7 @@ static int make_view(struct http_conn *c, const struct baton_http_request *req,
 		req->method, req->method_len, req->target, req->target_len,
 		req->version_minor,
 		req->content_length >= 0 || req->chunked ? body : NULL, body_len, req,
-		NULL, 0, NULL, 0, c->remote, c->remote_port,
+		NULL, 0, NULL, 0, c->remote, c->remote_port, -1,
 	};
 	baton__http_split_target(req->target, req->target_len, (int)req->target_form, &path,
 				 &path_len, &view->query, &view->query_len);
@@ -618,11 +852,32 @@ static int make_view(struct http_conn *c, const struct baton_http_request *req,
 	return BATON_OK;
 }
 
+/* I/O-worker shape: the handler runs in this task, which the watchdog
+ * (server.c) cancels once `deadline` (< 0: none) passes. */
+static void watch(struct http_conn *c, int64_t deadline)
+{
+	if (deadline < 0)
+		return;
+	/* Release: c->task, stored at the start, to the watchdog's acquire. */
+	__atomic_store_n(&c->deadline, deadline, __ATOMIC_RELEASE);
+}
+
+/* The handler is done: true if the watchdog cancelled this task (it is
+ * then cancelled for good: the connection closes after its 504). */
+static bool unwatch(struct http_conn *c, int64_t deadline)
+{
+	if (deadline < 0)
+		return false;
+	/* Acq_rel: our claim against the watchdog's compare-and-swap. */
+	return __atomic_exchange_n(&c->deadline, 0, __ATOMIC_ACQ_REL) == -1;
+}
+
 /* Run the handler (or static files, or /_stats): in this task, passing
- * through the handle stage, or on the stage's own tasks. */
+ * through the handle stage, or on the stage's own tasks. A job abandoned
+ * at its deadline takes *decoded with it. */
 static int handle_view(struct http_conn *c, const struct baton_http_request *req,
 		       const struct baton_http_req *view, struct baton_http_resp *resp,
-		       struct http_stream *st, int64_t start)
+		       struct http_stream *st, int64_t start, char **decoded)
 {
 	struct baton_http_server *srv = c->srv;
 	struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
@@ -645,13 +900,17 @@ static int handle_view(struct http_conn *c, const struct baton_http_request *req
 			return rc > 0 ? BATON_OK : rc;
 	}
 	if (srv->compute)
-		return handle_on_stage(c, view, resp, st);
+		return handle_on_stage(c, view, resp, st, decoded);
 	pass.t0 = start;
-	if (baton_stage_enter(srv->handle, &pass, srv->a.queue_timeout_ns) != BATON_OK)
-		return -503;
+	watch(c, view->deadline);
+	rc = baton_stage_enter(srv->handle, &pass, srv->a.queue_timeout_ns);
+	if (rc != BATON_OK)
+		return unwatch(c, view->deadline) ? HANDLER_TIMED_OUT : -503;
 	rc = srv->a.handler(srv->a.ctx, view, resp);
 	/* Its end is when the response is queued: the write step's start. */
 	baton_stage_leave(&pass, &c->t_queued);
+	if (unwatch(c, view->deadline))
+		return HANDLER_TIMED_OUT; /* the response, if any, is dropped */
 	if (rc == BATON_OK && resp->status == 0)
 		resp->status = 200;
 	return rc;
@@ -668,17 +927,32 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	memset(resp, 0, sizeof(*resp));
 	resp->scratch = scratch;
 	resp->scratch_cap = scratch_cap;
-	*st = (struct http_stream){ c, req, NULL, req->keep_alive && !baton__http_shutting(c->srv),
-				    req->version_minor >= 1, false, BATON_OK };
+	*st = (struct http_stream){ HTTP_STREAM_LOCAL, c, req, NULL,
+				    req->keep_alive && !baton__http_shutting(c->srv),
+				    req->version_minor >= 1, false, BATON_OK, -1 };
 	if (!st->chunked)
 		st->keep = false; /* an HTTP/1.0 stream ends with the close */
 	resp->stream_ = st;
 	rc = make_view(c, req, body, body_len, &view, &decoded);
+	if (rc == BATON_OK && c->srv->a.handler_timeout_ns > 0)
+		st->deadline = view.deadline = start + c->srv->a.handler_timeout_ns;
 	if (rc == BATON_OK)
-		rc = handle_view(c, req, &view, resp, st, start);
+		rc = handle_view(c, req, &view, resp, st, start, &decoded);
+	/* A handler that failed past its deadline (a Lua hook's error, a
+	 * blocking call that gave up) timed out, whatever it said. */
+	if (rc != BATON_OK && rc != HANDLER_TIMED_OUT && rc > -400 && view.deadline >= 0 &&
+	    baton__clock_now() >= view.deadline)
+		rc = HANDLER_TIMED_OUT;
 	resp->stream_ = NULL;
 	baton__free(decoded);
 	return rc;
+}
+
+int baton_http_req_expired(const struct baton_http_req *req)
+{
+	if (req == NULL)
+		return BATON_EINVAL;
+	return req->deadline >= 0 && baton__clock_now() >= req->deadline;
 }
 
 const char *baton_http_req_header(const struct baton_http_req *req, const char *name,
@@ -738,12 +1012,16 @@ void baton__http_conn_main(void *arg)
 {
 	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
-	struct baton_http_field fields[128];
-	size_t nf = srv->lim.max_fields < 128 ? srv->lim.max_fields : 128;
+	struct baton_http_field fields[HTTP_CONN_FIELDS];
+	size_t nf = srv->lim.max_fields < HTTP_CONN_FIELDS ? srv->lim.max_fields
+							  : HTTP_CONN_FIELDS;
 	char scratch[4096];
 	bool linger = false; /* a response was written and the server closes */
 
 	remote_of(c);
+	/* The watchdog cancels this task at a handler's deadline. */
+	if (srv->a.handler_timeout_ns > 0 && !srv->compute)
+		c->task = baton_task_handle();
 	for (;;) {
 		struct baton_http_request req = { .fields = fields, .fields_cap = nf };
 		struct baton_stage_pass rd = BATON_STAGE_PASS_INIT;
@@ -793,6 +1071,8 @@ void baton__http_conn_main(void *arg)
 			keep = keep && st.keep;
 			if (resp.release && resp.body)
 				resp.release(resp.body);
+			if (st.job)
+				job_put(c, st.job);
 			baton_pool_release(srv->inflight, 1);
 			if (rc != BATON_OK)
 				break;
@@ -801,6 +1081,8 @@ void baton__http_conn_main(void *arg)
 				baton_pool_release(srv->inflight, 1);
 				if (resp.release && resp.body)
 					resp.release(resp.body);
+				if (st.job)
+					job_put(c, st.job);
 				linger = answer_error(c, rc == BATON_ETIMEDOUT ? 503
 							 : rc <= -400 ? -rc : 500,
 						      req.is_head);
@@ -809,6 +1091,8 @@ void baton__http_conn_main(void *arg)
 			rc = respond(c, &req, &resp, keep);
 			if (resp.release && resp.body)
 				resp.release(resp.body);
+			if (st.job) /* its scratch held the response's headers */
+				job_put(c, st.job);
 			baton_pool_release(srv->inflight, 1);
 			if (rc == BATON_EINVAL || rc == BATON_ENOMEM) {
 				/* A header the handler gave is not valid HTTP,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../common/alloc.h"
+#include "../common/prelude.h"
 #include "server_internal.h"
 
 /* --- buffers ------------------------------------------------------------------ */
@@ -107,6 +108,69 @@ static void conn_task(void *arg)
 	baton_pool_release(srv->conns, 1);
 }
 
+/* --- the watchdog ------------------------------------------------------------ */
+/* How often the watchdog looks: a tenth of the handler timeout, within
+ * [1 ms, 100 ms]; a 504 comes at most that late. */
+static int64_t watchdog_tick(const struct baton_http_server *srv)
+{
+	int64_t t = srv->a.handler_timeout_ns / 10;
+
+	return t < 1000000 ? 1000000 : t > 100000000 ? 100000000 : t;
+}
+
+/* Cancel every connection task whose handler passed its deadline. */
+static void watchdog_scan(struct baton_http_server *srv, int64_t now)
+{
+	for (struct http_conn *c = srv->list; c; c = c->next) {
+		/* Acquire: c->task, stored before the deadline (conn.c watch). */
+		int64_t d = __atomic_load_n(&c->deadline, __ATOMIC_ACQUIRE);
+
+		/* Acq_rel claim against the connection's exchange in unwatch:
+		 * the one that finds the deadline still there decides. The
+		 * task has not returned: it unlinks itself under the lock we
+		 * hold (sched.h's cancellation rule 2). */
+		if (d > 0 && now >= d &&
+		    __atomic_compare_exchange_n(&c->deadline, &d, -1, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			baton_task_cancel(c->task);
+	}
+}
+
+/*
+ * The I/O-worker shape's handler timeout: the handler runs in its
+ * connection's task, which cannot time itself out while it is in the
+ * handler, so this task looks at the running handlers every tick and
+ * cancels the tasks past their deadline (baton/sched.h). It ends once the
+ * server is shut down and every connection is gone.
+ */
+static void watchdog(void *arg)
+{
+	struct baton_http_server *srv = arg;
+	int64_t tick = watchdog_tick(srv);
+
+	for (;;) {
+		bool end;
+
+		pthread_mutex_lock(&srv->lock);
+		watchdog_scan(srv, baton__clock_now());
+		end = baton__http_shutting(srv) && srv->nconns == 0 && srv->acceptor_done;
+		srv->watchdog_done = end;
+		pthread_mutex_unlock(&srv->lock);
+		if (end)
+			return;
+		if (baton_sched_sleep(tick) != BATON_OK)
+			baton_sched_yield(); /* no timer: look again soon */
+	}
+}
+
+/* Spawn the watchdog; false without memory for it (try again later). */
+static bool start_watchdog(struct baton_http_server *srv)
+{
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+
+	return baton_sched_spawn(srv->sched, &ta, watchdog, srv) == BATON_OK;
+}
+
 /* --- the acceptor --------------------------------------------------------- */
 /* The listener's handle. Without memory for it (the worker's reactor or
  * the handle), wait and try again: a server that stopped accepting for good
@@ -127,6 +191,7 @@ static void acceptor(void *arg)
 	struct baton_http_server *srv = arg;
 	baton_io_t *lis;
 	int one = 1;
+	bool watchdog_started = srv->watchdog_done; /* none wanted */
 
 	if (open_listener(srv, &lis) != BATON_OK) {
 		/* No reactor here (out of memory, or no backend works): the
@@ -137,6 +202,9 @@ static void acceptor(void *arg)
 	}
 	while (!baton__http_shutting(srv)) {
 		struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
+
+		if (!watchdog_started)
+			watchdog_started = start_watchdog(srv);
 		struct http_conn *c;
 		int fd, rc;
 
@@ -195,6 +263,8 @@ static void acceptor(void *arg)
 out:
 	pthread_mutex_lock(&srv->lock);
 	srv->acceptor_done = true;
+	if (!watchdog_started) /* never got memory for it */
+		srv->watchdog_done = true;
 	pthread_mutex_unlock(&srv->lock);
 }
 
@@ -223,6 +293,7 @@ static bool attr_valid(const struct baton_http_server_attr *a)
 	       a->idle_timeout_ns > 0 && a->write_timeout_ns > 0 &&
 	       a->max_connections > 0 && a->handler_concurrency > 0 &&
 	       a->max_inflight > 0 && a->backlog > 0 && a->linger_ns >= 0 &&
+	       a->handler_timeout_ns >= 0 &&
 	       a->static_symlinks >= BATON_HTTP_SYMLINKS_OFF &&
 	       a->static_symlinks <= BATON_HTTP_SYMLINKS_OWNER;
 }
@@ -355,6 +426,9 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 		close(srv->lfd);
 		goto fail;
 	}
+	/* The watchdog is the acceptor's to start (it retries on ENOMEM).
+	 * With compute workers each connection times its own job out. */
+	srv->watchdog_done = attr->handler_timeout_ns == 0 || srv->compute;
 	*out = srv;
 	return BATON_OK;
 fail:
@@ -445,7 +519,7 @@ int baton_http_server_destroy(baton_http_server_t *srv)
 	if (srv == NULL)
 		return BATON_OK;
 	pthread_mutex_lock(&srv->lock);
-	busy = srv->nconns > 0 || !srv->acceptor_done;
+	busy = srv->nconns > 0 || !srv->acceptor_done || !srv->watchdog_done;
 	pthread_mutex_unlock(&srv->lock);
 	if (busy)
 		return BATON_EBUSY;

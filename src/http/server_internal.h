@@ -13,8 +13,8 @@
  * itself (baton_stage_enter/leave): a hand-off per step would cost more
  * than most steps. Only with compute workers is "handle" a stage with
  * tasks of its own, bound to the compute workers; the connection task then
- * waits for its request's job. The "connections" pool makes the acceptor
- * pause.
+ * waits for its request's job (struct http_job), at most until the handler
+ * timeout. The "connections" pool makes the acceptor pause.
  */
 #ifndef BATON_SRC_HTTP_SERVER_INTERNAL_H
 #define BATON_SRC_HTTP_SERVER_INTERNAL_H
@@ -67,6 +67,7 @@ struct baton_http_server {
 	long nconns;
 	bool shutting;		/* (atomic) */
 	bool acceptor_done;
+	bool watchdog_done;	/* true also when there is none */
 };
 
 struct http_conn {
@@ -87,24 +88,71 @@ struct http_conn {
 	baton_sem_t *ack;	/* a streamed piece was written (compute mode) */
 	char remote[46];	/* the peer's address as text (INET6_ADDRSTRLEN) */
 	unsigned short remote_port;
+	/* I/O-worker shape with a handler timeout: the watchdog cancels
+	 * `task` once `deadline` passes while the handler runs. */
+	baton_task_t *task;	/* this connection's task (its handle) */
+	int64_t deadline;	/* 0: not in a handler; -1: cancelled by the
+				   watchdog; else when (atomic) */
 };
 
-/* A request handed to the handle stage; lives on the connection task's
- * stack until `done` is posted. */
+/*
+ * A request handed to the handle stage (compute workers): one heap block,
+ * HTTP_BUF_SIZE bytes, holding everything the handler can reach (its copy
+ * of the request view, head and fields, the response and the scratch
+ * buffer), so that a connection that stops waiting for it (the handler
+ * timeout) leaves the handler nothing freed under it.
+ *
+ * Who owns it is decided by `state`, claimed with a compare-and-swap:
+ *   RUNNING    queued or in the handler; both sides may read it.
+ *   PIECE      the handler handed a streamed piece over (piece*) and waits
+ *              for `ack`; only the connection may change the state now.
+ *   DONE       the handler finished (rc, resp) and posted `done`: the
+ *              connection owns the job and frees it after the response.
+ *   CANCELLING the connection gave up at the deadline and is cancelling
+ *              the handler's task; the handler waits for ABANDONED before
+ *              it may end (its task handle must stay valid meanwhile).
+ *   ABANDONED  the connection answered and went on: it touches the job
+ *              no more; the handler's side frees it (and the request
+ *              buffer and the `ack` handed to it) when the handler ends.
+ */
+enum { HTTP_JOB_RUNNING, HTTP_JOB_PIECE, HTTP_JOB_DONE, HTTP_JOB_CANCELLING,
+       HTTP_JOB_ABANDONED };
+
+/* resp->stream_ points at one of these; both begin with the kind. */
+enum { HTTP_STREAM_LOCAL = 1, HTTP_STREAM_JOB };
+
 struct http_job {
-	struct http_conn *c;
-	const struct baton_http_req *view;
-	struct baton_http_resp *resp;
-	int rc;
-	/* A streamed piece on its way from the handler task to the
-	 * connection's task (conn.c, baton_http_resp_write): set, then
-	 * `done` posted; the connection task writes it, stores piece_rc,
-	 * clears piece_pending and posts `ack`. */
+	unsigned char kind;	/* HTTP_STREAM_JOB */
+	int state;		/* HTTP_JOB_* (atomic) */
+	struct baton_http_server *srv;
+	baton_task_t *task;	/* the handler's task once it runs, if
+				   cancellable (atomic); NULL: none */
+	baton_sem_t *done;	/* the connection's: DONE or a piece */
+	baton_sem_t *ack;	/* the connection's, or after an abandon in
+				   PIECE the job's own (own_ack) */
+	bool own_ack;
+	int rc;			/* the handler's */
+	/* A streamed piece on its way from the handler to the connection's
+	 * task (baton_http_resp_write): set, state PIECE, `done` posted; the
+	 * connection writes it, stores piece_rc, state RUNNING, posts ack. */
 	const void *piece;
 	size_t piece_len;
-	bool piece_pending;
 	int piece_rc;
+	int piece_err;		/* the handler's side: the first write error */
+	char *in;		/* the request's bytes, handed over at an abandon */
+	char *decoded;		/* its decoded path, the same */
+	struct baton_http_req view;
+	struct baton_http_resp resp;
+	struct baton_http_request head; /* view.head_ */
+	char remote[46];
+	struct baton_http_field fields[]; /* head.nfields, then the scratch */
 };
+
+#define HTTP_CONN_FIELDS 128 /* a connection parses at most this many */
+#define HTTP_JOB_SCRATCH_MIN 4096
+_Static_assert(sizeof(struct http_job) + HTTP_CONN_FIELDS * sizeof(struct baton_http_field) +
+		       HTTP_JOB_SCRATCH_MIN <= HTTP_BUF_SIZE,
+	       "a job with every field still lends a handler 4 KiB of scratch");
 
 /* server.c */
 bool baton__http_conn_set_idle(struct http_conn *c, bool idle);
