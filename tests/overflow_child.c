@@ -167,6 +167,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (strcmp(argv[1], "copystack") == 0) {
 		attr.model = BATON_CORO_COPYSTACK;
+		attr.stack_size = 0; /* the shared stack's */
 		attr.name = "cs-diver";
 	} else if (strcmp(argv[1], "null") == 0) {
 		fn = null_deref;
