@@ -168,6 +168,11 @@ static void call_resume(lua_State *L, void *arg)
 {
 	struct call_job *j = arg;
 
+	/* Past --handler-timeout: stop between slices. The error unwinds the
+	 * handler's coroutine; the server answers 504 (it is past the
+	 * deadline) and the state and the worker go on with other runs. */
+	if (httpd_request_expired(j->req))
+		luaL_error(L, "handler timeout: the request's deadline has passed");
 	if (j->req_ref == LUA_NOREF)
 		return;
 	lua_rawgeti(L, LUA_REGISTRYINDEX, j->req_ref);

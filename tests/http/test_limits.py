@@ -275,6 +275,38 @@ def test_endless_lua_handler_on_compute_worker(httpd):
         proc.communicate(timeout=10)
 
 
+@pytest.mark.parametrize("layout", [["--workers", "1"],
+                                    ["--workers", "1", "--compute-workers", "1"]],
+                         ids=["io", "compute"])
+def test_endless_lua_handler_is_stopped(httpd, layout):
+    """A Lua loop is stopped between two slices once its deadline has
+    passed: the client gets 504, the worker serves the next request of the
+    same Lua state, and the drain ends by itself (exit 0): nothing is left
+    running."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [httpd, "--port", str(port), "--address", "127.0.0.1", "--handler", "lua", ENDLESS,
+         *layout, "--handler-timeout", str(TIMEOUT_MS), "--drain-timeout", "5000"],
+        stderr=subprocess.PIPE)
+    if not wait_accepting(proc, port, 10.0):
+        proc.kill()
+        err = proc.communicate(timeout=10)[1].decode(errors="replace")
+        if "built without the lua handler" in err:
+            pytest.skip("baton-httpd built without Lua")
+        raise RuntimeError("baton-httpd did not start: " + err)
+    try:
+        spin = send_spin(port)
+        t0 = time.monotonic()
+        assert spin.recv(4096).startswith(b"HTTP/1.1 504")
+        assert time.monotonic() - t0 <= TIMEOUT_MS / 1000 + LATE_S
+        spin.close()
+        t0 = time.monotonic()
+        assert get(port, "/").startswith(b"HTTP/1.1 200")
+        assert time.monotonic() - t0 <= LATE_S
+    finally:
+        stop_clean(proc)
+
+
 def test_handler_timeout_rejects_bad_value(httpd):
     r = subprocess.run([httpd, "--handler-timeout", "-5"], capture_output=True, timeout=10)
     assert r.returncode == 2
