@@ -126,7 +126,9 @@ static int read_idle(struct http_conn *c, size_t limit, size_t *n)
 		return rc;
 	baton__http_buf_put(c->srv, c->in, c->in_cap);
 	baton__http_buf_put(c->srv, c->out, c->out_cap); /* written: flush ran */
+	baton__http_buf_put(c->srv, c->work, HTTP_BUF_SIZE);
 	c->in = c->out = NULL;
+	c->work = NULL;
 	c->in_cap = c->out_cap = 0;
 	c->out_len = 0;
 	c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
@@ -206,6 +208,11 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 			    BATON_OK)
 			return -503;
 		if (c->in_len) {
+			/* The request's fields go into the work block, taken
+			 * now that its bytes are here. */
+			if (c->work == NULL && (c->work = baton__http_buf_get(srv)) == NULL)
+				return -503;
+			req->fields = c->work->fields;
 			/* Resumes where the last call stopped: a head sent a
 			 * byte at a time is scanned once, not once per byte. */
 			n = baton__http_parse_head_resume(c->in, c->in_len, &srv->lim, req,
@@ -1012,10 +1019,8 @@ void baton__http_conn_main(void *arg)
 {
 	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
-	struct baton_http_field fields[HTTP_CONN_FIELDS];
 	size_t nf = srv->lim.max_fields < HTTP_CONN_FIELDS ? srv->lim.max_fields
 							  : HTTP_CONN_FIELDS;
-	char scratch[4096];
 	bool linger = false; /* a response was written and the server closes */
 
 	remote_of(c);
@@ -1023,7 +1028,8 @@ void baton__http_conn_main(void *arg)
 	if (srv->a.handler_timeout_ns > 0 && !srv->compute)
 		c->task = baton_task_handle();
 	for (;;) {
-		struct baton_http_request req = { .fields = fields, .fields_cap = nf };
+		/* .fields: the work block's, once bytes arrive (read_head). */
+		struct baton_http_request req = { .fields = NULL, .fields_cap = nf };
 		struct baton_stage_pass rd = BATON_STAGE_PASS_INIT;
 		struct baton_http_resp resp;
 		struct http_stream st;
@@ -1062,7 +1068,8 @@ void baton__http_conn_main(void *arg)
 		if ((uintptr_t)c->in != in_before)
 			baton__http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
 		baton_stage_leave(&rd, &t0); /* its end is handle's start */
-		rc = handle(c, &req, body, body_len, &resp, scratch, sizeof(scratch), t0, &st);
+		rc = handle(c, &req, body, body_len, &resp, c->work->scratch, HTTP_WORK_SCRATCH,
+			    t0, &st);
 		keep = req.keep_alive && !baton__http_shutting(srv);
 		if (st.started) {
 			/* Streamed: the head and the pieces are out; only the

@@ -104,6 +104,7 @@ static void conn_task(void *arg)
 	baton_sem_destroy(c->done);
 	baton__http_buf_put(srv, c->in, c->in_cap);
 	baton__http_buf_put(srv, c->out, c->out_cap);
+	baton__http_buf_put(srv, c->work, HTTP_BUF_SIZE);
 	baton__free(c);
 	baton_pool_release(srv->conns, 1);
 }
