@@ -42,10 +42,12 @@ static void retire_some(baton_smr_t *d, int n,
 
 static void section(baton_smr_t *d)
 {
-	unsigned tok;
+	int tok = baton_smr_read_lock(d);
 
-	if (ALLOWED(baton_smr_read_lock(d, &tok)) == BATON_OK)
+	if (tok >= 0)
 		T_CHECK_RC(baton_smr_read_unlock(d, tok), BATON_OK);
+	else
+		ALLOWED(tok);
 }
 
 struct ctx {

@@ -83,17 +83,17 @@ static void test_args(void **state)
 {
 	baton_smr_t *d;
 	baton_smr_hp_t *hp;
-	unsigned tok;
+	int tok;
 	void *p;
 	struct baton_smr_stats st;
 
 	(void)state;
 	assert_int_equal(baton_smr_create(NULL), BATON_EINVAL);
 	assert_int_equal(baton_smr_create(&d), BATON_OK);
-	assert_int_equal(baton_smr_read_lock(NULL, &tok), BATON_EINVAL);
-	assert_int_equal(baton_smr_read_lock(d, NULL), BATON_EINVAL);
+	assert_int_equal(baton_smr_read_lock(NULL), BATON_EINVAL);
 	assert_int_equal(baton_smr_read_unlock(NULL, 0), BATON_EINVAL);
 	assert_int_equal(baton_smr_read_unlock(d, 2), BATON_EINVAL);
+	assert_int_equal(baton_smr_read_unlock(d, -1), BATON_EINVAL);
 	assert_int_equal(baton_smr_synchronize(NULL, -1), BATON_EINVAL);
 	assert_int_equal(baton_smr_barrier(NULL, -1), BATON_EINVAL);
 	assert_int_equal(baton_smr_poll(NULL), BATON_EINVAL);
@@ -115,9 +115,11 @@ static void test_args(void **state)
 	/* Busy while a slot is held or a section is open; unchanged. */
 	assert_int_equal(baton_smr_destroy(d), BATON_EBUSY);
 	assert_int_equal(baton_smr_hp_release(hp), BATON_OK);
-	assert_int_equal(baton_smr_read_lock(d, &tok), BATON_OK);
-	assert_int_equal(baton_smr_read_lock(d, &tok), BATON_OK); /* nested */
-	assert_int_equal(baton_smr_read_unlock(d, tok), BATON_OK);
+	tok = baton_smr_read_lock(d);
+	assert_true(tok == 0 || tok == 1);
+	int tok2 = baton_smr_read_lock(d); /* nested */
+	assert_true(tok2 == 0 || tok2 == 1);
+	assert_int_equal(baton_smr_read_unlock(d, tok2), BATON_OK);
 	assert_int_equal(baton_smr_destroy(d), BATON_EBUSY);
 	/* A section open: a synchronize on the same domain times out. */
 	assert_int_equal(baton_smr_synchronize(d, MS(20)), BATON_ETIMEDOUT);
@@ -140,12 +142,13 @@ static void test_retire_batches(void **state)
 	baton_smr_t *d;
 	struct baton_smr_stats st;
 	long before = __atomic_load_n(&freed_count, __ATOMIC_RELAXED);
-	unsigned tok;
+	int tok;
 
 	(void)state;
 	assert_int_equal(baton_smr_create(&d), BATON_OK);
 	/* A reader holds everything back: nothing retired is freed. */
-	assert_int_equal(baton_smr_read_lock(d, &tok), BATON_OK);
+	tok = baton_smr_read_lock(d);
+	assert_true(tok >= 0);
 	for (int i = 0; i < 3 * BATON_SMR_BATCH + 5; i++)
 		assert_int_equal(baton_smr_retire(d, obj_new(i), obj_free), BATON_OK);
 	assert_int_equal(baton_smr_poll(d), BATON_OK);
@@ -185,10 +188,10 @@ struct shared {
 
 static void read_once(struct shared *sh)
 {
-	unsigned tok;
+	int tok = baton_smr_read_lock(sh->d);
 	struct obj *o;
 
-	T_CHECK_RC(baton_smr_read_lock(sh->d, &tok), BATON_OK);
+	T_CHECK(tok == 0 || tok == 1);
 	/* Acquire: the object's fields, published before the pointer. */
 	o = __atomic_load_n(&sh->cur, __ATOMIC_ACQUIRE);
 	for (int k = 0; k < 50; k++)
@@ -296,12 +299,12 @@ static void park_reader(void *arg)
 	struct park *p = arg;
 
 	for (int r = 0; r < p->rounds; r++) {
-		unsigned tok;
+		int tok = baton_smr_read_lock(p->d);
 		void *msg;
 		struct obj *o;
 		int w0;
 
-		T_CHECK_RC(baton_smr_read_lock(p->d, &tok), BATON_OK);
+		T_CHECK(tok == 0 || tok == 1);
 		w0 = baton_sched_worker_index();
 		o = __atomic_load_n(&p->cur, __ATOMIC_ACQUIRE); /* as above */
 		T_CHECK_RC(baton_chan_send(p->held, o, -1), BATON_OK);

@@ -128,6 +128,8 @@ static long read_section(unsigned slot)
 	return v;
 }
 
+#define READ_SECTION(slot) read_section(slot)
+
 static void quiescent(void)
 {
 #if defined(PEER_URCU_QSBR)
@@ -178,6 +180,8 @@ static long read_section(unsigned slot)
 	return v;
 }
 
+#define READ_SECTION(slot) read_section(slot)
+
 static void quiescent(void) {}
 
 static void free_cb(ck_epoch_entry_t *e)
@@ -196,7 +200,7 @@ static void fam_fini(void) {}
 #elif !defined(PEER_MISSING)
 static baton_smr_t *dom;
 static __thread baton_smr_hp_t *hp;
-static __thread unsigned stall_tok;
+static __thread int stall_tok;
 
 static void fam_init(void)
 {
@@ -216,24 +220,30 @@ static void thread_offline(void)
 		baton_smr_hp_release(hp);
 }
 
-static long read_section(unsigned slot)
+static inline long read_hp(unsigned slot)
 {
-	unsigned tok;
 	void *p;
 	long v;
 
-	if (use_hp) {
-		baton_smr_hp_protect(hp, (void *const *)&table[slot], &p);
-		v = ((struct obj *)p)->value;
-		baton_smr_hp_clear(hp);
-		return v;
-	}
-	baton_smr_read_lock(dom, &tok);
-	/* Acquire: the object's fields, published before the pointer. */
-	v = __atomic_load_n(&table[slot], __ATOMIC_ACQUIRE)->value;
-	baton_smr_read_unlock(dom, tok);
+	baton_smr_hp_protect(hp, (void *const *)&table[slot], &p);
+	v = ((struct obj *)p)->value;
+	baton_smr_hp_clear(hp);
 	return v;
 }
+
+static inline long read_sections(unsigned slot)
+{
+	baton_smr_t *d = dom;
+	int tok = baton_smr_read_lock(d);
+	/* Acquire: the object's fields, published before the pointer. */
+	long v = __atomic_load_n(&table[slot], __ATOMIC_ACQUIRE)->value;
+
+	baton_smr_read_unlock(d, tok);
+	return v;
+}
+
+/* One loop per flavour (the flavour is chosen at run time). */
+#define READ_SECTION(slot) (use_hp ? read_hp(slot) : read_sections(slot))
 
 static void quiescent(void) {}
 
@@ -255,7 +265,7 @@ static void stall_begin(void)
 	if (use_hp)
 		baton_smr_hp_protect(hp, (void *const *)&table[0], &p);
 	else
-		baton_smr_read_lock(dom, &stall_tok);
+		stall_tok = baton_smr_read_lock(dom);
 }
 
 static void stall_end(void)
@@ -287,6 +297,23 @@ static void replace(unsigned slot, long v)
 
 /* --- the workloads ------------------------------------------------------ */
 
+/* A reading loop, once per value of use_hp, so that each flavour's read
+ * side is inlined into a loop of its own (the peers' have one flavour). */
+#if defined(PEER_URCU) || defined(PEER_CK)
+#define READ_LOOP(...) __VA_ARGS__
+#else
+#define READ_LOOP(...)                     \
+	do {                               \
+		if (use_hp) {              \
+			const bool use_hp = true;  \
+			__VA_ARGS__        \
+		} else {                   \
+			const bool use_hp = false; \
+			__VA_ARGS__        \
+		}                          \
+	} while (0)
+#endif
+
 static uint64_t rng(uint64_t *x)
 {
 	*x ^= *x << 13;
@@ -303,11 +330,11 @@ static double run_read(long ops)
 
 	thread_online();
 	t0 = now_ns();
-	for (long i = 0; i < ops; i++) {
-		sink += read_section((unsigned)rng(&x) % SLOTS);
+	READ_LOOP(for (long i = 0; i < ops; i++) {
+		sink += READ_SECTION((unsigned)rng(&x) % SLOTS);
 		if ((i & 1023) == 0)
 			quiescent();
-	}
+	});
 	t0 = now_ns() - t0;
 	thread_offline();
 	return (double)t0 / (double)ops;
@@ -333,11 +360,11 @@ static void *reader_main(void *arg)
 			usleep(1000);
 		stall_end();
 	} else {
-		while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) { /* as above */
-			sink += read_section((unsigned)rng(&x) % SLOTS);
+		READ_LOOP(while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) { /* as above */
+			sink += READ_SECTION((unsigned)rng(&x) % SLOTS);
 			if ((++n & 1023) == 0)
 				quiescent();
-		}
+		});
 	}
 	r->reads = n + (sink == 42);
 	thread_offline();

@@ -20,8 +20,8 @@
  *     static struct config *_Atomic cur;        // the shared object
  *
  *     // reader (task or thread)                // writer
- *     unsigned tok;                             struct config *nc = build();
- *     baton_smr_read_lock(dom, &tok);           struct config *old =
+ *                                               struct config *nc = build();
+ *     int tok = baton_smr_read_lock(dom);       struct config *old =
  *     struct config *c = __atomic_load_n(           __atomic_exchange_n(&cur, nc,
  *         &cur, __ATOMIC_ACQUIRE);                       __ATOMIC_ACQ_REL);
  *     use(c);          // may park, move        baton_smr_retire(dom, old, free);
@@ -83,7 +83,8 @@
  *
  * Rules a caller must keep:
  *  1. Between read_lock and read_unlock a task may block, yield and move
- *    to another worker; pass the token from read_lock to read_unlock.
+ *    to another worker; pass the token from read_lock (a non-negative
+ *    int) to read_unlock.
  *    Sections nest. Do not call synchronize or barrier inside a section
  *    of the same domain (it waits for itself: BATON_ETIMEDOUT, or forever
  *    with no timeout).
@@ -138,14 +139,77 @@ BATON_API int baton_smr_create(baton_smr_t **out);
  * slot held); the domain is then unchanged. */
 BATON_API int baton_smr_destroy(baton_smr_t *d);
 
-/* Begin a read section; *token receives what read_unlock needs.
- * Errors: BATON_EINVAL (NULL argument), BATON_ENOMEM (the calling
- * thread's first section in this domain needs its record). */
-BATON_API int baton_smr_read_lock(baton_smr_t *d, unsigned *token);
+/* Begin a read section. Returns the token read_unlock needs (0 or 1),
+ * or an error: BATON_EINVAL (NULL d), BATON_ENOMEM (the calling thread's
+ * first section in this domain needs its record). */
+BATON_API int baton_smr_read_lock(baton_smr_t *d);
 
 /* End a read section begun with `token`, on any thread.
  * Errors: BATON_EINVAL (NULL d, a token read_lock did not give). */
-BATON_API int baton_smr_read_unlock(baton_smr_t *d, unsigned token);
+BATON_API int baton_smr_read_unlock(baton_smr_t *d, int token);
+
+/*
+ * The read side inline, on x86-64: the calls above, without the call.
+ * What the inline code may read of a domain (its first fields) and of the
+ * calling thread (the record of the domain it read last). A thread-local
+ * variable is read afresh at each use with one %fs-relative load, so a
+ * section that moved to another thread finds that thread's record; other
+ * architectures may keep a thread pointer in a register across the park
+ * (AArch64's GCC reads TPIDR_EL0 once per function) and call the library.
+ * A domain with the `fence` mechanism, a thread's first section and any
+ * bad argument take the call too. BATON_SMR_NO_INLINE turns this off.
+ */
+struct baton_smr_head_ {
+	uint64_t id;	     /* the domain's unique number */
+	unsigned idx;	     /* the index new sections use (atomic) */
+	unsigned char fence; /* readers fence: no asymmetric barrier */
+};
+struct baton_smr_tls_ {
+	uint64_t id;	/* the domain whose record ctr is, 0 for none */
+	uint64_t *ctr;	/* that record: lock[2], then unlock[2] */
+};
+#if defined(__x86_64__) && !defined(BATON_SMR_NO_INLINE)
+BATON_API extern __thread struct baton_smr_tls_ baton__smr_tls
+	__attribute__((tls_model("initial-exec")));
+
+static inline int baton_smr_read_lock_inline_(baton_smr_t *d)
+{
+	const struct baton_smr_head_ *h = (const struct baton_smr_head_ *)(void *)d;
+	uint64_t *c;
+	unsigned i;
+
+	if (__builtin_expect(d == NULL || h->fence || baton__smr_tls.id != h->id, 0))
+		return baton_smr_read_lock(d);
+	c = baton__smr_tls.ctr;
+	/* Relaxed: a stale index only makes a grace period wait for this
+	 * section too (see the ordering above). */
+	i = __atomic_load_n(&h->idx, __ATOMIC_RELAXED) & 1;
+	/* Relaxed load and store: only this thread writes its record; the
+	 * heavy side's barrier orders the store before the loads below. */
+	__atomic_store_n(&c[i], __atomic_load_n(&c[i], __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return (int)i;
+}
+
+static inline int baton_smr_read_unlock_inline_(baton_smr_t *d, int token)
+{
+	const struct baton_smr_head_ *h = (const struct baton_smr_head_ *)(void *)d;
+	uint64_t *c;
+
+	if (__builtin_expect(d == NULL || (unsigned)token > 1 || baton__smr_tls.id != h->id, 0))
+		return baton_smr_read_unlock(d, token);
+	c = baton__smr_tls.ctr + 2;
+	/* Release: the section's loads come before a writer that sees the
+	 * count frees anything. */
+	__atomic_store_n(&c[token], __atomic_load_n(&c[token], __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELEASE);
+	return BATON_OK;
+}
+
+#define baton_smr_read_lock(d) baton_smr_read_lock_inline_(d)
+#define baton_smr_read_unlock(d, token) baton_smr_read_unlock_inline_((d), (token))
+#endif
 
 /* Wait for a grace period: every read section that began before the call
  * has ended. Parks the calling task (polling with growing sleeps), or

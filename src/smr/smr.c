@@ -21,11 +21,16 @@ _Static_assert((int)BATON__BARRIER_FENCE == BATON_SMR_BARRIER_FENCE &&
 
 static uint64_t smr_next_id; /* (atomic) */
 
+_Static_assert(offsetof(struct baton_smr, h) == 0 &&
+		       offsetof(struct smr_rec, lock) == 0 &&
+		       offsetof(struct smr_rec, unlock) == 2 * sizeof(uint64_t),
+	       "the inline read side's view of a domain and a record (baton/smr.h)");
+
 /* The calling thread's record in the domain it read last: one compare on
- * the fast path. Keyed by the domain's id, which is never reused, so a
- * destroyed domain's entry never matches again. */
-static __thread uint64_t smr_tls_id __attribute__((tls_model("initial-exec")));
-static __thread struct smr_rec *smr_tls_rec __attribute__((tls_model("initial-exec")));
+ * the fast path, inline or here. Keyed by the domain's id, which is never
+ * reused, so a destroyed domain's entry never matches again. */
+BATON_API __thread struct baton_smr_tls_ baton__smr_tls
+	__attribute__((tls_model("initial-exec")));
 
 /* The calling thread's record: found by its owner, else made and linked.
  * A thread that ended leaves its record to the next thread that gets its
@@ -52,44 +57,45 @@ static struct smr_rec *rec_slow(struct baton_smr *d)
 	d->readers++;
 	baton_spin_unlock(&d->lock);
 found:
-	smr_tls_rec = r;
-	smr_tls_id = d->id;
+	baton__smr_tls.ctr = r->lock;
+	baton__smr_tls.id = d->h.id;
 	return r;
 }
 
 static inline struct smr_rec *rec_get(struct baton_smr *d)
 {
-	return BATON_LIKELY(smr_tls_id == d->id) ? smr_tls_rec : rec_slow(d);
+	/* The record begins with its counters (the assertion above). */
+	return BATON_LIKELY(baton__smr_tls.id == d->h.id) ? (struct smr_rec *)baton__smr_tls.ctr
+							   : rec_slow(d);
 }
 
-int baton_smr_read_lock(baton_smr_t *d, unsigned *token)
+int baton_smr_read_lock(baton_smr_t *d)
 {
 	struct smr_rec *r;
 	unsigned i;
 
-	if (BATON_UNLIKELY(d == NULL || token == NULL))
+	if (BATON_UNLIKELY(d == NULL))
 		return BATON_EINVAL;
 	r = rec_get(d);
 	if (BATON_UNLIKELY(r == NULL))
 		return BATON_ENOMEM;
 	/* Relaxed: an index read just before a flip only makes the grace
 	 * period's second check wait for this section too (smr.h). */
-	i = __atomic_load_n(&d->idx, __ATOMIC_RELAXED) & 1;
+	i = __atomic_load_n(&d->h.idx, __ATOMIC_RELAXED) & 1;
 	/* Relaxed load and store, no read-modify-write: only this thread
 	 * writes the record; the heavy side's barrier orders the store
 	 * before the section's loads (baton__smr_light below). */
 	__atomic_store_n(&r->lock[i], __atomic_load_n(&r->lock[i], __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
 	baton__smr_light(d);
-	*token = i;
-	return BATON_OK;
+	return (int)i;
 }
 
-int baton_smr_read_unlock(baton_smr_t *d, unsigned token)
+int baton_smr_read_unlock(baton_smr_t *d, int token)
 {
 	struct smr_rec *r;
 
-	if (BATON_UNLIKELY(d == NULL || token > 1))
+	if (BATON_UNLIKELY(d == NULL || (unsigned)token > 1))
 		return BATON_EINVAL;
 	r = rec_get(d);
 	if (BATON_UNLIKELY(r == NULL)) {
@@ -135,7 +141,7 @@ static void advance(struct baton_smr *d)
 	for (;;) {
 		/* Relaxed: only the holder of gp_busy writes seq and idx. */
 		uint64_t s = __atomic_load_n(&d->seq, __ATOMIC_RELAXED);
-		unsigned cur = __atomic_load_n(&d->idx, __ATOMIC_RELAXED);
+		unsigned cur = __atomic_load_n(&d->h.idx, __ATOMIC_RELAXED);
 
 		if ((s & 3) == 0) {
 			/* Acquire: pairs with want_gp's release. */
@@ -151,7 +157,7 @@ static void advance(struct baton_smr *d)
 			break;
 		if ((s & 3) == 1) {
 			/* Relaxed: the flip is for progress, not for safety. */
-			__atomic_store_n(&d->idx, cur ^ 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&d->h.idx, cur ^ 1, __ATOMIC_RELAXED);
 			s = (s & ~(uint64_t)3) | 2;
 		} else {
 			s = ((s >> 2) + 1) << 2;
@@ -371,8 +377,8 @@ int baton_smr_create(baton_smr_t **out)
 		return BATON_ENOMEM;
 	}
 	/* Relaxed: a unique number is all that is asked. */
-	d->id = __atomic_add_fetch(&smr_next_id, 1, __ATOMIC_RELAXED);
-	d->fence = baton__barrier_kind() == BATON__BARRIER_FENCE;
+	d->h.id = __atomic_add_fetch(&smr_next_id, 1, __ATOMIC_RELAXED);
+	d->h.fence = baton__barrier_kind() == BATON__BARRIER_FENCE;
 	*out = d;
 	return BATON_OK;
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define BATON_SMR_NO_INLINE /* the library defines the calls themselves */
 #include <baton/smr.h>
 
 #include "../common/barrier.h"
@@ -49,10 +50,10 @@ struct smr_batch {
 };
 
 struct baton_smr {
-	/* Read by every section: one line, written only by the flips. */
-	uint64_t id;	 /* unique, never reused: the thread cache's key */
-	unsigned idx;	 /* the index new sections use (atomic) */
-	bool fence;	 /* no asymmetric barrier: readers fence */
+	/* Read by every section, inline ones too (baton/smr.h): first, one
+	 * line, written only by the flips. id is unique, never reused: the
+	 * thread cache's key. */
+	struct baton_smr_head_ h;
 
 	/* The writers' side. */
 	struct smr_rec *recs __attribute__((aligned(BATON_CACHELINE)));
@@ -78,7 +79,7 @@ struct baton_smr {
 /* The heavy side: the asymmetric barrier, or a fence where readers fence. */
 static inline void baton__smr_heavy(const struct baton_smr *d)
 {
-	if (d->fence)
+	if (d->h.fence)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
 		baton__barrier_heavy();
@@ -87,7 +88,7 @@ static inline void baton__smr_heavy(const struct baton_smr *d)
 /* The light side, after a reader's store and before its loads. */
 static inline void baton__smr_light(const struct baton_smr *d)
 {
-	if (BATON_UNLIKELY(d->fence))
+	if (BATON_UNLIKELY(d->h.fence))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
 		baton__barrier_light();
