@@ -12,6 +12,7 @@
  */
 #include "sched_test.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include <baton/smr.h>
@@ -513,12 +514,22 @@ static void hp_reader(void *arg)
 	T_CHECK_RC(baton_smr_hp_release(hp), BATON_OK);
 }
 
+/* BATON_SMR_SOAK_SECONDS=S: retire for S seconds instead of a fixed
+ * count (a soak of the bound; the watchdog grows to match). */
+static long soak_seconds(void)
+{
+	const char *s = getenv("BATON_SMR_SOAK_SECONDS");
+
+	return s && atol(s) > 0 ? atol(s) : 0;
+}
+
 static void hp_writer(void *arg)
 {
 	struct stall *st = arg;
-	long n = harness_scale(20000, 2000);
+	long n = soak_seconds() ? LONG_MAX : harness_scale(20000, 2000);
+	int64_t end = soak_seconds() ? st_now() + soak_seconds() * MS(1000) : 0;
 
-	for (long i = 0; i < n; i++) {
+	for (long i = 0; i < n && (end == 0 || (i % 1024) || st_now() < end); i++) {
 		struct obj *old = __atomic_exchange_n(&st->cur, obj_new(i), __ATOMIC_ACQ_REL);
 		struct baton_smr_stats s;
 
@@ -540,7 +551,7 @@ static void test_hp_stalled_reader(void **state)
 	struct baton_smr_stats ss;
 
 	st_reset();
-	st_watchdog(120, "hazard pointers, stalled reader");
+	st_watchdog(120 + (unsigned)soak_seconds(), "hazard pointers, stalled reader");
 	assert_int_equal(baton_smr_create(&st.d), BATON_OK);
 	st.cur = obj_new(-1);
 	st_spawn(s, state, 0, stall_reader, &st);
