@@ -104,6 +104,10 @@
  *    destroying what the free functions need.
  *  7. Destroy a domain when no section is open and no slot is held
  *    (BATON_EBUSY otherwise); it frees everything still retired.
+ *  8. Each thread that ever reads a domain leaves a record in it (one
+ *    cache line) until the domain is destroyed; a later thread with the
+ *    same pthread_t takes it over. A process that forks while another
+ *    thread is inside a section leaves that section open in the child.
  */
 #ifndef BATON_SMR_H
 #define BATON_SMR_H
