@@ -17,7 +17,7 @@
  *    unreclaimed objects stay below a bound (baton_smr_stats.hp_bound).
  *
  *     static baton_smr_t *dom;                  // baton_smr_create(&dom)
- *     static struct config *_Atomic cur;        // the shared object
+ *     static struct config *cur;                // shared: __atomic loads/stores
  *
  *     // reader (task or thread)                // writer
  *                                               struct config *nc = build();
@@ -31,7 +31,7 @@
  *     baton_smr_hp_t *hp;                       // once per task
  *     baton_smr_hp_acquire(dom, &hp);
  *     void *c;
- *     baton_smr_hp_protect(hp, (void **)&cur, &c);
+ *     baton_smr_hp_protect(hp, (void *const *)&cur, &c);
  *     use(c);
  *     baton_smr_hp_clear(hp);                   // writer: baton_smr_hp_retire(dom, old, free)
  *
