@@ -29,7 +29,7 @@ case $what in test | deb)
 esac
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
-	pkgs="$pkgs g++ libboost-context-dev libboost-fiber-dev luajit2 libck-dev
+	pkgs="$pkgs g++ libboost-context-dev libboost-fiber-dev luajit2 libck-dev liburcu-dev
 	      nginx libnginx-mod-http-lua guile-3.0 h2o wrk apache2-utils"
 fi
 

@@ -14,6 +14,7 @@
 #include <baton/chan.h>
 #include <baton/sync.h>
 #include <baton/seq.h>
+#include <baton/smr.h>
 #include <baton/io.h>
 #include <baton/stage.h>
 #include <baton/http.h>

@@ -15,21 +15,42 @@
  * x86-64 allows, and the barrier closes it; on AArch64 the same argument
  * holds because the barrier is a full `dmb ish` on every running thread.
  *
- * The barrier is membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): an
- * inter-processor interrupt to every CPU running a thread of this process
- * (tens of microseconds), after a registration made once. Where the
- * kernel refuses it (no membarrier, a sandbox), baton__barrier_available()
- * is false and callers must keep to symmetric ordering. ThreadSanitizer
- * cannot see the ordering it gives, so sanitized builds report it
- * unavailable and take the symmetric paths.
+ * The mechanism is chosen once per process (baton__barrier_kind), in this
+ * order:
+ *  1. membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): an inter-processor
+ *     interrupt to every CPU running a thread of this process, after a
+ *     registration made once (about a microsecond on an idle machine).
+ *  2. x86-64 only: mprotect of a locked dummy page from read-write to
+ *     read-only after writing it. Linux must then shoot the page's TLB
+ *     entry down on every CPU that may cache it (every CPU running a
+ *     thread of the process): an interrupt, and on x86-64 an interrupt is
+ *     a full barrier for the interrupted thread. On AArch64 the TLB is
+ *     invalidated by a broadcast instruction with no interrupt, so this is
+ *     no barrier there and is never chosen.
+ *  3. none: baton__barrier_available() is false and callers keep to
+ *     symmetric ordering (a fence on the fast side).
+ * The environment variable BATON_BARRIER (membarrier, mprotect or fence)
+ * forces a mechanism, for tests: a forced one that does not work here
+ * falls to the next in the list. ThreadSanitizer cannot see the ordering
+ * an interrupt gives, so sanitized builds always take `fence`.
  */
 #ifndef BATON_SRC_BARRIER_H
 #define BATON_SRC_BARRIER_H
 
 #include <stdbool.h>
 
+enum baton__barrier_kind {
+	BATON__BARRIER_FENCE = 0,      /* no asymmetric barrier */
+	BATON__BARRIER_MEMBARRIER = 1, /* private expedited membarrier */
+	BATON__BARRIER_MPROTECT = 2,   /* TLB shoot-down (x86-64) */
+};
+
+/* Choose the mechanism (once; any thread) and say which. Cheap after the
+ * first call. */
+enum baton__barrier_kind baton__barrier_kind(void);
+
 /* Register the process (once; any thread) and say whether the heavy
- * barrier works here. Cheap after the first call. */
+ * barrier works here: baton__barrier_kind() != BATON__BARRIER_FENCE. */
 bool baton__barrier_available(void);
 
 /* The heavy side: returns once every thread of the process that was
