@@ -6,6 +6,7 @@
  * within the capacity, the stats writer reports the length it needs, and a
  * server shut down before its scheduler runs ends cleanly.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "harness.h"
@@ -177,12 +178,50 @@ static void test_snapshot(void **state)
 	finish(srv, s);
 }
 
+/* Replacing the handler (rule 9): a replaced context with a release
+ * function is released once (here at once: no call runs), the one in place
+ * at destroy too, and a context without one (attr.release NULL) never. */
+static int released[3];
+
+static void release_ctx(void *ctx)
+{
+	released[(intptr_t)ctx]++;
+}
+
+static void test_set_handler(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+	baton_http_server_t *srv;
+	struct baton_http_server_attr a = good_attr();
+
+	(void)state;
+	harness_watchdog(30);
+	memset(released, 0, sizeof(released));
+	a.ctx = (void *)0; /* attr.release NULL: stays ours */
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
+	assert_int_equal(baton_http_server_set_handler(NULL, hello, NULL, NULL, -1), BATON_EINVAL);
+	assert_int_equal(baton_http_server_set_handler(srv, NULL, NULL, NULL, -1), BATON_EINVAL);
+	/* From this plain thread, nothing running: each replaced one is
+	 * released before the call returns. */
+	assert_int_equal(baton_http_server_set_handler(srv, hello, (void *)1, release_ctx, -1),
+			 BATON_OK);
+	assert_int_equal(released[0], 0);
+	assert_int_equal(baton_http_server_set_handler(srv, hello, (void *)2, release_ctx, 0),
+			 BATON_OK);
+	assert_int_equal(released[1], 1);
+	assert_int_equal(released[2], 0);
+	finish(srv, s); /* the one in place: released by destroy */
+	assert_int_equal(released[2], 1);
+	assert_int_equal(released[0], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_invalid_attributes),
 		cmocka_unit_test(test_handler_queue_and_stages),
 		cmocka_unit_test(test_snapshot),
+		cmocka_unit_test(test_set_handler),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,6 +75,8 @@ static void usage(FILE *f)
 		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n"
 		"  --drain-timeout MS       after SIGTERM/SIGINT, exit after this long even with\n"
 		"                           requests unfinished, saying what was dropped (30000)\n"
+		"SIGHUP reloads the handler (a Lua or Scheme file's current contents): requests\n"
+		"in flight finish on the old one, new ones get the new one, none is dropped.\n"
 		"A Lua or Scheme handler that raises an error or returns a response that breaks\n"
 		"a rule (docs/httpd.md) gets a 500 and one line on stderr.\n");
 }
@@ -96,6 +98,8 @@ static long parse_num(const char *opt, const char *s, long min, long max)
 struct signal_ctx {
 	sigset_t set;
 	baton_http_server_t *srv, *admin;
+	const char *kind;    /* the handler, for SIGHUP's reload */
+	const struct httpd_handler_opts *ho;
 	long drain_ms;	     /* --drain-timeout */
 	pthread_mutex_t lock;
 	pthread_cond_t ended_cond;
@@ -142,14 +146,58 @@ static void await_drain(struct signal_ctx *sc)
 		drain_expired(sc);
 }
 
+static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
+			struct baton_http_server_attr *a);
+static void unload_handler(const char *kind, void *ctx);
+
+/* How long a reload waits for the requests still on the old handler
+ * before it leaves its release to them (the server releases it after
+ * their end, or at exit). */
+#define RELOAD_WAIT_NS 30000000000LL
+
+/* SIGHUP: load the handler again (its file's current contents) and put it
+ * in place; requests in flight finish on the old one, which is released
+ * after the last of them. A handler that fails to load changes nothing. */
+static void reload(struct signal_ctx *sc)
+{
+	struct baton_http_server_attr na = BATON_HTTP_SERVER_ATTR_INIT;
+	int rc;
+
+	fprintf(stderr, "baton-httpd: SIGHUP: reloading the %s handler%s%s\n", sc->kind,
+		sc->ho->file ? " from " : "", sc->ho->file ? sc->ho->file : "");
+	if (load_handler(sc->kind, sc->ho, &na) != 0) {
+		fprintf(stderr, "baton-httpd: reload failed: the running handler stays\n");
+		return;
+	}
+	rc = baton_http_server_set_handler(sc->srv, na.handler, na.ctx, na.release,
+					   RELOAD_WAIT_NS);
+	if (rc == BATON_OK) {
+		fprintf(stderr, "baton-httpd: reloaded\n");
+	} else if (rc == BATON_ETIMEDOUT) {
+		fprintf(stderr, "baton-httpd: reloaded; requests still on the old handler "
+			"after %lld s keep it until they end\n", RELOAD_WAIT_NS / 1000000000LL);
+	} else {
+		fprintf(stderr, "baton-httpd: reload failed: %s\n", baton_strerror(rc));
+		if (rc == BATON_ENOMEM || rc == BATON_EINVAL) /* nothing changed */
+			unload_handler(sc->kind, na.ctx);
+	}
+}
+
 /* Signals are taken synchronously on this thread, which may then call
  * anything (a handler could not take the server's lock). */
 static void *signal_thread(void *arg)
 {
 	struct signal_ctx *sc = arg;
-	int sig;
+	int sig, old;
 
-	if (sigwait(&sc->set, &sig) == 0) {
+	while (sigwait(&sc->set, &sig) == 0) {
+		if (sig == SIGHUP) {
+			/* A reload finishes even if the run ends meanwhile. */
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+			reload(sc);
+			pthread_setcancelstate(old, NULL);
+			continue;
+		}
 		/* From here main's cancel must not leave the lock held. */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -157,6 +205,7 @@ static void *signal_thread(void *arg)
 		if (sc->admin)
 			baton_http_server_shutdown(sc->admin);
 		await_drain(sc);
+		break;
 	}
 	return NULL;
 }
@@ -174,6 +223,7 @@ static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 #if BATON_HTTPD_LUA
 	} else if (!strcmp(kind, "lua")) {
 		a->handler = httpd_lua;
+		a->release = httpd_lua_unload; /* the server's from creation on */
 		return (a->ctx = httpd_lua_load(ho)) ? 0 : -1;
 #endif
 #if BATON_HTTPD_SCHEME
@@ -352,6 +402,9 @@ int main(int argc, char **argv)
 	sigemptyset(&sc.set);
 	sigaddset(&sc.set, SIGTERM);
 	sigaddset(&sc.set, SIGINT);
+	sigaddset(&sc.set, SIGHUP);
+	sc.kind = kind;
+	sc.ho = &ho;
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -371,9 +424,8 @@ int main(int argc, char **argv)
 		/* The public server is up: stop it and let its tasks end. */
 		baton_http_server_shutdown(sc.srv);
 		baton_sched_run(s);
-		baton_http_server_destroy(sc.srv);
+		baton_http_server_destroy(sc.srv); /* releases the handler */
 		baton_sched_destroy(s);
-		unload_handler(kind, a.ctx);
 		return 1;
 	}
 	fprintf(stderr, "baton-httpd: listening on %s:%d, %d I/O worker(s), %u compute "
@@ -398,8 +450,7 @@ int main(int argc, char **argv)
 	pthread_cancel(th);
 	pthread_join(th, NULL);
 	baton_http_server_destroy(sc.admin);
-	baton_http_server_destroy(sc.srv);
+	baton_http_server_destroy(sc.srv); /* releases the handler in place */
 	baton_sched_destroy(s);
-	unload_handler(kind, a.ctx);
 	return rc == BATON_OK ? 0 : 1;
 }

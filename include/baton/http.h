@@ -104,6 +104,15 @@
  *     (checked every tenth of the timeout, at least every 100 ms), so a
  *     handler that does not block holds that worker's other connections
  *     too. A streamed response that passes the deadline is cut short.
+ *  9. The handler may be replaced while the server runs
+ *     (baton_http_server_set_handler: a reload). Each call of a handler
+ *     runs inside a read section of the server's reclamation domain
+ *     (baton/smr.h), which may park and move between workers with it: a
+ *     replaced handler's context is released only once every call that
+ *     had begun with it has returned, and no request is dropped or sent to
+ *     a half-replaced handler. attr.release, if set, makes the first
+ *     context the server's as well; a context with no release function is
+ *     never freed by the server.
  */
 #ifndef BATON_HTTP_H
 #define BATON_HTTP_H
@@ -223,6 +232,11 @@ struct baton_http_server_attr {
 	int64_t handler_timeout_ns;	/* 504 when the answer is not ready this
 					   long after the request was read
 					   (rule 8); 0: no limit */
+	void (*release)(void *ctx);	/* set: the server owns ctx and calls
+					   this once no call of the handler is
+					   left after it was replaced, or at
+					   destroy (rule 9); NULL: ctx stays
+					   the caller's */
 };
 
 /* The defaults, by name: an attribute not listed is 0 or NULL. */
@@ -293,6 +307,20 @@ BATON_API int baton_http_server_set_stage(baton_http_server_t *srv, const char *
 
 /* Free the server. Errors: BATON_EBUSY (connections still open). */
 BATON_API int baton_http_server_destroy(baton_http_server_t *srv);
+
+/* Replace the handler while the server runs (a reload, rule 9): calls that
+ * begin from now on go to fn(ctx, ...); calls of the old handler that are
+ * running finish with it, and the old context's release (if it had one)
+ * runs once the last of them has returned. Waits for them at most
+ * timeout_ns (< 0: without limit); past it the old handler is released
+ * later, once they end (at the latest by destroy), and the call says so.
+ * From a task or a plain thread, one at a time per server.
+ * Errors: BATON_EINVAL (NULL srv or fn), BATON_ENOMEM (nothing changed),
+ * BATON_ETIMEDOUT (replaced; the old one's release is left for later). */
+BATON_API int baton_http_server_set_handler(baton_http_server_t *srv,
+					    baton_http_handler_fn fn, void *ctx,
+					    void (*release)(void *ctx),
+					    int64_t timeout_ns);
 
 /* The value of request header `name` (case-insensitive), or NULL; its
  * length in *len. Only inside a handler. */

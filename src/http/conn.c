@@ -627,6 +627,26 @@ static void job_finish(struct http_job *job)
 	job_free_abandoned(job);
 }
 
+/* Call the server's handler in a read section of its reclamation domain
+ * (http.h rule 9): a reload frees the handler it replaced only once no
+ * call of it is left. The section spans whatever the call parks on, and
+ * may end on another worker. */
+static int call_handler(struct baton_http_server *srv, const struct baton_http_req *view,
+			struct baton_http_resp *resp)
+{
+	const struct http_handler *h;
+	int tok = baton_smr_read_lock(srv->smr), rc;
+
+	if (tok < 0)
+		return tok; /* BATON_ENOMEM: this thread's record: a 500 */
+	/* Acquire: pairs with set_handler's exchange; the record's fields
+	 * are those it was published with. */
+	h = __atomic_load_n(&srv->handler, __ATOMIC_ACQUIRE);
+	rc = h->fn(h->ctx, view, resp);
+	(void)baton_smr_read_unlock(srv->smr, tok);
+	return rc;
+}
+
 /* Run the handler for the job, unless the connection already gave up on
  * it (then it never runs). With `own_task` the calling task is the job's
  * own and may be cancelled. */
@@ -649,7 +669,7 @@ static void job_run(struct http_job *job, bool own_task)
 		job_finish(job);
 		return;
 	}
-	rc = srv->a.handler(srv->a.ctx, &job->view, &job->resp);
+	rc = call_handler(srv, &job->view, &job->resp);
 	if (rc == BATON_OK && job->resp.status == 0)
 		job->resp.status = 200;
 	job->rc = rc;
@@ -913,7 +933,7 @@ static int handle_view(struct http_conn *c, const struct baton_http_request *req
 	rc = baton_stage_enter(srv->handle, &pass, srv->a.queue_timeout_ns);
 	if (rc != BATON_OK)
 		return unwatch(c, view->deadline) ? HANDLER_TIMED_OUT : -503;
-	rc = srv->a.handler(srv->a.ctx, view, resp);
+	rc = call_handler(srv, view, resp);
 	/* Its end is when the response is queued: the write step's start. */
 	baton_stage_leave(&pass, &c->t_queued);
 	if (unwatch(c, view->deadline))

@@ -299,8 +299,30 @@ static bool attr_valid(const struct baton_http_server_attr *a)
 	       a->static_symlinks <= BATON_HTTP_SYMLINKS_OWNER;
 }
 
+/* A replaced handler, once no call of it is left (a retire's free). */
+static void handler_release(void *p)
+{
+	struct http_handler *h = p;
+
+	if (h->release)
+		h->release(h->ctx);
+	baton__free(h);
+}
+
 static void server_free(struct baton_http_server *srv)
 {
+	/* No call of a handler is left (run returned): what was retired is
+	 * freed, and the current handler's context released. */
+	if (srv->smr)
+		(void)baton_smr_destroy(srv->smr);
+	if (srv->handler)
+		handler_release(srv->handler);
+	while (srv->stale) {
+		struct http_handler *next = srv->stale->stale_next;
+
+		handler_release(srv->stale);
+		srv->stale = next;
+	}
 	for (int i = 0; i < HTTP_NSTAGES; i++)
 		baton_stage_destroy(srv->stage[i]);
 	for (unsigned i = 0; srv->bufs && i < srv->nbufs; i++)
@@ -392,6 +414,13 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	srv->lfd = -1;
 	srv->static_fd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
+	if ((rc = baton_smr_create(&srv->smr)) != BATON_OK)
+		goto fail;
+	if ((srv->handler = baton__malloc(sizeof(*srv->handler))) == NULL) {
+		rc = BATON_ENOMEM;
+		goto fail;
+	}
+	*srv->handler = (struct http_handler){ attr->handler, attr->ctx, NULL, NULL };
 	srv->nbufs = (unsigned)baton_sched_workers(s);
 	if ((srv->bufs = baton__aligned(64, srv->nbufs * sizeof(*srv->bufs))) == NULL) {
 		srv->bufs = NULL;
@@ -430,10 +459,51 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	/* The watchdog is the acceptor's to start (it retries on ENOMEM).
 	 * With compute workers each connection times its own job out. */
 	srv->watchdog_done = attr->handler_timeout_ns == 0 || srv->compute;
+	/* From here the context is ours to release (at destroy). */
+	srv->handler->release = attr->release;
 	*out = srv;
 	return BATON_OK;
 fail:
 	server_free(srv);
+	return rc;
+}
+
+int baton_http_server_set_handler(baton_http_server_t *srv, baton_http_handler_fn fn,
+				  void *ctx, void (*release)(void *ctx), int64_t timeout_ns)
+{
+	struct http_handler *h, *old, *stale = NULL;
+	int rc;
+
+	if (srv == NULL || fn == NULL)
+		return BATON_EINVAL;
+	if ((h = baton__malloc(sizeof(*h))) == NULL)
+		return BATON_ENOMEM;
+	*h = (struct http_handler){ fn, ctx, release, NULL };
+	/* Acq_rel: calls that load the new record see its fields (release);
+	 * we see the old one's (acquire). */
+	old = __atomic_exchange_n(&srv->handler, h, __ATOMIC_ACQ_REL);
+	/* Every call that may still hold `old` began before the exchange: a
+	 * grace period waits for them all, and for the calls of handlers an
+	 * earlier reload could not wait for (they began earlier still). */
+	rc = baton_smr_synchronize(srv->smr, timeout_ns);
+	pthread_mutex_lock(&srv->lock);
+	if (rc == BATON_OK) {
+		stale = srv->stale;
+		srv->stale = NULL;
+	} else {
+		old->stale_next = srv->stale; /* for the next one, or destroy */
+		srv->stale = old;
+		old = NULL;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (old)
+		handler_release(old);
+	while (stale) {
+		struct http_handler *next = stale->stale_next;
+
+		handler_release(stale);
+		stale = next;
+	}
 	return rc;
 }
 

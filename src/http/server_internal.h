@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 #include <baton/http.h>
+#include <baton/smr.h>
 #include <baton/io.h>
 #include <baton/stage.h>
 #include <baton/sync.h>
@@ -44,9 +45,22 @@ struct http_conn;
 enum { HTTP_ACCEPT, HTTP_READ, HTTP_HANDLE, HTTP_WRITE, HTTP_NSTAGES };
 _Static_assert(HTTP_NSTAGES == BATON_HTTP_NSTAGES, "the public snapshot's size");
 
+/* A handler and its context, replaced whole by a reload. */
+struct http_handler {
+	baton_http_handler_fn fn;
+	void *ctx;
+	void (*release)(void *ctx);
+	struct http_handler *stale_next; /* server's stale list */
+};
+
 struct baton_http_server {
 	baton_sched_t *sched;
 	struct baton_http_server_attr a;
+	/* The handler every call uses (atomic pointer), read in a read
+	 * section of `smr`: a reload frees the one it replaced after them. */
+	struct http_handler *handler;
+	baton_smr_t *smr;
+	struct http_handler *stale; /* replaced, calls maybe left (lock) */
 	struct baton_http_limits lim;
 	char *host, *static_dir;
 	int static_fd;		/* static_dir, opened at creation; -1: none */
