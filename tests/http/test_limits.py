@@ -134,7 +134,8 @@ def start_debug(httpd, *extra, timeout_ms=TIMEOUT_MS):
 
 def stop_clean(proc):
     """SIGTERM, and the drain must end by itself: every cancelled handler
-    returned. The exit status is 0 (under ASan: no error, no leak)."""
+    returned. The exit status is 0 (under ASan: no error, no leak).
+    Returns the server's stderr."""
     proc.send_signal(signal.SIGTERM)
     try:
         _, err = proc.communicate(timeout=15)
@@ -145,6 +146,7 @@ def stop_clean(proc):
     err = err.decode(errors="replace")
     assert proc.returncode == 0, err
     assert "AddressSanitizer" not in err and "drain timeout" not in err, err
+    return err
 
 
 def timed_get(port, path):

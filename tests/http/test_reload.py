@@ -14,6 +14,7 @@ import time
 import pytest
 
 from test_httpd import _free_port, wait_accepting
+from test_limits import stop_clean
 
 HANDLER = """-- version {v}
 return function(request, body)
@@ -74,20 +75,6 @@ def get(port, path, sock=None):
     finally:
         if own:
             s.close()
-
-
-def stop_clean(proc):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        _, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate(timeout=10)
-        pytest.fail("the server did not drain")
-    err = err.decode(errors="replace")
-    assert proc.returncode == 0, err
-    assert "AddressSanitizer" not in err and "LeakSanitizer" not in err, err
-    return err
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
