@@ -498,8 +498,13 @@ static void *nap_fn(void *arg)
 	intptr_t i = (intptr_t)((void **)arg)[1];
 
 	sh->counter++;
-	if (i % 16 == 0)
-		usleep(1000); /* longer than a waiter's spins and yields */
+	/* Short naps, and now and then one longer than any waiter's spins
+	 * and yields (slow under TSan, or on a loaded machine), so that some
+	 * waiters surely go to sleep. */
+	if (i % 256 == 0)
+		usleep(20000);
+	else if (i % 16 == 0)
+		usleep(200);
 	return (void *)(i + 1);
 }
 
