@@ -14,6 +14,7 @@
 
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <baton/smr.h>
 #include <baton/sync.h>
@@ -185,6 +186,7 @@ struct shared {
 	long reads;	 /* (atomic) */
 	long replaced;
 	int use_sync;	 /* writer: synchronize+free instead of retire */
+	int started;	 /* readers past their first section (atomic) */
 };
 
 static void read_once(struct shared *sh)
@@ -206,6 +208,9 @@ static void *reader_thread(void *arg)
 {
 	struct shared *sh = arg;
 
+	read_once(sh);
+	/* Relaxed: a count the starter polls before it lets writers go. */
+	__atomic_fetch_add(&sh->started, 1, __ATOMIC_RELAXED);
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED))
 		read_once(sh);
 	return NULL;
@@ -246,6 +251,10 @@ static void run_threads(int use_sync)
 	sh.use_sync = use_sync;
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(pthread_create(&r[i], NULL, reader_thread, &sh), 0);
+	/* Every reader has a record before the writers start: on a loaded
+	 * machine the writers could otherwise be done before one ran. */
+	while (__atomic_load_n(&sh.started, __ATOMIC_RELAXED) < 3)
+		usleep(1000);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&w[i], NULL, writer_thread, &sh), 0);
 	for (int i = 0; i < 2; i++)
