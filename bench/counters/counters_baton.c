@@ -84,7 +84,9 @@ static long rss_bytes(void)
 
 static int measure_rss(enum baton_coro_model model, long n, long stack_kib, int n_given)
 {
-	struct baton_coro_attr attr = { model, (size_t)stack_kib * 1024, NULL, 0 };
+	/* A copy-stack coroutine takes no stack size: the shared stack's. */
+	struct baton_coro_attr attr = { model, model == BATON_CORO_STACKFUL ?
+					(size_t)stack_kib * 1024 : 0, NULL, 0 };
 	const char *impl = model == BATON_CORO_STACKFUL ? IMPL_PREFIX "-stackful"
 							: IMPL_PREFIX "-copystack";
 	struct counter *c;
@@ -152,7 +154,8 @@ int main(int argc, char **argv)
 		return measure_rss(model, o.counters, o.stack_kib, n_given);
 
 	{
-		struct baton_coro_attr attr = { model, (size_t)o.stack_kib * 1024, NULL,
+		struct baton_coro_attr attr = { model, model == BATON_CORO_STACKFUL ?
+						(size_t)o.stack_kib * 1024 : 0, NULL,
 						shared_fp ? BATON_CORO_SHARED_FPENV : 0 };
 		struct counter *c = calloc((size_t)o.counters, sizeof(*c));
 		double *samples = calloc((size_t)o.runs, sizeof(double));
