@@ -23,11 +23,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENDLESS = os.path.join(HERE, "handlers", "endless.lua")
 
 
-def start(httpd, *extra):
+def start_lua(httpd, path, *extra):
+    """baton-httpd with the Lua handler `path` on a free port (skips the
+    test where the server was built without Lua)."""
     port = _free_port()
     proc = subprocess.Popen(
-        [httpd, "--port", str(port), "--address", "127.0.0.1", "--handler", "lua", ENDLESS,
-         "--compute-workers", "1", *extra],
+        [httpd, "--port", str(port), "--address", "127.0.0.1", "--handler", "lua", path,
+         *extra],
         stderr=subprocess.PIPE)
     if not wait_accepting(proc, port, 10.0):
         proc.kill()
@@ -36,6 +38,10 @@ def start(httpd, *extra):
             pytest.skip("baton-httpd built without Lua")
         raise RuntimeError("baton-httpd did not start: " + err)
     return proc, port
+
+
+def start(httpd, *extra):
+    return start_lua(httpd, ENDLESS, "--compute-workers", "1", *extra)
 
 
 def send_spin(port):
@@ -285,17 +291,8 @@ def test_endless_lua_handler_is_stopped(httpd, layout):
     passed: the client gets 504, the worker serves the next request of the
     same Lua state, and the drain ends by itself (exit 0): nothing is left
     running."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [httpd, "--port", str(port), "--address", "127.0.0.1", "--handler", "lua", ENDLESS,
-         *layout, "--handler-timeout", str(TIMEOUT_MS), "--drain-timeout", "5000"],
-        stderr=subprocess.PIPE)
-    if not wait_accepting(proc, port, 10.0):
-        proc.kill()
-        err = proc.communicate(timeout=10)[1].decode(errors="replace")
-        if "built without the lua handler" in err:
-            pytest.skip("baton-httpd built without Lua")
-        raise RuntimeError("baton-httpd did not start: " + err)
+    proc, port = start_lua(httpd, ENDLESS, *layout, "--handler-timeout", str(TIMEOUT_MS),
+                           "--drain-timeout", "5000")
     try:
         spin = send_spin(port)
         t0 = time.monotonic()

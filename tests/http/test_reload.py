@@ -7,14 +7,12 @@ handlers' states were all released, nothing used after its release)."""
 import os
 import signal
 import socket
-import subprocess
 import threading
 import time
 
 import pytest
 
-from test_httpd import _free_port, wait_accepting
-from test_limits import stop_clean
+from test_limits import start_lua, stop_clean
 
 HANDLER = """-- version {v}
 return function(request, body)
@@ -38,17 +36,7 @@ def write_handler(path, version):
 
 
 def start(httpd, path, layout):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [httpd, "--port", str(port), "--address", "127.0.0.1", "--handler", "lua", path,
-         *LAYOUTS[layout]], stderr=subprocess.PIPE)
-    if not wait_accepting(proc, port, 10.0):
-        proc.kill()
-        err = proc.communicate(timeout=10)[1].decode(errors="replace")
-        if "built without the lua handler" in err:
-            pytest.skip("baton-httpd built without Lua")
-        raise RuntimeError("baton-httpd did not start: " + err)
-    return proc, port
+    return start_lua(httpd, path, *LAYOUTS[layout])
 
 
 def get(port, path, sock=None):
