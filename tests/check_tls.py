@@ -39,8 +39,8 @@ ALLOWED = {
     "baton__http_date": "a per-thread cache of the Date header; nothing waits in it",
     "rec_get": "the reclamation domain's accessor: finds this thread's record and returns, nothing waits in it",
     "rec_slow": "as rec_get, on a thread's first section in a domain",
-    "baton_smr_read_lock_inline_": "reads this thread's record and returns; where it is inlined (x86-64 only) it reads with %fs-relative loads, which cannot go stale",
-    "baton_smr_read_unlock_inline_": "as baton_smr_read_lock_inline_, on the thread the section ends on",
+    "baton__smr_read_lock_inline": "reads this thread's record and returns; where it is inlined (x86-64 only) it reads with %fs-relative loads, which cannot go stale",
+    "baton__smr_read_unlock_inline": "as baton__smr_read_lock_inline, on the thread the section ends on",
     "baton_smr_read_lock": "out of line so that each call reads the thread it runs on (AArch64); nothing waits in it",
     "baton_smr_read_unlock": "as baton_smr_read_lock, on the thread the section ends on",
 }

@@ -135,12 +135,12 @@ static inline uint32_t baton_ec_value(const baton_ec_t *ec)
  * compiler hoists out of loops and cannot turn back into a branch.
  */
 #ifdef BATON_EC_X86_SP
-static inline baton_ec_t *baton_ec_nonnull_(baton_ec_t *ec, baton_ec_t *sink)
+static inline baton_ec_t *baton__ec_nonnull(baton_ec_t *ec, baton_ec_t *sink)
 {
 	__asm__("test %1, %1\n\tcmovz %2, %0" : "=r"(ec) : "r"(ec), "r"(sink), "0"(ec) : "cc");
 	return ec;
 }
-#define BATON_EC_NONNULL(ec, sink) baton_ec_nonnull_((ec), (sink))
+#define BATON_EC_NONNULL(ec, sink) baton__ec_nonnull((ec), (sink))
 #else
 #define BATON_EC_NONNULL(ec, sink) ((ec) ? (ec) : (sink))
 #endif

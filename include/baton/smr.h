@@ -176,7 +176,7 @@ struct baton_smr_tls_ {
 BATON_API extern __thread struct baton_smr_tls_ baton__smr_tls
 	__attribute__((tls_model("initial-exec")));
 
-static inline int baton_smr_read_lock_inline_(baton_smr_t *d)
+static inline int baton__smr_read_lock_inline(baton_smr_t *d)
 {
 	const struct baton_smr_head_ *h = (const struct baton_smr_head_ *)(void *)d;
 	uint64_t *c;
@@ -196,7 +196,7 @@ static inline int baton_smr_read_lock_inline_(baton_smr_t *d)
 	return (int)i;
 }
 
-static inline int baton_smr_read_unlock_inline_(baton_smr_t *d, int token)
+static inline int baton__smr_read_unlock_inline(baton_smr_t *d, int token)
 {
 	const struct baton_smr_head_ *h = (const struct baton_smr_head_ *)(void *)d;
 	uint64_t *c;
@@ -211,8 +211,8 @@ static inline int baton_smr_read_unlock_inline_(baton_smr_t *d, int token)
 	return BATON_OK;
 }
 
-#define baton_smr_read_lock(d) baton_smr_read_lock_inline_(d)
-#define baton_smr_read_unlock(d, token) baton_smr_read_unlock_inline_((d), (token))
+#define baton_smr_read_lock(d) baton__smr_read_lock_inline(d)
+#define baton_smr_read_unlock(d, token) baton__smr_read_unlock_inline((d), (token))
 #endif
 
 /* Wait for a grace period: every read section that began before the call

@@ -116,7 +116,7 @@ static void lock_unbiased(struct baton_chan *ch, struct baton_worker *self,
 			bias_revoke(ch, b);
 			continue;
 		}
-		baton_spin_lock(&ch->lock);
+		baton__spin_lock(&ch->lock);
 		/* Relaxed: under the lock, which every change of an unbiased
 		 * state holds; a promotion while we waited shows here. */
 		b = __atomic_load_n(&ch->bias, __ATOMIC_RELAXED);
@@ -128,7 +128,7 @@ static void lock_unbiased(struct baton_chan *ch, struct baton_worker *self,
 		}
 		if (b == (uintptr_t)self && self)
 			return; /* ours: W's thread may take lock as well */
-		baton_spin_unlock(&ch->lock); /* biased elsewhere meanwhile */
+		baton__spin_unlock(&ch->lock); /* biased elsewhere meanwhile */
 	}
 }
 
@@ -164,10 +164,10 @@ int baton__chan_try_send_locked(struct baton_chan *ch, void *value,
 
 	if (ch->closed)
 		return BATON_ECLOSED;
-	w = baton_waitq_claim_first(&ch->recvq);
+	w = baton__waitq_claim_first(&ch->recvq);
 	if (w) { /* a receiver waits: hand over directly */
 		w->value = value;
-		baton_waiter_wake(wl, w, BATON_OK);
+		baton__waiter_wake(wl, w, BATON_OK);
 		return BATON_OK;
 	}
 	if (ch->len < ch->cap) {
@@ -187,17 +187,17 @@ int baton__chan_try_recv_locked(struct baton_chan *ch, void **value,
 		ch->head = (ch->head + 1) % ch->cap;
 		ch->len--;
 		/* Room now: the oldest waiting sender fills it. */
-		w = baton_waitq_claim_first(&ch->sendq);
+		w = baton__waitq_claim_first(&ch->sendq);
 		if (w) {
 			ch->buf[(ch->head + ch->len++) % ch->cap] = w->value;
-			baton_waiter_wake(wl, w, BATON_OK);
+			baton__waiter_wake(wl, w, BATON_OK);
 		}
 		return BATON_OK;
 	}
-	w = baton_waitq_claim_first(&ch->sendq);
+	w = baton__waitq_claim_first(&ch->sendq);
 	if (w) { /* unbuffered: take it from the waiting sender */
 		*value = w->value;
-		baton_waiter_wake(wl, w, BATON_OK);
+		baton__waiter_wake(wl, w, BATON_OK);
 		return BATON_OK;
 	}
 	return ch->closed ? BATON_ECLOSED : BATON_CHAN_BLOCK;
@@ -227,14 +227,14 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 	ch->recvq.len--;
 	w->linked = false;
 	r = w->task;
-	/* Relaxed: the channel's lock orders it (see baton_wait_claim). */
+	/* Relaxed: the channel's lock orders it (see baton__wait_claim). */
 	__atomic_store_n(&r->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
 	w->value = value;
 	return r; /* wait_result is BATON_OK from the wait */
 }
 
 /* The general steps, out of line so that the hop's paths above them need
- * no wake list on the stack. Called with `held` (see baton_chan_lock). */
+ * no wake list on the stack. Called with `held` (see baton__chan_lock). */
 static __attribute__((noinline)) int send_general(struct baton_chan *ch,
 						  baton_spinlock_t *held,
 						  struct baton_task *t,
@@ -244,8 +244,8 @@ static __attribute__((noinline)) int send_general(struct baton_chan *ch,
 	int rc = baton__chan_try_send_locked(ch, value, &wl);
 
 	if (rc != BATON_CHAN_BLOCK || timeout_ns == 0) {
-		baton_spin_unlock(held);
-		baton_wakelist_run(&wl);
+		baton__spin_unlock(held);
+		baton__wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
 	return baton__wait_one_held(t, &ch->sendq, &ch->lock, held, 0, value,
@@ -264,8 +264,8 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
 		return baton__wait_one_held(t, &ch->recvq, &ch->lock, held, 0, NULL,
 					    value, timeout_ns);
-	baton_spin_unlock(held);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(held);
+	baton__wakelist_run(&wl);
 	if (rc == BATON_CHAN_BLOCK)
 		return BATON_EAGAIN;
 	if (rc == BATON_OK && value)
@@ -282,13 +282,13 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
 		return rc;
-	held = baton_chan_lock(ch, w);
+	held = baton__chan_lock(ch, w);
 	/* A closed channel has no waiting receivers, so no check first. */
 	if (BATON_LIKELY((r = take_solo_receiver(ch, value)) != NULL)) {
-		baton_spin_unlock(held);
-		baton_task_ready_from(w, r);
+		baton__spin_unlock(held);
+		baton__task_ready_from(w, r);
 		return BATON_OK;
 	}
 	return send_general(ch, held, t, value, timeout_ns);
@@ -303,9 +303,9 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
 		return rc;
-	held = baton_chan_lock(ch, w);
+	held = baton__chan_lock(ch, w);
 	/* The hop's case: nothing to take, so wait (the general step would
 	 * find the same, after more tests). The message lands in *value only
 	 * on success. */
@@ -323,18 +323,18 @@ int baton_chan_close(baton_chan_t *ch)
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	held = baton_chan_lock(ch, baton__worker_get());
+	held = baton__chan_lock(ch, baton__worker_get());
 	if (ch->closed) {
-		baton_spin_unlock(held);
+		baton__spin_unlock(held);
 		return BATON_ECLOSED;
 	}
 	ch->closed = true;
 	/* Waiting receivers exist only with an empty buffer: all get
 	 * ECLOSED. Waiting senders will never be received: ECLOSED too. */
-	baton_waitq_wake_all(&ch->recvq, &wl, BATON_ECLOSED);
-	baton_waitq_wake_all(&ch->sendq, &wl, BATON_ECLOSED);
-	baton_spin_unlock(held);
-	baton_wakelist_run(&wl);
+	baton__waitq_wake_all(&ch->recvq, &wl, BATON_ECLOSED);
+	baton__waitq_wake_all(&ch->sendq, &wl, BATON_ECLOSED);
+	baton__spin_unlock(held);
+	baton__wakelist_run(&wl);
 	return BATON_OK;
 }
 
@@ -345,9 +345,9 @@ long baton_chan_len(baton_chan_t *ch)
 
 	if (ch == NULL)
 		return BATON_EINVAL;
-	held = baton_chan_lock(ch, baton__worker_get());
+	held = baton__chan_lock(ch, baton__worker_get());
 	n = (long)ch->len;
-	baton_spin_unlock(held);
+	baton__spin_unlock(held);
 	return n;
 }
 
@@ -364,9 +364,9 @@ int baton_chan_destroy(baton_chan_t *ch)
 	 * a join), as destroying anything in use requires. Acquire: pairs
 	 * with the release that made it SHARED. */
 	if (__atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE) == BATON_CHAN_SHARED) {
-		baton_spin_lock(&ch->lock);
+		baton__spin_lock(&ch->lock);
 		busy = ch->sendq.head || ch->recvq.head;
-		baton_spin_unlock(&ch->lock);
+		baton__spin_unlock(&ch->lock);
 	} else {
 		busy = ch->sendq.head || ch->recvq.head;
 	}

@@ -83,10 +83,10 @@ baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
 void baton__chan_lock_spin(struct baton_chan *ch, struct baton_worker *self);
 
 /* Lock ch for the calling thread, whose worker is `self` (NULL off any
- * worker); returns the lock taken, to be released with baton_spin_unlock
+ * worker); returns the lock taken, to be released with baton__spin_unlock
  * (or after a park). The bias worker's case is inline: no atomic
  * read-modify-write, no fence. */
-static inline baton_spinlock_t *baton_chan_lock(struct baton_chan *ch,
+static inline baton_spinlock_t *baton__chan_lock(struct baton_chan *ch,
 					       struct baton_worker *self)
 {
 	/* Acquire: a SHARED bias brings what its revoker took over; a bias of
@@ -105,7 +105,7 @@ static inline baton_spinlock_t *baton_chan_lock(struct baton_chan *ch,
 		/* Release: as every release of own (nothing was done). */
 		__atomic_store_n(&ch->own.locked, 0, __ATOMIC_RELEASE);
 	} else if (BATON_LIKELY(b == BATON_CHAN_SHARED)) {
-		baton_spin_lock(&ch->lock); /* SHARED is for good: no re-check */
+		baton__spin_lock(&ch->lock); /* SHARED is for good: no re-check */
 		return &ch->lock;
 	}
 	return baton__chan_lock_slow(ch, self);

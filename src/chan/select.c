@@ -61,7 +61,7 @@ static int validate(const struct baton_chan_op *ops, size_t n, size_t *index)
 static void unlock_all(struct baton_chan **chans, size_t m)
 {
 	for (size_t i = m; i-- > 0;)
-		baton_spin_unlock(&chans[i]->lock);
+		baton__spin_unlock(&chans[i]->lock);
 }
 
 /* One pass of non-blocking steps, from a random start. Returns the case
@@ -103,7 +103,7 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	rc = validate(ops, n, index);
 	if (rc != BATON_OK)
 		return rc;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
 	m = lock_order(ops, n, chans);
 	/* Lock each in order, its bias settled first: SHARED, a candidate's
@@ -114,20 +114,20 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	done = try_all(ops, n, &wl);
 	if (done < n || timeout_ns == 0) {
 		unlock_all(chans, m);
-		baton_wakelist_run(&wl);
+		baton__wakelist_run(&wl);
 		if (done == n)
 			return BATON_EAGAIN;
 		*index = done;
 		return BATON_OK;
 	}
-	if (baton_wait_reserve(t, (unsigned)n) != BATON_OK) {
+	if (baton__wait_reserve(t, (unsigned)n) != BATON_OK) {
 		unlock_all(chans, m);
 		return BATON_ENOMEM;
 	}
-	baton_wait_begin(t);
+	baton__wait_begin(t);
 	for (size_t i = 0; i < n; i++) {
 		struct baton_chan *ch = ops[i].chan;
-		struct baton_waiter *w = baton_wait_add(
+		struct baton_waiter *w = baton__wait_add(
 			t, ops[i].dir == BATON_CHAN_SEND ? &ch->sendq : &ch->recvq,
 			&ch->lock);
 
@@ -143,6 +143,6 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 		*index = i;
 		rc = BATON_OK;
 	}
-	baton_wait_finish(t);
+	baton__wait_finish(t);
 	return rc;
 }

@@ -24,7 +24,7 @@
 #include "config.h"
 #include "prelude.h" /* BATON_ASAN, BATON_TSAN */
 
-/* 1 when switches must go through baton_coro_switch() to tell a sanitizer */
+/* 1 when switches must go through baton__coro_switch() to tell a sanitizer */
 #if BATON_ASAN || BATON_TSAN
 #define BATON_SWITCH_HOOKS 1
 #else
@@ -54,7 +54,7 @@ struct baton_sanitizer_fiber {
 	char unused_; /* keeps the struct non-empty in plain builds */
 };
 
-static inline void baton_sanitizer_switch_begin(struct baton_sanitizer_fiber *from,
+static inline void baton__sanitizer_switch_begin(struct baton_sanitizer_fiber *from,
 						struct baton_sanitizer_fiber *to,
 						char *to_lo, char *to_hi,
 						bool from_dies)
@@ -69,7 +69,7 @@ static inline void baton_sanitizer_switch_begin(struct baton_sanitizer_fiber *fr
 	(void)from; (void)to; (void)to_lo; (void)to_hi; (void)from_dies;
 }
 
-static inline void baton_sanitizer_switch_end(struct baton_sanitizer_fiber *self)
+static inline void baton__sanitizer_switch_end(struct baton_sanitizer_fiber *self)
 {
 #if BATON_ASAN
 	__sanitizer_finish_switch_fiber(self->asan_fake, NULL, NULL);
@@ -78,14 +78,14 @@ static inline void baton_sanitizer_switch_end(struct baton_sanitizer_fiber *self
 }
 
 /* First thing a new context does: finish the switch that started it. */
-static inline void baton_sanitizer_entered(void)
+static inline void baton__sanitizer_entered(void)
 {
 #if BATON_ASAN
 	__sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
 }
 
-static inline void baton_sanitizer_fiber_init(struct baton_sanitizer_fiber *f,
+static inline void baton__sanitizer_fiber_init(struct baton_sanitizer_fiber *f,
 					      bool is_thread_root)
 {
 #if BATON_ASAN
@@ -99,7 +99,7 @@ static inline void baton_sanitizer_fiber_init(struct baton_sanitizer_fiber *f,
 	(void)f; (void)is_thread_root;
 }
 
-static inline void baton_sanitizer_fiber_fini(struct baton_sanitizer_fiber *f)
+static inline void baton__sanitizer_fiber_fini(struct baton_sanitizer_fiber *f)
 {
 #if BATON_TSAN
 	if (f->tsan_owned && f->tsan_fiber)
@@ -109,7 +109,7 @@ static inline void baton_sanitizer_fiber_fini(struct baton_sanitizer_fiber *f)
 	(void)f;
 }
 
-static inline unsigned baton_sanitizer_stack_register(char *lo, char *hi)
+static inline unsigned baton__sanitizer_stack_register(char *lo, char *hi)
 {
 #if BATON_HAVE_VALGRIND
 	return VALGRIND_STACK_REGISTER(lo, hi);
@@ -119,7 +119,7 @@ static inline unsigned baton_sanitizer_stack_register(char *lo, char *hi)
 #endif
 }
 
-static inline void baton_sanitizer_stack_deregister(unsigned id)
+static inline void baton__sanitizer_stack_deregister(unsigned id)
 {
 #if BATON_HAVE_VALGRIND
 	VALGRIND_STACK_DEREGISTER(id);
@@ -132,7 +132,7 @@ static inline void baton_sanitizer_stack_deregister(unsigned id)
 /* Whether the process runs under valgrind, asked once: the question is a
  * client request as long as the one it spares (a few dependent rotates),
  * and copy-stack hops make it twice each. */
-static inline bool baton_sanitizer_on_valgrind(void)
+static inline bool baton__sanitizer_on_valgrind(void)
 {
 	static int state; /* 0 unknown, 1 no, 2 yes (atomic) */
 	/* Relaxed: every thread computes the same answer. */
@@ -148,7 +148,7 @@ static inline bool baton_sanitizer_on_valgrind(void)
 
 /* Stack memory that frames own again (copied back onto the shared stack):
  * clear stale redzones and tell memcheck it is addressable. */
-static inline void baton_sanitizer_unpoison(const void *p, size_t n)
+static inline void baton__sanitizer_unpoison(const void *p, size_t n)
 {
 #if BATON_ASAN
 	ASAN_UNPOISON_MEMORY_REGION(p, n);
@@ -156,7 +156,7 @@ static inline void baton_sanitizer_unpoison(const void *p, size_t n)
 #if BATON_HAVE_VALGRIND
 	/* memcheck made the stack below the last stack pointer seen on it
 	 * inaccessible; copying frames back there is a legitimate write. */
-	if (baton_sanitizer_on_valgrind())
+	if (baton__sanitizer_on_valgrind())
 		(void)VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 #endif
 	(void)p; (void)n;

@@ -177,7 +177,7 @@ static void arena_free(struct baton_arena *a)
 	if (a->cls->guarded)
 		guarded_live -= a->carved;
 	/* AddressSanitizer keeps the shadow of unmapped memory. */
-	baton_sanitizer_unpoison(a->base, bytes);
+	baton__sanitizer_unpoison(a->base, bytes);
 	baton__munmap(a->base, bytes);
 	baton__free(a->free_idx);
 	baton__free(a->dirty);
@@ -190,7 +190,7 @@ static void slot_release(struct baton_arena *a, uint32_t i)
 	char *p = a->base + (size_t)i * a->cls->slot_size;
 	size_t low = BATON_STACK_LOW_PAGES * baton__stack_page();
 
-	baton_sanitizer_unpoison(p + low, a->cls->slot_size - low);
+	baton__sanitizer_unpoison(p + low, a->cls->slot_size - low);
 	madvise(p + low, a->cls->slot_size - low, MADV_DONTNEED);
 	a->dirty[i] = 0;
 	a->ndirty--;

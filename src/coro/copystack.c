@@ -84,17 +84,17 @@ static int ensure_shared(struct baton_thread *t)
 	/* A new mapping may lie where an exited thread's shared or copier
 	 * stack was, and AddressSanitizer's shadow still holds that stack's
 	 * redzones: frames built here would be reported as overflows. */
-	baton_sanitizer_unpoison(s->lo, (size_t)(s->hi - s->lo));
+	baton__sanitizer_unpoison(s->lo, (size_t)(s->hi - s->lo));
 	s->dirty = s->hi;
-	s->vg_stack = baton_sanitizer_stack_register(s->lo, s->hi);
+	s->vg_stack = baton__sanitizer_stack_register(s->lo, s->hi);
 
 	c->model = BATON_CORO_STACKFUL;
 	c->stack_lo = (char *)c->map + page;
 	c->stack_hi = (char *)c->map + c->map_size;
-	baton_sanitizer_unpoison(c->stack_lo, (size_t)(c->stack_hi - c->stack_lo));
+	baton__sanitizer_unpoison(c->stack_lo, (size_t)(c->stack_hi - c->stack_lo));
 	memcpy(c->name, "(copier)", sizeof("(copier)"));
-	c->vg_stack = baton_sanitizer_stack_register(c->stack_lo, c->stack_hi);
-	baton_sanitizer_fiber_init(&c->san, false);
+	c->vg_stack = baton__sanitizer_stack_register(c->stack_lo, c->stack_hi);
+	baton__sanitizer_fiber_init(&c->san, false);
 	baton__arch_make(&c->ctx, c->stack_lo, c->stack_hi, copier_main);
 	/* The copier never touches the FP state: it shares it, so a switch
 	 * through it costs what the direct switch would (see arch's rule). */
@@ -162,17 +162,17 @@ static void copy_in(struct baton_thread *t, struct baton_coro *co)
 	char *sp;
 
 	if (s->dirty < s->hi)
-		baton_sanitizer_unpoison(s->dirty, (size_t)(s->hi - s->dirty));
+		baton__sanitizer_unpoison(s->dirty, (size_t)(s->hi - s->dirty));
 	if (!co->started) {
 		/* Nothing to copy: the switch that follows starts it at the
-		 * top of S (baton_coro_switch sees `fresh`). */
-		baton_sanitizer_unpoison(s->hi - BATON_ARCH_MAKE_RESERVE,
+		 * top of S (baton__coro_switch sees `fresh`). */
+		baton__sanitizer_unpoison(s->hi - BATON_ARCH_MAKE_RESERVE,
 					 BATON_ARCH_MAKE_RESERVE);
 		co->started = true;
 		co->fresh = true;
 		sp = s->hi - BATON_ARCH_MAKE_RESERVE;
 	} else {
-		baton_sanitizer_unpoison(s->hi - co->save_len, co->save_len);
+		baton__sanitizer_unpoison(s->hi - co->save_len, co->save_len);
 		copy_bytes(s->hi - co->save_len, co->save, co->save_len);
 		t->copied += co->save_len;
 		sp = baton__arch_ctx_sp(&co->ctx);
@@ -238,12 +238,12 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 	 * reaches at most a little below our frame. */
 	if (from_dies)
 		mark_dirty(&t->shared, (char *)__builtin_frame_address(0) - SAVE_MARGIN);
-	return baton_coro_switch(from, &t->copier, value, from_dies);
+	return baton__coro_switch(from, &t->copier, value, from_dies);
 }
 
 static void copier_main(void *value)
 {
-	baton_sanitizer_entered();
+	baton__sanitizer_entered();
 	for (;;) {
 		/* The copier belongs to one thread and never migrates. */
 		struct baton_thread *t = &baton__tls;
@@ -264,7 +264,7 @@ static void copier_main(void *value)
 			copy_out(t, from);
 		}
 		copy_in(t, to);
-		value = baton_coro_switch(&t->copier, to, t->job_value, false);
+		value = baton__coro_switch(&t->copier, to, t->job_value, false);
 		(void)value;
 	}
 }
@@ -392,9 +392,9 @@ void baton__copystack_thread_exit(struct baton_thread *t)
 	baton__copystack_trim(t);
 	if (!s->map)
 		return;
-	baton_sanitizer_stack_deregister(s->vg_stack);
-	baton_sanitizer_stack_deregister(c->vg_stack);
-	baton_sanitizer_fiber_fini(&c->san);
+	baton__sanitizer_stack_deregister(s->vg_stack);
+	baton__sanitizer_stack_deregister(c->vg_stack);
+	baton__sanitizer_fiber_fini(&c->san);
 	baton__stack_unmap(s->map, s->map_size);
 	baton__stack_unmap(c->map, c->map_size);
 	memset(s, 0, sizeof(*s));

@@ -41,7 +41,7 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 		value = baton__copystack_via_copier(t, from, to, value,
 						   from_dies);
 	else
-		value = baton_coro_switch(from, to, value, from_dies);
+		value = baton__coro_switch(from, to, value, from_dies);
 	*result = value;
 	return BATON_OK;
 }
@@ -110,7 +110,7 @@ static inline bool needs_slow_switch(const struct baton_thread *t,
 
 int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 {
-	struct baton_thread *t = baton_thread_get();
+	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *from;
 
 	if (BATON_UNLIKELY(co == NULL))
@@ -120,7 +120,7 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 						     : BATON_ERUNNING;
 	CHECK_LOCALADDR(in);
 	from = running(t);
-	baton_stack_canary_check(from);
+	baton__stack_canary_check(from);
 	if (out == NULL)
 		out = &from->discard;
 	co->resumer = from;
@@ -154,14 +154,14 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 
 int baton_coro_yield(void *out, void **in)
 {
-	struct baton_thread *t = baton_thread_get();
+	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *co = t->current;
 	struct baton_coro *to;
 
 	if (BATON_UNLIKELY(co == NULL))
 		return BATON_ENOTCORO;
 	CHECK_LOCALADDR(out);
-	baton_stack_canary_check(co);
+	baton__stack_canary_check(co);
 	if (in == NULL)
 		in = &co->discard;
 	to = co->resumer;
@@ -187,14 +187,14 @@ void baton__coro_entry(void *value)
 	struct baton_coro *co;
 	void *ignored;
 
-	baton_sanitizer_entered();
+	baton__sanitizer_entered();
 	co = baton__tls.current;
 	value = co->fn(co->arg, value);
 
 	/* The function may have migrated to another thread while it ran:
 	 * the address of baton__tls computed before the call is stale. */
 	t = baton__thread_get_after_switch();
-	baton_stack_canary_check(co);
+	baton__stack_canary_check(co);
 	co->status = BATON_CORO_DEAD;
 	co->resumer->status = BATON_CORO_RUNNING;
 	/* Leaving S for a context off S: nobody needs our frames saved. (To a
@@ -229,7 +229,7 @@ static void init_common(struct baton_coro *co, baton_coro_fn fn, void *arg,
 	co->arg = arg;
 	co->resumer = NULL;
 	set_name(co, name);
-	baton_sanitizer_fiber_init(&co->san, false);
+	baton__sanitizer_fiber_init(&co->san, false);
 }
 
 static size_t control_block_size(void)
@@ -263,7 +263,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	color = (t->next_color++ % 32u) * 64u;
 	/* A recycled stack still carries its last owner's redzones (ASan) and
 	 * memcheck's view of its dead frames. */
-	baton_sanitizer_unpoison((char *)st.map + low, map_size - low);
+	baton__sanitizer_unpoison((char *)st.map + low, map_size - low);
 	co = (struct baton_coro *)((char *)st.map + map_size - control_block_size() - color);
 	baton__zero(co, sizeof(*co));
 	co->model = BATON_CORO_STACKFUL;
@@ -278,7 +278,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	/* Canary mode: the stack's lowest word must read zero. A fresh or
 	 * released slot reads zero; a recycled one was checked when its last
 	 * coroutine switched away, and only an overflow writes there. */
-	co->vg_stack = baton_sanitizer_stack_register(co->stack_lo, co->stack_hi);
+	co->vg_stack = baton__sanitizer_stack_register(co->stack_lo, co->stack_hi);
 	*out = co;
 	return BATON_OK;
 }
@@ -320,7 +320,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	if (attr->model == BATON_CORO_COPYSTACK)
 		CHECK_LOCALADDR(arg);
 
-	t = baton_thread_get();
+	t = baton__thread_get();
 	baton__stack_overflow_handler_install();
 	if (attr->model == BATON_CORO_STACKFUL)
 		rc = create_stackful(t, out, size,
@@ -345,17 +345,17 @@ int baton_coro_destroy(baton_coro_t *co)
 		return BATON_OK;
 	if (co->status == BATON_CORO_RUNNING || co->status == BATON_CORO_NORMAL)
 		return BATON_EBUSY;
-	t = baton_thread_get();
+	t = baton__thread_get();
 	if (co->model == BATON_CORO_COPYSTACK && co->home &&
 	    co->home != t->serial)
 		return BATON_ETHREAD;
-	baton_sanitizer_fiber_fini(&co->san);
+	baton__sanitizer_fiber_fini(&co->san);
 	if (co->model == BATON_CORO_COPYSTACK) {
 		baton__copystack_forget(t, co);
 		baton__copystack_free(t, co);
 		return BATON_OK;
 	}
-	baton_sanitizer_stack_deregister(co->vg_stack);
+	baton__sanitizer_stack_deregister(co->vg_stack);
 	{
 		struct baton_stack st = { co->map, co->map_size, co->arena,
 					  co->guarded };
@@ -367,12 +367,12 @@ int baton_coro_destroy(baton_coro_t *co)
 
 uint64_t baton__coro_thread_copied(void)
 {
-	return baton_thread_get()->copied;
+	return baton__thread_get()->copied;
 }
 
 int baton_coro_thread_share_fpenv(int shared)
 {
-	struct baton_thread *t = baton_thread_get();
+	struct baton_thread *t = baton__thread_get();
 
 	if (t->current != NULL)
 		return BATON_EBUSY;
@@ -453,12 +453,12 @@ static inline bool copystack_hop(const struct baton_thread *t,
 
 int baton__coro_handoff(struct baton_coro *to)
 {
-	struct baton_thread *t = baton_thread_get();
+	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *from = t->current;
 	struct baton_coro *next = to; /* the context we switch to */
 	bool hop = copystack_hop(t, from, to);
 
-	baton_stack_canary_check(from);
+	baton__stack_canary_check(from);
 	if (hop) {
 		size_t need = (size_t)(t->shared.hi - (char *)__builtin_frame_address(0)) +
 			      COPYSTACK_HOP_SLACK;
@@ -487,11 +487,11 @@ int baton__coro_handoff(struct baton_coro *to)
 
 int baton__coro_handoff_exit(struct baton_coro *to)
 {
-	struct baton_thread *t = baton_thread_get();
+	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *from = t->current;
 	int rc;
 
-	baton_stack_canary_check(from);
+	baton__stack_canary_check(from);
 	to->resumer = from->resumer;
 	from->status = BATON_CORO_DEAD;
 	to->status = BATON_CORO_RUNNING;

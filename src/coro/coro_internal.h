@@ -106,10 +106,10 @@ void baton__thread_init(struct baton_thread *t);
  * the address of a thread-local variable in a register across a call (on
  * AArch64 it is derived from TPIDR_EL0 once per function); after a call
  * during which the coroutine may have moved to another thread, use this,
- * not baton_thread_get(). Out of line (thread.c) so it cannot be folded. */
+ * not baton__thread_get(). Out of line (thread.c) so it cannot be folded. */
 struct baton_thread *baton__thread_get_after_switch(void);
 
-static inline struct baton_thread *baton_thread_get(void)
+static inline struct baton_thread *baton__thread_get(void)
 {
 	struct baton_thread *t = &baton__tls;
 
@@ -124,11 +124,11 @@ void baton__coro_entry(void *value);
 /* Switch from `from` (the running context) to `to`, telling the sanitizers.
  * `from_dies` means `from` will never be resumed: then nothing of it is
  * saved, and its saved stack pointer is stale. */
-static inline void *baton_coro_switch(struct baton_coro *from,
+static inline void *baton__coro_switch(struct baton_coro *from,
 				      struct baton_coro *to, void *value,
 				      bool from_dies)
 {
-	baton_sanitizer_switch_begin(&from->san, &to->san, to->stack_lo,
+	baton__sanitizer_switch_begin(&from->san, &to->san, to->stack_lo,
 				     to->stack_hi, from_dies);
 	if (BATON_UNLIKELY(to->fresh)) {
 		to->fresh = false;
@@ -140,7 +140,7 @@ static inline void *baton_coro_switch(struct baton_coro *from,
 	} else {
 		value = baton__arch_switch(&from->ctx, &to->ctx, value);
 	}
-	baton_sanitizer_switch_end(&from->san);
+	baton__sanitizer_switch_end(&from->san);
 	return value;
 }
 
@@ -182,7 +182,7 @@ __attribute__((noreturn, cold)) void baton__stack_canary_failed(const struct bat
  * page never written costs no resident memory (a written canary would cost
  * a page per coroutine: 4 GiB for a million). An overflow that writes only
  * zeros at that word goes unnoticed, as one that jumps over it would. */
-static inline void baton_stack_canary_check(const struct baton_coro *co)
+static inline void baton__stack_canary_check(const struct baton_coro *co)
 {
 	if (BATON_UNLIKELY(co->canary) &&
 	    BATON_UNLIKELY(*(const volatile uint64_t *)(const void *)co->stack_lo != 0))

@@ -21,7 +21,7 @@
  * call (a task woken elsewhere): x86-64 loads the field with one
  * %fs-relative load, which cannot go stale; elsewhere the thread's state is
  * found afresh (see baton__thread_get_after_switch). */
-static inline baton_coro_t *baton_coro_running(void)
+static inline baton_coro_t *baton__coro_running(void)
 {
 #if defined(__x86_64__)
 	return baton__tls.current;
@@ -42,7 +42,7 @@ int baton__coro_handoff(baton_coro_t *to);
  * without canaries, in a build without switch hooks, nothing but the
  * bookkeeping below and the switch is needed. Everything else takes the
  * out-of-line path. */
-static inline int baton_coro_handoff_inline(baton_coro_t *to)
+static inline int baton__coro_handoff_inline(baton_coro_t *to)
 {
 #if defined(__x86_64__) && !BATON_SWITCH_HOOKS && !BATON_SWITCH_UCONTEXT
 	struct baton_coro *from = baton__tls.current;

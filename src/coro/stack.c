@@ -70,7 +70,7 @@ void baton__stack_unmap(void *map, size_t map_size)
 	/* AddressSanitizer keeps the shadow of unmapped memory: frames that
 	 * ran here would leave their redzones on whatever is mapped next at
 	 * these addresses (a thread's stack and TLS, another stack). */
-	baton_sanitizer_unpoison((char *)map + baton__stack_page(),
+	baton__sanitizer_unpoison((char *)map + baton__stack_page(),
 				 map_size - baton__stack_page());
 	baton__munmap(map, map_size);
 }
@@ -116,7 +116,7 @@ void baton__stack_give(struct baton_thread *t, const struct baton_stack *st)
 
 size_t baton_coro_pool_trim(void)
 {
-	struct baton_thread *t = baton_thread_get();
+	struct baton_thread *t = baton__thread_get();
 	struct baton_pooled_stack *s, *next;
 
 	for (s = t->pool; s; s = next) {

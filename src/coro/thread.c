@@ -20,7 +20,7 @@ __attribute__((noinline, noipa)) struct baton_thread *baton__thread_get_after_sw
 	/* An empty asm the optimiser cannot see through: no caller may
 	 * assume two calls return the same address. */
 	__asm__ __volatile__("" ::: "memory");
-	return baton_thread_get();
+	return baton__thread_get();
 }
 
 static pthread_key_t exit_key;
@@ -40,7 +40,7 @@ static void thread_exit(void *arg)
 		baton__munmap(t->altstack, t->altstack_size);
 		t->altstack = NULL;
 	}
-	baton_sanitizer_fiber_fini(&t->root.san);
+	baton__sanitizer_fiber_fini(&t->root.san);
 	t->ready = false;
 }
 
@@ -100,7 +100,7 @@ void baton__thread_init(struct baton_thread *t)
 	t->root.model = BATON_CORO_STACKFUL;
 	memcpy(t->root.name, "(thread)", sizeof("(thread)"));
 	find_root_stack(&t->root);
-	baton_sanitizer_fiber_init(&t->root.san, true);
+	baton__sanitizer_fiber_init(&t->root.san, true);
 	install_altstack(t);
 	pthread_setspecific(exit_key, t);
 	t->ready = true;

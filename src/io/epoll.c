@@ -42,13 +42,13 @@ static int ep_create(struct baton_worker *w)
 		errno = e;
 		return BATON_ESYS;
 	}
-	baton_reactor_of(w)->poller = p;
+	baton__reactor_of(w)->poller = p;
 	return BATON_OK;
 }
 
 static int ep_add(struct baton_worker *w, struct baton_io *io)
 {
-	struct epoll_poller *p = baton_reactor_of(w)->poller;
+	struct epoll_poller *p = baton__reactor_of(w)->poller;
 	struct epoll_event ev = {
 		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 		.data.ptr = io,
@@ -60,14 +60,14 @@ static int ep_add(struct baton_worker *w, struct baton_io *io)
 
 static void ep_del(struct baton_worker *w, struct baton_io *io)
 {
-	struct epoll_poller *p = baton_reactor_of(w)->poller;
+	struct epoll_poller *p = baton__reactor_of(w)->poller;
 
 	epoll_ctl(p->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 }
 
 static void ep_poll(struct baton_worker *w, int64_t timeout_ns)
 {
-	struct epoll_poller *p = baton_reactor_of(w)->poller;
+	struct epoll_poller *p = baton__reactor_of(w)->poller;
 	struct timespec ts, *tp = NULL;
 	int n;
 
@@ -104,7 +104,7 @@ static void ep_poll(struct baton_worker *w, int64_t timeout_ns)
 
 static void ep_wake(struct baton_worker *w)
 {
-	struct epoll_poller *p = baton_reactor_of(w)->poller;
+	struct epoll_poller *p = baton__reactor_of(w)->poller;
 	uint64_t one = 1;
 
 	/* EAGAIN means the counter is full: a wake-up is pending anyway. */
@@ -113,12 +113,12 @@ static void ep_wake(struct baton_worker *w)
 
 static void ep_destroy(struct baton_worker *w)
 {
-	struct epoll_poller *p = baton_reactor_of(w)->poller;
+	struct epoll_poller *p = baton__reactor_of(w)->poller;
 
 	close(p->epfd);
 	close(p->evfd);
 	baton__free(p);
-	baton_reactor_of(w)->poller = NULL;
+	baton__reactor_of(w)->poller = NULL;
 }
 
 const struct baton_poller_ops baton__poller_epoll = {

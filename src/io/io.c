@@ -75,7 +75,7 @@ static int worker_poller(struct baton_worker *w)
  * requests naming it (io_uring), in which case it frees it later. */
 static void release_io(struct baton_worker *w, struct baton_io *io)
 {
-	struct baton_reactor *r = baton_reactor_of(w);
+	struct baton_reactor *r = baton__reactor_of(w);
 
 	if (io->live_prev)
 		io->live_prev->live_next = io->live_next;
@@ -89,7 +89,7 @@ static void release_io(struct baton_worker *w, struct baton_io *io)
 
 static void free_dead(struct baton_worker *w)
 {
-	struct baton_reactor *r = baton_reactor_of(w);
+	struct baton_reactor *r = baton__reactor_of(w);
 	struct baton_io *io, *next;
 
 	if (__atomic_load_n(&r->dead_ios, __ATOMIC_RELAXED) == NULL)
@@ -104,21 +104,21 @@ static void free_dead(struct baton_worker *w)
 
 static void hook_poll(struct baton_worker *w, int64_t timeout_ns)
 {
-	baton_reactor_of(w)->pops->poll(w, timeout_ns);
+	baton__reactor_of(w)->pops->poll(w, timeout_ns);
 	/* After the poll: no event of this round can name a dead handle. */
 	free_dead(w);
 }
 
 static void hook_wake(struct baton_worker *w)
 {
-	baton_reactor_of(w)->pops->wake(w);
+	baton__reactor_of(w)->pops->wake(w);
 }
 
 /* The scheduler is destroyed (no task waits any more): handles still open
  * are closed (their descriptors too if owned) and freed with it (io.h). */
 static void hook_fini(struct baton_worker *w)
 {
-	struct baton_reactor *r = baton_reactor_of(w);
+	struct baton_reactor *r = baton__reactor_of(w);
 
 	free_dead(w);
 	while (r->live) {
@@ -139,7 +139,7 @@ const char *baton_io_backend(void)
 {
 	struct baton_worker *w = baton__worker_get();
 
-	return w && w->current && w->hook_data ? baton_reactor_of(w)->pops->name : NULL;
+	return w && w->current && w->hook_data ? baton__reactor_of(w)->pops->name : NULL;
 }
 
 /* --- edges and waits ----------------------------------------------------- */
@@ -148,7 +148,7 @@ void baton__io_edge(struct baton_io *io, unsigned events, bool hup)
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_waiter *wt;
 
-	baton_spin_lock(&io->lock);
+	baton__spin_lock(&io->lock);
 	io->ready |= events & (BATON_IO_IN | BATON_IO_OUT);
 	/* Sticky: the end of file may arrive with the last bytes, in one
 	 * edge, and no edge follows it (see drained_still). */
@@ -162,11 +162,11 @@ void baton__io_edge(struct baton_io *io, unsigned events, bool hup)
 	for (int dir = 0; dir < 2; dir++) {
 		if (!hup && !(events & (1u << dir)))
 			continue;
-		while ((wt = baton_waitq_claim_first(&io->waiters[dir])) != NULL)
-			baton_waiter_wake(&wl, wt, BATON_OK);
+		while ((wt = baton__waitq_claim_first(&io->waiters[dir])) != NULL)
+			baton__waiter_wake(&wl, wt, BATON_OK);
 	}
-	baton_spin_unlock(&io->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&io->lock);
+	baton__wakelist_run(&wl);
 }
 
 /* The call said EAGAIN: wait for an edge in `dir` (0 read, 1 write) for at
@@ -174,16 +174,16 @@ void baton__io_edge(struct baton_io *io, unsigned events, bool hup)
  * BATON_OK to try the call again. */
 static int wait_edge(struct baton_io *io, int dir, int64_t timeout)
 {
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t = baton__task_self();
 	unsigned bit = 1u << dir;
 
 	if (t == NULL)
 		return BATON_ENOSCHED;
-	baton_spin_lock(&io->lock);
+	baton__spin_lock(&io->lock);
 	if (io->ready & bit || io->hup || (dir == 0 && io->rdhup)) {
 		/* An edge arrived since the call: use it up and retry. */
 		io->ready &= ~bit;
-		baton_spin_unlock(&io->lock);
+		baton__spin_unlock(&io->lock);
 		return BATON_OK;
 	}
 	return baton__wait_one(t, &io->waiters[dir], &io->lock, 0, NULL, NULL, timeout);
@@ -238,16 +238,16 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 	io->fd = fd;
 	io->owns_fd = owns_fd;
 	io->home = w;
-	rc = baton_reactor_of(w)->pops->add(w, io);
+	rc = baton__reactor_of(w)->pops->add(w, io);
 	if (rc != BATON_OK) {
 		baton__free(io);
 		return rc;
 	}
 	/* Home thread only: the list is the reactor's. */
-	io->live_next = baton_reactor_of(w)->live;
+	io->live_next = baton__reactor_of(w)->live;
 	if (io->live_next)
 		io->live_next->live_prev = io;
-	baton_reactor_of(w)->live = io;
+	baton__reactor_of(w)->live = io;
 	*out = io;
 	return BATON_OK;
 }
@@ -266,13 +266,13 @@ static bool drained_still(struct baton_io *io)
 {
 	bool still;
 
-	baton_spin_lock(&io->lock);
+	baton__spin_lock(&io->lock);
 	still = io->drained && io->read_edges == io->drained_at && !io->hup && !io->rdhup;
 	if (still)
 		io->ready &= ~(unsigned)BATON_IO_IN; /* an edge older than the read */
 	/* Relaxed store under the lock: read unlocked as a hint. */
 	__atomic_store_n(&io->drained, still, __ATOMIC_RELAXED);
-	baton_spin_unlock(&io->lock);
+	baton__spin_unlock(&io->lock);
 	return still;
 }
 
@@ -445,7 +445,7 @@ int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
 
 int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 {
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t = baton__task_self();
 	int rc;
 
 	if (io == NULL || events == 0 ||
@@ -453,24 +453,24 @@ int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 		return BATON_EINVAL;
 	if (t == NULL)
 		return BATON_ENOSCHED;
-	baton_spin_lock(&io->lock);
+	baton__spin_lock(&io->lock);
 	if ((io->ready & (unsigned)events) || io->hup ||
 	    (io->rdhup && (events & BATON_IO_READABLE))) {
-		baton_spin_unlock(&io->lock);
+		baton__spin_unlock(&io->lock);
 		return BATON_OK;
 	}
 	if (timeout_ns == 0) {
-		baton_spin_unlock(&io->lock);
+		baton__spin_unlock(&io->lock);
 		return BATON_EAGAIN;
 	}
-	baton_wait_reserve(t, 2);
-	baton_wait_begin(t);
+	baton__wait_reserve(t, 2);
+	baton__wait_begin(t);
 	if (events & BATON_IO_READABLE)
-		baton_wait_add(t, &io->waiters[0], &io->lock);
+		baton__wait_add(t, &io->waiters[0], &io->lock);
 	if (events & BATON_IO_WRITABLE)
-		baton_wait_add(t, &io->waiters[1], &io->lock);
+		baton__wait_add(t, &io->waiters[1], &io->lock);
 	rc = baton__wait_park(t, timeout_ns);
-	baton_wait_finish(t);
+	baton__wait_finish(t);
 	return rc;
 }
 
@@ -486,13 +486,13 @@ int baton_io_close(baton_io_t *io)
 
 	if (io == NULL)
 		return BATON_OK;
-	baton_spin_lock(&io->lock);
+	baton__spin_lock(&io->lock);
 	busy = io->waiters[0].head || io->waiters[1].head;
-	baton_spin_unlock(&io->lock);
+	baton__spin_unlock(&io->lock);
 	if (busy)
 		return BATON_EBUSY;
 	home = io->home;
-	baton_reactor_of(home)->pops->del(home, io);
+	baton__reactor_of(home)->pops->del(home, io);
 	if (io->owns_fd)
 		close(io->fd);
 	if (self == home && self->current) {
@@ -505,11 +505,11 @@ int baton_io_close(baton_io_t *io)
 	 * events it is working through: the home worker frees it after its
 	 * next poll. Not through the waiter list: that poller may still
 	 * report an edge and look at the waiters. */
-	struct baton_io *head = __atomic_load_n(&baton_reactor_of(home)->dead_ios, __ATOMIC_RELAXED);
+	struct baton_io *head = __atomic_load_n(&baton__reactor_of(home)->dead_ios, __ATOMIC_RELAXED);
 	do {
 		io->dead_next = head;
 		/* Release: our writes to the handle happen before its free. */
-	} while (!__atomic_compare_exchange_n(&baton_reactor_of(home)->dead_ios, &head, io, true,
+	} while (!__atomic_compare_exchange_n(&baton__reactor_of(home)->dead_ios, &head, io, true,
 					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	baton__worker_wake(home);
 	return BATON_OK;
@@ -553,7 +553,7 @@ int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port,
 
 	if (out == NULL || backlog < 1)
 		return BATON_EINVAL;
-	if (baton_task_self() == NULL)
+	if (baton__task_self() == NULL)
 		return BATON_ENOSCHED;
 	rc = baton_io_listen_socket(host, &port, backlog, &fd);
 	if (rc != BATON_OK)

@@ -56,7 +56,7 @@ struct baton_reactor {
 	struct baton_io *live;	    /* handles open here (home thread only) */
 };
 
-static inline struct baton_reactor *baton_reactor_of(struct baton_worker *w)
+static inline struct baton_reactor *baton__reactor_of(struct baton_worker *w)
 {
 	return w->hook_data;
 }

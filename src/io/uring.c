@@ -256,7 +256,7 @@ static int ur_create(struct baton_worker *w)
 		errno = -rc;
 		return BATON_ESYS;
 	}
-	baton_reactor_of(w)->poller = p;
+	baton__reactor_of(w)->poller = p;
 	return BATON_OK;
 }
 
@@ -275,7 +275,7 @@ static int ur_add(struct baton_worker *w, struct baton_io *io)
 		errno = EPERM;
 		return BATON_ESYS;
 	}
-	if (!arm(baton_reactor_of(w)->poller, io)) {
+	if (!arm(baton__reactor_of(w)->poller, io)) {
 		errno = EBUSY; /* the kernel takes no submission now */
 		return BATON_ESYS;
 	}
@@ -302,14 +302,14 @@ static void cancel(struct uring_poller *p, struct baton_io *io)
 static void ur_del(struct baton_worker *w, struct baton_io *io)
 {
 	if (baton__worker_get() == w)
-		cancel(baton_reactor_of(w)->poller, io);
+		cancel(baton__reactor_of(w)->poller, io);
 	/* else another thread's: the ring is not ours, release() cancels */
 }
 
 /* On the home thread, after del() and the descriptor's close. */
 static bool ur_release(struct baton_worker *w, struct baton_io *io)
 {
-	struct uring_poller *p = baton_reactor_of(w)->poller;
+	struct uring_poller *p = baton__reactor_of(w)->poller;
 
 	cancel(p, io);
 	if ((io->pending & UR_COUNT) == 0) {
@@ -441,7 +441,7 @@ static void retry_pending(struct uring_poller *p)
 
 static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 {
-	struct uring_poller *p = baton_reactor_of(w)->poller;
+	struct uring_poller *p = baton__reactor_of(w)->poller;
 	struct io_uring *ring = &p->ring;
 	struct io_uring_cqe *cqe;
 
@@ -484,7 +484,7 @@ static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 
 static void ur_wake(struct baton_worker *w)
 {
-	struct uring_poller *p = baton_reactor_of(w)->poller;
+	struct uring_poller *p = baton__reactor_of(w)->poller;
 	uint64_t one = 1;
 
 	/* EAGAIN means the counter is full: a wake-up is pending anyway. */
@@ -493,7 +493,7 @@ static void ur_wake(struct baton_worker *w)
 
 static void ur_destroy(struct baton_worker *w)
 {
-	struct uring_poller *p = baton_reactor_of(w)->poller;
+	struct uring_poller *p = baton__reactor_of(w)->poller;
 
 	/* Dead handles whose removal is under way: their last CQEs come
 	 * promptly (the removals are submitted); wait a little for them
@@ -510,7 +510,7 @@ static void ur_destroy(struct baton_worker *w)
 	close(p->evfd);
 	baton__free(p->cancels);
 	baton__free(p);
-	baton_reactor_of(w)->poller = NULL;
+	baton__reactor_of(w)->poller = NULL;
 }
 
 const struct baton_poller_ops baton__poller_uring = {

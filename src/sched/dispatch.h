@@ -35,11 +35,11 @@ baton__take_next(struct baton_worker *w)
 			w->runnext_streak++;
 			goto run;
 		}
-		baton_runq_push(w, t); /* its turn is over: behind the rest */
+		baton__runq_push(w, t); /* its turn is over: behind the rest */
 		w->stats.fair_turns++;
 	}
 	w->runnext_streak = 0;
-	t = baton_runq_pop(w);
+	t = baton__runq_pop(w);
 	if (t == NULL)
 		return NULL;
 run:
@@ -71,7 +71,7 @@ baton__after_switch(struct baton_worker *w)
 	w->after_task = NULL;
 	/* The hop's case: parked under one lock. */
 	if (BATON_LIKELY(w->after_kind == BATON_AFTER_PARK && t->nlocks == 1))
-		baton_spin_unlock(t->locks[0]);
+		baton__spin_unlock(t->locks[0]);
 	else if (w->after_kind == BATON_AFTER_PARK_CANCELLABLE)
 		baton__wait_parked_cancellable(w, t);
 	else
@@ -100,14 +100,14 @@ baton__switch_away(struct baton_task *t, enum baton_after after)
 		if (after == BATON_AFTER_DONE)
 			rc = baton__coro_handoff_exit(next->co); /* no return */
 		else
-			rc = baton_coro_handoff_inline(next->co);
+			rc = baton__coro_handoff_inline(next->co);
 		if (BATON_LIKELY(rc == BATON_OK))
 			return;
 		/* Copy-stack bookkeeping failed (BATON_ENOMEM): nothing was
 		 * switched. Let the loop retry `next` after the others. */
 		w->stats.handoffs--;
 		w->current = t;
-		baton_runq_push(w, next);
+		baton__runq_push(w, next);
 	}
 	if (after != BATON_AFTER_DONE)
 		baton_coro_yield(NULL, NULL);
@@ -143,13 +143,13 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 	t->wait_index = -1;
 	/* A cancellable task's waits have two claimants (sched_internal.h). */
 	t->wait_solo = timeout_ns < 0 && !t->cancellable;
-	/* Release: as in baton_wait_begin. */
+	/* Release: as in baton__wait_begin. */
 	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
 	w->queue = q;
 	w->lock = lock;
 	w->value = value;
 	w->amount = amount;
-	baton_waitq_push(q, w);
+	baton__waitq_push(q, w);
 	if (BATON_LIKELY(t->wait_solo)) {
 		baton__switch_away(t, BATON_AFTER_PARK);
 		/* Resumed, perhaps on another worker: t->owner runs us now. */

@@ -16,13 +16,13 @@
 
 #include "sched_internal.h"
 
-static inline void baton_runq_publish(struct baton_worker *w)
+static inline void baton__runq_publish(struct baton_worker *w)
 {
 	/* Relaxed: a hint for thieves choosing a victim, orders nothing. */
 	__atomic_store_n(&w->runq_len_pub, w->runq_len, __ATOMIC_RELAXED);
 }
 
-static inline void baton_runq_push(struct baton_worker *w,
+static inline void baton__runq_push(struct baton_worker *w,
 				   struct baton_task *t)
 {
 	t->next = NULL;
@@ -32,10 +32,10 @@ static inline void baton_runq_push(struct baton_worker *w,
 		w->runq_head = t;
 	w->runq_tail = t;
 	w->runq_len++;
-	baton_runq_publish(w);
+	baton__runq_publish(w);
 }
 
-static inline struct baton_task *baton_runq_pop(struct baton_worker *w)
+static inline struct baton_task *baton__runq_pop(struct baton_worker *w)
 {
 	struct baton_task *t = w->runq_head;
 
@@ -45,12 +45,12 @@ static inline struct baton_task *baton_runq_pop(struct baton_worker *w)
 	if (w->runq_head == NULL)
 		w->runq_tail = NULL;
 	w->runq_len--;
-	baton_runq_publish(w);
+	baton__runq_publish(w);
 	return t;
 }
 
 /* Push the chain first..last (linked through next) onto w's inbox. */
-static inline void baton_inbox_push_chain(struct baton_worker *w,
+static inline void baton__inbox_push_chain(struct baton_worker *w,
 					  struct baton_task *first,
 					  struct baton_task *last)
 {
@@ -66,20 +66,20 @@ static inline void baton_inbox_push_chain(struct baton_worker *w,
 					      __ATOMIC_RELAXED));
 }
 
-static inline bool baton_inbox_empty(struct baton_worker *w)
+static inline bool baton__inbox_empty(struct baton_worker *w)
 {
-	/* Relaxed: a peek; the exchange in baton_inbox_take orders. */
+	/* Relaxed: a peek; the exchange in baton__inbox_take orders. */
 	return __atomic_load_n(&w->inbox, __ATOMIC_RELAXED) == NULL;
 }
 
 /* Move everything in the inbox to the tail of the run queue, oldest first.
  * Returns the number of tasks moved. */
-static inline size_t baton_inbox_take(struct baton_worker *w)
+static inline size_t baton__inbox_take(struct baton_worker *w)
 {
 	struct baton_task *t, *next, *fifo = NULL;
 	size_t n = 0;
 
-	if (baton_inbox_empty(w))
+	if (baton__inbox_empty(w))
 		return 0;
 	/* Acquire: pairs with the producers' release CAS, so the tasks'
 	 * fields are visible before we run them. */
@@ -91,7 +91,7 @@ static inline size_t baton_inbox_take(struct baton_worker *w)
 	}
 	for (t = fifo; t; t = next) {
 		next = t->next;
-		baton_runq_push(w, t);
+		baton__runq_push(w, t);
 		n++;
 	}
 	return n;

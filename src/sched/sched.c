@@ -87,13 +87,13 @@ void baton__task_link(struct baton_task *t)
 	struct baton_sched *s = t->sched;
 
 	t->linked = true;
-	baton_spin_lock(&s->all_lock);
+	baton__spin_lock(&s->all_lock);
 	t->all_prev = NULL;
 	t->all_next = s->all;
 	if (s->all)
 		s->all->all_prev = t;
 	s->all = t;
-	baton_spin_unlock(&s->all_lock);
+	baton__spin_unlock(&s->all_lock);
 }
 
 static void all_unlink_locked(struct baton_sched *s, struct baton_task *t)
@@ -153,9 +153,9 @@ static void task_release(struct baton_task *t)
 static void task_free(struct baton_task *t)
 {
 	if (t->linked) {
-		baton_spin_lock(&t->sched->all_lock);
+		baton__spin_lock(&t->sched->all_lock);
 		all_unlink_locked(t->sched, t);
-		baton_spin_unlock(&t->sched->all_lock);
+		baton__spin_unlock(&t->sched->all_lock);
 	}
 	unlink_waiters(t);
 	baton_coro_destroy(t->co);
@@ -224,7 +224,7 @@ static bool follows_waker(const struct baton_task *t,
 
 /* Make t runnable on its owner (or, woken, on the waker's worker). A task
  * woken by a running task of its worker runs next (the inline fast path,
- * baton_task_ready); the slot's previous occupant goes behind the queue.
+ * baton__task_ready); the slot's previous occupant goes behind the queue.
  * New tasks, and batches woken by the loop (timers, poller), keep their
  * order in the queue. */
 static void task_enqueue(struct baton_task *t, bool wake)
@@ -245,20 +245,20 @@ static void task_enqueue(struct baton_task *t, bool wake)
 				baton__runnext_displace(self, prev);
 			return;
 		}
-		baton_runq_push(self, t);
+		baton__runq_push(self, t);
 		if (self->runq_len >= 2 && owner->sched->nworkers > 1)
 			baton__steal_wake_idle(owner->sched);
 		return;
 	}
 	if (self)
 		self->stats.cross_wakes += wake;
-	baton_inbox_push_chain(owner, t, t);
+	baton__inbox_push_chain(owner, t, t);
 	baton__worker_wake(owner); /* after the push: see queue.h */
 }
 
 void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev)
 {
-	baton_runq_push(w, prev);
+	baton__runq_push(w, prev);
 	if (w->runq_len >= 2 && w->sched->nworkers > 1)
 		baton__steal_wake_idle(w->sched);
 }
@@ -294,7 +294,7 @@ __attribute__((noinline)) void baton__after_switch_slow(struct baton_worker *w,
 {
 	switch (w->after_kind) {
 	case BATON_AFTER_YIELD:
-		baton_runq_push(w, t);
+		baton__runq_push(w, t);
 		break;
 	case BATON_AFTER_PARK:
 		/* Its context is saved: now wakers may have it. Once its last
@@ -306,7 +306,7 @@ __attribute__((noinline)) void baton__after_switch_slow(struct baton_worker *w,
 			baton_spinlock_t **locks = t->locks;
 
 			for (unsigned i = t->nlocks; i-- > 0;)
-				baton_spin_unlock(locks[i]);
+				baton__spin_unlock(locks[i]);
 		}
 		break;
 	case BATON_AFTER_DONE:
@@ -348,7 +348,7 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 		/* Only a copy-stack save buffer that could not grow gets here
 		 * (BATON_ENOMEM; run refuses a thread on which pinned tasks
 		 * could not run): nothing ran; try again after the others. */
-		baton_runq_push(w, t);
+		baton__runq_push(w, t);
 		return;
 	}
 	/* Whichever task switched back to us left its hook. */
@@ -373,7 +373,7 @@ static void poll_worker(struct baton_worker *w)
 	w->ticks = 0;
 	if (w->hook)
 		w->hook->poll(w, 0); /* I/O edges make tasks runnable */
-	baton_inbox_take(w);
+	baton__inbox_take(w);
 	if (w->timers.len)
 		baton__timer_heap_fire(&w->timers, baton__clock_now());
 	/* Work arrived from elsewhere (spawns, wake-ups) while a worker
@@ -391,7 +391,7 @@ static void worker_idle(struct baton_worker *w)
 	/* Answer (with nothing) a thief that asked while we ran dry. */
 	if (__atomic_load_n(&w->steal_req, __ATOMIC_RELAXED))
 		baton__steal_serve(w);
-	if (!baton_inbox_empty(w) || sched_stopping(s))
+	if (!baton__inbox_empty(w) || sched_stopping(s))
 		return;
 	if (s->nworkers > 1) {
 		baton__steal_idle(w); /* may post a request and wait briefly */
@@ -400,7 +400,7 @@ static void worker_idle(struct baton_worker *w)
 		 * between a look and a later read would leave us asleep on
 		 * a version that already counts its bump. */
 		version = baton_ec_value(&w->ec);
-		if (!baton_inbox_empty(w) || runnable(w) || sched_stopping(s))
+		if (!baton__inbox_empty(w) || runnable(w) || sched_stopping(s))
 			return;
 	}
 	next = baton__timer_heap_next(&w->timers);
@@ -418,7 +418,7 @@ static void worker_idle(struct baton_worker *w)
 		/* Seq_cst fence: in_poll is visible before our last look at
 		 * the inbox; pairs with the fence in baton__worker_wake. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (baton_inbox_empty(w) && !sched_stopping(s))
+		if (baton__inbox_empty(w) && !sched_stopping(s))
 			w->hook->poll(w, timeout);
 		__atomic_store_n(&w->in_poll, 0, __ATOMIC_RELAXED);
 	} else {
@@ -472,12 +472,12 @@ static void free_queued(struct baton_worker *w)
 {
 	struct baton_task *t;
 
-	baton_inbox_take(w);
+	baton__inbox_take(w);
 	if (w->runnext) {
-		baton_runq_push(w, w->runnext);
+		baton__runq_push(w, w->runnext);
 		w->runnext = NULL;
 	}
-	while ((t = baton_runq_pop(w)) != NULL) {
+	while ((t = baton__runq_pop(w)) != NULL) {
 		if (t->timeout.index != SIZE_MAX)
 			baton__timer_heap_remove(&w->timers, &t->timeout);
 		task_free(t);
@@ -499,7 +499,7 @@ static void free_blocked(struct baton_sched *s, struct baton_worker *only)
 {
 	struct baton_task *mine = NULL, *t, *next;
 
-	baton_spin_lock(&s->all_lock);
+	baton__spin_lock(&s->all_lock);
 	for (t = s->all; t; t = next) {
 		next = t->all_next;
 		if (only && !(t->pinned && t->owner == only))
@@ -508,7 +508,7 @@ static void free_blocked(struct baton_sched *s, struct baton_worker *only)
 		t->all_next = mine;
 		mine = t;
 	}
-	baton_spin_unlock(&s->all_lock);
+	baton__spin_unlock(&s->all_lock);
 	for (t = mine; t; t = next) {
 		next = t->all_next;
 		/* The timer heaps are gone or going: forget the timeout. */
@@ -843,7 +843,7 @@ int baton_sched_destroy(baton_sched_t *s)
 /* --- calls from tasks ----------------------------------------------------- */
 int baton_sched_yield(void)
 {
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t = baton__task_self();
 
 	if (t == NULL)
 		return BATON_ENOSCHED;
@@ -855,8 +855,8 @@ int baton_sched_yield(void)
 	/* Not alone: tasks sent here by other workers (a request handed to
 	 * a compute worker whose handlers compute in slices) queue behind the
 	 * yielders now, not after up to BATON_POLL_TICKS more slices. */
-	else if (!baton_inbox_empty(t->owner))
-		baton_inbox_take(t->owner);
+	else if (!baton__inbox_empty(t->owner))
+		baton__inbox_take(t->owner);
 	baton__sched_task_after(t, BATON_AFTER_YIELD);
 	return BATON_OK;
 }

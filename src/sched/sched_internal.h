@@ -13,17 +13,17 @@
  *   queue.h     the local run queue and the multi-producer inbox
  *
  * The wait protocol (every primitive follows it):
- *  1. The task calls baton_wait_begin(): a new wait generation, state WAITING.
+ *  1. The task calls baton__wait_begin(): a new wait generation, state WAITING.
  *  2. Under the primitive's spinlock it links one baton_waiter per operation
  *     into the primitive's wait queue, then calls baton__wait_park() with the
  *     lock(s) to release and an optional deadline. The locks are released by
  *     the worker only after the task's context is saved, so no waker can
  *     run the task before it has really stopped.
  *  3. A waker, holding the primitive's lock, unlinks a waiter and calls
- *     baton_wait_claim(): exactly one claimant (a waker, the timer, another
+ *     baton__wait_claim(): exactly one claimant (a waker, the timer, another
  *     case of a select) wins; the winner sets task->wait_index to the index of the waiter it
- *     unlinked (baton_waitq_claim_first does both), stores the result and
- *     calls baton_task_ready(). A waker that loses the claim skips that waiter.
+ *     unlinked (baton__waitq_claim_first does both), stores the result and
+ *     calls baton__task_ready(). A waker that loses the claim skips that waiter.
  *  4. Back from park, the task unlinks the waiters still linked (timeout,
  *     the other cases of a select) under their primitives' locks.
  *  5. Cancellation (baton_task_cancel) is one more claimant, the only one
@@ -65,14 +65,14 @@ typedef struct baton_spinlock {
 
 void baton__spin_lock_slow(baton_spinlock_t *l);
 
-static inline void baton_spin_lock(baton_spinlock_t *l)
+static inline void baton__spin_lock(baton_spinlock_t *l)
 {
 	/* Acquire: the critical section's loads happen after we own it. */
 	if (BATON_UNLIKELY(__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)))
 		baton__spin_lock_slow(l);
 }
 
-static inline void baton_spin_unlock(baton_spinlock_t *l)
+static inline void baton__spin_unlock(baton_spinlock_t *l)
 {
 	/* Release: the critical section's stores are visible to the next owner. */
 	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
@@ -327,7 +327,7 @@ struct baton_worker *baton__worker_get(void);
 
 /* The task the calling thread's worker is running (its coroutine or one it
  * resumed), or NULL: an identity, e.g. a mutex's owner. */
-static inline struct baton_task *baton_task_current(void)
+static inline struct baton_task *baton__task_current(void)
 {
 	struct baton_worker *w = baton__worker_get();
 
@@ -337,17 +337,17 @@ static inline struct baton_task *baton_task_current(void)
 /* The task whose own coroutine is running, or NULL: also NULL inside a
  * plain coroutine that a task resumed (parking there would suspend that
  * coroutine, not the task). */
-static inline struct baton_task *baton_task_self(void)
+static inline struct baton_task *baton__task_self(void)
 {
 	struct baton_worker *w = baton__worker_get();
 	struct baton_task *t = w ? w->current : NULL;
 
-	return t && baton_coro_running() == t->co ? t : NULL;
+	return t && baton__coro_running() == t->co ? t : NULL;
 }
 
 /* The same, for a caller that also needs its worker (*w, NULL off any
  * worker): one look at thread-local storage for both. */
-static inline int baton_task_for_wait_on(struct baton_task **t,
+static inline int baton__task_for_wait_on(struct baton_task **t,
 					 struct baton_worker **w,
 					 int64_t timeout_ns)
 {
@@ -355,16 +355,16 @@ static inline int baton_task_for_wait_on(struct baton_task **t,
 	struct baton_task *cur = self ? self->current : NULL;
 
 	*w = self;
-	*t = cur && baton_coro_running() == cur->co ? cur : NULL;
+	*t = cur && baton__coro_running() == cur->co ? cur : NULL;
 	return *t == NULL && timeout_ns != 0 ? BATON_ENOSCHED : BATON_OK;
 }
 
 /* The prologue of every call that may wait (baton/sync.h's convention):
  * *t gets the calling task; outside one, only timeout 0 (a try) is
  * allowed, and BATON_ENOSCHED is returned otherwise. */
-static inline int baton_task_for_wait(struct baton_task **t, int64_t timeout_ns)
+static inline int baton__task_for_wait(struct baton_task **t, int64_t timeout_ns)
 {
-	*t = baton_task_self();
+	*t = baton__task_self();
 	return *t == NULL && timeout_ns != 0 ? BATON_ENOSCHED : BATON_OK;
 }
 
@@ -377,7 +377,7 @@ void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev);
  * task of its own worker, it takes the runnext slot (owner-only fields,
  * plain stores); everything else - another worker, a thread that is no
  * worker, a wake-up from the loop - goes through baton__task_ready_slow. */
-static inline void baton_task_ready_from(struct baton_worker *self,
+static inline void baton__task_ready_from(struct baton_worker *self,
 					 struct baton_task *t)
 {
 	if (BATON_LIKELY(self == t->owner && self != NULL && self->current != NULL)) {
@@ -391,25 +391,25 @@ static inline void baton_task_ready_from(struct baton_worker *self,
 	baton__task_ready_slow(t);
 }
 
-/* baton_task_ready_from the calling thread's worker. */
-static inline void baton_task_ready(struct baton_task *t)
+/* baton__task_ready_from the calling thread's worker. */
+static inline void baton__task_ready(struct baton_task *t)
 {
-	baton_task_ready_from(baton__worker_get(), t);
+	baton__task_ready_from(baton__worker_get(), t);
 }
 
-static inline void baton_wakelist_run(struct baton_wakelist *wl)
+static inline void baton__wakelist_run(struct baton_wakelist *wl)
 {
 	struct baton_task *t = wl->head, *next;
 
 	for (; t; t = next) {
 		next = t->next;
-		baton_task_ready(t);
+		baton__task_ready(t);
 	}
 	wl->head = NULL;
 }
 
 /* Ready `task` (claimed, result set) once the caller's locks are released. */
-static inline void baton_wakelist_add(struct baton_wakelist *wl,
+static inline void baton__wakelist_add(struct baton_wakelist *wl,
 				      struct baton_task *task)
 {
 	task->next = wl->head;
@@ -418,11 +418,11 @@ static inline void baton_wakelist_add(struct baton_wakelist *wl,
 
 /* Give a claimed waiter's task its result and ready it once the caller's
  * locks are released. */
-static inline void baton_waiter_wake(struct baton_wakelist *wl,
+static inline void baton__waiter_wake(struct baton_wakelist *wl,
 				     struct baton_waiter *w, int result)
 {
 	w->task->wait_result = result;
-	baton_wakelist_add(wl, w->task);
+	baton__wakelist_add(wl, w->task);
 }
 void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 /* Link a task that stops for the first time into sched->all. */
@@ -449,7 +449,7 @@ static inline int baton__wait_one(struct baton_task *task, struct baton_waitq *q
 int baton__wait_reserve_many(struct baton_task *task, unsigned n);
 void baton__wait_free_many(struct baton_task *task);
 
-static inline void baton_waitq_push(struct baton_waitq *q,
+static inline void baton__waitq_push(struct baton_waitq *q,
 				    struct baton_waiter *w)
 {
 	w->next = NULL;
@@ -463,7 +463,7 @@ static inline void baton_waitq_push(struct baton_waitq *q,
 	w->linked = true;
 }
 
-static inline void baton_waitq_remove(struct baton_waitq *q,
+static inline void baton__waitq_remove(struct baton_waitq *q,
 				      struct baton_waiter *w)
 {
 	if (w->prev)
@@ -479,7 +479,7 @@ static inline void baton_waitq_remove(struct baton_waitq *q,
 	w->linked = false;
 }
 
-static inline bool baton_wait_claim(struct baton_task *t)
+static inline bool baton__wait_claim(struct baton_task *t)
 {
 	uint32_t expected = BATON_WAIT_WAITING;
 
@@ -503,13 +503,13 @@ static inline bool baton_wait_claim(struct baton_task *t)
  * (claimed, unlinked, wait_index set) or NULL. Caller holds the lock. A
  * waiter whose task was already claimed (by its timeout or another case of
  * a select) is dropped: that task unlinks its other waiters itself. */
-static inline struct baton_waiter *baton_waitq_claim_first(struct baton_waitq *q)
+static inline struct baton_waiter *baton__waitq_claim_first(struct baton_waitq *q)
 {
 	struct baton_waiter *w;
 
 	while ((w = q->head) != NULL) {
-		baton_waitq_remove(q, w);
-		if (baton_wait_claim(w->task)) {
+		baton__waitq_remove(q, w);
+		if (baton__wait_claim(w->task)) {
 			w->task->wait_index = w->index;
 			return w;
 		}
@@ -519,21 +519,21 @@ static inline struct baton_waiter *baton_waitq_claim_first(struct baton_waitq *q
 
 /* Claim every waiter of q into wl with `result` (close, a count reaching
  * zero); returns how many. Caller holds the lock. */
-static inline size_t baton_waitq_wake_all(struct baton_waitq *q, struct baton_wakelist *wl,
+static inline size_t baton__waitq_wake_all(struct baton_waitq *q, struct baton_wakelist *wl,
 					  int result)
 {
 	struct baton_waiter *w;
 	size_t n = 0;
 
-	while ((w = baton_waitq_claim_first(q)) != NULL) {
-		baton_waiter_wake(wl, w, result);
+	while ((w = baton__waitq_claim_first(q)) != NULL) {
+		baton__waiter_wake(wl, w, result);
 		n++;
 	}
 	return n;
 }
 
 /* Room for n waiters: inline for up to BATON_TASK_INLINE_WAITERS. */
-static inline int baton_wait_reserve(struct baton_task *t, unsigned n)
+static inline int baton__wait_reserve(struct baton_task *t, unsigned n)
 {
 	t->nwaiters = 0;
 	t->nlocks = 0;
@@ -545,7 +545,7 @@ static inline int baton_wait_reserve(struct baton_task *t, unsigned n)
 	return baton__wait_reserve_many(t, n);
 }
 
-static inline void baton_wait_begin(struct baton_task *t)
+static inline void baton__wait_begin(struct baton_task *t)
 {
 	t->wait_solo = false; /* baton__wait_one says when it is */
 	t->wait_result = BATON_OK;
@@ -556,7 +556,7 @@ static inline void baton_wait_begin(struct baton_task *t)
 	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
 }
 
-static inline struct baton_waiter *baton_wait_add(struct baton_task *t,
+static inline struct baton_waiter *baton__wait_add(struct baton_task *t,
 						  struct baton_waitq *q,
 						  baton_spinlock_t *lock)
 {
@@ -568,7 +568,7 @@ static inline struct baton_waiter *baton_wait_add(struct baton_task *t,
 	w->lock = lock;
 	w->value = NULL;
 	w->amount = 0;
-	baton_waitq_push(q, w);
+	baton__waitq_push(q, w);
 	for (unsigned i = 0; i < t->nlocks; i++)
 		if (t->locks[i] == lock)
 			return w;
@@ -576,7 +576,7 @@ static inline struct baton_waiter *baton_wait_add(struct baton_task *t,
 	return w;
 }
 
-static inline void baton_wait_finish(struct baton_task *t)
+static inline void baton__wait_finish(struct baton_task *t)
 {
 	if (BATON_UNLIKELY(t->waiters != t->inline_waiters))
 		baton__wait_free_many(t);

@@ -67,9 +67,9 @@ void baton__steal_serve(struct baton_worker *w)
 	w->runq_tail = keep_tail;
 	w->runq_len -= given;
 	w->stats.steals += given;
-	baton_runq_publish(w);
+	baton__runq_publish(w);
 	if (give_head) {
-		baton_inbox_push_chain(thief, give_head, give_tail);
+		baton__inbox_push_chain(thief, give_head, give_tail);
 		baton__worker_wake(thief); /* after the push: see queue.h */
 	}
 }

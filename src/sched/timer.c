@@ -112,7 +112,7 @@ void baton__timer_heap_fini(struct baton_timer_heap *h)
 
 int baton_sched_sleep(int64_t ns)
 {
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t = baton__task_self();
 	int rc;
 
 	if (t == NULL)
@@ -121,9 +121,9 @@ int baton_sched_sleep(int64_t ns)
 		return BATON_EINVAL;
 	if (ns == 0)
 		return baton_sched_yield();
-	baton_wait_reserve(t, 0);
-	baton_wait_begin(t);
+	baton__wait_reserve(t, 0);
+	baton__wait_begin(t);
 	rc = baton__wait_park(t, ns);
-	baton_wait_finish(t);
+	baton__wait_finish(t);
 	return rc == BATON_ETIMEDOUT ? BATON_OK : rc;
 }

@@ -39,9 +39,9 @@ static void timeout_fire(struct baton_timer_node *n)
 	struct baton_task *t = (struct baton_task *)((char *)n -
 				offsetof(struct baton_task, timeout));
 
-	if (baton_wait_claim(t)) {
+	if (baton__wait_claim(t)) {
 		t->wait_result = BATON_ETIMEDOUT;
-		baton_task_ready(t);
+		baton__task_ready(t);
 	}
 }
 
@@ -57,10 +57,10 @@ void baton__wait_unlink_rest(struct baton_task *t)
 
 		if (w->index == t->wait_index)
 			continue;
-		baton_spin_lock(w->lock);
+		baton__spin_lock(w->lock);
 		if (w->linked)
-			baton_waitq_remove(w->queue, w);
-		baton_spin_unlock(w->lock);
+			baton__waitq_remove(w->queue, w);
+		baton__spin_unlock(w->lock);
 	}
 }
 
@@ -90,7 +90,7 @@ static bool cancelled_before_park(struct baton_task *t)
 	/* Relaxed: the fence above orders it. */
 	if (!__atomic_load_n(&t->cancel, __ATOMIC_RELAXED))
 		return false;
-	/* Acq_rel: as baton_wait_claim. */
+	/* Acq_rel: as baton__wait_claim. */
 	if (!__atomic_compare_exchange_n(&t->wait_state, &expected,
 					 BATON_WAIT_CLAIMED, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -100,9 +100,9 @@ static bool cancelled_before_park(struct baton_task *t)
 	/* We hold every lock our waiters are linked under. */
 	for (unsigned i = 0; i < t->nwaiters; i++)
 		if (t->waiters[i].linked)
-			baton_waitq_remove(t->waiters[i].queue, &t->waiters[i]);
+			baton__waitq_remove(t->waiters[i].queue, &t->waiters[i]);
 	for (unsigned i = t->nlocks; i-- > 0;)
-		baton_spin_unlock(t->locks[i]);
+		baton__spin_unlock(t->locks[i]);
 	return true;
 }
 
@@ -119,9 +119,9 @@ void baton__wait_parked_cancellable(struct baton_worker *w,
 	bool claimed = __atomic_exchange_n(&t->cancel_park, 1, __ATOMIC_ACQ_REL) != 0;
 
 	while (n-- > 0)
-		baton_spin_unlock(locks[n]);
+		baton__spin_unlock(locks[n]);
 	if (claimed)
-		baton_task_ready_from(w, t);
+		baton__task_ready_from(w, t);
 }
 
 int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
@@ -138,10 +138,10 @@ int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
 			/* Not parked yet: take the wake-up ourselves. Only a
 			 * canceller can have claimed it first (we hold the
 			 * locks): then park untimed and meet it there. */
-			if (baton_wait_claim(t)) {
+			if (baton__wait_claim(t)) {
 				t->wait_result = BATON_ENOMEM;
 				for (unsigned i = 0; i < t->nlocks; i++)
-					baton_spin_unlock(t->locks[i]);
+					baton__spin_unlock(t->locks[i]);
 				goto done;
 			}
 			t->wait_timed = false;
@@ -165,7 +165,7 @@ done:
 /* --- cancellation (baton/sched.h) ----------------------------------------- */
 baton_task_t *baton_task_handle(void)
 {
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t = baton__task_self();
 
 	if (t)
 		t->cancellable = true; /* only this task reads it, in its waits */
@@ -185,7 +185,7 @@ int baton_task_cancel(baton_task_t *t)
 	/* Seq_cst fence: pairs with the task's fence between WAITING and its
 	 * load of the flag (cancelled_before_park). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* Acq_rel: as baton_wait_claim. Not WAITING: the task runs, or was
+	/* Acq_rel: as baton__wait_claim. Not WAITING: the task runs, or was
 	 * woken with its result; its next wait sees the flag. */
 	if (!__atomic_compare_exchange_n(&t->wait_state, &expected,
 					 BATON_WAIT_CLAIMED, false,
@@ -196,13 +196,13 @@ int baton_task_cancel(baton_task_t *t)
 	/* Acq_rel: our result before the worker's ready, or its switch before
 	 * ours (see baton__wait_parked_cancellable). */
 	if (__atomic_exchange_n(&t->cancel_park, 1, __ATOMIC_ACQ_REL))
-		baton_task_ready(t);
+		baton__task_ready(t);
 	return BATON_OK;
 }
 
 int baton_task_cancelled(void)
 {
-	struct baton_task *t = baton_task_self();
+	struct baton_task *t = baton__task_self();
 
 	if (t == NULL)
 		return BATON_ENOSCHED;

@@ -180,12 +180,12 @@ void baton__seq_slot_wake(struct seq_slot *sl)
 	struct baton_waiter *w;
 
 	baton_ec_inc(&sl->ec);
-	baton_spin_lock(&sl->park_lock);
-	w = baton_waitq_claim_first(&sl->parked);
+	baton__spin_lock(&sl->park_lock);
+	w = baton__waitq_claim_first(&sl->parked);
 	if (w != NULL)
-		baton_waiter_wake(&wl, w, BATON_OK);
-	baton_spin_unlock(&sl->park_lock);
-	baton_wakelist_run(&wl);
+		baton__waiter_wake(&wl, w, BATON_OK);
+	baton__spin_unlock(&sl->park_lock);
+	baton__wakelist_run(&wl);
 }
 
 /*

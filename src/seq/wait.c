@@ -100,9 +100,9 @@ static void yield_cpu(struct baton_task *self)
  * it takes the lock (see baton__seq_slot_wake). */
 static void park(struct baton_seq *s, struct seq_slot *sl, uint32_t v, struct baton_task *self)
 {
-	baton_spin_lock(&sl->park_lock);
+	baton__spin_lock(&sl->park_lock);
 	if (baton_ec_value(&sl->ec) != v) {
-		baton_spin_unlock(&sl->park_lock);
+		baton__spin_unlock(&sl->park_lock);
 		return;
 	}
 	/* relaxed: only a count */
@@ -118,7 +118,7 @@ static void park(struct baton_seq *s, struct seq_slot *sl, uint32_t v, struct ba
  * the caller is on a dedicated stack and cannot park, so it sleeps. */
 static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, bool check)
 {
-	struct baton_task *self = check ? NULL : baton_task_self();
+	struct baton_task *self = check ? NULL : baton__task_self();
 
 	/* A waiter that can be served keeps off the lock line most of the
 	 * time, so that the holder's lock and unlock stay local to its core;
@@ -213,7 +213,7 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 		}
 		if (check && would_deadlock(s))
 			return deadlock(); /* a cycle of sequencers waiting for each other */
-		yield_cpu(check ? NULL : baton_task_self());
+		yield_cpu(check ? NULL : baton__task_self());
 	}
 	sl->req.fn = fn;
 	sl->req.arg = arg;

@@ -50,14 +50,14 @@ int baton_smr_hp_acquire(baton_smr_t *d, baton_smr_hp_t **out)
 	memset(h, 0, sizeof(*h));
 	h->owned = 1;
 	h->d = d;
-	baton_spin_lock(&d->lock);
+	baton__spin_lock(&d->lock);
 	h->next = d->hps;
 	/* Release: scanners and acquirers traverse with acquire. */
 	__atomic_store_n(&d->hps, h, __ATOMIC_RELEASE);
 	/* Relaxed: read as a bound only (baton__smr_hp_bound). */
 	__atomic_store_n(&d->nhps, __atomic_load_n(&d->nhps, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
-	baton_spin_unlock(&d->lock);
+	baton__spin_unlock(&d->lock);
 	*out = h;
 	return BATON_OK;
 }

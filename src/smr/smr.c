@@ -50,12 +50,12 @@ static struct smr_rec *rec_slow(struct baton_smr *d)
 		return NULL;
 	memset(r, 0, sizeof(*r));
 	r->owner = self;
-	baton_spin_lock(&d->lock);
+	baton__spin_lock(&d->lock);
 	r->next = d->recs;
 	/* Release: the writer's acquire traversal sees owner and next. */
 	__atomic_store_n(&d->recs, r, __ATOMIC_RELEASE);
 	d->readers++;
-	baton_spin_unlock(&d->lock);
+	baton__spin_unlock(&d->lock);
 found:
 	baton__smr_tls.ctr = r->lock;
 	baton__smr_tls.id = d->h.id;
@@ -202,7 +202,7 @@ static void reap(struct baton_smr *d)
 	struct smr_batch *due = NULL, **tail = &due, *b;
 	uint64_t n = 0;
 
-	baton_spin_lock(&d->lock);
+	baton__spin_lock(&d->lock);
 	while ((b = d->closed_head) != NULL && gp_done(d, b->target)) {
 		d->closed_head = b->next;
 		*tail = b;
@@ -211,7 +211,7 @@ static void reap(struct baton_smr *d)
 	if (d->closed_head == NULL)
 		d->closed_tail = NULL;
 	*tail = NULL;
-	baton_spin_unlock(&d->lock);
+	baton__spin_unlock(&d->lock);
 	while ((b = due) != NULL) {
 		due = b->next;
 		for (unsigned k = 0; k < b->n; k++)
@@ -220,10 +220,10 @@ static void reap(struct baton_smr *d)
 		baton__free(b);
 	}
 	if (n) {
-		baton_spin_lock(&d->lock);
+		baton__spin_lock(&d->lock);
 		d->freed += n;
 		d->pending -= n;
-		baton_spin_unlock(&d->lock);
+		baton__spin_unlock(&d->lock);
 	}
 }
 
@@ -249,14 +249,14 @@ int baton_smr_retire(baton_smr_t *d, void *ptr, baton_smr_free_fn free_fn)
 
 	if (d == NULL || free_fn == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&d->lock);
+	baton__spin_lock(&d->lock);
 	if (d->open == NULL) {
-		baton_spin_unlock(&d->lock);
+		baton__spin_unlock(&d->lock);
 		fresh = baton__malloc(sizeof(*fresh));
 		if (fresh == NULL)
 			return BATON_ENOMEM;
 		fresh->n = 0;
-		baton_spin_lock(&d->lock);
+		baton__spin_lock(&d->lock);
 		if (d->open == NULL) { /* else another retire installed one */
 			d->open = fresh;
 			fresh = NULL;
@@ -269,7 +269,7 @@ int baton_smr_retire(baton_smr_t *d, void *ptr, baton_smr_free_fn free_fn)
 	closed = d->open->n == BATON_SMR_BATCH;
 	if (closed)
 		close_locked(d);
-	baton_spin_unlock(&d->lock);
+	baton__spin_unlock(&d->lock);
 	baton__free(fresh);
 	if (closed) {
 		advance(d);
@@ -284,11 +284,11 @@ static uint64_t close_open(struct baton_smr *d)
 {
 	uint64_t target;
 
-	baton_spin_lock(&d->lock);
+	baton__spin_lock(&d->lock);
 	if (d->open != NULL && d->open->n > 0)
 		close_locked(d);
 	target = d->closed_tail ? d->closed_tail->target : 0;
-	baton_spin_unlock(&d->lock);
+	baton__spin_unlock(&d->lock);
 	return target;
 }
 
@@ -421,12 +421,12 @@ int baton_smr_stats(baton_smr_t *d, struct baton_smr_stats *out)
 	if (d == NULL || out == NULL)
 		return BATON_EINVAL;
 	memset(out, 0, sizeof(*out));
-	baton_spin_lock(&d->lock);
+	baton__spin_lock(&d->lock);
 	out->retired = d->retired;
 	out->freed = d->freed;
 	out->pending = d->pending;
 	out->readers = d->readers;
-	baton_spin_unlock(&d->lock);
+	baton__spin_unlock(&d->lock);
 	/* Acquire: pairs with advance's release. */
 	out->grace_periods = __atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) >> 2;
 	pthread_mutex_lock(&d->hp_lock);

@@ -37,11 +37,11 @@ void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
 	struct baton_waiter *w;
 
 	while (st->running < st->concurrency &&
-	       (w = baton_waitq_claim_first(&st->passers)) != NULL) {
+	       (w = baton__waitq_claim_first(&st->passers)) != NULL) {
 		st->running++;
 		st->wait_ns += (uint64_t)(now - value_time(w->value));
 		w->value = time_value(now); /* the step starts once admitted */
-		baton_waiter_wake(wl, w, BATON_OK);
+		baton__waiter_wake(wl, w, BATON_OK);
 	}
 }
 
@@ -52,7 +52,7 @@ static void give_back(struct baton_stage *st, int64_t now, int64_t t0, bool done
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	st->running--;
 	if (done) {
 		st->completed++;
@@ -63,8 +63,8 @@ static void give_back(struct baton_stage *st, int64_t now, int64_t t0, bool done
 	}
 	baton__stage_admit_passers(st, now, &wl);
 	baton__stage_wake_drainers(st, &wl);
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&st->lock);
+	baton__wakelist_run(&wl);
 }
 
 /* With the slot: take every need in the pools' order within the time
@@ -109,7 +109,7 @@ static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
 	if (rc == BATON_OK || rc == BATON_ESHUTDOWN)
 		return rc;
 	/* Timed out, or no timer could be allocated: we unlinked ourselves. */
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	st->submitted--;
 	if (rc == BATON_ETIMEDOUT)
 		st->rejected++;
@@ -117,8 +117,8 @@ static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
 		baton__stage_wake_drainers(st, &wl);
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
+		baton__spin_unlock(&st->lock);
+		baton__wakelist_run(&wl);
 	}
 	return rc;
 }
@@ -131,24 +131,24 @@ int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p, int64_t tim
 
 	if (st == NULL || p == NULL || p->stage != NULL || st->fn != NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
 	t0 = p->t0 > 0 ? p->t0 : baton__clock_now();
 	p->t0 = t0;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	if (st->closed) {
 		st->rejected++;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_ESHUTDOWN;
 	}
 	if (st->passers.len == 0 && st->running < st->concurrency) {
 		/* A free slot and nobody ahead: the common case, one lock. */
 		st->running++;
 		st->submitted++;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 	} else if (timeout_ns == 0 || st->passers.len >= st->limit) {
 		st->rejected++;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_EAGAIN;
 	} else {
 		rc = wait_for_slot(st, t, p, timeout_ns);

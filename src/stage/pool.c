@@ -59,14 +59,14 @@ int baton_pool_snapshot(baton_pool_t *p, struct baton_pool_stats *out)
 {
 	if (p == NULL || out == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&p->u.lock);
+	baton__spin_lock(&p->u.lock);
 	out->name = p->name;
 	out->capacity = p->u.capacity;
 	out->in_use = p->u.capacity - p->u.avail;
 	out->waiters = baton__units_waiting(&p->u);
 	out->acquired = p->u.acquired;
 	out->refused = p->u.refused;
-	baton_spin_unlock(&p->u.lock);
+	baton__spin_unlock(&p->u.lock);
 	return BATON_OK;
 }
 
@@ -76,10 +76,10 @@ int baton_pool_destroy(baton_pool_t *p)
 
 	if (p == NULL)
 		return BATON_OK;
-	baton_spin_lock(&p->u.lock);
+	baton__spin_lock(&p->u.lock);
 	/* Timed-out waiters too: they take the lock to unlink themselves. */
 	busy = p->u.avail != p->u.capacity || p->users > 0 || p->u.waiters.head != NULL;
-	baton_spin_unlock(&p->u.lock);
+	baton__spin_unlock(&p->u.lock);
 	if (busy)
 		return BATON_EBUSY;
 	baton__free(p);

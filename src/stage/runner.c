@@ -111,7 +111,7 @@ bool baton__stage_runners_linked(const struct baton_stage *st)
 void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl)
 {
 	for (unsigned i = 0; i < st->nslots; i++)
-		st->slots[i].nidle -= (unsigned)baton_waitq_wake_all(&st->slots[i].idle, wl,
+		st->slots[i].nidle -= (unsigned)baton__waitq_wake_all(&st->slots[i].idle, wl,
 								     BATON_ESHUTDOWN);
 }
 
@@ -129,12 +129,12 @@ static int64_t run_one(struct baton_stage *st, unsigned slot, void *item, int64_
 	for (size_t i = st->nneeds; i-- > 0;)
 		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
 			baton_pool_release(st->needs[i].pool, st->needs[i].units);
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	st->running--;
 	st->slots[slot].busy--;
 	st->completed++;
 	st->handler_ns += (uint64_t)(end - start);
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	return end;
 }
 
@@ -160,7 +160,7 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct stage_slot *sl = &st->slots[slot];
-	struct baton_waiter *w = baton_waitq_claim_first(&sl->idle);
+	struct baton_waiter *w = baton__waitq_claim_first(&sl->idle);
 	struct baton_task_attr ta;
 	struct stage_job *job;
 
@@ -168,38 +168,38 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item)
 	if (w != NULL) { /* one whose idle wait timed out is skipped: leaving */
 		sl->nidle--;
 		w->value = item;
-		baton_waiter_wake(&wl, w, BATON_OK);
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
+		baton__waiter_wake(&wl, w, BATON_OK);
+		baton__spin_unlock(&st->lock);
+		baton__wakelist_run(&wl);
 		return BATON_OK;
 	}
 	st->nrunners++;
 	st->runners_started++;
 	ta = slot_task_attr(st, slot);
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	job = baton__malloc(sizeof(*job));
 	if (job != NULL) {
 		job->st = st;
 		job->item = item;
 		job->slot = slot;
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 		job->next = st->unstarted;
 		st->unstarted = job;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
 			return BATON_OK;
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 		job_unlink(st, job);
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		baton__free(job);
 	}
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	sl->busy--;
 	st->nrunners--;
 	st->runners_started--;
 	baton__stage_wake_drainers(st, &wl);
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&st->lock);
+	baton__wakelist_run(&wl);
 	return BATON_ENOMEM;
 }
 
@@ -218,7 +218,7 @@ int baton__stage_start_locked(struct baton_stage *st, void *item)
  */
 static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_t *t)
 {
-	struct baton_task *self = baton_task_self();
+	struct baton_task *self = baton__task_self();
 	struct stage_slot *sl = &st->slots[slot];
 	int rc;
 
@@ -232,33 +232,33 @@ static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_
 			if (to == slot) {
 				sl->busy++;
 				*item = it;
-				baton_spin_unlock(&st->lock);
-				baton_wakelist_run(&wl);
+				baton__spin_unlock(&st->lock);
+				baton__wakelist_run(&wl);
 				return true;
 			}
-			baton_spin_unlock(&st->lock);
-			baton_wakelist_run(&wl);
-			baton_spin_lock(&st->lock);
+			baton__spin_unlock(&st->lock);
+			baton__wakelist_run(&wl);
+			baton__spin_lock(&st->lock);
 			if (start_on_locked(st, to, it) != BATON_OK) {
-				baton_spin_lock(&st->lock); /* no runner there: ours, then */
+				baton__spin_lock(&st->lock); /* no runner there: ours, then */
 				sl->busy++;
 				*item = it;
-				baton_spin_unlock(&st->lock);
+				baton__spin_unlock(&st->lock);
 				return true;
 			}
-			baton_spin_lock(&st->lock);
+			baton__spin_lock(&st->lock);
 		}
 		baton__stage_poke(st, &wl); /* a dispatcher waiting for a concurrency slot */
 		if (sl->nidle >= st->concurrency) {
-			baton_spin_unlock(&st->lock);
-			baton_wakelist_run(&wl);
-			baton_spin_lock(&st->lock);
+			baton__spin_unlock(&st->lock);
+			baton__wakelist_run(&wl);
+			baton__spin_lock(&st->lock);
 			return false; /* enough wait already */
 		}
 		sl->nidle++;
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
-		baton_spin_lock(&st->lock);
+		baton__spin_unlock(&st->lock);
+		baton__wakelist_run(&wl);
+		baton__spin_lock(&st->lock);
 		if (can_take(st)) { /* arrived while we were unlocked */
 			sl->nidle--;
 			*t = baton__clock_now();
@@ -270,7 +270,7 @@ static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_
 			*t = baton__clock_now();
 			return true; /* handed an item, counted running and charged */
 		}
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 		if (rc != BATON_ESHUTDOWN) /* timed out (or no timer): we left */
 			sl->nidle--;
 		return false;
@@ -293,13 +293,13 @@ static void runner_task(void *arg)
 	unsigned slot = job->slot;
 	int64_t t = baton__clock_now();
 
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	job_unlink(st, job);
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	baton__free(job);
 	do {
 		t = run_one(st, slot, item, t);
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 	} while (next_item(st, slot, &item, &t));
 	/* With the lock: end this runner. */
 	{
@@ -308,8 +308,8 @@ static void runner_task(void *arg)
 		st->nrunners--;
 		baton__stage_wake_drainers(st, &wl);
 		/* Last touch of st: once it is idle, a drainer may destroy it. */
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
+		baton__spin_unlock(&st->lock);
+		baton__wakelist_run(&wl);
 	}
 }
 
@@ -318,12 +318,12 @@ static void runner_task(void *arg)
  * the handler itself. Called without the lock. */
 static void start(struct baton_stage *st, void *item)
 {
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	if (baton__stage_start_locked(st, item) == BATON_OK)
 		return;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	st->slots[0].busy++; /* run_one gives it back */
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	run_one(st, 0, item, baton__clock_now());
 }
 
@@ -332,17 +332,17 @@ static void dispatcher_wait(struct baton_stage *st, struct baton_task *self)
 {
 	/* No timeout: no timer to allocate, so the only result is BATON_OK. */
 	baton__wait_one(self, &st->dispatcher, &st->lock, 0, NULL, NULL, -1);
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 }
 
 static void dispatch(void *arg)
 {
 	struct baton_stage *st = arg;
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_task *self = baton_task_self();
+	struct baton_task *self = baton__task_self();
 	void *item;
 
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	for (;;) {
 		if (st->count == 0)
 			break; /* runners take it from here; a submit kicks again */
@@ -353,26 +353,26 @@ static void dispatch(void *arg)
 		if (st->nneeds > 0) {
 			/* The only acquirer: the head stays put while we wait
 			 * for its needs (runners pop only with no needs). */
-			baton_spin_unlock(&st->lock);
+			baton__spin_unlock(&st->lock);
 			for (size_t i = 0; i < st->nneeds; i++)
 				/* No timeout: the only result is BATON_OK. */
 				baton_pool_acquire(st->needs[i].pool,
 						   st->needs[i].units, -1);
-			baton_spin_lock(&st->lock);
+			baton__spin_lock(&st->lock);
 			while (st->running >= st->concurrency) /* lowered meanwhile */
 				dispatcher_wait(st, self);
 		}
 		item = pop(st, baton__clock_now(), &wl);
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
+		baton__spin_unlock(&st->lock);
+		baton__wakelist_run(&wl);
 		start(st, item);
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 	}
 	st->active = false;
 	baton__stage_wake_drainers(st, &wl);
 	/* Last touch of st: a drainer may destroy it once it has the lock. */
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&st->lock);
+	baton__wakelist_run(&wl);
 }
 
 /* Spawn the dispatcher that kick() asked for. On failure nobody
@@ -386,15 +386,15 @@ int baton__stage_spawn_dispatcher(struct baton_stage *st)
 	 * holds it, it would wait for that handler; on the submitter's, it
 	 * would share that worker's copy stack with the submitter, whose
 	 * item may live on it. */
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	ta = slot_task_attr(st, pick_slot(st, -1));
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	rc = baton_sched_spawn(st->sched, &ta, dispatch, st);
 
 	if (rc != BATON_OK) {
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 		st->active = false;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 	}
 	return rc;
 }
@@ -417,7 +417,7 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 	struct stage_job *jobs, *next;
 	size_t lost;
 
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	lost = st->count + st->running;
 	st->submitted -= lost;
 	st->rejected += lost;
@@ -431,7 +431,7 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 	st->sched = NULL; /* freed: nothing may spawn on it */
 	jobs = st->unstarted;
 	st->unstarted = NULL;
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	for (; jobs; jobs = next) {
 		next = jobs->next;
 		baton__free(jobs);

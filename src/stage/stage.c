@@ -103,9 +103,9 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 		baton__sched_watch(s, &st->watch);
 	}
 	for (size_t i = 0; i < n; i++) {
-		baton_spin_lock(&needs[i].pool->u.lock);
+		baton__spin_lock(&needs[i].pool->u.lock);
 		needs[i].pool->users++;
-		baton_spin_unlock(&needs[i].pool->u.lock);
+		baton__spin_unlock(&needs[i].pool->u.lock);
 	}
 	*out = st;
 	return BATON_OK;
@@ -120,9 +120,9 @@ static bool unsubmit(struct baton_stage *st, uint64_t nr)
 {
 	size_t pos;
 
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	if (nr < st->popped) {
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return false;
 	}
 	pos = (size_t)(nr - st->popped);
@@ -131,7 +131,7 @@ static bool unsubmit(struct baton_stage *st, uint64_t nr)
 			st->ring[(st->head + i + 1) % st->cap];
 	st->count--;
 	st->submitted--;
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	return true;
 }
 
@@ -144,12 +144,12 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 
 	if (st == NULL || st->fn == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	if (st->closed) {
 		st->rejected++;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_ESHUTDOWN;
 	}
 	/* A free slot, nothing to acquire and nothing ahead of us: hand the
@@ -161,12 +161,12 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		if (baton__stage_start_locked(st, item) == BATON_OK)
 			return BATON_OK;
 		/* No runner could be spawned: queue it for the dispatcher. */
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 		st->submitted--;
 		st->running--;
 		if (st->closed) {
 			st->rejected++;
-			baton_spin_unlock(&st->lock);
+			baton__spin_unlock(&st->lock);
 			return BATON_ESHUTDOWN;
 		}
 	}
@@ -177,8 +177,8 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		if (st->count == 1)
 			baton__stage_poke(st, &wl); /* a dispatcher idle between handlers */
 		spawn = kick(st);
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
+		baton__spin_unlock(&st->lock);
+		baton__wakelist_run(&wl);
 		if (spawn && (rc = baton__stage_spawn_dispatcher(st)) != BATON_OK &&
 		    unsubmit(st, nr))
 			return rc;
@@ -186,16 +186,16 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	}
 	if (timeout_ns == 0) {
 		st->rejected++;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_EAGAIN;
 	}
 	/* Full: wait for a slot; the one who frees it moves our item in. */
 	rc = baton__wait_one(t, &st->producers, &st->lock, 0, item, NULL,
 			       timeout_ns);
 	if (rc == BATON_ETIMEDOUT) {
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 		st->rejected++;
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 	}
 	return rc; /* ESHUTDOWN: close counted it */
 }
@@ -208,21 +208,21 @@ int baton_stage_close(baton_stage_t *st)
 
 	if (st == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	if (st->closed) {
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_ESHUTDOWN;
 	}
 	st->closed = true;
-	st->rejected += baton_waitq_wake_all(&st->producers, &wl, BATON_ESHUTDOWN);
+	st->rejected += baton__waitq_wake_all(&st->producers, &wl, BATON_ESHUTDOWN);
 	/* Tasks waiting to pass through have not started their step. */
-	n = baton_waitq_wake_all(&st->passers, &wl, BATON_ESHUTDOWN);
+	n = baton__waitq_wake_all(&st->passers, &wl, BATON_ESHUTDOWN);
 	st->submitted -= n;
 	st->rejected += n;
 	baton__stage_wake_drainers(st, &wl);
 	spawn = kick(st);
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&st->lock);
+	baton__wakelist_run(&wl);
 	if (spawn)
 		baton__stage_spawn_dispatcher(st); /* on failure, drain kicks again */
 	return BATON_OK;
@@ -235,11 +235,11 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 
 	if (st == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	if (baton__stage_idle(st)) {
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_OK;
 	}
 	{
@@ -247,22 +247,22 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
 		baton__stage_dismiss_idle(st, &wl);
-		baton_spin_unlock(&st->lock);
-		baton_wakelist_run(&wl);
-		baton_spin_lock(&st->lock);
+		baton__spin_unlock(&st->lock);
+		baton__wakelist_run(&wl);
+		baton__spin_lock(&st->lock);
 	}
 	if (kick(st)) { /* items left by a failed spawn */
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		if ((rc = baton__stage_spawn_dispatcher(st)) != BATON_OK)
 			return rc;
-		baton_spin_lock(&st->lock);
+		baton__spin_lock(&st->lock);
 	}
 	if (timeout_ns == 0) {
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_EAGAIN;
 	}
 	if (baton__stage_idle(st)) { /* the new dispatcher may already have finished */
-		baton_spin_unlock(&st->lock);
+		baton__spin_unlock(&st->lock);
 		return BATON_OK;
 	}
 	return baton__wait_one(t, &st->drainers, &st->lock, 0, NULL, NULL, timeout_ns);
@@ -274,13 +274,13 @@ int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)
 
 	if (st == NULL || n == 0)
 		return BATON_EINVAL;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	st->concurrency = n;
 	baton__stage_poke(st, &wl);
 	if (st->fn == NULL)
 		baton__stage_admit_passers(st, baton__clock_now(), &wl);
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&st->lock);
+	baton__wakelist_run(&wl);
 	return BATON_OK;
 }
 
@@ -291,13 +291,13 @@ int baton_stage_set_queue_limit(baton_stage_t *st, size_t n)
 
 	if (st == NULL || n == 0 || n > st->cap)
 		return BATON_EINVAL;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	st->limit = n;
 	baton__stage_admit(st, baton__clock_now(), &wl);
 	baton__stage_poke(st, &wl);
 	spawn = kick(st);
-	baton_spin_unlock(&st->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&st->lock);
+	baton__wakelist_run(&wl);
 	if (spawn)
 		baton__stage_spawn_dispatcher(st); /* on failure, the next call kicks */
 	return BATON_OK;
@@ -307,7 +307,7 @@ int baton_stage_snapshot(baton_stage_t *st, struct baton_stage_stats *out)
 {
 	if (st == NULL || out == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	out->name = st->name;
 	out->queued = st->count + st->passers.len; /* items, or waiting tasks */
 	out->queue_limit = st->limit;
@@ -321,7 +321,7 @@ int baton_stage_snapshot(baton_stage_t *st, struct baton_stage_stats *out)
 	out->wait_ns = st->wait_ns;
 	out->runners = st->nrunners;
 	out->runners_started = st->runners_started;
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	return BATON_OK;
 }
 
@@ -331,20 +331,20 @@ int baton_stage_destroy(baton_stage_t *st)
 
 	if (st == NULL)
 		return BATON_OK;
-	baton_spin_lock(&st->lock);
+	baton__spin_lock(&st->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
 	busy = !baton__stage_idle(st) || st->producers.head != NULL || st->drainers.head != NULL ||
 	       st->dispatcher.head != NULL || baton__stage_runners_linked(st) ||
 	       st->passers.head != NULL;
-	baton_spin_unlock(&st->lock);
+	baton__spin_unlock(&st->lock);
 	if (busy)
 		return BATON_EBUSY;
 	if (st->fn)
 		baton__sched_unwatch(&st->watch);
 	for (size_t i = 0; i < st->nneeds; i++) {
-		baton_spin_lock(&st->needs[i].pool->u.lock);
+		baton__spin_lock(&st->needs[i].pool->u.lock);
 		st->needs[i].pool->users--;
-		baton_spin_unlock(&st->needs[i].pool->u.lock);
+		baton__spin_unlock(&st->needs[i].pool->u.lock);
 	}
 	baton__free(st->slots);
 	baton__free(st->ring);

@@ -79,7 +79,7 @@ static inline void baton__stage_wake_drainers(struct baton_stage *st,
 					      struct baton_wakelist *wl)
 {
 	if (baton__stage_idle(st))
-		baton_waitq_wake_all(&st->drainers, wl, BATON_OK);
+		baton__waitq_wake_all(&st->drainers, wl, BATON_OK);
 }
 
 /* pass.c, under the lock: give free slots to waiting tasks, first come
@@ -89,7 +89,7 @@ void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
 
 /* --- under the lock: the ring ------------------------------------------------
  * The helpers that wake tasks claim them into `wl`; the caller readies them
- * with baton_wakelist_run() once it has released the lock. */
+ * with baton__wakelist_run() once it has released the lock. */
 
 static inline void baton__stage_push(struct baton_stage *st, void *item, int64_t now)
 {
@@ -104,10 +104,10 @@ static inline void baton__stage_push(struct baton_stage *st, void *item, int64_t
 /* Wake the dispatcher if it waits: it re-checks what it waits for. */
 static inline void baton__stage_poke(struct baton_stage *st, struct baton_wakelist *wl)
 {
-	struct baton_waiter *w = baton_waitq_claim_first(&st->dispatcher);
+	struct baton_waiter *w = baton__waitq_claim_first(&st->dispatcher);
 
 	if (w)
-		baton_waiter_wake(wl, w, BATON_OK);
+		baton__waiter_wake(wl, w, BATON_OK);
 }
 
 /* Move waiting producers' items into free slots, oldest first. */
@@ -117,9 +117,9 @@ static inline void baton__stage_admit(struct baton_stage *st, int64_t now,
 	struct baton_waiter *w;
 
 	while (!st->closed && st->count < st->limit &&
-	       (w = baton_waitq_claim_first(&st->producers)) != NULL) {
+	       (w = baton__waitq_claim_first(&st->producers)) != NULL) {
 		baton__stage_push(st, w->value, now);
-		baton_waiter_wake(wl, w, BATON_OK);
+		baton__waiter_wake(wl, w, BATON_OK);
 	}
 }
 

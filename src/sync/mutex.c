@@ -28,7 +28,7 @@ static __thread char thread_tag;
  * resumed, so that the task keeps one identity), else its thread. */
 static const void *caller(void)
 {
-	struct baton_task *t = baton_task_current();
+	struct baton_task *t = baton__task_current();
 
 	return t ? (const void *)t : (const void *)&thread_tag;
 }
@@ -54,18 +54,18 @@ int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
 
 	if (m == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
 	me = caller();
-	baton_spin_lock(&m->lock);
+	baton__spin_lock(&m->lock);
 	if (m->owner == NULL) {
 		m->owner = me;
-		baton_spin_unlock(&m->lock);
+		baton__spin_unlock(&m->lock);
 		return BATON_OK;
 	}
 	if (m->owner == me || timeout_ns == 0) {
 		rc = m->owner == me ? BATON_EDEADLK : BATON_EAGAIN;
-		baton_spin_unlock(&m->lock);
+		baton__spin_unlock(&m->lock);
 		return rc;
 	}
 	/* BATON_OK: the unlocker made us the owner before waking us. Any
@@ -80,18 +80,18 @@ int baton_mutex_unlock(baton_mutex_t *m)
 
 	if (m == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&m->lock);
+	baton__spin_lock(&m->lock);
 	if (m->owner != caller()) {
-		baton_spin_unlock(&m->lock);
+		baton__spin_unlock(&m->lock);
 		return BATON_EPERM;
 	}
 	/* Skips (and unlinks) waiters whose timeout already claimed them. */
-	w = baton_waitq_claim_first(&m->waiters);
+	w = baton__waitq_claim_first(&m->waiters);
 	m->owner = w ? w->task : NULL;
 	if (w)
-		baton_waiter_wake(&wl, w, BATON_OK);
-	baton_spin_unlock(&m->lock);
-	baton_wakelist_run(&wl);
+		baton__waiter_wake(&wl, w, BATON_OK);
+	baton__spin_unlock(&m->lock);
+	baton__wakelist_run(&wl);
 	return BATON_OK;
 }
 
@@ -101,9 +101,9 @@ int baton_mutex_destroy(baton_mutex_t *m)
 
 	if (m == NULL)
 		return BATON_OK;
-	baton_spin_lock(&m->lock);
+	baton__spin_lock(&m->lock);
 	busy = m->owner != NULL || m->waiters.head != NULL;
-	baton_spin_unlock(&m->lock);
+	baton__spin_unlock(&m->lock);
 	if (busy)
 		return BATON_EBUSY;
 	baton__free(m);

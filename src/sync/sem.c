@@ -48,9 +48,9 @@ long baton_sem_value(baton_sem_t *s)
 
 	if (s == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&s->u.lock);
+	baton__spin_lock(&s->u.lock);
 	v = s->u.avail;
-	baton_spin_unlock(&s->u.lock);
+	baton__spin_unlock(&s->u.lock);
 	return v;
 }
 

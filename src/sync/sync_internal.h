@@ -1,7 +1,7 @@
 /*
  * src/sync/sync_internal.h - what the wait group, mutex and semaphore
  * build on: the wait protocol of src/sched/sched_internal.h (a task blocks
- * with baton__wait_one, a waker readies it with baton_waiter_wake).
+ * with baton__wait_one, a waker readies it with baton__waiter_wake).
  */
 #ifndef BATON_SRC_SYNC_INTERNAL_H
 #define BATON_SRC_SYNC_INTERNAL_H

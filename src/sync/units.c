@@ -26,16 +26,16 @@ static void grant(struct baton_units *u, struct baton_wakelist *wl)
 			if (__atomic_load_n(&t->wait_state, __ATOMIC_RELAXED) ==
 			    BATON_WAIT_WAITING)
 				break;
-			baton_waitq_remove(&u->waiters, w);
+			baton__waitq_remove(&u->waiters, w);
 			continue;
 		}
-		baton_waitq_remove(&u->waiters, w);
-		if (!baton_wait_claim(t))
+		baton__waitq_remove(&u->waiters, w);
+		if (!baton__wait_claim(t))
 			continue; /* timed out meanwhile: skip it */
 		t->wait_index = w->index;
 		u->avail -= amount;
 		u->acquired++;
-		baton_waiter_wake(wl, w, BATON_OK);
+		baton__waiter_wake(wl, w, BATON_OK);
 	}
 }
 
@@ -45,8 +45,8 @@ static void grant_unlock(struct baton_units *u)
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
 	grant(u, &wl);
-	baton_spin_unlock(&u->lock);
-	baton_wakelist_run(&wl);
+	baton__spin_unlock(&u->lock);
+	baton__wakelist_run(&wl);
 }
 
 int baton__units_acquire(struct baton_units *u, long n, int64_t timeout_ns)
@@ -55,33 +55,33 @@ int baton__units_acquire(struct baton_units *u, long n, int64_t timeout_ns)
 	struct baton_task *t;
 	int rc;
 
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
 	for (;;) {
-		baton_spin_lock(&u->lock);
+		baton__spin_lock(&u->lock);
 		/* Drop timed-out heads, which may let earlier waiters through:
 		 * those must be readied, outside the lock, before we decide. */
 		grant(u, &wl);
 		if (wl.head == NULL)
 			break;
-		baton_spin_unlock(&u->lock);
-		baton_wakelist_run(&wl);
+		baton__spin_unlock(&u->lock);
+		baton__wakelist_run(&wl);
 	}
 	if (u->waiters.head == NULL && n <= u->avail) {
 		u->avail -= n;
 		u->acquired++;
-		baton_spin_unlock(&u->lock);
+		baton__spin_unlock(&u->lock);
 		return BATON_OK;
 	}
 	if (timeout_ns == 0) {
 		u->refused++;
-		baton_spin_unlock(&u->lock);
+		baton__spin_unlock(&u->lock);
 		return BATON_EAGAIN;
 	}
 	rc = baton__wait_one(t, &u->waiters, &u->lock, n, NULL, NULL, timeout_ns);
 	if (rc != BATON_OK) {
 		/* We were perhaps the head that held the others back. */
-		baton_spin_lock(&u->lock);
+		baton__spin_lock(&u->lock);
 		u->refused++;
 		grant_unlock(u);
 	}
@@ -92,9 +92,9 @@ bool baton__units_release(struct baton_units *u, long n)
 {
 	long avail;
 
-	baton_spin_lock(&u->lock);
+	baton__spin_lock(&u->lock);
 	if (__builtin_add_overflow(u->avail, n, &avail) || avail > u->capacity) {
-		baton_spin_unlock(&u->lock);
+		baton__spin_unlock(&u->lock);
 		return false;
 	}
 	u->avail = avail;
@@ -104,7 +104,7 @@ bool baton__units_release(struct baton_units *u, long n)
 
 void baton__units_set_capacity(struct baton_units *u, long capacity)
 {
-	baton_spin_lock(&u->lock);
+	baton__spin_lock(&u->lock);
 	/* No overflow: avail <= the old capacity, both in [0, LONG_MAX]. */
 	u->avail += capacity - u->capacity;
 	u->capacity = capacity;
@@ -128,8 +128,8 @@ bool baton__units_has_waiters(struct baton_units *u)
 {
 	bool busy;
 
-	baton_spin_lock(&u->lock);
+	baton__spin_lock(&u->lock);
 	busy = u->waiters.head != NULL;
-	baton_spin_unlock(&u->lock);
+	baton__spin_unlock(&u->lock);
 	return busy;
 }

@@ -36,16 +36,16 @@ int baton_wg_add(baton_wg_t *wg, long delta)
 
 	if (wg == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&wg->lock);
+	baton__spin_lock(&wg->lock);
 	if (__builtin_add_overflow(wg->count, delta, &count) || count < 0) {
-		baton_spin_unlock(&wg->lock);
+		baton__spin_unlock(&wg->lock);
 		return BATON_EINVAL;
 	}
 	wg->count = count;
 	if (count == 0)
-		baton_waitq_wake_all(&wg->waiters, &wl, BATON_OK);
-	baton_spin_unlock(&wg->lock);
-	baton_wakelist_run(&wl);
+		baton__waitq_wake_all(&wg->waiters, &wl, BATON_OK);
+	baton__spin_unlock(&wg->lock);
+	baton__wakelist_run(&wl);
 	return BATON_OK;
 }
 
@@ -61,12 +61,12 @@ int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns)
 
 	if (wg == NULL)
 		return BATON_EINVAL;
-	if ((rc = baton_task_for_wait(&t, timeout_ns)) != BATON_OK)
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
-	baton_spin_lock(&wg->lock);
+	baton__spin_lock(&wg->lock);
 	if (wg->count == 0 || timeout_ns == 0) {
 		rc = wg->count == 0 ? BATON_OK : BATON_EAGAIN;
-		baton_spin_unlock(&wg->lock);
+		baton__spin_unlock(&wg->lock);
 		return rc;
 	}
 	return baton__wait_one(t, &wg->waiters, &wg->lock, 0, NULL, NULL, timeout_ns);
@@ -78,9 +78,9 @@ long baton_wg_count(baton_wg_t *wg)
 
 	if (wg == NULL)
 		return BATON_EINVAL;
-	baton_spin_lock(&wg->lock);
+	baton__spin_lock(&wg->lock);
 	n = wg->count;
-	baton_spin_unlock(&wg->lock);
+	baton__spin_unlock(&wg->lock);
 	return n;
 }
 
@@ -92,9 +92,9 @@ int baton_wg_destroy(baton_wg_t *wg)
 		return BATON_OK;
 	/* A waiter that timed out is still linked until its task has run: it
 	 * will take the lock to unlink itself, so it counts as busy too. */
-	baton_spin_lock(&wg->lock);
+	baton__spin_lock(&wg->lock);
 	busy = wg->waiters.head != NULL;
-	baton_spin_unlock(&wg->lock);
+	baton__spin_unlock(&wg->lock);
 	if (busy)
 		return BATON_EBUSY;
 	baton__free(wg);
