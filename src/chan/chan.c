@@ -5,7 +5,7 @@
  * (hand the message to a waiting partner, or use the buffer) and, if that
  * would block, links a waiter and parks the task; the partner that later
  * completes the operation does it on the task's behalf and wakes it (the
- * wait protocol of src/sched/sched_internal.h). Messages waiting in a
+ * wait protocol of src/sched/wait.h). Messages waiting in a
  * waiter live in the task's heap block, never on a coroutine stack.
  */
 #include <sched.h>
@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "../common/alloc.h"
-#include "../sched/dispatch.h"
 #include "chan_internal.h"
 
 int baton_chan_create(baton_chan_t **out, size_t capacity)
@@ -248,8 +247,9 @@ static __attribute__((noinline)) int send_general(struct baton_chan *ch,
 		baton__wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
-	return baton__wait_one_held(t, &ch->sendq, &ch->lock, held, 0, value,
-				    NULL, timeout_ns);
+	return baton__wait_one_held(t, &ch->sendq, &ch->lock, held,
+				    &(struct baton_wait_carry){ .value = value },
+				    timeout_ns);
 }
 
 static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
@@ -262,8 +262,9 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 	int rc = baton__chan_try_recv_locked(ch, &v, &wl);
 
 	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
-		return baton__wait_one_held(t, &ch->recvq, &ch->lock, held, 0, NULL,
-					    value, timeout_ns);
+		return baton__wait_one_held(t, &ch->recvq, &ch->lock, held,
+					    &(struct baton_wait_carry){ .received = value },
+					    timeout_ns);
 	baton__spin_unlock(held);
 	baton__wakelist_run(&wl);
 	if (rc == BATON_CHAN_BLOCK)
@@ -311,8 +312,9 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 	 * on success. */
 	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
 			 timeout_ns < 0))
-		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held, 0, NULL,
-					      value, -1);
+		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held,
+					      &(struct baton_wait_carry){ .received = value },
+					      -1);
 	return recv_general(ch, held, t, value, timeout_ns);
 }
 

@@ -11,7 +11,7 @@
 #include <baton/chan.h>
 
 #include "../common/barrier.h"
-#include "../sched/sched_internal.h"
+#include "../sched/wait.h"
 
 /*
  * Biased locking. A channel whose users all run on one worker - the ring's

@@ -4,7 +4,7 @@
  * Every operation tries its system call first. On EAGAIN it looks at the
  * handle's remembered readiness under the handle's lock: an edge that
  * arrived since the call returned means "try again"; otherwise the task
- * links a waiter and parks (the wait protocol of sched_internal.h). The
+ * links a waiter and parks (the wait protocol of src/sched/wait.h). The
  * poller's baton__io_edge() sets the readiness and claims the waiters.
  */
 #include <errno.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../common/alloc.h"
+#include "../sched/wait.h"
 #include "poller.h"
 
 /* --- the worker side ------------------------------------------------------- */
@@ -186,7 +187,7 @@ static int wait_edge(struct baton_io *io, int dir, int64_t timeout)
 		baton__spin_unlock(&io->lock);
 		return BATON_OK;
 	}
-	return baton__wait_one(t, &io->waiters[dir], &io->lock, 0, NULL, NULL, timeout);
+	return baton__wait_one(t, &io->waiters[dir], &io->lock, timeout);
 }
 
 #define DEADLINE_UNSET INT64_MIN

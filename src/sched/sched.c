@@ -5,7 +5,7 @@
  * of its worker (baton__sched_task_after): one switch per hop. What must
  * happen once its context is saved - release the locks it parked under,
  * requeue it, free it - is left in the worker as the after-switch hook and
- * done by whichever side runs next (baton_sched_after_switch). The worker's
+ * done by whichever side runs next (baton__after_switch). The worker's
  * own loop runs only when no task is runnable, and every 61 dispatches:
  * then it empties its inbox, fires due timers, polls the reactor and
  * answers a thief; with nothing at all to do it parks on its event count.
@@ -32,6 +32,7 @@
 #include "dispatch.h"
 #include "queue.h"
 #include "sched_internal.h"
+#include "wait.h"
 
 __thread struct baton_worker *baton__worker_self
 	__attribute__((tls_model("initial-exec")));

@@ -1,43 +1,17 @@
 /*
- * src/sched/sched_internal.h - what the scheduler shares with the blocking
- * primitives built on it (src/chan/, src/sync/): tasks, workers, the wait
- * protocol and the spinlock that guards every wait queue.
+ * src/sched/sched_internal.h - what every part of the scheduler, and every
+ * layer built on it, needs: the spinlock, tasks, workers, the scheduler
+ * record, and how to find the running task and ready another. The wait
+ * protocol that blocking primitives follow is in wait.h.
  *
  * Files behind include/baton/sched.h:
  *   sched.c     create / spawn / run / destroy, the worker loop
  *   steal.c     idle workers: parking, steal requests, hand-over
- *   wait.c      park / claim / ready: how a task blocks and is woken
- *   dispatch.h  the hop, inline: next task, switch away, after-switch hook,
- *               and the one-queue wait (baton__wait_one_inline)
+ *   wait.h      the wait protocol: claim, wake, park, the one-queue wait
+ *   wait.c      its out-of-line steps: park, timeouts, cancellation
+ *   dispatch.h  the hop, inline: next task, switch away, after-switch hook
  *   timer.c     the per-worker timer heap and the clock (timeouts, sleep)
  *   queue.h     the local run queue and the multi-producer inbox
- *
- * The wait protocol (every primitive follows it):
- *  1. The task calls baton__wait_begin(): a new wait generation, state WAITING.
- *  2. Under the primitive's spinlock it links one baton_waiter per operation
- *     into the primitive's wait queue, then calls baton__wait_park() with the
- *     lock(s) to release and an optional deadline. The locks are released by
- *     the worker only after the task's context is saved, so no waker can
- *     run the task before it has really stopped.
- *  3. A waker, holding the primitive's lock, unlinks a waiter and calls
- *     baton__wait_claim(): exactly one claimant (a waker, the timer, another
- *     case of a select) wins; the winner sets task->wait_index to the index of the waiter it
- *     unlinked (baton__waitq_claim_first does both), stores the result and
- *     calls baton__task_ready(). A waker that loses the claim skips that waiter.
- *  4. Back from park, the task unlinks the waiters still linked (timeout,
- *     the other cases of a select) under their primitives' locks.
- *  5. Cancellation (baton_task_cancel) is one more claimant, the only one
- *     that holds none of the task's locks. Only a task whose handle was
- *     taken can be cancelled (`cancellable`); its waits are never solo, so
- *     every claim of them is the compare-and-swap, and they park through
- *     baton__wait_park. The task, having published WAITING, fences and
- *     reads its `cancel` flag: set, it claims its own wait and parks not.
- *     The canceller sets the flag, fences, and tries the claim. Having
- *     won, it cannot know whether the task has switched away yet: of it
- *     and the worker parking the task (BATON_AFTER_PARK_CANCELLABLE),
- *     whoever comes second to `cancel_park` readies the task.
- * Waiters live in the task's heap block, never on the coroutine's stack: a
- * copy-stack coroutine's stack is not addressable while it is suspended.
  */
 #ifndef BATON_SRC_SCHED_INTERNAL_H
 #define BATON_SRC_SCHED_INTERNAL_H
@@ -82,15 +56,9 @@ static inline void baton__spin_unlock(baton_spinlock_t *l)
 struct baton_worker;
 struct baton_task;
 
-/* Tasks claimed under a lock, readied after it is released (so that a
- * futex wake-up system call never runs inside a spinlock). Linked through
- * task->next, which a claimed task does not use: it is in no queue. */
-struct baton_wakelist {
-	struct baton_task *head;
-};
-#define BATON_WAKELIST_INIT { NULL }
 
-/* One blocked operation of a task, linked in a primitive's wait queue. */
+/* One blocked operation of a task, linked in a primitive's wait queue
+ * (the records the task embeds; the protocol that uses them is wait.h). */
 struct baton_waiter {
 	struct baton_waiter *next, *prev; /* guarded by the primitive's lock */
 	struct baton_task *task;
@@ -110,16 +78,10 @@ struct baton_waitq {
 	size_t len; /* waiters linked, timed-out ones not yet unlinked too */
 };
 
-enum baton_wait_state {
-	BATON_WAIT_IDLE = 0,	/* not blocked */
-	BATON_WAIT_WAITING = 1, /* blocked, nobody has claimed the wake-up */
-	BATON_WAIT_CLAIMED = 2, /* a waker or the timer won; result is set */
-};
-
 /* What must happen once a task's context is saved: the after-switch hook.
  * The task that stops records it in its worker (after_task, after_kind)
  * and the side that runs next - the next task, or the worker's loop -
- * carries it out first thing (baton_sched_after_switch). Until then nobody
+ * carries it out first thing (baton__after_switch, dispatch.h). Until then nobody
  * else can reach the task: a parked task's wait queues stay locked, a
  * yielding one is in no queue. */
 enum baton_after {
@@ -149,7 +111,7 @@ struct baton_task {
 	struct baton_task *next; /* run queue or inbox link */
 	baton_coro_t *co;
 	struct baton_worker *owner; /* the worker that runs it next */
-	uint32_t wait_state;	    /* enum baton_wait_state (see claim) */
+	uint32_t wait_state;	    /* enum baton_wait_state (wait.h) */
 	bool wait_solo;		    /* one waiter, no timeout: one claimant */
 	bool wait_timed;	    /* parked with a timeout on owner's heap */
 	bool pinned;		    /* copy-stack and started: cannot migrate */
@@ -345,28 +307,7 @@ static inline struct baton_task *baton__task_self(void)
 	return t && baton__coro_running() == t->co ? t : NULL;
 }
 
-/* The same, for a caller that also needs its worker (*w, NULL off any
- * worker): one look at thread-local storage for both. */
-static inline int baton__task_for_wait_on(struct baton_task **t,
-					 struct baton_worker **w,
-					 int64_t timeout_ns)
-{
-	struct baton_worker *self = baton__worker_get();
-	struct baton_task *cur = self ? self->current : NULL;
 
-	*w = self;
-	*t = cur && baton__coro_running() == cur->co ? cur : NULL;
-	return *t == NULL && timeout_ns != 0 ? BATON_ENOSCHED : BATON_OK;
-}
-
-/* The prologue of every call that may wait (baton/sync.h's convention):
- * *t gets the calling task; outside one, only timeout 0 (a try) is
- * allowed, and BATON_ENOSCHED is returned otherwise. */
-static inline int baton__task_for_wait(struct baton_task **t, int64_t timeout_ns)
-{
-	*t = baton__task_self();
-	return *t == NULL && timeout_ns != 0 ? BATON_ENOSCHED : BATON_OK;
-}
 
 /* sched.c */
 void baton__worker_wake(struct baton_worker *w);
@@ -397,194 +338,9 @@ static inline void baton__task_ready(struct baton_task *t)
 	baton__task_ready_from(baton__worker_get(), t);
 }
 
-static inline void baton__wakelist_run(struct baton_wakelist *wl)
-{
-	struct baton_task *t = wl->head, *next;
-
-	for (; t; t = next) {
-		next = t->next;
-		baton__task_ready(t);
-	}
-	wl->head = NULL;
-}
-
-/* Ready `task` (claimed, result set) once the caller's locks are released. */
-static inline void baton__wakelist_add(struct baton_wakelist *wl,
-				      struct baton_task *task)
-{
-	task->next = wl->head;
-	wl->head = task;
-}
-
-/* Give a claimed waiter's task its result and ready it once the caller's
- * locks are released. */
-static inline void baton__waiter_wake(struct baton_wakelist *wl,
-				     struct baton_waiter *w, int result)
-{
-	w->task->wait_result = result;
-	baton__wakelist_add(wl, w->task);
-}
 void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 /* Link a task that stops for the first time into sched->all. */
 void baton__task_link(struct baton_task *t);
-
-/* wait.c (the short steps are inline below: they are every hop's path) */
-int baton__wait_park(struct baton_task *task, int64_t timeout_ns);
-void baton__wait_parked_cancellable(struct baton_worker *w,
-				    struct baton_task *task);
-void baton__wait_unlink_rest(struct baton_task *task);
-int baton__wait_one_held(struct baton_task *task, struct baton_waitq *q,
-			 baton_spinlock_t *lock, baton_spinlock_t *held,
-			 long amount, void *value, void **received,
-			 int64_t timeout_ns);
-
-/* baton__wait_one_held with q's own lock taken. */
-static inline int baton__wait_one(struct baton_task *task, struct baton_waitq *q,
-				  baton_spinlock_t *lock, long amount, void *value,
-				  void **received, int64_t timeout_ns)
-{
-	return baton__wait_one_held(task, q, lock, lock, amount, value, received,
-				    timeout_ns);
-}
-int baton__wait_reserve_many(struct baton_task *task, unsigned n);
-void baton__wait_free_many(struct baton_task *task);
-
-static inline void baton__waitq_push(struct baton_waitq *q,
-				    struct baton_waiter *w)
-{
-	w->next = NULL;
-	w->prev = q->tail;
-	if (q->tail)
-		q->tail->next = w;
-	else
-		q->head = w;
-	q->tail = w;
-	q->len++;
-	w->linked = true;
-}
-
-static inline void baton__waitq_remove(struct baton_waitq *q,
-				      struct baton_waiter *w)
-{
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		q->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	else
-		q->tail = w->prev;
-	w->next = w->prev = NULL;
-	q->len--;
-	w->linked = false;
-}
-
-static inline bool baton__wait_claim(struct baton_task *t)
-{
-	uint32_t expected = BATON_WAIT_WAITING;
-
-	if (BATON_LIKELY(t->wait_solo)) {
-		/* One waiter and no timeout: whoever unlinks that waiter,
-		 * under its queue's lock, is the only possible claimant, and
-		 * the lock orders everything. Relaxed: sem and pool peek at
-		 * the state under the same lock. */
-		__atomic_store_n(&t->wait_state, BATON_WAIT_CLAIMED,
-				 __ATOMIC_RELAXED);
-		return true;
-	}
-	/* Acq_rel: the winner's later writes of the result are ordered after
-	 * its win, and it sees the task's state as the task left it. */
-	return __atomic_compare_exchange_n(&t->wait_state, &expected,
-					   BATON_WAIT_CLAIMED, false,
-					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-}
-
-/* Unlink waiters from the front until one's task can be claimed; return it
- * (claimed, unlinked, wait_index set) or NULL. Caller holds the lock. A
- * waiter whose task was already claimed (by its timeout or another case of
- * a select) is dropped: that task unlinks its other waiters itself. */
-static inline struct baton_waiter *baton__waitq_claim_first(struct baton_waitq *q)
-{
-	struct baton_waiter *w;
-
-	while ((w = q->head) != NULL) {
-		baton__waitq_remove(q, w);
-		if (baton__wait_claim(w->task)) {
-			w->task->wait_index = w->index;
-			return w;
-		}
-	}
-	return NULL;
-}
-
-/* Claim every waiter of q into wl with `result` (close, a count reaching
- * zero); returns how many. Caller holds the lock. */
-static inline size_t baton__waitq_wake_all(struct baton_waitq *q, struct baton_wakelist *wl,
-					  int result)
-{
-	struct baton_waiter *w;
-	size_t n = 0;
-
-	while ((w = baton__waitq_claim_first(q)) != NULL) {
-		baton__waiter_wake(wl, w, result);
-		n++;
-	}
-	return n;
-}
-
-/* Room for n waiters: inline for up to BATON_TASK_INLINE_WAITERS. */
-static inline int baton__wait_reserve(struct baton_task *t, unsigned n)
-{
-	t->nwaiters = 0;
-	t->nlocks = 0;
-	if (BATON_LIKELY(n <= BATON_TASK_INLINE_WAITERS)) {
-		t->waiters = t->inline_waiters;
-		t->locks = t->inline_locks;
-		return BATON_OK;
-	}
-	return baton__wait_reserve_many(t, n);
-}
-
-static inline void baton__wait_begin(struct baton_task *t)
-{
-	t->wait_solo = false; /* baton__wait_one says when it is */
-	t->wait_result = BATON_OK;
-	t->wait_index = -1;
-	/* Release (a plain store on x86-64): wakers read the state only after
-	 * taking the lock we release after parking, but a canceller takes no
-	 * lock: its claim must see the result and index reset above. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
-}
-
-static inline struct baton_waiter *baton__wait_add(struct baton_task *t,
-						  struct baton_waitq *q,
-						  baton_spinlock_t *lock)
-{
-	struct baton_waiter *w = &t->waiters[t->nwaiters];
-
-	w->task = t;
-	w->index = (int)t->nwaiters++;
-	w->queue = q;
-	w->lock = lock;
-	w->value = NULL;
-	w->amount = 0;
-	baton__waitq_push(q, w);
-	for (unsigned i = 0; i < t->nlocks; i++)
-		if (t->locks[i] == lock)
-			return w;
-	t->locks[t->nlocks++] = lock;
-	return w;
-}
-
-static inline void baton__wait_finish(struct baton_task *t)
-{
-	if (BATON_UNLIKELY(t->waiters != t->inline_waiters))
-		baton__wait_free_many(t);
-	t->nwaiters = 0;
-	t->nlocks = 0;
-	/* Relaxed: only this task reads or writes its state now. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_IDLE, __ATOMIC_RELAXED);
-}
 
 /* timer.c */
 int64_t baton__deadline_after(int64_t timeout_ns);

@@ -9,6 +9,7 @@
 
 #include "../common/alloc.h"
 #include "sched_internal.h"
+#include "wait.h"
 
 int64_t baton__deadline_after(int64_t timeout_ns)
 {

@@ -1,5 +1,5 @@
 /*
- * How a task blocks and is woken: the wait protocol of sched_internal.h.
+ * How a task blocks and is woken: the wait protocol of wait.h.
  *
  * The claim is the heart of it: a blocked task can be woken by several
  * parties at once (a channel operation on any worker, its timeout on its own
@@ -11,8 +11,8 @@
 
 #include "../common/alloc.h"
 #include "dispatch.h"
-#include "queue.h"
 #include "sched_internal.h"
+#include "wait.h"
 
 /* More waiters than fit in the task (a wide select): one block holds the
  * waiters and room for as many locks (at most one per waiter). */
@@ -65,14 +65,12 @@ void baton__wait_unlink_rest(struct baton_task *t)
 }
 
 /* The blocking step of a primitive that waits on one queue, out of line
- * (dispatch.h has it inline, and says what it does). */
+ * (wait.h has it inline, and says what it does). */
 int baton__wait_one_held(struct baton_task *t, struct baton_waitq *q,
 			 baton_spinlock_t *lock, baton_spinlock_t *held,
-			 long amount, void *value, void **received,
-			 int64_t timeout_ns)
+			 const struct baton_wait_carry *c, int64_t timeout_ns)
 {
-	return baton__wait_one_inline(t, q, lock, held, amount, value, received,
-				      timeout_ns);
+	return baton__wait_one_inline(t, q, lock, held, c, timeout_ns);
 }
 
 /* A cancellable task, its waiters linked under the locks it holds and

@@ -15,7 +15,7 @@
 #include <baton/ec.h>
 #include <baton/seq.h>
 
-#include "../sched/sched_internal.h"
+#include "../sched/wait.h"
 
 #define SEQ_SLOTS BATON_SEQ_MAX_WAITERS
 #define SEQ_LINE 64

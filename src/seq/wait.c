@@ -109,7 +109,7 @@ static void park(struct baton_seq *s, struct seq_slot *sl, uint32_t v, struct ba
 	__atomic_fetch_add(&s->parks, 1, __ATOMIC_RELAXED);
 	/* No timeout: no timer to allocate, so the result is BATON_OK; the
 	 * wait releases park_lock once the task is off its stack. */
-	baton__wait_one(self, &sl->parked, &sl->park_lock, 0, NULL, NULL, -1);
+	baton__wait_one(self, &sl->parked, &sl->park_lock, -1);
 }
 
 /* Wait until our request in `sl` was served, or we hold the lock. A task

@@ -15,7 +15,7 @@
  * A waiting task's pass lives on its stack, which a copy-stack task does not
  * keep in place while it waits: the waker must not touch it. The waiter's
  * value carries the time the wait began, and the waker puts the admission
- * time in its place (baton__wait_one hands it back to the waiter).
+ * time in its place (baton__wait_one_carry hands it back to the waiter).
  */
 #include "stage_internal.h"
 
@@ -102,8 +102,10 @@ static int wait_for_slot(struct baton_stage *st, struct baton_task *t,
 	int rc;
 
 	st->submitted++;
-	rc = baton__wait_one(t, &st->passers, &st->lock, 0, time_value(p->t0), &admitted,
-			    timeout_ns);
+	rc = baton__wait_one_carry(t, &st->passers, &st->lock,
+				   &(struct baton_wait_carry){ .value = time_value(p->t0),
+							       .received = &admitted },
+				   timeout_ns);
 	if (rc == BATON_OK)
 		p->t0 = value_time(admitted); /* counted by the waker */
 	if (rc == BATON_OK || rc == BATON_ESHUTDOWN)

@@ -264,8 +264,9 @@ static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_
 			*t = baton__clock_now();
 			continue;
 		}
-		rc = baton__wait_one(self, &sl->idle, &st->lock, 0, NULL, item,
-				     BATON_STAGE_RUNNER_IDLE_NS);
+		rc = baton__wait_one_carry(self, &sl->idle, &st->lock,
+					   &(struct baton_wait_carry){ .received = item },
+					   BATON_STAGE_RUNNER_IDLE_NS);
 		if (rc == BATON_OK) {
 			*t = baton__clock_now();
 			return true; /* handed an item, counted running and charged */
@@ -331,7 +332,7 @@ static void start(struct baton_stage *st, void *item)
 static void dispatcher_wait(struct baton_stage *st, struct baton_task *self)
 {
 	/* No timeout: no timer to allocate, so the only result is BATON_OK. */
-	baton__wait_one(self, &st->dispatcher, &st->lock, 0, NULL, NULL, -1);
+	baton__wait_one(self, &st->dispatcher, &st->lock, -1);
 	baton__spin_lock(&st->lock);
 }
 

@@ -5,7 +5,7 @@
  *
  * Everything mutable lives under the stage's spinlock; a task blocks on one
  * of the wait queues of the stage (the wait protocol of
- * src/sched/sched_internal.h, through baton__wait_one):
+ * src/sched/wait.h, through baton__wait_one):
  *   producers   submitters finding the queue full; the waiter carries the
  *               item, and whoever frees a slot moves that item into the
  *               ring and wakes its producer (FIFO hand-off: nobody barges)
@@ -190,8 +190,8 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		return BATON_EAGAIN;
 	}
 	/* Full: wait for a slot; the one who frees it moves our item in. */
-	rc = baton__wait_one(t, &st->producers, &st->lock, 0, item, NULL,
-			       timeout_ns);
+	rc = baton__wait_one_carry(t, &st->producers, &st->lock,
+				   &(struct baton_wait_carry){ .value = item }, timeout_ns);
 	if (rc == BATON_ETIMEDOUT) {
 		baton__spin_lock(&st->lock);
 		st->rejected++;
@@ -265,7 +265,7 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 		baton__spin_unlock(&st->lock);
 		return BATON_OK;
 	}
-	return baton__wait_one(t, &st->drainers, &st->lock, 0, NULL, NULL, timeout_ns);
+	return baton__wait_one(t, &st->drainers, &st->lock, timeout_ns);
 }
 
 int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)

@@ -70,7 +70,7 @@ int baton_mutex_lock(baton_mutex_t *m, int64_t timeout_ns)
 	}
 	/* BATON_OK: the unlocker made us the owner before waking us. Any
 	 * other result: we were never made the owner, and are unlinked. */
-	return baton__wait_one(t, &m->waiters, &m->lock, 0, NULL, NULL, timeout_ns);
+	return baton__wait_one(t, &m->waiters, &m->lock, timeout_ns);
 }
 
 int baton_mutex_unlock(baton_mutex_t *m)

@@ -1,6 +1,6 @@
 /*
  * src/sync/sync_internal.h - what the wait group, mutex and semaphore
- * build on: the wait protocol of src/sched/sched_internal.h (a task blocks
+ * build on: the wait protocol of src/sched/wait.h (a task blocks
  * with baton__wait_one, a waker readies it with baton__waiter_wake).
  */
 #ifndef BATON_SRC_SYNC_INTERNAL_H
@@ -9,6 +9,6 @@
 #include <baton/coro.h>
 #include <baton/sync.h>
 
-#include "../sched/sched_internal.h"
+#include "../sched/wait.h"
 
 #endif /* BATON_SRC_SYNC_INTERNAL_H */

@@ -78,7 +78,8 @@ int baton__units_acquire(struct baton_units *u, long n, int64_t timeout_ns)
 		baton__spin_unlock(&u->lock);
 		return BATON_EAGAIN;
 	}
-	rc = baton__wait_one(t, &u->waiters, &u->lock, n, NULL, NULL, timeout_ns);
+	rc = baton__wait_one_carry(t, &u->waiters, &u->lock,
+				   &(struct baton_wait_carry){ .amount = n }, timeout_ns);
 	if (rc != BATON_OK) {
 		/* We were perhaps the head that held the others back. */
 		baton__spin_lock(&u->lock);

@@ -69,7 +69,7 @@ int baton_wg_wait(baton_wg_t *wg, int64_t timeout_ns)
 		baton__spin_unlock(&wg->lock);
 		return rc;
 	}
-	return baton__wait_one(t, &wg->waiters, &wg->lock, 0, NULL, NULL, timeout_ns);
+	return baton__wait_one(t, &wg->waiters, &wg->lock, timeout_ns);
 }
 
 long baton_wg_count(baton_wg_t *wg)
