@@ -49,6 +49,12 @@ static inline struct baton_task *baton__runq_pop(struct baton_worker *w)
 	return t;
 }
 
+/* Something to run now: a woken task or a queued one. */
+static inline bool baton__worker_runnable(const struct baton_worker *w)
+{
+	return w->runnext != NULL || w->runq_head != NULL;
+}
+
 /* Push the chain first..last (linked through next) onto w's inbox. */
 static inline void baton__inbox_push_chain(struct baton_worker *w,
 					  struct baton_task *first,

@@ -5,13 +5,17 @@
  * protocol that blocking primitives follow is in wait.h.
  *
  * Files behind include/baton/sched.h:
- *   sched.c     create / spawn / run / destroy, the worker loop
+ *   sched.c     the scheduler's life: create / run / stop / destroy, stats
+ *   task.c      a task's life: spawn, made runnable, its end and free
+ *   dispatch.h  the hop, inline: next task, switch away, after-switch hook
+ *   dispatch.c  the hop's out-of-line half: the hook's rare cases, yield
+ *   worker.c    the worker loop: poll, idle, run; waking a worker, stop
  *   steal.c     idle workers: parking, steal requests, hand-over
  *   wait.h      the wait protocol: claim, wake, park, the one-queue wait
  *   wait.c      its out-of-line steps: park, timeouts, cancellation
- *   dispatch.h  the hop, inline: next task, switch away, after-switch hook
  *   timer.c     the per-worker timer heap and the clock (timeouts, sleep)
  *   queue.h     the local run queue and the multi-producer inbox
+ *   watch.c     what a higher layer hears of a destroy (watches)
  */
 #ifndef BATON_SRC_SCHED_INTERNAL_H
 #define BATON_SRC_SCHED_INTERNAL_H
@@ -225,8 +229,10 @@ struct baton_sched_watch {
 	void (*gone)(struct baton_sched_watch *w);
 };
 
+/* watch.c */
 void baton__sched_watch(struct baton_sched *s, struct baton_sched_watch *w);
 void baton__sched_unwatch(struct baton_sched_watch *w);
+void baton__sched_watches_gone(struct baton_sched *s);
 
 /* Starting and ending runs of the helper workers (threads 1..N-1). */
 struct baton_sched_ctl {
@@ -260,7 +266,7 @@ struct baton_sched {
 	 * Linked at spawn, unlinked when freed: off the hop path. */
 	baton_spinlock_t all_lock;
 	struct baton_task *all;
-	struct baton_sched_watch *watches; /* under the watch lock (sched.c) */
+	struct baton_sched_watch *watches; /* under the watch lock (watch.c) */
 };
 
 /* The worker running on this thread, or NULL. Read it only through
@@ -276,7 +282,7 @@ extern __thread struct baton_worker *baton__worker_self
  * on worker 0 would go on using worker 1's fields (its run queue, from the
  * wrong thread). x86-64 reads a thread-local pointer with one
  * %fs-relative load each time, which cannot go stale; elsewhere the read
- * is out of line (sched.c), where it cannot be folded into the caller.
+ * is out of line (worker.c), where it cannot be folded into the caller.
  */
 #if defined(__x86_64__)
 static inline struct baton_worker *baton__worker_get(void)
@@ -309,10 +315,17 @@ static inline struct baton_task *baton__task_self(void)
 
 
 
-/* sched.c */
+/* worker.c */
 void baton__worker_wake(struct baton_worker *w);
+void baton__worker_loop(struct baton_worker *w);
+void baton__sched_set_stop(struct baton_sched *s);
+
+/* task.c */
 void baton__task_ready_slow(struct baton_task *task);
 void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev);
+void baton__task_finish(struct baton_worker *w, struct baton_task *t);
+void baton__task_free_queued(struct baton_worker *w);
+void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only);
 
 /* Make a claimed task runnable. Inline, the hop's case: woken by a running
  * task of its own worker, it takes the runnext slot (owner-only fields,
@@ -338,9 +351,11 @@ static inline void baton__task_ready(struct baton_task *t)
 	baton__task_ready_from(baton__worker_get(), t);
 }
 
-void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 /* Link a task that stops for the first time into sched->all. */
 void baton__task_link(struct baton_task *t);
+
+/* dispatch.c */
+void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 
 /* timer.c */
 int64_t baton__deadline_after(int64_t timeout_ns);

@@ -7,6 +7,7 @@
  * result. They race on one compare-and-swap of task->wait_state; the loser
  * leaves the task alone.
  */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "../common/alloc.h"
@@ -158,6 +159,26 @@ done:
 	t->wait_timed = false;
 	baton__wait_unlink_rest(t);
 	return t->wait_result;
+}
+
+/* --- the spinlock's contended path ----------------------------------------- */
+/* Contended: spin a little (the holder is usually a few dozen instructions
+ * from releasing), then give the CPU away, since the holder may have been
+ * preempted and spinning would only delay it. */
+void baton__spin_lock_slow(baton_spinlock_t *l)
+{
+	for (unsigned spins = 0;; spins++) {
+		/* Relaxed: spin on a plain load so the line stays shared; the
+		 * acquiring exchange below is what takes the lock. */
+		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
+			if (spins++ < 128)
+				baton__cpu_relax();
+			else
+				sched_yield();
+		}
+		if (!__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+			return;
+	}
 }
 
 /* --- cancellation (baton/sched.h) ----------------------------------------- */

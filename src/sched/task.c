@@ -1,0 +1,322 @@
+/*
+ * A task's life: spawned (its record, from the worker's spares; its place
+ * in sched->live and, once it stops, in sched->all), made runnable (its
+ * worker's runnext slot, the run queue, or another worker's inbox), and
+ * ended (freed on its worker, or by the scheduler's destroy while blocked
+ * or queued). How it switches away and back is dispatch.h and dispatch.c.
+ */
+#include "../common/alloc.h"
+#include "dispatch.h"
+#include "queue.h"
+#include "sched_internal.h"
+#include "wait.h"
+
+/* --- records, counts, the end ---------------------------------------------- */
+void baton__task_link(struct baton_task *t)
+{
+	struct baton_sched *s = t->sched;
+
+	t->linked = true;
+	baton__spin_lock(&s->all_lock);
+	t->all_prev = NULL;
+	t->all_next = s->all;
+	if (s->all)
+		s->all->all_prev = t;
+	s->all = t;
+	baton__spin_unlock(&s->all_lock);
+}
+
+static void all_unlink_locked(struct baton_sched *s, struct baton_task *t)
+{
+	if (t->all_prev)
+		t->all_prev->all_next = t->all_next;
+	else
+		s->all = t->all_next;
+	if (t->all_next)
+		t->all_next->all_prev = t->all_prev;
+}
+
+/* Unlink the waiters a task still has in primitives' queues (a parked
+ * task, or a woken select whose other cases are still linked), so that the
+ * primitives can be destroyed later. */
+static void unlink_waiters(struct baton_task *t)
+{
+	baton__wait_unlink_rest(t);
+	t->nwaiters = 0;
+	if (t->waiters != t->inline_waiters)
+		baton__wait_free_many(t);
+}
+
+/* A task record: from the calling worker's spares, or new. */
+static struct baton_task *task_alloc(void)
+{
+	struct baton_worker *w = baton__worker_get();
+	struct baton_task *t;
+
+	if (w && w->spare) {
+		t = w->spare;
+		w->spare = t->next;
+		w->nspare--;
+		return t;
+	}
+	/* Cache-line aligned: a hop touches the task's first two lines. */
+	return baton__aligned(BATON_CACHELINE, sizeof(*t));
+}
+
+/* Keep a dead task's record on the calling worker (whatever scheduler it
+ * came from: a record is only memory), or free it. Off a worker - a
+ * destroy - it is freed. */
+static void task_release(struct baton_task *t)
+{
+	struct baton_worker *w = baton__worker_get();
+
+	if (w && w->nspare < BATON_WORKER_SPARE_TASKS) {
+		t->next = w->spare;
+		w->spare = t;
+		w->nspare++;
+		return;
+	}
+	baton__free(t);
+}
+
+/* Free a task that will not run again. */
+static void task_free(struct baton_task *t)
+{
+	if (t->linked) {
+		baton__spin_lock(&t->sched->all_lock);
+		all_unlink_locked(t->sched, t);
+		baton__spin_unlock(&t->sched->all_lock);
+	}
+	unlink_waiters(t);
+	baton_coro_destroy(t->co);
+	task_release(t);
+}
+
+/* Credits a worker takes from sched->live at a time (see its comment). */
+#define LIVE_BATCH 64
+
+/* Count a new task of s in s->live: from the spawning worker's credits
+ * when it is one of s's. */
+static void live_add(struct baton_sched *s)
+{
+	struct baton_worker *w = baton__worker_get();
+
+	if (w && w->sched == s) {
+		if (BATON_LIKELY(w->live_credit > 0)) {
+			w->live_credit--;
+			return;
+		}
+		/* Relaxed: as below; the batch only grows the count. */
+		__atomic_add_fetch(&s->live, LIVE_BATCH, __ATOMIC_RELAXED);
+		w->live_credit = LIVE_BATCH - 1;
+		return;
+	}
+	/* Relaxed: the count's own modification order is all that matters;
+	 * this increment precedes the push that lets the task run (and end). */
+	__atomic_add_fetch(&s->live, 1, __ATOMIC_RELAXED);
+}
+
+/* Its function returned and it has switched away for good (the
+ * after-switch hook, dispatch.c): free it on w. */
+void baton__task_finish(struct baton_worker *w, struct baton_task *t)
+{
+	if (t->pinned)
+		w->npinned--;
+	task_free(t);
+	w->live_credit++; /* returned by live_return */
+}
+
+/* Tasks still queued at destroy: runnable ones are in run queues and
+ * inboxes; parked ones are known only to their primitives, so every task is
+ * also counted in `live`, and destroy reports those it could not reach.
+ * Each worker frees its own, on its own thread: a copy-stack task that ran
+ * there can only be destroyed by that thread (its frames' home). */
+void baton__task_free_queued(struct baton_worker *w)
+{
+	struct baton_task *t;
+
+	baton__inbox_take(w);
+	if (w->runnext) {
+		baton__runq_push(w, w->runnext);
+		w->runnext = NULL;
+	}
+	while ((t = baton__runq_pop(w)) != NULL) {
+		if (t->timeout.index != SIZE_MAX)
+			baton__timer_heap_remove(&w->timers, &t->timeout);
+		task_free(t);
+		/* Relaxed: destroy reads it after joining every worker. */
+		__atomic_sub_fetch(&w->sched->live, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * At destroy: free the tasks that are blocked (parked on a primitive, on
+ * I/O, asleep), released without running: their waiters leave the
+ * primitives' queues and their stacks are freed without unwinding (rule 5
+ * of sched.h). With `only`, just the copy-stack tasks pinned to that
+ * worker (they must be freed on its thread: their frames live on its shared
+ * stack); without, all that are left. No worker runs, and no other thread
+ * may touch the tasks' primitives now (rule 5), so nobody claims them.
+ */
+void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only)
+{
+	struct baton_task *mine = NULL, *t, *next;
+
+	baton__spin_lock(&s->all_lock);
+	for (t = s->all; t; t = next) {
+		next = t->all_next;
+		if (only && !(t->pinned && t->owner == only))
+			continue;
+		all_unlink_locked(s, t);
+		t->all_next = mine;
+		mine = t;
+	}
+	baton__spin_unlock(&s->all_lock);
+	for (t = mine; t; t = next) {
+		next = t->all_next;
+		/* The timer heaps are gone or going: forget the timeout. */
+		t->timeout.index = SIZE_MAX;
+		if (t->pinned)
+			t->owner->npinned--;
+		t->linked = false; /* unlinked above */
+		task_free(t);
+		/* Relaxed: destroy reads it after joining every worker. */
+		__atomic_sub_fetch(&s->live, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* --- runnable --------------------------------------------------------------
+ * Woken tasks run next (the worker's runnext slot) before the FIFO run
+ * queue, at most BATON_SCHED_RUNNEXT_MAX times in a row, and a task woken
+ * by a task of another worker of the same scheduler moves to the waker's
+ * worker when it can (Go's runnext and ready do the same): partners that
+ * talk to each other end up on one worker, and a stolen task pulls its
+ * partners along as it wakes them. */
+/* A task woken by a task of another worker (or its poller, or its timers)
+ * of the same scheduler comes to the waker's worker, unless it cannot
+ * move: pinned copy-stack tasks, bound tasks, and tasks whose timeout is still on their
+ * worker's heap (they remove it themselves once woken). */
+static bool follows_waker(const struct baton_task *t,
+			  const struct baton_worker *self)
+{
+	/* wait_timed, not timeout.index: the owner's timer heap writes the
+	 * index as it fires, while we may be reading. */
+	return self->sched == t->sched && !t->pinned && !t->bound && !t->wait_timed;
+}
+
+/* Make t runnable on its owner (or, woken, on the waker's worker). A task
+ * woken by a running task of its worker runs next (the inline fast path,
+ * baton__task_ready); the slot's previous occupant goes behind the queue.
+ * New tasks, and batches woken by the loop (timers, poller), keep their
+ * order in the queue. */
+static void task_enqueue(struct baton_task *t, bool wake)
+{
+	struct baton_worker *self = baton__worker_get();
+	struct baton_worker *owner = t->owner;
+
+	if (wake && self != owner && self && follows_waker(t, self)) {
+		t->owner = self;
+		owner = self;
+	}
+	if (BATON_LIKELY(self == owner)) {
+		if (wake && self->current != NULL) {
+			struct baton_task *prev = self->runnext;
+
+			self->runnext = t;
+			if (prev)
+				baton__runnext_displace(self, prev);
+			return;
+		}
+		baton__runq_push(self, t);
+		if (self->runq_len >= 2 && owner->sched->nworkers > 1)
+			baton__steal_wake_idle(owner->sched);
+		return;
+	}
+	if (self)
+		self->stats.cross_wakes += wake;
+	baton__inbox_push_chain(owner, t, t);
+	baton__worker_wake(owner); /* after the push: see queue.h */
+}
+
+void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev)
+{
+	baton__runq_push(w, prev);
+	if (w->runq_len >= 2 && w->sched->nworkers > 1)
+		baton__steal_wake_idle(w->sched);
+}
+
+void baton__task_ready_slow(struct baton_task *t)
+{
+	task_enqueue(t, true);
+}
+
+/* --- spawn ----------------------------------------------------------------- */
+static void *task_main(void *arg, void *in)
+{
+	struct baton_task *t = arg;
+
+	(void)in;
+	baton__after_switch(t->owner);
+	t->fn(t->arg);
+	baton__switch_away(t, BATON_AFTER_DONE);
+	return NULL;
+}
+
+static struct baton_worker *pick_worker(struct baton_sched *s, int index)
+{
+	struct baton_worker *self = baton__worker_get();
+
+	if (index >= 0)
+		return &s->workers[index];
+	if (self && self->sched == s)
+		return self;
+	/* Relaxed: only spreads spawns, orders nothing. */
+	return &s->workers[__atomic_fetch_add(&s->next_worker, 1,
+					      __ATOMIC_RELAXED) % s->nworkers];
+}
+
+int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
+		      baton_task_fn fn, void *arg)
+{
+	static const struct baton_task_attr defaults = BATON_TASK_ATTR_INIT;
+	struct baton_task *t;
+	int rc;
+
+	if (s == NULL || fn == NULL)
+		return BATON_EINVAL;
+	if (attr == NULL)
+		attr = &defaults;
+	if (attr->worker < BATON_SCHED_ANY_WORKER ||
+	    (attr->worker >= 0 && (unsigned)attr->worker >= s->nworkers) ||
+	    (attr->flags & ~BATON_TASK_BOUND))
+		return BATON_EINVAL;
+	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
+		return BATON_ESHUTDOWN;
+	if ((t = task_alloc()) == NULL)
+		return BATON_ENOMEM;
+	baton__zero(t, sizeof(*t));
+	rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
+	if (rc != BATON_OK) {
+		task_release(t);
+		return rc;
+	}
+	/* At rest a task's waiters are its inline ones, each knowing its
+	 * task and index (wait_add and the wide select's block set them
+	 * again; baton__wait_one_inline counts on them). */
+	t->waiters = t->inline_waiters;
+	t->locks = t->inline_locks;
+	for (unsigned i = 0; i < BATON_TASK_INLINE_WAITERS; i++) {
+		t->inline_waiters[i].task = t;
+		t->inline_waiters[i].index = (int)i;
+	}
+	t->sched = s;
+	t->fn = fn;
+	t->arg = arg;
+	t->timeout.index = SIZE_MAX;
+	t->copystack = attr->coro.model == BATON_CORO_COPYSTACK;
+	t->owner = pick_worker(s, attr->worker);
+	t->bound = (attr->flags & BATON_TASK_BOUND) != 0;
+	live_add(s);
+	task_enqueue(t, false);
+	return BATON_OK;
+}

@@ -1,0 +1,52 @@
+/*
+ * Watches: what a higher layer built on a scheduler (a stage) hears of its
+ * destroy (struct baton_sched_watch, sched_internal.h).
+ */
+#include <pthread.h>
+
+#include "sched_internal.h"
+
+/* Every scheduler's watch list: a stage's destroy may race its scheduler's,
+ * and then only a lock that outlives both can say which came first. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void baton__sched_watch(struct baton_sched *s, struct baton_sched_watch *w)
+{
+	pthread_mutex_lock(&watch_lock);
+	w->sched = s;
+	w->prev = NULL;
+	w->next = s->watches;
+	if (s->watches)
+		s->watches->prev = w;
+	s->watches = w;
+	pthread_mutex_unlock(&watch_lock);
+}
+
+void baton__sched_unwatch(struct baton_sched_watch *w)
+{
+	pthread_mutex_lock(&watch_lock);
+	if (w->sched) {
+		if (w->prev)
+			w->prev->next = w->next;
+		else
+			w->sched->watches = w->next;
+		if (w->next)
+			w->next->prev = w->prev;
+		w->sched = NULL;
+	}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+/* Destroy, its tasks freed: tell the watchers. Under the lock, so that
+ * none of them is freed (unwatched) while its `gone` runs. */
+void baton__sched_watches_gone(struct baton_sched *s)
+{
+	pthread_mutex_lock(&watch_lock);
+	for (struct baton_sched_watch *w = s->watches, *next; w; w = next) {
+		next = w->next;
+		w->sched = NULL;
+		w->gone(w);
+	}
+	s->watches = NULL;
+	pthread_mutex_unlock(&watch_lock);
+}
