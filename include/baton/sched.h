@@ -209,7 +209,7 @@ BATON_API int baton_sched_sleep(int64_t ns);
  * Rules:
  *  1. Only a task that took its own handle (baton_task_handle) can be
  *     cancelled; taking it makes that task's wake-ups claim with a
- *     compare-and-swap instead of a plain store (the scheduler.s wait
+ *     compare-and-swap instead of a plain store (the scheduler's wait
  *     protocol), which is why it is not the default.
  *  2. The handle is valid until the task's function returns, and then
  *     never again (its record is reused): the canceller must know that the
