@@ -155,6 +155,23 @@ struct baton_coro_attr {
 
 #define BATON_CORO_ATTR_INIT { BATON_CORO_STACKFUL, 0, NULL, 0 }
 
+/* Attributes, the same in every module (docs/architecture.md): declare
+ * the struct, fill it with its init function (the defaults), set the
+ * fields wanted, pass its address; where nothing is required a NULL
+ * attribute pointer means the defaults. The BATON_*_ATTR_INIT macros give
+ * the same defaults as a constant initialiser, for existing code and
+ * static tables. Here: a stackful coroutine with the default stack, no
+ * name, no flags. Errors: BATON_EINVAL (NULL a). */
+static inline int baton_coro_attr_init(struct baton_coro_attr *a)
+{
+	const struct baton_coro_attr d = BATON_CORO_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = d;
+	return BATON_OK;
+}
+
 /* Create a suspended coroutine that will run fn(arg, in). `attr` may be NULL
  * for a stackful coroutine with the default stack.
  * Errors: BATON_EINVAL (NULL out or fn, unknown model or flag, a
