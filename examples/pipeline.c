@@ -91,13 +91,14 @@ static void collector(void *arg)
 int main(int argc, char **argv)
 {
 	struct plumbing p = { .n = argc > 1 ? atol(argv[1]) : 10000 };
-	struct baton_sched_attr attr = BATON_SCHED_ATTR_INIT;
+	struct baton_sched_attr attr;
 	baton_sched_t *s;
 
 	if (p.n < 1 || p.n > 1000000) {
 		fprintf(stderr, "usage: pipeline [N], 1 <= N <= 1000000\n");
 		return 2;
 	}
+	baton_sched_attr_init(&attr);
 	attr.workers = 0; /* one per core */
 	check(baton_sched_create(&s, &attr), "scheduler");
 	check(baton_chan_create(&p.jobs, 16), "jobs channel");

@@ -56,3 +56,6 @@ if(BATON_FAULT_INJECTION)
   set_tests_properties(test_faults_stage_epoll PROPERTIES LABELS "unit;threads" TIMEOUT 600
     ENVIRONMENT "BATON_IO_BACKEND=epoll")
 endif()
+# The claims of baton/coro.h checked one by one (attributes, copy-stack
+# costs); it starts a scheduler's worker thread.
+baton_add_test(test_promise_coro LABELS threads)

@@ -35,3 +35,6 @@ endif()
 # sections apart in every interleaving; without the heavy barrier, or
 # without the bias worker's re-check, the model must find an overlap.
 baton_add_spin_model(chan_bias BIAS:pass BROKEN_BARRIER:fail BROKEN_RECHECK:fail)
+# The claims of baton/sched.h checked one by one (attributes, errors,
+# calls outside tasks).
+baton_add_test(test_promise_sched LABELS threads)

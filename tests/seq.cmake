@@ -14,3 +14,6 @@ baton_add_test(test_seq_enter TIMEOUT 60
 # the lost wake-up (which the threaded tests cannot: they pass without the
 # barrier too).
 baton_add_spin_model(seq_sleep SEQ:pass BROKEN_BARRIER:fail BROKEN_ORDER:fail)
+# The claims of baton/seq.h checked one by one (attributes, errors, names,
+# destroy from its own stack).
+baton_add_test(test_promise_seq TIMEOUT 60)

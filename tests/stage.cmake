@@ -4,3 +4,5 @@
 foreach(_t test_stage test_stage_flow test_stage_pass)
   baton_add_test(${_t} LABELS threads)
 endforeach()
+# The claims of baton/stage.h's attributes checked one by one.
+baton_add_test(test_promise_stage TIMEOUT 60)

@@ -202,12 +202,13 @@ static int admin_handler(void *ctx, const struct baton_http_req *req,
 int httpd_admin_start(const char *spec, baton_sched_t *s, const struct baton_http_server_attr *pub,
 		      baton_http_server_t **pub_srv, baton_http_server_t **out)
 {
-	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+	struct baton_http_server_attr a;
 	const char *colon = strrchr(spec, ':');
 	char host[64] = "127.0.0.1", *end;
 	long port;
 	int rc;
 
+	baton_http_server_attr_init(&a);
 	errno = 0;
 	port = strtol(colon ? colon + 1 : spec, &end, 10);
 	if (errno || *end || end == (colon ? colon + 1 : spec) || port < 0 || port > 65535 ||

@@ -79,11 +79,12 @@ static void *load_on_stack(lua_State *L, void *arg)
 /* A state of its own, with FILE run in it. */
 static int load_vm(struct lua_vm *vm, const char *file, unsigned i)
 {
-	struct baton_seq_attr sa = BATON_SEQ_ATTR_INIT;
+	struct baton_seq_attr sa;
 	struct load_job j = { file, LUA_NOREF, "" };
 	char name[32];
 	void *ok = NULL;
 
+	baton_seq_attr_init(&sa);
 	snprintf(name, sizeof(name), "lua-%u", i);
 	sa.name = name;
 	if (baton_lua_create(&vm->bl, &sa) != BATON_OK) {

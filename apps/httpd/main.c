@@ -160,8 +160,10 @@ static void unload_handler(const char *kind, void *ctx);
  * after the last of them. A handler that fails to load changes nothing. */
 static void reload(struct signal_ctx *sc)
 {
-	struct baton_http_server_attr na = BATON_HTTP_SERVER_ATTR_INIT;
+	struct baton_http_server_attr na;
 	int rc;
+
+	baton_http_server_attr_init(&na);
 
 	fprintf(stderr, "baton-httpd: SIGHUP: reloading the %s handler%s%s\n", sc->kind,
 		sc->ho->file ? " from " : "", sc->ho->file ? sc->ho->file : "");
@@ -256,9 +258,10 @@ static void unload_handler(const char *kind, void *ctx)
 
 int main(int argc, char **argv)
 {
-	struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+	struct baton_http_server_attr a;
 	const char *admin = NULL;
-	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
+	struct baton_sched_attr sa;
+	baton_io_backend_t io = BATON_IO_AUTO;
 	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT, 0 };
 	const char *kind = "hello";
 	struct signal_ctx sc = { .drain_ms = 30000 };
@@ -266,6 +269,8 @@ int main(int argc, char **argv)
 	pthread_t th;
 	int rc;
 
+	baton_http_server_attr_init(&a);
+	baton_sched_attr_init(&sa);
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -351,9 +356,9 @@ int main(int argc, char **argv)
 			a.linger_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--io")) {
 			if (v && !strcmp(v, "epoll"))
-				sa.io_backend = BATON_IO_EPOLL;
+				io = BATON_IO_EPOLL;
 			else if (v && !strcmp(v, "io_uring"))
-				sa.io_backend = BATON_IO_URING;
+				io = BATON_IO_URING;
 			else {
 				fprintf(stderr, "baton-httpd: --io wants epoll or io_uring\n");
 				return 2;
@@ -390,6 +395,11 @@ int main(int argc, char **argv)
 	/* The scheduler first: the Lua handler makes a state per worker. */
 	if ((rc = baton_sched_create(&s, &sa)) != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot start: %s\n", baton_strerror(rc));
+		return 1;
+	}
+	if ((rc = baton_io_set_backend(s, io)) != BATON_OK) {
+		fprintf(stderr, "baton-httpd: cannot start: %s\n", baton_strerror(rc));
+		baton_sched_destroy(s);
 		return 1;
 	}
 	ho.workers = (unsigned)baton_sched_workers(s);

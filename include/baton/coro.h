@@ -49,8 +49,13 @@
  *    sized to what it used, and copied back when it runs again. An idle
  *    coroutine costs its control block (under 200 bytes) and a buffer of
  *    the bytes it used when first saved plus 64, at the price of a copy
- *    per switch: a task parked in a channel receive uses about 300 bytes
- *    of stack.
+ *    per switch: a bare coroutine parked in a yield, under 400 bytes of
+ *    heap in all. A scheduler task adds its own block and the frames of
+ *    the call it waits in: a copy-stack task parked in a channel receive
+ *    saves about 400 bytes of stack and costs about 1.1 KiB of heap (1.2
+ *    KiB resident) on x86-64 with the release build, against about 4.7
+ *    KiB resident for a stackful one; deeper frames cost their bytes on
+ *    top. The shared stack (1 MiB) has one guard page below it.
  *
  * Rules a caller must keep:
  *  1. A coroutine is resumed on one thread at a time, and only while it is
@@ -154,6 +159,23 @@ struct baton_coro_attr {
 };
 
 #define BATON_CORO_ATTR_INIT { BATON_CORO_STACKFUL, 0, NULL, 0 }
+
+/* Attributes, the same in every module (docs/architecture.md): declare
+ * the struct, fill it with its init function (the defaults), set the
+ * fields wanted, pass its address; where nothing is required a NULL
+ * attribute pointer means the defaults. The BATON_*_ATTR_INIT macros give
+ * the same defaults as a constant initialiser, for existing code and
+ * static tables. Here: a stackful coroutine with the default stack, no
+ * name, no flags. Errors: BATON_EINVAL (NULL a). */
+static inline int baton_coro_attr_init(struct baton_coro_attr *a)
+{
+	const struct baton_coro_attr d = BATON_CORO_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = d;
+	return BATON_OK;
+}
 
 /* Create a suspended coroutine that will run fn(arg, in). `attr` may be NULL
  * for a stackful coroutine with the default stack.

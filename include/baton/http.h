@@ -31,7 +31,8 @@
  *         return BATON_OK;
  *     }
  *
- *     struct baton_http_server_attr a = BATON_HTTP_SERVER_ATTR_INIT;
+ *     struct baton_http_server_attr a;
+ *     baton_http_server_attr_init(&a);
  *     a.port = 8080;
  *     a.handler = hello;
  *     baton_http_server_t *srv;
@@ -249,8 +250,9 @@ struct baton_http_server_attr {
 	.coro = BATON_CORO_ATTR_INIT, .linger_ns = 2000000000LL,              \
 	.handler_queue = 1024, .queue_timeout_ns = 1000000000LL }
 
-/* The same defaults for a struct already declared (or for C++ before
- * C++20, which has no designated initializers). Errors: BATON_EINVAL. */
+/* The defaults in *a: the attribute convention of every module
+ * (docs/architecture.md); the macro above is the same as a constant
+ * initialiser (C only before C++20). Errors: BATON_EINVAL (NULL a). */
 BATON_API int baton_http_server_attr_init(struct baton_http_server_attr *a);
 
 /* Bind and listen now (errors are reported here), and spawn the acceptor
@@ -315,8 +317,10 @@ BATON_API int baton_http_server_destroy(baton_http_server_t *srv);
  * timeout_ns (< 0: without limit); past it the old handler is released
  * later, once they end (at the latest by destroy), and the call says so.
  * From a task or a plain thread, one at a time per server.
+ * Timeout 0 only looks, as every baton wait.
  * Errors: BATON_EINVAL (NULL srv or fn), BATON_ENOMEM (nothing changed),
- * BATON_ETIMEDOUT (replaced; the old one's release is left for later). */
+ * BATON_EAGAIN (timeout 0 and calls still running) or BATON_ETIMEDOUT
+ * (replaced in both cases; the old one's release is left for later). */
 BATON_API int baton_http_server_set_handler(baton_http_server_t *srv,
 					    baton_http_handler_fn fn, void *ctx,
 					    void (*release)(void *ctx),

@@ -4,7 +4,8 @@
  * while its worker runs the others.
  *
  * Each worker of a scheduler has a reactor: epoll(7), or io_uring(7) where
- * the kernel has it and the scheduler asks for it (io_backend, below).
+ * the kernel has it and the program asks for it (baton_io_set_backend,
+ * below).
  * A descriptor is wrapped in a handle once; operations on the handle try
  * the system call first and, when it would block, park the task until the
  * reactor reports the descriptor ready (or the timeout passes).
@@ -62,6 +63,7 @@
 #include <sys/socket.h>
 
 #include <baton/error.h>
+#include <baton/sched.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -107,7 +109,11 @@ BATON_API int baton_io_connect(baton_io_t *io, const struct sockaddr *addr,
 			       socklen_t len, int64_t timeout_ns);
 
 /* Wait until the handle is readable and/or writable (an OR of
- * BATON_IO_READABLE and BATON_IO_WRITABLE), or has an error or hang-up. */
+ * BATON_IO_READABLE and BATON_IO_WRITABLE), or has an error or hang-up.
+ * With timeout 0 it looks at the descriptor itself (a handle just opened
+ * is ready before its reactor has reported it). Errors: BATON_EINVAL (NULL
+ * io, no or unknown events), BATON_ENOSCHED (outside a task),
+ * BATON_EAGAIN (timeout 0, not ready), BATON_ETIMEDOUT, BATON_ESYS. */
 BATON_API int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns);
 
 /* The descriptor, or BATON_EINVAL. */
@@ -133,15 +139,24 @@ BATON_API int baton_io_listen_tcp(baton_io_t **out, const char *host,
 BATON_API int baton_io_listen_socket(const char *host, unsigned short *port, int backlog,
 				     int *fd);
 
-/* The reactor behind the handles, per scheduler (struct baton_sched_attr's
- * io_backend). AUTO is io_uring where the kernel and the build have it,
- * else epoll; the environment variable BATON_IO_BACKEND (epoll or
- * io_uring) overrides the attribute. */
-enum baton_io_backend {
+/* The reactor behind the handles, per scheduler. AUTO is io_uring where
+ * the kernel and the build have it, else epoll; the environment variable
+ * BATON_IO_BACKEND (epoll or io_uring) overrides the choice. This header
+ * owns the type: struct baton_sched_attr's io_backend field (baton/sched.h
+ * sits below this header and cannot name it) takes the same values. */
+typedef enum baton_io_backend {
 	BATON_IO_AUTO = 0,
 	BATON_IO_EPOLL = 1,
 	BATON_IO_URING = 2,
-};
+} baton_io_backend_t;
+
+/* Choose the reactor of scheduler s's workers, before any of them has
+ * one (a worker makes its reactor at its first handle): call it after
+ * baton_sched_create() and before baton_sched_run(). From any thread.
+ * Errors: BATON_EINVAL (NULL s, a value not in baton_io_backend_t),
+ * BATON_EBUSY (s is running or a worker already has its reactor; nothing
+ * changes). */
+BATON_API int baton_io_set_backend(baton_sched_t *s, baton_io_backend_t backend);
 
 /* The backend a worker of the calling task uses: "epoll", "io_uring", or
  * NULL outside tasks or before the first handle. */

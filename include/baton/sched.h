@@ -26,7 +26,8 @@
  *     }
  *
  *     baton_sched_t *s;
- *     struct baton_sched_attr attr = BATON_SCHED_ATTR_INIT;
+ *     struct baton_sched_attr attr;
+ *     baton_sched_attr_init(&attr);
  *     attr.workers = 0;                          // one per core
  *     if (baton_sched_create(&s, &attr) != BATON_OK)
  *         abort();
@@ -83,14 +84,26 @@ typedef void (*baton_task_fn)(void *arg);
 
 struct baton_sched_attr {
 	unsigned workers; /* 0 = one per online CPU; 1 = single-thread */
-	int io_backend;	  /* the reactor its workers use for baton/io.h: an
-			     enum baton_io_backend of that header; 0 = AUTO */
+	int io_backend;	  /* deprecated: use baton_io_set_backend() of
+			     baton/io.h, which owns the type. Kept so that
+			     existing code compiles: a baton_io_backend_t
+			     value (this header sits below io.h and cannot
+			     name it); 0 = AUTO */
 };
 #define BATON_SCHED_ATTR_INIT { 1, 0 }
 
-/* The io_backend values a scheduler accepts: 0..this (baton/io.h names
- * them; its tests check that they agree). */
-#define BATON_SCHED_IO_BACKEND_MAX 2
+/* The defaults (one worker, the AUTO reactor) in *a: the attribute
+ * convention of every module (docs/architecture.md). Errors: BATON_EINVAL
+ * (NULL a). */
+static inline int baton_sched_attr_init(struct baton_sched_attr *a)
+{
+	const struct baton_sched_attr d = BATON_SCHED_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = d;
+	return BATON_OK;
+}
 
 /* Spawn options: the coroutine to create and where to start it. */
 #define BATON_SCHED_ANY_WORKER (-1)
@@ -105,9 +118,21 @@ struct baton_task_attr {
 };
 #define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER, 0 }
 
+/* The defaults (a stackful coroutine with the default stack, any worker,
+ * no flags) in *a. Errors: BATON_EINVAL (NULL a). */
+static inline int baton_task_attr_init(struct baton_task_attr *a)
+{
+	const struct baton_task_attr d = BATON_TASK_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = d;
+	return BATON_OK;
+}
+
 /* Create a scheduler; attr may be NULL (one worker).
- * Errors: BATON_EINVAL (workers > BATON_SCHED_MAX_WORKERS, unknown
- * io_backend), BATON_ENOMEM. */
+ * Errors: BATON_EINVAL (NULL out, workers > BATON_SCHED_MAX_WORKERS, an
+ * io_backend that is not a baton_io_backend_t value), BATON_ENOMEM. */
 BATON_API int baton_sched_create(baton_sched_t **out,
 				 const struct baton_sched_attr *attr);
 

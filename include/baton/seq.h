@@ -13,9 +13,10 @@
  *     static void *boot(void *arg)  { runtime_init(); return NULL; }
  *     static void *work(void *arg)  { return runtime_eval(arg); }
  *
- *     struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
+ *     struct baton_seq_attr attr;
  *     baton_seq_t *seq;
  *     void *res;
+ *     baton_seq_attr_init(&attr);
  *     attr.init = boot;                       // runs on the dedicated stack
  *     if (baton_seq_create(&seq, &attr) != BATON_OK)
  *         abort();
@@ -82,6 +83,19 @@ struct baton_seq_attr {
 };
 
 #define BATON_SEQ_ATTR_INIT { 0, 16, NULL, NULL, NULL }
+
+/* The defaults (a BATON_SEQ_STACK_DEFAULT stack, K = 16, no init, no
+ * name) in *a: the attribute convention of every module
+ * (docs/architecture.md). Errors: BATON_EINVAL (NULL a). */
+static inline int baton_seq_attr_init(struct baton_seq_attr *a)
+{
+	const struct baton_seq_attr d = BATON_SEQ_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = d;
+	return BATON_OK;
+}
 
 #define BATON_SEQ_STACK_DEFAULT (1024u * 1024u)
 

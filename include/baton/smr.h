@@ -218,8 +218,10 @@ static inline int baton__smr_read_unlock_inline(baton_smr_t *d, int token)
 /* Wait for a grace period: every read section that began before the call
  * has ended. Parks the calling task (polling with growing sleeps), or
  * sleeps the calling thread outside tasks. Then frees the retired batches
- * that are due. timeout_ns < 0: no limit. Errors: BATON_EINVAL,
- * BATON_ETIMEDOUT, BATON_ECANCELED (the task was cancelled). */
+ * that are due. timeout_ns < 0: no limit; 0: only tries, without
+ * sleeping. Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0 and a reader is
+ * still in its section), BATON_ETIMEDOUT, BATON_ECANCELED (the task was
+ * cancelled). */
 BATON_API int baton_smr_synchronize(baton_smr_t *d, int64_t timeout_ns);
 
 /* Free `ptr` with free_fn(ptr) after a grace period; never blocks.

@@ -23,11 +23,12 @@
  *     baton_stage_t *s_query, *s_parse;
  *     baton_pool_create(&db, "db connections", 2);
  *     struct baton_stage_need need = { db, 1, 0 };
- *     struct baton_stage_attr a = BATON_STAGE_ATTR_INIT;
+ *     struct baton_stage_attr a;
+ *     baton_stage_attr_init(&a);
  *     a.name = "query"; a.fn = query; a.concurrency = 8;
  *     a.queue_capacity = 64; a.needs = &need; a.nneeds = 1;
  *     baton_stage_create(&s_query, sched, &a);
- *     a = (struct baton_stage_attr)BATON_STAGE_ATTR_INIT;
+ *     baton_stage_attr_init(&a);
  *     a.name = "parse"; a.fn = parse; a.ctx = s_query;
  *     baton_stage_create(&s_parse, sched, &a);
  *     ...
@@ -181,6 +182,19 @@ struct baton_stage_attr {
 };
 #define BATON_STAGE_ATTR_INIT \
 	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0 }
+
+/* The defaults (queue 64, concurrency 1, no needs, default tasks; name
+ * and fn still to set) in *a: the attribute convention of every module
+ * (docs/architecture.md). Errors: BATON_EINVAL (NULL a). */
+static inline int baton_stage_attr_init(struct baton_stage_attr *a)
+{
+	const struct baton_stage_attr d = BATON_STAGE_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = d;
+	return BATON_OK;
+}
 
 /* A handler task that finds no item waits this long for one, then ends. */
 #define BATON_STAGE_RUNNER_IDLE_NS 2000000LL

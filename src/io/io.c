@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <netinet/in.h>
@@ -21,11 +22,15 @@
 #include "../sched/wait.h"
 #include "poller.h"
 
+_Static_assert(BATON__IO_BACKEND_MAX == BATON_IO_URING,
+	       "the scheduler's bound on io_backend is baton_io_backend_t's last value");
+
 /* --- the worker side ------------------------------------------------------- */
 static const struct baton_poller_ops *choose_backend(struct baton_sched *s)
 {
 	const char *env = getenv("BATON_IO_BACKEND");
-	int want = s->io_backend;
+	/* Relaxed: baton_io_set_backend stores it before any reactor exists. */
+	int want = __atomic_load_n(&s->io_backend, __ATOMIC_RELAXED);
 
 	if (env && strcmp(env, "epoll") == 0)
 		want = BATON_IO_EPOLL;
@@ -141,6 +146,22 @@ const char *baton_io_backend(void)
 	struct baton_worker *w = baton__worker_get();
 
 	return w && w->current && w->hook_data ? baton__reactor_of(w)->pops->name : NULL;
+}
+
+int baton_io_set_backend(baton_sched_t *s, baton_io_backend_t backend)
+{
+	if (s == NULL || (int)backend < 0 || (int)backend > BATON__IO_BACKEND_MAX)
+		return BATON_EINVAL;
+	/* Relaxed: a hint against a misuse; the rule is "before the run". */
+	if (__atomic_load_n(&s->running, __ATOMIC_RELAXED))
+		return BATON_EBUSY;
+	for (unsigned i = 0; i < s->nworkers; i++)
+		/* Acquire pairs with worker_poller's release of the hook. */
+		if (__atomic_load_n(&s->workers[i].hook, __ATOMIC_ACQUIRE) != NULL)
+			return BATON_EBUSY;
+	/* Relaxed: read by choose_backend on a worker started after this. */
+	__atomic_store_n(&s->io_backend, (int)backend, __ATOMIC_RELAXED);
+	return BATON_OK;
 }
 
 /* --- edges and waits ----------------------------------------------------- */
@@ -444,6 +465,22 @@ int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
 	return BATON_OK;
 }
 
+/* Timeout 0 and no edge remembered: the reactor may not have polled since
+ * the descriptor became ready (a new handle has seen no edge yet), so ask
+ * the descriptor itself, without waiting. */
+static int probe_ready(const struct baton_io *io, int events)
+{
+	struct pollfd p = { io->fd, 0, 0 };
+
+	if (events & BATON_IO_READABLE)
+		p.events |= POLLIN | POLLRDHUP;
+	if (events & BATON_IO_WRITABLE)
+		p.events |= POLLOUT;
+	if (poll(&p, 1, 0) < 0)
+		return errno == EINTR ? BATON_EAGAIN : BATON_ESYS;
+	return p.revents ? BATON_OK : BATON_EAGAIN;
+}
+
 int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 {
 	struct baton_task *t = baton__task_self();
@@ -462,7 +499,7 @@ int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 	}
 	if (timeout_ns == 0) {
 		baton__spin_unlock(&io->lock);
-		return BATON_EAGAIN;
+		return probe_ready(io, events);
 	}
 	baton__wait_reserve(t, 2);
 	baton__wait_begin(t);

@@ -74,7 +74,7 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 
 	if (out == NULL || n > BATON_SCHED_MAX_WORKERS ||
 	    (attr && (attr->io_backend < 0 ||
-		      attr->io_backend > BATON_SCHED_IO_BACKEND_MAX)))
+		      attr->io_backend > BATON__IO_BACKEND_MAX)))
 		return BATON_EINVAL;
 	if (n == 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -341,6 +341,10 @@ static int wait_gp(struct baton_smr *d, uint64_t target, int64_t timeout_ns)
 		advance(d);
 		if (gp_done(d, target))
 			break;
+		if (timeout_ns == 0) { /* only tries, as every baton wait */
+			rc = BATON_EAGAIN;
+			break;
+		}
 		if ((rc = backoff(n, deadline)) != BATON_OK)
 			break;
 	}
