@@ -4,7 +4,7 @@
  * received later), close waking every waiter, draining after close, destroy
  * with waiters, and many producers and consumers on 2 workers with every
  * message received exactly once. Both coroutine models, 1 and 2 workers. */
-#include "sched_test.h"
+#include "check.h"
 
 #include <stdbool.h>
 

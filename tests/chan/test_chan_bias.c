@@ -9,7 +9,7 @@
  * coroutine models; the bias needs the asymmetric barrier, so where the
  * kernel refuses it (and under ThreadSanitizer) every channel is shared
  * from the start and the tests check that instead. */
-#include "sched_test.h"
+#include "check.h"
 
 #include <stdbool.h>
 

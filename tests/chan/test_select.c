@@ -4,7 +4,7 @@
  * timeouts, closed channels, the same channel in two cases, more distinct
  * channels than fit one lock set, and selects racing on 2 workers over
  * shared channels with exact message accounting. */
-#include "sched_test.h"
+#include "check.h"
 
 #include <stdbool.h>
 

@@ -1,9 +1,15 @@
 """The library's include graph against the layer order of
-docs/architecture.md: a module includes only its own and lower layers."""
+docs/architecture.md: a module includes only its own and lower layers; and
+nothing is left out of the build by accident (every source named in
+CMakeLists.txt, every test folder in tests/CMakeLists.txt).
+
+Run by CTest (test `layers`): check_layers.py SOURCE_DIR. Standard library
+only; exits 1 naming every violation. The check shows it can fail first (a
+lower module including a higher one in a scratch tree must be caught)."""
 import os
 import re
-
-import pytest
+import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
@@ -86,6 +92,8 @@ def test_every_src_folder_has_a_layer():
 
 def test_a_cycle_is_caught(tmp_path):
     """The check can fail: a lower module including a higher one is named."""
+    from pathlib import Path
+    tmp_path = Path(tmp_path)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "architecture.md").write_text(
         "<!-- layers:begin -->\n| layer | modules |\n|---|---|\n"
@@ -119,15 +127,44 @@ def test_every_source_is_listed_in_cmake():
     assert not missing, f"not in CMakeLists.txt: {missing}"
 
 
-def test_every_test_module_is_included():
-    """tests/CMakeLists.txt names its module files (no glob): each
-    tests/*.cmake must be in that list, or its tests would silently not run."""
+def test_every_test_folder_is_built():
+    """tests/CMakeLists.txt names its folders (no glob): each folder of
+    tests/ with a CMakeLists.txt must be in that list, or its tests would
+    silently not run (tests/consumer is a project of its own, run by
+    install_consumer)."""
     text = open(os.path.join(ROOT, "tests", "CMakeLists.txt")).read()
-    m = re.search(r"foreach\(_m ([^)]*)\)\s*\n\s*include\(\$\{CMAKE_CURRENT_SOURCE_DIR\}/\$\{_m\}\.cmake\)",
-                  text)
-    assert m, "tests/CMakeLists.txt: no foreach over the module files"
+    m = re.search(r"foreach\(_m ([^)]*)\)\s*\n\s*add_subdirectory\(\$\{_m\}\)", text)
+    assert m, "tests/CMakeLists.txt: no foreach over the test folders"
     listed = set(m.group(1).split())
-    present = {f[:-len(".cmake")] for f in os.listdir(os.path.join(ROOT, "tests"))
-               if f.endswith(".cmake")}
-    assert present == listed, f"not included: {present - listed}; missing: {listed - present}"
+    tests = os.path.join(ROOT, "tests")
+    present = {d for d in os.listdir(tests)
+               if os.path.isfile(os.path.join(tests, d, "CMakeLists.txt"))} - {"consumer"}
+    assert present == listed, f"not built: {present - listed}; missing: {listed - present}"
     assert "GLOB" not in text
+
+
+def main():
+    global ROOT
+    if len(sys.argv) > 1:
+        ROOT = os.path.abspath(sys.argv[1])
+    checks = [test_a_cycle_is_caught, test_library_follows_the_layers,
+              test_every_src_folder_has_a_layer, test_every_source_is_listed_in_cmake,
+              test_every_test_folder_is_built]
+    failed = 0
+    for check in checks:
+        try:
+            if check is test_a_cycle_is_caught:
+                with tempfile.TemporaryDirectory() as tmp:
+                    check(tmp)
+            else:
+                check()
+        except AssertionError as e:
+            failed += 1
+            print(f"FAIL {check.__name__}: {e}")
+        else:
+            print(f"ok   {check.__name__}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

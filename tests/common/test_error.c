@@ -2,7 +2,7 @@
  * include/baton/common.h): every error code has one distinct name and
  * description, unknown codes get the fallbacks, and the version the headers
  * give is the library's and the build's. */
-#include "harness.h"
+#include "check.h"
 
 #include <string.h>
 

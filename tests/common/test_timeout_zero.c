@@ -6,7 +6,7 @@
  * (acquire, submit, enter, drain), I/O (read, write) and the event count.
  * None of these calls may park the task: the test's task is the only one
  * that could wake it. */
-#include "sched_test.h"
+#include "check.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

@@ -3,7 +3,7 @@
  * the shared stack, at any depth, interleaved and nested; the debug build
  * rejects the addresses of their locals; they stay on their thread.
  */
-#include "harness.h"
+#include "check.h"
 
 #include <pthread.h>
 

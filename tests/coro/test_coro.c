@@ -1,5 +1,5 @@
 /* The coroutine API: values in and out, status, nesting, every error code. */
-#include "harness.h"
+#include "check.h"
 
 #include <baton/coro.h>
 

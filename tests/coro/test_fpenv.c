@@ -3,7 +3,7 @@
  * precision control) is callee-saved: a coroutine that changes it keeps the
  * change, and nobody else sees it.
  */
-#include "harness.h"
+#include "check.h"
 
 #include <fenv.h>
 

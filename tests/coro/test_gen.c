@@ -1,10 +1,10 @@
 /* Generators: values in order, exhaustion, misuse, yield_from, nesting
  * (the Catalan example counts every binary tree with n nodes). */
-#include "harness.h"
+#include "check.h"
 
 #include <baton/gen.h>
 
-#include "../examples/catalan.h"
+#include "../../examples/catalan.h"
 
 static void upto(baton_gen_t *g, void *arg)
 {

@@ -6,7 +6,7 @@
  * e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu overflow_child" when cross
  * compiled); we read its stderr and how it ended.
  */
-#include "harness.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <sys/wait.h>

@@ -1,6 +1,6 @@
 /* Stackful coroutines may be resumed by different threads in turn (what
  * the schedulers' work stealing will do); each thread has its own state. */
-#include "harness.h"
+#include "check.h"
 
 #include <pthread.h>
 

@@ -1,7 +1,7 @@
 /* Event counts, single-threaded semantics: versions, increments, waits that
  * return at once or time out, argument checks, wrap-around of the 31-bit
  * version (tests/test_ec_threads.c has the sleepers and the stress test). */
-#include "harness.h"
+#include "check.h"
 
 #include <time.h>
 

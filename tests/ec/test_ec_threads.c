@@ -2,7 +2,7 @@
  * clears the flag, and a token handed between threads with nothing but
  * increments and waits is never lost. A lost wake-up fails as a wait that
  * times out ("lost wake-up"), and the watchdog catches anything worse. */
-#include "harness.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <stdio.h>

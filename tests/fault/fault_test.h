@@ -17,14 +17,14 @@
 #ifndef BATON_TESTS_FAULT_TEST_H
 #define BATON_TESTS_FAULT_TEST_H
 
-#include "sched_test.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <stdio.h>
 
 #include <baton/coro.h>
 
-#include "../src/common/fault.h"
+#include "../../src/common/fault.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>

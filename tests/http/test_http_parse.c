@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include "http_parse.h"
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <baton/http.h>
 #include <baton/sched.h>

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <baton/http.h>
 

@@ -1,6 +1,6 @@
 /* baton-httpd's /_stats writer (apps/httpd/stats_json.c): the snapshots as
  * JSON, strings escaped, measured in full when the buffer is too small. */
-#include "harness.h"
+#include "check.h"
 
 #include <string.h>
 

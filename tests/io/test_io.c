@@ -16,26 +16,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <baton/io.h>
 #include <baton/sched.h>
 #include <baton/sync.h>
-
-static int failures;
-static char failure[256];
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond) && __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED) == 1) \
-			snprintf(failure, sizeof(failure), "%s:%d: %s", __FILE__, __LINE__, #cond); \
-	} while (0)
-
-static void verdict(void)
-{
-	if (failures)
-		fail_msg("%d failed check(s) in tasks, first: %s", failures, failure);
-}
 
 static baton_sched_t *make_sched(unsigned workers)
 {
@@ -44,7 +29,7 @@ static baton_sched_t *make_sched(unsigned workers)
 
 	a.workers = workers;
 	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
-	failures = 0;
+	st_reset();
 	return s;
 }
 
@@ -75,8 +60,8 @@ static void echo_conn(void *arg)
 	size_t n;
 
 	while (baton_io_read(c, buf, sizeof(buf), 5000000000LL, &n) == BATON_OK && n > 0)
-		CHECK(baton_io_write(c, buf, n, 5000000000LL, NULL) == BATON_OK);
-	CHECK(baton_io_close(c) == BATON_OK);
+		T_CHECK(baton_io_write(c, buf, n, 5000000000LL, NULL) == BATON_OK);
+	T_CHECK(baton_io_close(c) == BATON_OK);
 }
 
 static void echo_server(void *arg)
@@ -87,11 +72,11 @@ static void echo_server(void *arg)
 		int fd;
 		baton_io_t *c;
 
-		CHECK(baton_io_accept(e->listener, &fd, 5000000000LL) == BATON_OK);
-		CHECK(baton_io_open(&c, fd, true) == BATON_OK);
+		T_CHECK(baton_io_accept(e->listener, &fd, 5000000000LL) == BATON_OK);
+		T_CHECK(baton_io_open(&c, fd, true) == BATON_OK);
 		spawn(baton_sched_self(), e->state, echo_conn, c);
 	}
-	CHECK(baton_io_close(e->listener) == BATON_OK);
+	T_CHECK(baton_io_close(e->listener) == BATON_OK);
 }
 
 static void echo_client(void *arg)
@@ -103,23 +88,23 @@ static void echo_client(void *arg)
 	char msg[64], back[64];
 
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	CHECK(baton_io_open(&c, fd, true) == BATON_OK);
-	CHECK(baton_io_connect(c, (struct sockaddr *)&sa, sizeof(sa), 5000000000LL) == BATON_OK);
+	T_CHECK(baton_io_open(&c, fd, true) == BATON_OK);
+	T_CHECK(baton_io_connect(c, (struct sockaddr *)&sa, sizeof(sa), 5000000000LL) == BATON_OK);
 	for (int r = 0; r < ROUNDS; r++) {
 		size_t len = (size_t)snprintf(msg, sizeof(msg), "hello %p %d", (void *)c, r);
 		size_t got = 0, n;
 
-		CHECK(baton_io_write(c, msg, len, 5000000000LL, NULL) == BATON_OK);
+		T_CHECK(baton_io_write(c, msg, len, 5000000000LL, NULL) == BATON_OK);
 		while (got < len) {
 			if (baton_io_read(c, back + got, len - got, 5000000000LL, &n) != BATON_OK || n == 0)
 				break;
 			got += n;
 		}
-		CHECK(got == len && memcmp(msg, back, len) == 0);
+		T_CHECK(got == len && memcmp(msg, back, len) == 0);
 		if (got == len)
 			__atomic_add_fetch(&e->echoed, (long)len, __ATOMIC_RELAXED);
 	}
-	CHECK(baton_io_close(c) == BATON_OK);
+	T_CHECK(baton_io_close(c) == BATON_OK);
 	baton_wg_done(e->clients);
 }
 
@@ -129,10 +114,10 @@ static void echo_start(void *arg)
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
 
-	CHECK(baton_io_listen_tcp(&e->listener, "127.0.0.1", 0, 128) == BATON_OK);
+	T_CHECK(baton_io_listen_tcp(&e->listener, "127.0.0.1", 0, 128) == BATON_OK);
 	getsockname(baton_io_fd(e->listener), (struct sockaddr *)&sa, &len);
 	e->port = ntohs(sa.sin_port);
-	CHECK(baton_io_backend() != NULL);
+	T_CHECK(baton_io_backend() != NULL);
 	spawn(baton_sched_self(), e->state, echo_server, e);
 	for (int i = 0; i < CLIENTS; i++)
 		spawn(baton_sched_self(), e->state, echo_client, e);
@@ -148,7 +133,7 @@ static void check_echo(void **state, unsigned workers)
 	assert_int_equal(baton_wg_add(e.clients, CLIENTS), BATON_OK);
 	spawn(s, state, echo_start, &e);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	verdict();
+	T_VERDICT();
 	assert_true(e.echoed > 0);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	assert_int_equal(baton_wg_destroy(e.clients), BATON_OK);
@@ -169,28 +154,28 @@ static void timeouts_task(void *arg)
 	struct timespec ts;
 
 	(void)arg;
-	CHECK(pipe(p) == 0);
-	CHECK(baton_io_open(&r, p[0], true) == BATON_OK);
-	CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
-	CHECK(baton_io_read(r, &c, 1, 0, &n) == BATON_EAGAIN);
+	T_CHECK(pipe(p) == 0);
+	T_CHECK(baton_io_open(&r, p[0], true) == BATON_OK);
+	T_CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
+	T_CHECK(baton_io_read(r, &c, 1, 0, &n) == BATON_EAGAIN);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
-	CHECK(baton_io_read(r, &c, 1, 20000000, &n) == BATON_ETIMEDOUT);
+	T_CHECK(baton_io_read(r, &c, 1, 20000000, &n) == BATON_ETIMEDOUT);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	CHECK(ts.tv_sec * 1000000000LL + ts.tv_nsec - t0 >= 20000000);
-	CHECK(baton_io_wait(r, BATON_IO_READABLE, 0) == BATON_EAGAIN);
-	CHECK(baton_io_wait(w, BATON_IO_WRITABLE, 1000000000) == BATON_OK);
-	CHECK(baton_io_write(w, "x", 1, -1, &n) == BATON_OK && n == 1);
-	CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
-	CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 1 && c == 'x');
-	CHECK(baton_io_close(w) == BATON_OK);
-	CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 0); /* EOF */
-	CHECK(baton_io_close(r) == BATON_OK);
+	T_CHECK(ts.tv_sec * 1000000000LL + ts.tv_nsec - t0 >= 20000000);
+	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 0) == BATON_EAGAIN);
+	T_CHECK(baton_io_wait(w, BATON_IO_WRITABLE, 1000000000) == BATON_OK);
+	T_CHECK(baton_io_write(w, "x", 1, -1, &n) == BATON_OK && n == 1);
+	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
+	T_CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 1 && c == 'x');
+	T_CHECK(baton_io_close(w) == BATON_OK);
+	T_CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 0); /* EOF */
+	T_CHECK(baton_io_close(r) == BATON_OK);
 	/* Arguments and a refused connection. */
-	CHECK(baton_io_read(NULL, &c, 1, 0, &n) == BATON_EINVAL);
-	CHECK(baton_io_wait(NULL, BATON_IO_READABLE, 0) == BATON_EINVAL);
-	CHECK(baton_io_open(&r, -1, false) == BATON_EINVAL);
-	CHECK(baton_io_listen_tcp(&r, "not an address", 0, 1) == BATON_EINVAL);
+	T_CHECK(baton_io_read(NULL, &c, 1, 0, &n) == BATON_EINVAL);
+	T_CHECK(baton_io_wait(NULL, BATON_IO_READABLE, 0) == BATON_EINVAL);
+	T_CHECK(baton_io_open(&r, -1, false) == BATON_EINVAL);
+	T_CHECK(baton_io_listen_tcp(&r, "not an address", 0, 1) == BATON_EINVAL);
 	{
 		baton_io_t *lis, *c2;
 		struct sockaddr_in sa;
@@ -198,14 +183,14 @@ static void timeouts_task(void *arg)
 		int fd;
 
 		/* a port that was just free: nobody listens there */
-		CHECK(baton_io_listen_tcp(&lis, "127.0.0.1", 0, 1) == BATON_OK);
+		T_CHECK(baton_io_listen_tcp(&lis, "127.0.0.1", 0, 1) == BATON_OK);
 		getsockname(baton_io_fd(lis), (struct sockaddr *)&sa, &len);
-		CHECK(baton_io_close(lis) == BATON_OK);
+		T_CHECK(baton_io_close(lis) == BATON_OK);
 		fd = socket(AF_INET, SOCK_STREAM, 0);
-		CHECK(baton_io_open(&c2, fd, true) == BATON_OK);
-		CHECK(baton_io_connect(c2, (struct sockaddr *)&sa, len, 1000000000) == BATON_ESYS &&
+		T_CHECK(baton_io_open(&c2, fd, true) == BATON_OK);
+		T_CHECK(baton_io_connect(c2, (struct sockaddr *)&sa, len, 1000000000) == BATON_ESYS &&
 		      errno == ECONNREFUSED);
-		CHECK(baton_io_close(c2) == BATON_OK);
+		T_CHECK(baton_io_close(c2) == BATON_OK);
 	}
 }
 
@@ -217,7 +202,7 @@ static void run_alone(void **state, baton_task_fn fn)
 	harness_watchdog(30);
 	spawn(s, state, fn, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	verdict();
+	T_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 }
@@ -239,16 +224,16 @@ static void eof_task(void *arg)
 	size_t n = 1;
 
 	(void)arg;
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	CHECK(write(sv[1], "abc", 3) == 3);
-	CHECK(shutdown(sv[1], SHUT_WR) == 0);
-	CHECK(baton_io_open(&r, sv[0], true) == BATON_OK);
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	T_CHECK(write(sv[1], "abc", 3) == 3);
+	T_CHECK(shutdown(sv[1], SHUT_WR) == 0);
+	T_CHECK(baton_io_open(&r, sv[0], true) == BATON_OK);
 	/* The wait takes the edge (data and the peer's end together). */
-	CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
-	CHECK(baton_io_read(r, buf, sizeof(buf), 1000000000, &n) == BATON_OK && n == 3);
-	CHECK(baton_io_read(r, buf, sizeof(buf), 200000000, &n) == BATON_OK && n == 0);
-	CHECK(baton_io_wait(r, BATON_IO_READABLE, 200000000) == BATON_OK);
-	CHECK(baton_io_close(r) == BATON_OK);
+	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
+	T_CHECK(baton_io_read(r, buf, sizeof(buf), 1000000000, &n) == BATON_OK && n == 3);
+	T_CHECK(baton_io_read(r, buf, sizeof(buf), 200000000, &n) == BATON_OK && n == 0);
+	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 200000000) == BATON_OK);
+	T_CHECK(baton_io_close(r) == BATON_OK);
 	close(sv[1]);
 }
 
@@ -269,28 +254,28 @@ static void pipe_task(void *arg)
 	sigset_t set, pending;
 
 	(void)arg;
-	CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
-	CHECK(pipe(p) == 0);
-	CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0);
-	CHECK(close(p[0]) == 0);
-	CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
+	T_CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+	T_CHECK(pipe(p) == 0);
+	T_CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0);
+	T_CHECK(close(p[0]) == 0);
+	T_CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
 	errno = 0;
-	CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS);
-	CHECK(errno == EPIPE && n == 0);
+	T_CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS);
+	T_CHECK(errno == EPIPE && n == 0);
 	/* Again, with a SIGPIPE of ours pending (blocked here): kept. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGPIPE);
-	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
-	CHECK(pthread_kill(pthread_self(), SIGPIPE) == 0);
-	CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS && errno == EPIPE);
-	CHECK(sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1);
+	T_CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	T_CHECK(pthread_kill(pthread_self(), SIGPIPE) == 0);
+	T_CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS && errno == EPIPE);
+	T_CHECK(sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1);
 	{
 		static const struct timespec now = { 0, 0 };
 
-		CHECK(sigtimedwait(&set, NULL, &now) == SIGPIPE);
+		T_CHECK(sigtimedwait(&set, NULL, &now) == SIGPIPE);
 	}
-	CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
-	CHECK(baton_io_close(w) == BATON_OK);
+	T_CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
+	T_CHECK(baton_io_close(w) == BATON_OK);
 }
 
 static void test_pipe_epipe_no_sigpipe(void **state)
@@ -312,8 +297,8 @@ static void cross_reader(void *arg)
 	size_t n;
 
 	__atomic_store_n(&x->ready, 1, __ATOMIC_RELEASE);
-	CHECK(baton_io_read(x->r, &c, 1, 10000000000LL, &n) == BATON_OK && n == 1);
-	CHECK(baton_io_close(x->r) == BATON_OK);
+	T_CHECK(baton_io_read(x->r, &c, 1, 10000000000LL, &n) == BATON_OK && n == 1);
+	T_CHECK(baton_io_close(x->r) == BATON_OK);
 }
 
 static void *cross_writer(void *arg)
@@ -332,9 +317,9 @@ static void cross_open(void *arg)
 	struct cross *x = arg;
 	int p[2];
 
-	CHECK(pipe(p) == 0);
+	T_CHECK(pipe(p) == 0);
 	x->wfd = p[1];
-	CHECK(baton_io_open(&x->r, p[0], true) == BATON_OK);
+	T_CHECK(baton_io_open(&x->r, p[0], true) == BATON_OK);
 	cross_reader(x);
 }
 
@@ -350,7 +335,7 @@ static void test_wake_from_thread(void **state)
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	pthread_join(th, NULL);
 	close(x.wfd);
-	verdict();
+	T_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 }
@@ -377,7 +362,7 @@ static void spin_reader(void *arg)
 	size_t n = 0;
 
 	sp->reader_ready = 1;
-	CHECK(baton_io_read(sp->r, &c, 1, 5000000000LL, &n) == BATON_OK && n == 1);
+	T_CHECK(baton_io_read(sp->r, &c, 1, 5000000000LL, &n) == BATON_OK && n == 1);
 	sp->woke_at = sp->yields;
 	baton_io_close(sp->r);
 }
@@ -389,7 +374,7 @@ static void spin_yielder(void *arg)
 	while (!sp->reader_ready)
 		baton_sched_yield();
 	baton_sched_yield(); /* the reader is parked in its read now */
-	CHECK(write(sp->wfd, "x", 1) == 1);
+	T_CHECK(write(sp->wfd, "x", 1) == 1);
 	for (sp->yields = 0; sp->woke_at < 0 && sp->yields < 100000; sp->yields++)
 		baton_sched_yield();
 }
@@ -400,8 +385,8 @@ static void spin_open(void *arg)
 {
 	struct spin *sp = arg;
 
-	CHECK(baton_io_open(&sp->r, spin_rfd, true) == BATON_OK);
-	CHECK(baton_sched_spawn(baton_sched_self(), NULL, spin_reader, sp) == BATON_OK);
+	T_CHECK(baton_io_open(&sp->r, spin_rfd, true) == BATON_OK);
+	T_CHECK(baton_sched_spawn(baton_sched_self(), NULL, spin_reader, sp) == BATON_OK);
 	spin_yielder(sp);
 }
 
@@ -418,7 +403,7 @@ static void test_yield_polls_io(void **state)
 	spawn(s, state, spin_open, &sp);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	close(p[1]);
-	verdict();
+	T_VERDICT();
 	assert_true(sp.woke_at >= 0 && sp.woke_at <= 3);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <baton/io.h>
 #include <baton/sched.h>
@@ -26,15 +26,6 @@
 #ifndef BATON_EXPECT_URING
 #define BATON_EXPECT_URING 0
 #endif
-
-static int failures;
-static char failure[256];
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond) && __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED) == 1) \
-			snprintf(failure, sizeof(failure), "%s:%d: %s", __FILE__, __LINE__, #cond); \
-	} while (0)
 
 static baton_sched_t *make_sched(unsigned workers)
 {
@@ -44,7 +35,7 @@ static baton_sched_t *make_sched(unsigned workers)
 	a.workers = workers;
 	a.io_backend = BATON_IO_URING;
 	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
-	failures = 0;
+	st_reset();
 	return s;
 }
 
@@ -61,8 +52,7 @@ static void spawn_on(baton_sched_t *s, void **state, int worker,
 static void run_and_destroy(baton_sched_t *s)
 {
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	if (failures)
-		fail_msg("%d failed check(s) in tasks, first: %s", failures, failure);
+	T_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
@@ -75,10 +65,10 @@ static void backend_task(void *arg)
 	baton_io_t *io;
 
 	(void)arg;
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	T_CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
 	seen_backend = baton_io_backend();
-	CHECK(baton_io_close(io) == BATON_OK);
+	T_CHECK(baton_io_close(io) == BATON_OK);
 	close(sv[1]);
 }
 
@@ -115,8 +105,8 @@ static void closer(void *arg)
 	size_t n;
 
 	/* Its edges come from worker 0's ring; the read may park. */
-	CHECK(baton_io_read(h->io, &c, 1, 2000000000LL, &n) == BATON_OK && n == 1);
-	CHECK(baton_io_close(h->io) == BATON_OK);
+	T_CHECK(baton_io_read(h->io, &c, 1, 2000000000LL, &n) == BATON_OK && n == 1);
+	T_CHECK(baton_io_close(h->io) == BATON_OK);
 	/* Release: the opener reads the peer only after our close. */
 	__atomic_store_n(&h->closed, 1, __ATOMIC_RELEASE);
 }
@@ -130,21 +120,21 @@ static void opener(void *arg)
 	for (int i = 0; i < HANDOFFS; i++) {
 		int sv[2];
 
-		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-		CHECK(baton_io_open(&h->io, sv[0], true) == BATON_OK);
-		CHECK(baton_io_open(&h->peer, sv[1], true) == BATON_OK);
+		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		T_CHECK(baton_io_open(&h->io, sv[0], true) == BATON_OK);
+		T_CHECK(baton_io_open(&h->peer, sv[1], true) == BATON_OK);
 		h->closed = 0;
 		spawn_on(h->s, h->state, 1, closer, h);
 		if (i & 1)
 			baton_sched_yield(); /* sometimes the closer parks first */
-		CHECK(baton_io_write(h->peer, "x", 1, -1, NULL) == BATON_OK);
+		T_CHECK(baton_io_write(h->peer, "x", 1, -1, NULL) == BATON_OK);
 		/* Acquire: pairs with the closer's release. */
 		while (!__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE))
 			baton_sched_yield();
 		/* The peer sees the close only once worker 0 removed the
 		 * poll request that kept the socket's file alive. */
-		CHECK(baton_io_read(h->peer, &c, 1, 2000000000LL, &n) == BATON_OK && n == 0);
-		CHECK(baton_io_close(h->peer) == BATON_OK);
+		T_CHECK(baton_io_read(h->peer, &c, 1, 2000000000LL, &n) == BATON_OK && n == 0);
+		T_CHECK(baton_io_close(h->peer) == BATON_OK);
 	}
 }
 
@@ -171,22 +161,22 @@ static void churn_task(void *arg)
 		char c = 0;
 		size_t n;
 
-		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-		CHECK(baton_io_open(&a, sv[0], true) == BATON_OK);
-		CHECK(baton_io_open(&b, sv[1], true) == BATON_OK);
+		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		T_CHECK(baton_io_open(&a, sv[0], true) == BATON_OK);
+		T_CHECK(baton_io_open(&b, sv[1], true) == BATON_OK);
 		if (i % 3 == 0) {
 			/* close with data unread and a request in flight */
-			CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
+			T_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
 		} else if (i % 3 == 1) {
-			CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
-			CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
+			T_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
+			T_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
 			      n == 1 && c == 'z');
 		}
-		CHECK(baton_io_close(a) == BATON_OK);
+		T_CHECK(baton_io_close(a) == BATON_OK);
 		if (i % 3 != 2)
-			CHECK(baton_io_close(b) == BATON_OK);
+			T_CHECK(baton_io_close(b) == BATON_OK);
 		else /* leave b for the next poll round to see a's hang-up */
-			CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
+			T_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
 			      n == 0 && baton_io_close(b) == BATON_OK);
 	}
 }
@@ -222,28 +212,28 @@ static void unpollable_task(void *arg)
 
 	(void)arg;
 	/* A regular file never waits: refused, as epoll refuses it. */
-	CHECK(f != NULL);
+	T_CHECK(f != NULL);
 	errno = 0;
-	CHECK(baton_io_open(&io, fileno(f), false) == BATON_ESYS && errno == EPERM);
+	T_CHECK(baton_io_open(&io, fileno(f), false) == BATON_ESYS && errno == EPERM);
 	fclose(f);
 	/* A character device without poll support: epoll refuses it;
 	 * io_uring takes it as always ready, and must not spin on it. */
-	CHECK(fd >= 0);
+	T_CHECK(fd >= 0);
 	rc = baton_io_open(&io, fd, true);
 	if (BATON_EXPECT_URING) {
 		double t0;
 
-		CHECK(rc == BATON_OK);
+		T_CHECK(rc == BATON_OK);
 		if (rc != BATON_OK)
 			return;
-		CHECK(baton_io_read(io, &c, 1, 1000000000LL, &n) == BATON_OK && n == 0);
-		CHECK(baton_io_write(io, "x", 1, 1000000000LL, &n) == BATON_OK && n == 1);
+		T_CHECK(baton_io_read(io, &c, 1, 1000000000LL, &n) == BATON_OK && n == 0);
+		T_CHECK(baton_io_write(io, "x", 1, 1000000000LL, &n) == BATON_OK && n == 1);
 		t0 = cpu_seconds();
 		baton_sched_sleep(200000000); /* the worker idles in its ring */
-		CHECK(cpu_seconds() - t0 < 0.1);
-		CHECK(baton_io_close(io) == BATON_OK);
+		T_CHECK(cpu_seconds() - t0 < 0.1);
+		T_CHECK(baton_io_close(io) == BATON_OK);
 	} else {
-		CHECK(rc == BATON_ESYS);
+		T_CHECK(rc == BATON_ESYS);
 		close(fd);
 	}
 }
@@ -295,9 +285,9 @@ static void burst_reader(void *arg)
 	for (int i = 0; i < PAIRS; i++) {
 		int sv[2];
 
-		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 		b->wfd[i] = sv[1];
-		CHECK(baton_io_open(&b->r[i], sv[0], true) == BATON_OK);
+		T_CHECK(baton_io_open(&b->r[i], sv[0], true) == BATON_OK);
 	}
 	baton_sched_yield(); /* the worker polls: the requests are armed */
 	baton_sched_sleep(1000000);
@@ -311,18 +301,18 @@ static void burst_reader(void *arg)
 
 		while (baton_io_read(b->r[i], buf, sizeof(buf), 0, &n) == BATON_OK)
 			got += n;
-		CHECK(got == BURST);
+		T_CHECK(got == BURST);
 	}
 	/* Each handle still reports edges: one byte, written while we wait. */
 	for (int i = 0; i < PAIRS; i++) {
 		/* Release: the writer sees the handles set up. */
 		__atomic_store_n(&b->want, i, __ATOMIC_RELEASE);
-		CHECK(baton_io_read(b->r[i], buf, 1, 3000000000LL, &n) == BATON_OK &&
+		T_CHECK(baton_io_read(b->r[i], buf, 1, 3000000000LL, &n) == BATON_OK &&
 		      n == 1 && buf[0] == 'w');
 	}
 	__atomic_store_n(&b->want, -1, __ATOMIC_RELEASE);
 	for (int i = 0; i < PAIRS; i++)
-		CHECK(baton_io_close(b->r[i]) == BATON_OK);
+		T_CHECK(baton_io_close(b->r[i]) == BATON_OK);
 }
 
 static void test_overflow_rearm(void **state)
@@ -341,8 +331,7 @@ static void test_overflow_rearm(void **state)
 	pthread_join(th, NULL);
 	for (int i = 0; i < PAIRS; i++)
 		close(b.wfd[i]);
-	if (failures)
-		fail_msg("%d failed check(s) in tasks, first: %s", failures, failure);
+	T_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 }
@@ -359,28 +348,28 @@ static void refused_task(void *arg)
 	ssize_t r = -1;
 
 	(void)arg;
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
-	CHECK(baton_io_open(&ia, a[0], true) == BATON_OK); /* the poller exists */
-	CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+	T_CHECK(baton_io_open(&ia, a[0], true) == BATON_OK); /* the poller exists */
+	T_CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
 	/* Relaxed: the knob is read on this thread, by the calls below. */
 	__atomic_store_n(&baton__uring_sqe_failures, 1000, __ATOMIC_RELAXED);
 	/* No SQE: opening fails with an error instead of looping. */
 	errno = 0;
-	CHECK(baton_io_open(&ib, b[0], false) == BATON_ESYS && errno == EBUSY);
+	T_CHECK(baton_io_open(&ib, b[0], false) == BATON_ESYS && errno == EBUSY);
 	/* Closing: the cancellation waits on the retry list, and the peer does
 	 * not see the close while the poll request holds the file. */
-	CHECK(baton_io_close(ia) == BATON_OK);
+	T_CHECK(baton_io_close(ia) == BATON_OK);
 	__atomic_store_n(&baton__uring_sqe_failures, 0, __ATOMIC_RELAXED);
 	/* The next polls queue the cancellation: the peer sees EOF. */
 	for (int i = 0; i < 200 && r != 0; i++) {
 		baton_sched_sleep(1000000);
 		r = recv(a[1], &c, 1, MSG_DONTWAIT);
 	}
-	CHECK(r == 0);
+	T_CHECK(r == 0);
 	/* And handles open again. */
-	CHECK(baton_io_open(&ib, b[0], true) == BATON_OK);
-	CHECK(baton_io_close(ib) == BATON_OK);
+	T_CHECK(baton_io_open(&ib, b[0], true) == BATON_OK);
+	T_CHECK(baton_io_close(ib) == BATON_OK);
 	close(a[1]);
 	close(b[1]);
 }

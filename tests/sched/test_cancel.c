@@ -6,7 +6,7 @@
  * blocking call; and a cancel racing a wake-up either lets the value
  * through or cancels, never both and never neither.
  */
-#include "sched_test.h"
+#include "check.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

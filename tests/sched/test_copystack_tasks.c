@@ -7,7 +7,7 @@
  * nothing more (baton_sched_stats.copied_bytes); tasks that end hand over
  * to new, parked and stackful tasks alike. One worker, so every
  * hand-off goes through the copier. */
-#include "sched_test.h"
+#include "check.h"
 
 #include <stdbool.h>
 

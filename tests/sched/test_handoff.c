@@ -13,7 +13,7 @@
  *    context was saved, or a task reached by two workers, is a race there);
  *  - the counters of baton_sched_stats and its errors.
  */
-#include "sched_test.h"
+#include "check.h"
 
 #include <stdbool.h>
 

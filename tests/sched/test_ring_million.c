@@ -8,7 +8,7 @@
  *
  * BATON_TEST_RING_TASKS overrides the count (e.g. for a quick local run).
  */
-#include "sched_test.h"
+#include "check.h"
 
 #define RING_N 8
 

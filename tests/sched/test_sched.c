@@ -5,7 +5,7 @@
  * with the rule that a copy-stack task never moves once it has run). Each
  * behaviour runs in both coroutine models, with 1 and 2 workers where the
  * number matters. */
-#include "sched_test.h"
+#include "check.h"
 
 /* --- create / destroy / argument checks ---------------------------------- */
 

@@ -11,7 +11,7 @@
  * a submitter waiting for room) is left idle and can be destroyed (stage.h
  * rule 5). Both coroutine models, one and two workers.
  */
-#include "sync_test.h"
+#include "../sync/sync_test.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -45,12 +45,12 @@ static void reached(void)
 	__atomic_add_fetch(&W.blocked, 1, __ATOMIC_RELAXED);
 }
 
-static void on_recv(void *a) { (void)a; reached(); baton_chan_recv(W.recv_ch, NULL, FOREVER); CHECK(0); }
-static void on_send(void *a) { (void)a; reached(); baton_chan_send(W.send_ch, NULL, FOREVER); CHECK(0); }
-static void on_timed(void *a) { (void)a; reached(); baton_chan_recv(W.timed_ch, NULL, 60000000000LL); CHECK(0); }
-static void on_sem(void *a) { (void)a; reached(); baton_sem_acquire(W.sem, 1, FOREVER); CHECK(0); }
-static void on_wg(void *a) { (void)a; reached(); baton_wg_wait(W.wg, FOREVER); CHECK(0); }
-static void on_sleep(void *a) { (void)a; reached(); baton_sched_sleep(60000000000LL); CHECK(0); }
+static void on_recv(void *a) { (void)a; reached(); baton_chan_recv(W.recv_ch, NULL, FOREVER); T_CHECK(0); }
+static void on_send(void *a) { (void)a; reached(); baton_chan_send(W.send_ch, NULL, FOREVER); T_CHECK(0); }
+static void on_timed(void *a) { (void)a; reached(); baton_chan_recv(W.timed_ch, NULL, 60000000000LL); T_CHECK(0); }
+static void on_sem(void *a) { (void)a; reached(); baton_sem_acquire(W.sem, 1, FOREVER); T_CHECK(0); }
+static void on_wg(void *a) { (void)a; reached(); baton_wg_wait(W.wg, FOREVER); T_CHECK(0); }
+static void on_sleep(void *a) { (void)a; reached(); baton_sched_sleep(60000000000LL); T_CHECK(0); }
 
 static void on_select(void *a)
 {
@@ -62,20 +62,20 @@ static void on_select(void *a)
 	(void)a;
 	reached();
 	baton_chan_select(ops, 2, FOREVER, &i);
-	CHECK(0);
+	T_CHECK(0);
 }
 
 /* Holds the stage's one slot, then waits forever. */
 static void holder(void *a)
 {
 	(void)a;
-	CHECK_RC(baton_stage_enter(W.stage, &W.hold, FOREVER), BATON_OK);
+	T_CHECK_RC(baton_stage_enter(W.stage, &W.hold, FOREVER), BATON_OK);
 	reached();
 	baton_chan_recv(W.hold_ch, NULL, FOREVER);
-	CHECK(0);
+	T_CHECK(0);
 }
 
-static void on_mutex(void *a) { (void)a; reached(); baton_mutex_lock(W.mutex, FOREVER); CHECK(0); }
+static void on_mutex(void *a) { (void)a; reached(); baton_mutex_lock(W.mutex, FOREVER); T_CHECK(0); }
 
 static void on_stage(void *a)
 {
@@ -84,7 +84,7 @@ static void on_stage(void *a)
 	(void)a;
 	reached();
 	baton_stage_enter(W.stage, &p, FOREVER);
-	CHECK(0);
+	T_CHECK(0);
 }
 
 static void on_io(void *a)
@@ -94,13 +94,13 @@ static void on_io(void *a)
 	size_t n;
 
 	(void)a;
-	CHECK_RC(baton_io_open(&io, W.sv[0], true), BATON_OK); /* left open */
+	T_CHECK_RC(baton_io_open(&io, W.sv[0], true), BATON_OK); /* left open */
 	reached();
 	baton_io_read(io, &c, 1, FOREVER, &n);
-	CHECK(0);
+	T_CHECK(0);
 }
 
-static void on_never(void *a) { (void)a; CHECK(0); } /* spawned after the stop */
+static void on_never(void *a) { (void)a; T_CHECK(0); } /* spawned after the stop */
 
 static baton_task_fn const blockers[] = {
 	on_recv, on_send, on_timed, on_sem, on_wg, on_sleep, on_select, holder, on_io,
@@ -117,12 +117,12 @@ static void stopper(void *a)
 	/* After the holder took the slot. */
 	while (__atomic_load_n(&W.blocked, __ATOMIC_RELAXED) < (int)NBLOCKERS)
 		baton_sched_sleep(1000000);
-	CHECK_RC(baton_sched_spawn(W.s, &ta, on_mutex, NULL), BATON_OK);
-	CHECK_RC(baton_sched_spawn(W.s, &ta, on_stage, NULL), BATON_OK);
+	T_CHECK_RC(baton_sched_spawn(W.s, &ta, on_mutex, NULL), BATON_OK);
+	T_CHECK_RC(baton_sched_spawn(W.s, &ta, on_stage, NULL), BATON_OK);
 	while (__atomic_load_n(&W.blocked, __ATOMIC_RELAXED) < (int)NBLOCKERS + 2)
 		baton_sched_sleep(1000000);
 	baton_sched_sleep(20000000); /* let them all park */
-	CHECK_RC(baton_sched_stop(W.s), BATON_OK);
+	T_CHECK_RC(baton_sched_stop(W.s), BATON_OK);
 }
 
 /* A fresh world and its scheduler with c's workers. */
@@ -131,7 +131,7 @@ static void begin(const struct cfg *c)
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 
 	harness_watchdog(60);
-	failures = 0;
+	st_reset();
 	memset(&W, 0, sizeof(W));
 	sa.workers = c->workers;
 	assert_int_equal(baton_sched_create(&W.s, &sa), BATON_OK);
@@ -166,7 +166,7 @@ static void test_destroy_frees_blocked(void **state)
 		assert_int_equal(baton_sched_spawn(W.s, &ta, blockers[i], NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(W.s, &ta, stopper, (void *)c), BATON_OK);
 	assert_int_equal(baton_sched_run(W.s), BATON_OK);
-	assert_int_equal(failures, 0);
+	T_VERDICT();
 	/* A runnable task that never ran is freed too. */
 	assert_int_equal(baton_sched_spawn(W.s, &ta, on_never, NULL), BATON_OK);
 	assert_int_equal(baton_sched_destroy(W.s), BATON_OK);
@@ -205,7 +205,7 @@ static void stuck_handler(void *item, void *ctx)
 	(void)ctx;
 	reached();
 	baton_chan_recv(W.never_ch, NULL, FOREVER); /* freed here */
-	CHECK(0);
+	T_CHECK(0);
 }
 
 static void quick_handler(void *item, void *ctx)
@@ -224,17 +224,17 @@ static void feeder(void *a)
 {
 	(void)a;
 	for (int i = 0; i < 4; i++)
-		CHECK_RC(baton_stage_submit(W.work, NULL, FOREVER), BATON_OK);
+		T_CHECK_RC(baton_stage_submit(W.work, NULL, FOREVER), BATON_OK);
 	while (__atomic_load_n(&W.blocked, __ATOMIC_RELAXED) < 2)
 		baton_sched_sleep(1000000);
 	baton_sched_sleep(5000000); /* the dispatcher waits for a slot */
-	CHECK_RC(baton_stage_submit(W.quick, NULL, 0), BATON_OK);
+	T_CHECK_RC(baton_stage_submit(W.quick, NULL, 0), BATON_OK);
 	while (__atomic_load_n(&W.quick_done, __ATOMIC_RELAXED) < 1)
 		baton_sched_yield();
 	/* Within the runner's idle wait (BATON_STAGE_RUNNER_IDLE_NS). */
-	CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
+	T_CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
 	baton_stage_submit(W.work, NULL, FOREVER); /* full: waits */
-	CHECK(0);
+	T_CHECK(0);
 }
 
 static void test_destroy_leaves_stages_idle(void **state)
@@ -258,7 +258,7 @@ static void test_destroy_leaves_stages_idle(void **state)
 	ta.coro = *c->attr;
 	assert_int_equal(baton_sched_spawn(W.s, &ta, feeder, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(W.s), BATON_OK);
-	assert_int_equal(failures, 0);
+	T_VERDICT();
 	assert_int_equal(baton_stage_snapshot(W.work, &ss), BATON_OK);
 	assert_int_equal(ss.runners, 2);
 	assert_int_equal(ss.running, 2);
@@ -305,8 +305,8 @@ static void test_stage_destroyed_first(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		SYNC_TESTS(test_destroy_frees_blocked),
-		SYNC_TESTS(test_destroy_leaves_stages_idle),
+		CFG_TESTS(test_destroy_frees_blocked),
+		CFG_TESTS(test_destroy_leaves_stages_idle),
 		cmocka_unit_test(test_stage_destroyed_first),
 	};
 

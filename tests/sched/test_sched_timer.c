@@ -5,7 +5,7 @@
  * control's corner cases (a run from another thread, a run of another
  * scheduler from a task, many short runs). */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
-#include "sched_test.h"
+#include "check.h"
 
 /* --- sleep ------------------------------------------------------------------ */
 

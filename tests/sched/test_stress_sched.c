@@ -3,7 +3,7 @@
  * times, with random yields, sleeps and selects in between. Every wait has
  * a timeout, so a lost wake-up fails as "lost wake-up" with the hop it
  * happened at instead of hanging; the watchdog catches anything worse. */
-#include "sched_test.h"
+#include "check.h"
 
 #include <stdbool.h>
 

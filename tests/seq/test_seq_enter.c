@@ -16,7 +16,7 @@
 #include <fenv.h>
 #include <stdint.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <baton/seq.h>
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <baton/sched.h>
 #include <baton/seq.h>

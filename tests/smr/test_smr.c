@@ -10,7 +10,7 @@
  * freeing them: a reader that finds it clear (or ASan, the freed memory)
  * has seen a reclamation too early.
  */
-#include "sched_test.h"
+#include "check.h"
 
 #include <limits.h>
 #include <string.h>

@@ -2,77 +2,24 @@
  * tests/stage_test.h - shared by the stage tests (test_stage.c: flow and
  * limits; test_stage_flow.c: backpressure, close, counters, JSON, errors).
  *
- * Checks made inside tasks cannot use cmocka's asserts (they longjmp out of
- * the coroutine): CHECK counts failures and prints them; the test asserts
- * the count is zero once the scheduler has returned. Each test runs in both
- * coroutine models on one and on two workers (STAGE_TESTS).
+ * Checks inside tasks are check.h's T_CHECK; run() asserts T_VERDICT once
+ * the scheduler has returned. Each test runs in both coroutine models on
+ * one and on two workers (CFG_TESTS).
  */
 #ifndef BATON_TESTS_STAGE_TEST_H
 #define BATON_TESTS_STAGE_TEST_H
 
-#include "harness.h"
+#include "check.h"
 
-#include <stdio.h>
-
-#include <baton/sched.h>
 #include <baton/stage.h>
-
-static int failures;
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			/* Relaxed: only counted, read after the run. */   \
-			__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED); \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                \
-		}                                                          \
-	} while (0)
-
-#define CHECK_RC(call, want)                                               \
-	do {                                                               \
-		int rc_ = (call);                                          \
-		if (rc_ != (want)) {                                       \
-			/* Relaxed: only counted, read after the run. */   \
-			__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED); \
-			fprintf(stderr, "%s:%d: %s returned %d (%s), "     \
-				"want %s\n", __FILE__, __LINE__, #call, rc_, \
-				baton_strerror(rc_), #want);               \
-		}                                                          \
-	} while (0)
-
-struct cfg {
-	const struct baton_coro_attr *attr;
-	unsigned workers;
-};
-
-static struct cfg cfg_sf1 = { &harness_stackful, 1 };
-static struct cfg cfg_sf2 = { &harness_stackful, 2 };
-static struct cfg cfg_cs1 = { &harness_copystack, 1 };
-static struct cfg cfg_cs2 = { &harness_copystack, 2 };
-
-#define STAGE_TESTS(fn)                                         \
-	{ #fn " stackful 1w", fn, NULL, NULL, &cfg_sf1 },       \
-	{ #fn " stackful 2w", fn, NULL, NULL, &cfg_sf2 },       \
-	{ #fn " copystack 1w", fn, NULL, NULL, &cfg_cs1 },      \
-	{ #fn " copystack 2w", fn, NULL, NULL, &cfg_cs2 }
 
 static const struct cfg *cur;
 static baton_sched_t *sched;
 
-#define MS 1000000LL
-
-static inline int64_t time_scale(void)
-{
-	const char *s = getenv("BATON_TEST_TIME_SCALE");
-
-	return s && atoi(s) > 0 ? atoi(s) : 1;
-}
-
 /* A generous deadline for waits that should end soon. */
 static inline int64_t patience(void)
 {
-	return 10000 * MS * time_scale();
+	return MS(10000) * st_time_scale();
 }
 
 static inline struct baton_stage_attr stage_attr(const char *name,
@@ -112,7 +59,7 @@ static inline void setup_workers(void **state, unsigned workers)
 
 	cur = *state;
 	harness_watchdog(60);
-	failures = 0;
+	st_reset();
 	sa.workers = workers;
 	assert_int_equal(baton_sched_create(&sched, &sa), BATON_OK);
 }
@@ -133,7 +80,7 @@ static inline void run(baton_task_fn main_fn, void *arg)
 		assert_int_equal(baton_sched_spawn(sched, &ta, main_fn, arg),
 				 BATON_OK);
 	assert_int_equal(baton_sched_run(sched), BATON_OK);
-	assert_int_equal(failures, 0);
+	T_VERDICT();
 	assert_int_equal(baton_sched_destroy(sched), BATON_OK);
 	alarm(0);
 }
@@ -172,7 +119,7 @@ static inline int gauge_max(struct gauge *g)
 
 static inline void stats(baton_stage_t *st, struct baton_stage_stats *s)
 {
-	CHECK_RC(baton_stage_snapshot(st, s), BATON_OK);
+	T_CHECK_RC(baton_stage_snapshot(st, s), BATON_OK);
 }
 
 /* Poll (sleeping) until the stage has completed at least n items. */
@@ -185,16 +132,16 @@ static inline void wait_completed(baton_stage_t *st, uint64_t n)
 		stats(st, &s);
 		if (s.completed >= n || waited > patience())
 			break;
-		baton_sched_sleep(MS / 2);
-		waited += MS / 2;
+		baton_sched_sleep(MS(1) / 2);
+		waited += MS(1) / 2;
 	}
-	CHECK(s.completed >= n);
+	T_CHECK(s.completed >= n);
 }
 
 static inline void close_drain(baton_stage_t *st)
 {
-	CHECK_RC(baton_stage_close(st), BATON_OK);
-	CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	T_CHECK_RC(baton_stage_close(st), BATON_OK);
+	T_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
 }
 
 static inline void nop_handler(void *item, void *ctx)

@@ -10,7 +10,7 @@ static int bp_done;
 static void bp_blocked(void *arg)
 {
 	/* Waits for room: admitted once the gate opens. */
-	CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_OK);
+	T_CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_OK);
 	/* Relaxed: a flag read after the drain. */
 	__atomic_store_n(&bp_done, 1, __ATOMIC_RELAXED);
 }
@@ -23,28 +23,28 @@ static void bp_main(void *arg)
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
 	/* The gate has no units: the head item waits for it, queued. */
-	CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
-	CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
-	CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
-	CHECK_RC(baton_stage_submit(st, NULL, 5 * MS), BATON_ETIMEDOUT);
+	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
+	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
+	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_stage_submit(st, NULL, MS(5)), BATON_ETIMEDOUT);
 	stats(st, &s);
-	CHECK(s.queued == 2 && s.running == 0 && s.submitted == 2 &&
+	T_CHECK(s.queued == 2 && s.running == 0 && s.submitted == 2 &&
 	      s.rejected == 2);
 	ta.coro = *cur->attr;
-	CHECK_RC(baton_sched_spawn(sched, &ta, bp_blocked, st), BATON_OK);
-	baton_sched_sleep(2 * MS); /* it is now blocked in submit */
-	CHECK_RC(baton_pool_snapshot(bp_gate, &ps), BATON_OK);
-	CHECK(ps.waiters == 1 && ps.in_use == 0); /* the dispatcher */
+	T_CHECK_RC(baton_sched_spawn(sched, &ta, bp_blocked, st), BATON_OK);
+	baton_sched_sleep(MS(2)); /* it is now blocked in submit */
+	T_CHECK_RC(baton_pool_snapshot(bp_gate, &ps), BATON_OK);
+	T_CHECK(ps.waiters == 1 && ps.in_use == 0); /* the dispatcher */
 	/* Relaxed: see bp_blocked. */
-	CHECK(__atomic_load_n(&bp_done, __ATOMIC_RELAXED) == 0);
+	T_CHECK(__atomic_load_n(&bp_done, __ATOMIC_RELAXED) == 0);
 	stats(st, &s);
-	CHECK(s.queued == 2 && s.rejected == 2);
-	CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
+	T_CHECK(s.queued == 2 && s.rejected == 2);
+	T_CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
 	/* Not closed yet: a close now would refuse the waiting producer. */
 	wait_completed(st, 3);
 	close_drain(st);
 	stats(st, &s);
-	CHECK(s.submitted == 3 && s.completed == 3 && s.rejected == 2);
+	T_CHECK(s.submitted == 3 && s.completed == 3 && s.rejected == 2);
 }
 
 static void test_backpressure(void **state)
@@ -68,7 +68,7 @@ static int cd_refused;
 
 static void cd_blocked(void *arg)
 {
-	CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_ESHUTDOWN);
+	T_CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_ESHUTDOWN);
 	/* Relaxed: a count read after the drain. */
 	__atomic_add_fetch(&cd_refused, 1, __ATOMIC_RELAXED);
 }
@@ -80,26 +80,26 @@ static void cd_main(void *arg)
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
 	for (int i = 0; i < 3; i++)
-		CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
-	CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
+		T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
+	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
 	ta.coro = *cur->attr;
 	for (int i = 0; i < 2; i++)
-		CHECK_RC(baton_sched_spawn(sched, &ta, cd_blocked, st),
+		T_CHECK_RC(baton_sched_spawn(sched, &ta, cd_blocked, st),
 			 BATON_OK);
-	baton_sched_sleep(2 * MS);
-	CHECK_RC(baton_stage_set_queue_limit(st, 2), BATON_OK); /* below 3 */
+	baton_sched_sleep(MS(2));
+	T_CHECK_RC(baton_stage_set_queue_limit(st, 2), BATON_OK); /* below 3 */
 	stats(st, &s);
-	CHECK(s.queued == 3 && s.queue_limit == 2);
-	CHECK_RC(baton_stage_drain(st, 0), BATON_EAGAIN);
-	CHECK_RC(baton_stage_drain(st, 2 * MS), BATON_ETIMEDOUT);
-	CHECK_RC(baton_stage_close(st), BATON_OK);
-	CHECK_RC(baton_stage_close(st), BATON_ESHUTDOWN);
-	CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_ESHUTDOWN);
-	CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
-	CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	T_CHECK(s.queued == 3 && s.queue_limit == 2);
+	T_CHECK_RC(baton_stage_drain(st, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_stage_drain(st, MS(2)), BATON_ETIMEDOUT);
+	T_CHECK_RC(baton_stage_close(st), BATON_OK);
+	T_CHECK_RC(baton_stage_close(st), BATON_ESHUTDOWN);
+	T_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_ESHUTDOWN);
+	T_CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
+	T_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
 	stats(st, &s);
-	CHECK(s.submitted == 3 && s.completed == 3 && s.queued == 0);
-	CHECK(s.rejected == 4); /* EAGAIN, 2 refused waiters, 1 after close */
+	T_CHECK(s.submitted == 3 && s.completed == 3 && s.queued == 0);
+	T_CHECK(s.rejected == 4); /* EAGAIN, 2 refused waiters, 1 after close */
 }
 
 static void test_close_drains(void **state)
@@ -138,7 +138,7 @@ static void acc_producer(void *arg)
 	for (long i = 0; i < n; i++) {
 		int rc = baton_stage_submit(arg, (void *)(uintptr_t)i, 0);
 
-		CHECK(rc == BATON_OK || rc == BATON_EAGAIN);
+		T_CHECK(rc == BATON_OK || rc == BATON_EAGAIN);
 		/* Relaxed: counts read after every producer is done. */
 		__atomic_add_fetch(&acc_calls, 1, __ATOMIC_RELAXED);
 		if (rc == BATON_OK)
@@ -159,21 +159,21 @@ static void acc_main(void *arg)
 	ta.coro = *cur->attr;
 	acc_producing = ACC_PRODUCERS;
 	for (int i = 0; i < ACC_PRODUCERS; i++)
-		CHECK_RC(baton_sched_spawn(sched, &ta, acc_producer, st),
+		T_CHECK_RC(baton_sched_spawn(sched, &ta, acc_producer, st),
 			 BATON_OK);
 	/* Acquire: pairs with each producer's release. */
 	while (__atomic_load_n(&acc_producing, __ATOMIC_ACQUIRE) > 0) {
 		stats(st, &s);
-		CHECK(s.submitted == s.completed + s.running + s.queued);
-		CHECK(s.running <= s.concurrency && s.queued <= s.queue_limit);
+		T_CHECK(s.submitted == s.completed + s.running + s.queued);
+		T_CHECK(s.running <= s.concurrency && s.queued <= s.queue_limit);
 		baton_sched_yield();
 	}
 	close_drain(st);
 	stats(st, &s);
-	CHECK(s.completed == s.submitted);
-	CHECK(s.submitted == (uint64_t)acc_ok);
-	CHECK(s.submitted + s.rejected == (uint64_t)acc_calls);
-	CHECK(s.rejected > 0); /* a queue of 4 is full now and then */
+	T_CHECK(s.completed == s.submitted);
+	T_CHECK(s.submitted == (uint64_t)acc_ok);
+	T_CHECK(s.submitted + s.rejected == (uint64_t)acc_calls);
+	T_CHECK(s.rejected > 0); /* a queue of 4 is full now and then */
 }
 
 static void test_snapshot_adds_up(void **state)
@@ -203,8 +203,8 @@ static void test_before_run(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(baton_stage_submit(st, NULL, 0), BATON_OK);
 	assert_int_equal(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
-	assert_int_equal(baton_stage_submit(st, NULL, MS), BATON_ENOSCHED);
-	assert_int_equal(baton_stage_drain(st, MS), BATON_ENOSCHED);
+	assert_int_equal(baton_stage_submit(st, NULL, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_stage_drain(st, MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_stage_drain(st, 0), BATON_EAGAIN);
 	assert_int_equal(baton_stage_destroy(st), BATON_EBUSY);
 	assert_int_equal(baton_stage_snapshot(st, &s), BATON_OK);
@@ -242,7 +242,7 @@ static void test_bad_args(void **state)
 	assert_int_equal(baton_pool_create(&p, "p", 1), BATON_OK);
 	assert_int_equal(baton_pool_acquire(NULL, 1, 0), BATON_EINVAL);
 	assert_int_equal(baton_pool_acquire(p, 0, 0), BATON_EINVAL);
-	assert_int_equal(baton_pool_acquire(p, 1, MS), BATON_ENOSCHED);
+	assert_int_equal(baton_pool_acquire(p, 1, MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_pool_acquire(p, 1, 0), BATON_OK);
 	assert_int_equal(baton_pool_acquire(p, 1, 0), BATON_EAGAIN);
 	assert_int_equal(baton_pool_destroy(p), BATON_EBUSY); /* in use */
@@ -319,10 +319,10 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		STAGE_TESTS(test_backpressure),
-		STAGE_TESTS(test_close_drains),
-		STAGE_TESTS(test_snapshot_adds_up),
-		STAGE_TESTS(test_before_run),
+		CFG_TESTS(test_backpressure),
+		CFG_TESTS(test_close_drains),
+		CFG_TESTS(test_snapshot_adds_up),
+		CFG_TESTS(test_before_run),
 		cmocka_unit_test_prestate(test_bad_args, &cfg_sf1),
 	};
 

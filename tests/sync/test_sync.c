@@ -12,13 +12,13 @@ static void mutex_excl_task(void *arg)
 	long iters = (long)arg;
 
 	for (long i = 0; i < iters; i++) {
-		CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+		T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 		excl_body();
-		CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+		T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 		if (i % 7 == 0)
 			baton_sched_yield();
 	}
-	CHECK_RC(baton_wg_done(wg), BATON_OK);
+	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
 }
 
 static void mutex_excl_main(void *arg)
@@ -26,11 +26,11 @@ static void mutex_excl_main(void *arg)
 	long tasks = harness_scale(16, 6), iters = harness_scale(200, 30);
 
 	(void)arg;
-	CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
+	T_CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
 	for (long i = 0; i < tasks; i++)
 		spawn(mutex_excl_task, (void *)iters);
-	CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
-	CHECK(counter == tasks * iters);
+	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	T_CHECK(counter == tasks * iters);
 }
 
 static void test_mutex_exclusion(void **state)
@@ -52,38 +52,38 @@ static void test_mutex_exclusion(void **state)
 static void fifo_waiter(void *arg)
 {
 	long id = (long)arg;
-	int64_t t0 = mono_ns();
+	int64_t t0 = st_now();
 
 	arrive();
 	if (id == 3) {
-		CHECK_RC(baton_mutex_lock(mu, 5 * MS), BATON_ETIMEDOUT);
-		CHECK(mono_ns() - t0 >= 5 * MS);
-		CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
+		T_CHECK_RC(baton_mutex_lock(mu, MS(5)), BATON_ETIMEDOUT);
+		T_CHECK(st_now() - t0 >= MS(5));
+		T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
 		return;
 	}
-	CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 	order[norder++] = (int)id;
 	baton_sched_yield();
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void mutex_fifo_main(void *arg)
 {
 	(void)arg;
-	CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 	for (long i = 0; i < 6; i++) {
 		spawn(fifo_waiter, (void *)i);
 		await_arrivals((int)i + 1);
 	}
 	/* Waiter 3 has timed out by now (5 ms after it queued). */
-	baton_sched_sleep(5 * MS);
-	CHECK_RC(baton_mutex_destroy(mu), BATON_EBUSY); /* held, waited on */
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
-	CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN); /* no barging */
-	CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);   /* not ours now */
-	CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);    /* after the rest */
-	CHECK(norder == 5);
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	baton_sched_sleep(MS(5));
+	T_CHECK_RC(baton_mutex_destroy(mu), BATON_EBUSY); /* held, waited on */
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN); /* no barging */
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);   /* not ours now */
+	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);    /* after the rest */
+	T_CHECK(norder == 5);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void test_mutex_fifo(void **state)
@@ -101,31 +101,31 @@ static void test_mutex_fifo(void **state)
 /* --- timeouts and try ----------------------------------------------------- */
 static void timeout_waiter(void *arg)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = st_now();
 
 	(void)arg;
 	arrive();
-	CHECK_RC(baton_mutex_lock(mu, 5 * MS), BATON_ETIMEDOUT);
-	CHECK(mono_ns() - t0 >= 5 * MS);
-	CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
-	CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* held by another */
+	T_CHECK_RC(baton_mutex_lock(mu, MS(5)), BATON_ETIMEDOUT);
+	T_CHECK(st_now() - t0 >= MS(5));
+	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* held by another */
 	arrive();
 	/* Still usable: this one gets it once the holder lets go. */
-	CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
-	CHECK_RC(baton_mutex_lock(mu, 0), BATON_EDEADLK);
-	CHECK_RC(baton_mutex_lock(mu, -1), BATON_EDEADLK);
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
-	CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* not any more */
+	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EDEADLK);
+	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_EDEADLK);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* not any more */
 }
 
 static void mutex_timeout_main(void *arg)
 {
 	(void)arg;
-	CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* never locked */
-	CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);   /* try, free */
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* never locked */
+	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);   /* try, free */
 	spawn(timeout_waiter, NULL);
 	await_arrivals(2); /* it timed out and queued again */
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void test_mutex_timeout(void **state)
@@ -152,29 +152,29 @@ static void ghost_mutex_waiter(void *arg)
 {
 	(void)arg;
 	ghost_rc = baton_mutex_lock(mu, 3 * ghost_x);
-	CHECK(ghost_rc == BATON_ETIMEDOUT ||
+	T_CHECK(ghost_rc == BATON_ETIMEDOUT ||
 	      (cur->workers > 1 && ghost_rc == BATON_OK));
 	if (ghost_rc == BATON_OK)
-		CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+		T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 static void ghost_mutex_main(void *arg)
 {
 	(void)arg;
-	CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 	spawn(ghost_mutex_waiter, NULL);
 	spawn(ghost_spinner, NULL);
 	baton_sched_sleep(2 * ghost_x); /* the waiter queues, then the spin */
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 	if (cur->workers == 1)
-		CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK); /* not the ghost's */
+		T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK); /* not the ghost's */
 	else
-		CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+		T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void test_mutex_ghost(void **state)
 {
-	ghost_x = 5 * MS * time_scale();
+	ghost_x = MS(5) * st_time_scale();
 	assert_int_equal(baton_mutex_create(&mu), BATON_OK);
 	run(state, ghost_mutex_main, NULL);
 	assert_int_equal(baton_mutex_destroy(mu), BATON_OK); /* nobody owns it */
@@ -185,10 +185,10 @@ static void *nested_body(void *arg, void *in)
 	(void)arg;
 	(void)in;
 	/* In a coroutine the task resumed: acts for the task, cannot park. */
-	CHECK_RC(baton_mutex_lock(mu, -1), BATON_ENOSCHED);
-	CHECK_RC(baton_sem_acquire(sm, 1, 5 * MS), BATON_ENOSCHED);
-	CHECK_RC(baton_wg_wait(wg, -1), BATON_ENOSCHED);
-	CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);
+	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_ENOSCHED);
+	T_CHECK_RC(baton_sem_acquire(sm, 1, MS(5)), BATON_ENOSCHED);
+	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_ENOSCHED);
+	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);
 	return NULL;
 }
 
@@ -201,17 +201,17 @@ static void nested_main(void *arg)
 	 * copy-stack task goes through the copier. (That path once drew a
 	 * rare ASan report in copy_in: stale redzones of an unmapped stack;
 	 * test_copystack_asan_repeat runs it many times.) */
-	CHECK_RC(baton_coro_create(&co, cur->attr, nested_body, NULL), BATON_OK);
-	CHECK_RC(baton_coro_resume(co, NULL, NULL), BATON_OK);
-	CHECK_RC(baton_coro_destroy(co), BATON_OK);
-	CHECK_RC(baton_mutex_unlock(mu), BATON_OK); /* the task's own lock */
+	T_CHECK_RC(baton_coro_create(&co, cur->attr, nested_body, NULL), BATON_OK);
+	T_CHECK_RC(baton_coro_resume(co, NULL, NULL), BATON_OK);
+	T_CHECK_RC(baton_coro_destroy(co), BATON_OK);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK); /* the task's own lock */
 }
 
 static void mutex_thread_owned(void *arg)
 {
 	(void)arg;
-	CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* the thread's */
-	CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* the thread's */
+	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
 }
 
 static void test_outside_tasks(void **state)
@@ -219,16 +219,16 @@ static void test_outside_tasks(void **state)
 	long v;
 
 	cur = *state;
-	failures = 0;
+	st_reset();
 	assert_int_equal(baton_mutex_create(&mu), BATON_OK);
 	assert_int_equal(baton_sem_create(&sm, 1), BATON_OK);
 	assert_int_equal(baton_wg_create(&wg), BATON_OK);
 	assert_int_equal(baton_wg_add(wg, 1), BATON_OK);
 
 	assert_int_equal(baton_mutex_lock(mu, -1), BATON_ENOSCHED);
-	assert_int_equal(baton_mutex_lock(mu, 5 * MS), BATON_ENOSCHED);
+	assert_int_equal(baton_mutex_lock(mu, MS(5)), BATON_ENOSCHED);
 	assert_int_equal(baton_sem_acquire(sm, 1, -1), BATON_ENOSCHED);
-	assert_int_equal(baton_wg_wait(wg, 5 * MS), BATON_ENOSCHED);
+	assert_int_equal(baton_wg_wait(wg, MS(5)), BATON_ENOSCHED);
 	assert_int_equal(baton_wg_wait(wg, 0), BATON_EAGAIN);
 	assert_int_equal(baton_wg_done(wg), BATON_OK);
 	assert_int_equal(baton_wg_wait(wg, 0), BATON_OK);
@@ -304,11 +304,11 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		SYNC_TESTS(test_mutex_exclusion),
-		SYNC_TESTS(test_mutex_fifo),
-		SYNC_TESTS(test_mutex_timeout),
-		SYNC_TESTS(test_mutex_ghost),
-		SYNC_TESTS(test_outside_tasks),
+		CFG_TESTS(test_mutex_exclusion),
+		CFG_TESTS(test_mutex_fifo),
+		CFG_TESTS(test_mutex_timeout),
+		CFG_TESTS(test_mutex_ghost),
+		CFG_TESTS(test_outside_tasks),
 		cmocka_unit_test(test_bad_args),
 	};
 

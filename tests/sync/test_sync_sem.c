@@ -14,17 +14,17 @@ static void sem_excl_task(void *arg)
 	long need = (long)arg, iters = harness_scale(100, 20);
 
 	for (long i = 0; i < iters; i++) {
-		CHECK_RC(baton_sem_acquire(sm, need, -1), BATON_OK);
+		T_CHECK_RC(baton_sem_acquire(sm, need, -1), BATON_OK);
 		/* Atomic: several tasks may hold units at once. */
 		long out = __atomic_add_fetch(&units_out, need, __ATOMIC_RELAXED);
 		if (out > __atomic_load_n(&units_peak, __ATOMIC_RELAXED))
 			__atomic_store_n(&units_peak, out, __ATOMIC_RELAXED);
-		CHECK(out <= 3);
+		T_CHECK(out <= 3);
 		baton_sched_yield();
 		__atomic_sub_fetch(&units_out, need, __ATOMIC_RELAXED);
-		CHECK_RC(baton_sem_release(sm, need), BATON_OK);
+		T_CHECK_RC(baton_sem_release(sm, need), BATON_OK);
 	}
-	CHECK_RC(baton_wg_done(wg), BATON_OK);
+	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
 }
 
 /* A binary semaphore as a mutex, then three units shared by tasks taking
@@ -34,11 +34,11 @@ static void sem_bin_task(void *arg)
 	long iters = (long)arg;
 
 	for (long i = 0; i < iters; i++) {
-		CHECK_RC(baton_sem_acquire(sm, 1, -1), BATON_OK);
+		T_CHECK_RC(baton_sem_acquire(sm, 1, -1), BATON_OK);
 		excl_body();
-		CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
+		T_CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
 	}
-	CHECK_RC(baton_wg_done(wg), BATON_OK);
+	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
 }
 
 static void sem_excl_main(void *arg)
@@ -46,19 +46,19 @@ static void sem_excl_main(void *arg)
 	long tasks = harness_scale(12, 4), iters = harness_scale(200, 30), v;
 
 	(void)arg;
-	CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
+	T_CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
 	for (long i = 0; i < tasks; i++)
 		spawn(sem_bin_task, (void *)iters);
-	CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
-	CHECK(counter == tasks * iters);
-	CHECK_RC(baton_sem_release(sm, 2), BATON_OK); /* 3 units now */
-	CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	T_CHECK(counter == tasks * iters);
+	T_CHECK_RC(baton_sem_release(sm, 2), BATON_OK); /* 3 units now */
+	T_CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
 	for (long i = 0; i < tasks; i++)
 		spawn(sem_excl_task, (void *)(1 + i % 2));
-	CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
 	v = baton_sem_value(sm);
-	CHECK(v == 3);
-	CHECK(units_peak >= 2 && units_peak <= 3);
+	T_CHECK(v == 3);
+	T_CHECK(units_peak >= 2 && units_peak <= 3);
 }
 
 static void test_sem_exclusion(void **state)
@@ -86,12 +86,12 @@ static unsigned got_now(void)
  * to see that nothing more is granted. */
 static void expect_got(unsigned want)
 {
-	int64_t deadline = mono_ns() + 2000 * MS;
+	int64_t deadline = st_now() + MS(2000);
 
-	while ((got_now() & want) != want && mono_ns() < deadline)
-		baton_sched_sleep(MS / 2);
-	baton_sched_sleep(2 * MS);
-	CHECK(got_now() == want);
+	while ((got_now() & want) != want && st_now() < deadline)
+		baton_sched_sleep(MS(1) / 2);
+	baton_sched_sleep(MS(2));
+	T_CHECK(got_now() == want);
 	if (got_now() != want)
 		fprintf(stderr, "granted %#x, want %#x\n", got_now(), want);
 }
@@ -108,7 +108,7 @@ static void sem_fifo_waiter(void *arg)
 	const struct sem_req *r = arg;
 
 	arrive();
-	CHECK_RC(baton_sem_acquire(sm, r->n, r->timeout), r->want);
+	T_CHECK_RC(baton_sem_acquire(sm, r->n, r->timeout), r->want);
 	if (r->want == BATON_OK)
 		__atomic_or_fetch(&got, 1u << r->id, __ATOMIC_RELAXED);
 }
@@ -119,7 +119,7 @@ static void sem_fifo_main(void *arg)
 	 * 5 ms, 3 asks 1, 4 asks 2. */
 	static const struct sem_req reqs[] = {
 		{ 0, 3, -1, BATON_OK }, { 1, 1, -1, BATON_OK },
-		{ 2, 5, 5 * MS, BATON_ETIMEDOUT }, { 3, 1, -1, BATON_OK },
+		{ 2, 5, MS(5), BATON_ETIMEDOUT }, { 3, 1, -1, BATON_OK },
 		{ 4, 2, -1, BATON_OK },
 	};
 	long v;
@@ -129,28 +129,28 @@ static void sem_fifo_main(void *arg)
 		spawn(sem_fifo_waiter, (void *)&reqs[i]);
 		await_arrivals(i + 1);
 	}
-	CHECK_RC(baton_sem_destroy(sm), BATON_EBUSY);
-	CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_sem_destroy(sm), BATON_EBUSY);
+	T_CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN);
 	/* Two units: not enough for 0 at the head, so 1 waits too, and so
 	 * does a try for one unit. */
-	CHECK_RC(baton_sem_release(sm, 2), BATON_OK);
+	T_CHECK_RC(baton_sem_release(sm, 2), BATON_OK);
 	expect_got(0);
-	CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN);
 	v = baton_sem_value(sm);
-	CHECK(v == 2);
+	T_CHECK(v == 2);
 	/* Four: 0 takes 3 and 1 takes 1; 2 has timed out; 3 waits. */
-	CHECK_RC(baton_sem_release(sm, 2), BATON_OK);
+	T_CHECK_RC(baton_sem_release(sm, 2), BATON_OK);
 	expect_got(0x3);
-	CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
+	T_CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
 	expect_got(0xb);
 	/* One unit free, but 4 at the head asks 2: a try for 1 must wait. */
-	CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
+	T_CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
 	expect_got(0xb);
-	CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN);
-	CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
+	T_CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
 	expect_got(0x1b);
 	v = baton_sem_value(sm);
-	CHECK(v == 0);
+	T_CHECK(v == 0);
 }
 
 static void test_sem_fifo(void **state)
@@ -172,28 +172,28 @@ static struct sem_req head_reqs[] = {
 
 static void sem_head_main(void *arg)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = st_now();
 	long v;
 
 	(void)arg;
-	head_reqs[0].timeout = 100 * MS * time_scale();
+	head_reqs[0].timeout = MS(100) * st_time_scale();
 	for (int i = 0; i < 2; i++) {
 		spawn(sem_fifo_waiter, (void *)&head_reqs[i]);
 		await_arrivals(i + 1);
 	}
 	/* 1 waits behind 0 though a unit is free (unless the machine was so
 	 * slow that 0 has already given up). */
-	if (mono_ns() - t0 < head_reqs[0].timeout)
-		CHECK(got_now() == 0);
+	if (st_now() - t0 < head_reqs[0].timeout)
+		T_CHECK(got_now() == 0);
 	expect_got(0x2);
 	v = baton_sem_value(sm);
-	CHECK(v == 0);
-	CHECK_RC(baton_sem_release(sm, 2), BATON_OK);
-	CHECK_RC(baton_sem_acquire(sm, 2, 0), BATON_OK);   /* try, enough */
-	CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN); /* try, none */
-	CHECK_RC(baton_sem_acquire(sm, 1, 5 * MS), BATON_ETIMEDOUT);
-	CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
-	CHECK_RC(baton_sem_acquire(sm, 1, 5 * MS), BATON_OK); /* usable */
+	T_CHECK(v == 0);
+	T_CHECK_RC(baton_sem_release(sm, 2), BATON_OK);
+	T_CHECK_RC(baton_sem_acquire(sm, 2, 0), BATON_OK);   /* try, enough */
+	T_CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN); /* try, none */
+	T_CHECK_RC(baton_sem_acquire(sm, 1, MS(5)), BATON_ETIMEDOUT);
+	T_CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
+	T_CHECK_RC(baton_sem_acquire(sm, 1, MS(5)), BATON_OK); /* usable */
 }
 
 static void test_sem_timeout(void **state)
@@ -211,7 +211,7 @@ static void test_sem_timeout(void **state)
 static void ghost_sem_waiter(void *arg)
 {
 	(void)arg;
-	CHECK_RC(baton_sem_acquire(sm, 3, 3 * ghost_x), BATON_ETIMEDOUT);
+	T_CHECK_RC(baton_sem_acquire(sm, 3, 3 * ghost_x), BATON_ETIMEDOUT);
 }
 
 static void ghost_sem_main(void *arg)
@@ -222,18 +222,18 @@ static void ghost_sem_main(void *arg)
 	spawn(ghost_sem_waiter, NULL);
 	spawn(ghost_spinner, NULL);
 	baton_sched_sleep(2 * ghost_x);
-	CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
+	T_CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
 	if (cur->workers == 1)
-		CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_OK);
+		T_CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_OK);
 	else
-		CHECK_RC(baton_sem_acquire(sm, 1, -1), BATON_OK);
+		T_CHECK_RC(baton_sem_acquire(sm, 1, -1), BATON_OK);
 	v = baton_sem_value(sm);
-	CHECK(v == 0);
+	T_CHECK(v == 0);
 }
 
 static void test_sem_ghost(void **state)
 {
-	ghost_x = 5 * MS * time_scale();
+	ghost_x = MS(5) * st_time_scale();
 	assert_int_equal(baton_sem_create(&sm, 0), BATON_OK);
 	run(state, ghost_sem_main, NULL);
 	assert_int_equal(baton_sem_destroy(sm), BATON_OK);
@@ -252,16 +252,16 @@ static void wg_worker(void *arg)
 			baton_sched_sleep(10000 + (int64_t)i * 1000);
 	/* Relaxed: the wait group's release orders it for the waiter. */
 	__atomic_add_fetch(&finished, 1, __ATOMIC_RELAXED);
-	CHECK_RC(baton_wg_done(wg), BATON_OK);
+	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
 }
 
 static void wg_waiter(void *arg)
 {
 	long tasks = (long)arg;
 
-	CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
-	CHECK(__atomic_load_n(&finished, __ATOMIC_RELAXED) == tasks);
-	CHECK_RC(baton_wg_done(wg2), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	T_CHECK(__atomic_load_n(&finished, __ATOMIC_RELAXED) == tasks);
+	T_CHECK_RC(baton_wg_done(wg2), BATON_OK);
 }
 
 static void wg_many_main(void *arg)
@@ -269,24 +269,24 @@ static void wg_many_main(void *arg)
 	long tasks = harness_scale(400, 40), waiters = 4, n;
 
 	(void)arg;
-	CHECK_RC(baton_wg_wait(wg, 0), BATON_OK); /* count 0 */
-	CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
-	CHECK_RC(baton_wg_wait(wg, 0), BATON_EAGAIN);
-	CHECK_RC(baton_wg_add(wg2, waiters), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, 0), BATON_OK); /* count 0 */
+	T_CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_wg_add(wg2, waiters), BATON_OK);
 	for (long i = 0; i < waiters; i++)
 		spawn(wg_waiter, (void *)tasks);
 	for (long i = 0; i < tasks; i++)
 		spawn(wg_worker, (void *)(i % 5));
-	CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
-	CHECK(__atomic_load_n(&finished, __ATOMIC_RELAXED) == tasks);
+	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	T_CHECK(__atomic_load_n(&finished, __ATOMIC_RELAXED) == tasks);
 	n = baton_wg_count(wg);
-	CHECK(n == 0);
-	CHECK_RC(baton_wg_wait(wg2, -1), BATON_OK); /* all waiters woke */
+	T_CHECK(n == 0);
+	T_CHECK_RC(baton_wg_wait(wg2, -1), BATON_OK); /* all waiters woke */
 	/* Reuse: count up and down again. */
-	CHECK_RC(baton_wg_add(wg, 2), BATON_OK);
-	CHECK_RC(baton_wg_wait(wg, 0), BATON_EAGAIN);
-	CHECK_RC(baton_wg_add(wg, -2), BATON_OK);
-	CHECK_RC(baton_wg_wait(wg, 5 * MS), BATON_OK);
+	T_CHECK_RC(baton_wg_add(wg, 2), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_wg_add(wg, -2), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, MS(5)), BATON_OK);
 }
 
 static void test_wg_many(void **state)
@@ -301,14 +301,14 @@ static void test_wg_many(void **state)
 
 static void wg_timeout_waiter(void *arg)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = st_now();
 
 	(void)arg;
 	arrive();
-	CHECK_RC(baton_wg_wait(wg, 5 * MS), BATON_ETIMEDOUT);
-	CHECK(mono_ns() - t0 >= 5 * MS);
+	T_CHECK_RC(baton_wg_wait(wg, MS(5)), BATON_ETIMEDOUT);
+	T_CHECK(st_now() - t0 >= MS(5));
 	arrive();
-	CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
 }
 
 static void wg_timeout_main(void *arg)
@@ -316,19 +316,19 @@ static void wg_timeout_main(void *arg)
 	long n;
 
 	(void)arg;
-	CHECK_RC(baton_wg_add(wg, 2), BATON_OK);
-	CHECK_RC(baton_wg_add(wg, -3), BATON_EINVAL); /* below zero */
+	T_CHECK_RC(baton_wg_add(wg, 2), BATON_OK);
+	T_CHECK_RC(baton_wg_add(wg, -3), BATON_EINVAL); /* below zero */
 	n = baton_wg_count(wg);
-	CHECK(n == 2);
-	CHECK_RC(baton_wg_add(wg, LONG_MAX), BATON_EINVAL); /* overflow */
+	T_CHECK(n == 2);
+	T_CHECK_RC(baton_wg_add(wg, LONG_MAX), BATON_EINVAL); /* overflow */
 	spawn(wg_timeout_waiter, NULL);
 	await_arrivals(2); /* timed out, waiting again */
-	CHECK_RC(baton_wg_destroy(wg), BATON_EBUSY);
-	CHECK_RC(baton_wg_done(wg), BATON_OK);
-	CHECK_RC(baton_wg_done(wg), BATON_OK);
-	CHECK_RC(baton_wg_done(wg), BATON_EINVAL); /* would go below zero */
+	T_CHECK_RC(baton_wg_destroy(wg), BATON_EBUSY);
+	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
+	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
+	T_CHECK_RC(baton_wg_done(wg), BATON_EINVAL); /* would go below zero */
 	n = baton_wg_count(wg);
-	CHECK(n == 0);
+	T_CHECK(n == 0);
 }
 
 static void test_wg_timeout(void **state)
@@ -341,12 +341,12 @@ static void test_wg_timeout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		SYNC_TESTS(test_sem_exclusion),
-		SYNC_TESTS(test_sem_fifo),
-		SYNC_TESTS(test_sem_timeout),
-		SYNC_TESTS(test_sem_ghost),
-		SYNC_TESTS(test_wg_many),
-		SYNC_TESTS(test_wg_timeout),
+		CFG_TESTS(test_sem_exclusion),
+		CFG_TESTS(test_sem_fifo),
+		CFG_TESTS(test_sem_timeout),
+		CFG_TESTS(test_sem_ghost),
+		CFG_TESTS(test_wg_many),
+		CFG_TESTS(test_wg_timeout),
 	};
 
 	/* e.g. BATON_TEST_FILTER='test_wg_*' to run a few while debugging */
