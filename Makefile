@@ -54,6 +54,7 @@ export CTEST_PARALLEL_LEVEL := $(JOBS)
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 
 test: deps-test $(VENV)/.test-stamp
+	@test -n "$(CI_WORKFLOWS)" || { echo "no ci-* workflow preset (cmake >= 3.25?)" >&2; exit 1; }
 	for w in $(CI_WORKFLOWS); do cmake --workflow --preset $$w || exit 1; done
 	# The server's robustness tests on the shipped binary, then on the
 	# ASan+UBSan one: a leak (LeakSanitizer at exit) or any report fails them.
