@@ -15,7 +15,6 @@ BUILD   := build
 VENV    := $(BUILD)/venv
 PY      := $(VENV)/bin/python
 JOBS    ?= 2
-CTEST   := ctest --output-on-failure -j $(JOBS)
 # Each configuration is a preset of CMakePresets.json, built in build/NAME.
 PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
@@ -30,38 +29,39 @@ deps-bench:
 deps-deb:
 	@tools/install-deps.sh deb
 
-$(VENV)/.test-stamp: tools/requirements.txt tools/requirements-test.txt
+# The venv's packages: tools/pyproject.toml's dependencies and the groups
+# named (the one list of them; the package itself is not built).
+PYDEPS = python3 -c 'import sys, tomllib; p = tomllib.load(open("tools/pyproject.toml", "rb"))["project"]; \
+	print("\n".join(p["dependencies"] + [d for g in sys.argv[1:] for d in p["optional-dependencies"][g]]))'
+$(VENV)/.test-stamp: tools/pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q -r tools/requirements-test.txt
+	$(PYDEPS) bench test > $(VENV)/requirements-test.txt
+	$(PY) -m pip install -q -r $(VENV)/requirements-test.txt
 	touch $@
-$(VENV)/.bench-stamp: tools/requirements.txt
+$(VENV)/.bench-stamp: tools/pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q -r tools/requirements.txt
+	$(PYDEPS) bench > $(VENV)/requirements-bench.txt
+	$(PY) -m pip install -q -r $(VENV)/requirements-bench.txt
 	touch $@
 
+# The test matrix is data: the workflow presets ci-* of CMakePresets.json
+# (configure, build and test each configuration: native, ASan+UBSan, TSan
+# on the tests labelled threads, ucontext on the unit tests, AArch64 under
+# qemu; and the C++ ring peers), run in their order. `cmake --workflow
+# --preset ci-NAME` runs one of them alone.
+CI_WORKFLOWS = $(shell cmake --workflow --list-presets | sed -n 's/^ *"\(ci-[^"]*\)".*/\1/p')
+export CTEST_PARALLEL_LEVEL := $(JOBS)
+export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
+
 test: deps-test $(VENV)/.test-stamp
-	$(call PRESET,native)
-	cd $(BUILD)/native && $(CTEST)
+	@test -n "$(CI_WORKFLOWS)" || { echo "no ci-* workflow preset (cmake >= 3.25?)" >&2; exit 1; }
+	for w in $(CI_WORKFLOWS); do cmake --workflow --preset $$w || exit 1; done
+	# The server's robustness tests on the shipped binary, then on the
+	# ASan+UBSan one: a leak (LeakSanitizer at exit) or any report fails them.
 	$(PY) -m pytest -q -p no:cacheprovider tests/http --httpd $(BUILD)/native/baton-httpd
-	$(call PRESET,asan)
-	cd $(BUILD)/asan && $(CTEST)
-	# The server's robustness tests again, on the ASan+UBSan binary: a leak
-	# (LeakSanitizer at exit) or any report fails them.
 	$(PY) -m pytest -q -p no:cacheprovider tests/http --httpd $(BUILD)/asan/baton-httpd
-	# ThreadSanitizer: the tests labelled `threads` (coroutines or objects
-	# shared between threads). (TSan counts each coroutine as a thread and
-	# stops at 8128, so the suites with 20000 coroutines stay out of this
-	# build.)
-	$(call PRESET,tsan)
-	cd $(BUILD)/tsan && $(CTEST) -L threads
-	$(call PRESET,ucontext)
-	cd $(BUILD)/ucontext && $(CTEST) -L unit
-	$(call PRESET,aarch64)
-	cd $(BUILD)/aarch64 && $(CTEST)
-	# The C++ ring peers only (Boost.Fiber, C++20 one thread and pool):
-	# tools/tests/test_ring_peers.py runs them (correctness, not speed).
-	cmake --preset bench >/dev/null && cmake --build $(BUILD)/bench --target \
-		ring-boost-fiber ring-cpp20 ring-cpp20-pool
+	# The Python tooling, with the C++ ring peers (ci-bench-peers) that
+	# tools/tests/test_ring_peers.py runs (correctness, not speed).
 	$(PY) -m pytest -q -p no:cacheprovider tools/tests
 	# The packages as a user gets them (tests/packaging): make deb, then the
 	# .deb files unpacked into a scratch root, consumers built against it,

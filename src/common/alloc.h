@@ -2,7 +2,7 @@
  * src/common/alloc.h - every allocation of the library goes through here:
  * heap blocks (baton__malloc, baton__calloc, baton__realloc,
  * baton__aligned, baton__strdup, baton__free) and mappings (baton__mmap,
- * baton__munmap). tests/check_alloc.py fails on a call to the C library's
+ * baton__munmap). tests/common/check_alloc.py fails on a call to the C library's
  * own functions anywhere else under src/.
  *
  * One door, so that a test can close it: in a build with

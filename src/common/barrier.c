@@ -145,7 +145,7 @@ void baton__barrier_heavy(void)
 		   membarrier(MEMBARRIER_CMD_GLOBAL, 0) != 0) {
 		/* Fails only for a process that is not registered, which
 		 * cannot happen: a fork keeps the registration
-		 * (tests/test_seq.c checks it), an exec starts a program that
+		 * (tests/seq/test_seq.c checks it), an exec starts a program that
 		 * registers anew. Should it fail all the same, the global
 		 * command (no registration, an RCU grace period:
 		 * milliseconds) gives the same guarantee; callers rely on one

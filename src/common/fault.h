@@ -6,7 +6,7 @@
  * realloc, aligned blocks, strdup, mmap: src/common/alloc.h) and can make
  * chosen ones fail as if the system were out of memory. Every public call
  * must then either succeed or return BATON_ENOMEM, leak nothing and leave
- * its objects usable (tests/test_faults.c sweeps this). In other builds
+ * its objects usable (tests/fault/test_faults.c sweeps this). In other builds
  * these calls do not exist.
  *
  * The count is process-wide (one atomic counter: allocations made by any

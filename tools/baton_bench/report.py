@@ -105,7 +105,7 @@ def write_report(lines: Iterable[dict[str, Any]], report_dir: str | Path,
     parts.append(_HOW_TO_READ)
     if pyplot is None:
         parts.append("_matplotlib is not installed: no plots "
-                     "(`pip install -r tools/requirements.txt`)._")
+                     "(`pip install './tools[bench]'`)._")
     for suite in group_by_suite(lines).values():
         parts.append(suite_tables(suite, level=2))
         if pyplot is not None:

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <baton_chicken.h>
 

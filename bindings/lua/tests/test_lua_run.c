@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <lauxlib.h>
 #include <lua.h>

@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "harness.h"
+#include "check.h"
 
 #include <lauxlib.h>
 #include <lua.h>

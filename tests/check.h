@@ -1,0 +1,238 @@
+/*
+ * tests/check.h - shared by every cmocka test of baton (tests/<module>/,
+ * bindings/<language>/tests/): what a test needs whatever module it tests.
+ *
+ * - A watchdog, so that a test that hangs fails with a message naming what
+ *   it waited for instead of waiting for CTest's timeout.
+ * - The two coroutine models as cmocka states (MODEL_TESTS), and models
+ *   times worker counts (CFG_TESTS).
+ * - Checks inside tasks. Tasks run on worker threads and on coroutine
+ *   stacks, where a cmocka assertion (a longjmp to the test's frame) must
+ *   not be made: they check with T_CHECK() and T_CHECK_RC(), which print
+ *   the failure and count it; the test asserts T_VERDICT() once the
+ *   scheduler has returned (st_reset() before the next run).
+ * - Time: st_now(), MS(n) nanoseconds, the slowness allowed for this run
+ *   (st_time_scale(), harness_scale() for the light loops under valgrind
+ *   and qemu), and small helpers to make a scheduler and spawn on it.
+ *
+ * Helpers for one module only stay beside its tests (sync/sync_test.h,
+ * stage/stage_test.h, fault/fault_test.h).
+ */
+#ifndef BATON_TESTS_CHECK_H
+#define BATON_TESTS_CHECK_H
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <baton/chan.h>
+#include <baton/coro.h>
+#include <baton/sched.h>
+
+#define UNUSED __attribute__((unused))
+
+/* --- time ------------------------------------------------------------- */
+
+static inline int64_t st_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* How much slower than native this run is allowed to be (valgrind, qemu). */
+static inline int64_t st_time_scale(void)
+{
+	const char *s = getenv("BATON_TEST_TIME_SCALE");
+
+	return s && atoi(s) > 0 ? atoi(s) : 1;
+}
+
+#define MS(x) ((int64_t)(x) * 1000000)
+
+/* Heavy loops are cut down under valgrind/qemu (BATON_TEST_LIGHT=1). */
+static inline long harness_scale(long normal, long light)
+{
+	return getenv("BATON_TEST_LIGHT") ? light : normal;
+}
+
+/* --- the watchdog ------------------------------------------------------ */
+
+static const char *volatile st_phase;
+
+static inline void harness_on_alarm(int sig)
+{
+	char buf[320];
+	int n;
+
+	(void)sig;
+	if (st_phase)
+		n = snprintf(buf, sizeof(buf), "FAIL: watchdog expired in \"%s\": a hang, "
+			     "probably a lost wake-up\n", st_phase);
+	else
+		n = snprintf(buf, sizeof(buf), "FAIL: test timed out (watchdog), probably a hang\n");
+	(void)!write(STDERR_FILENO, buf, (size_t)n);
+	_exit(124);
+}
+
+/* Kill the test binary with a message after `seconds` (times the scale). */
+static inline void harness_watchdog(unsigned seconds)
+{
+	st_phase = NULL;
+	signal(SIGALRM, harness_on_alarm);
+	alarm(seconds * (unsigned)st_time_scale());
+}
+
+/* The same, naming the phase the test is in. */
+static inline void st_watchdog(unsigned seconds, const char *phase)
+{
+	harness_watchdog(seconds);
+	st_phase = phase;
+}
+
+/* --- the coroutine models and worker counts ---------------------------- */
+
+static struct baton_coro_attr harness_stackful = { BATON_CORO_STACKFUL, 0, "stackful", 0 };
+static struct baton_coro_attr harness_copystack = { BATON_CORO_COPYSTACK, 0, "copystack", 0 };
+
+/* A cmocka test run once per model: the state is the attr to create with. */
+#define MODEL_TESTS(fn) \
+	cmocka_unit_test_prestate(fn, &harness_stackful), \
+	cmocka_unit_test_prestate(fn, &harness_copystack)
+
+#define ATTR(state) ((const struct baton_coro_attr *)*(state))
+
+/* A model and a worker count: the state of CFG_TESTS. */
+struct cfg {
+	const struct baton_coro_attr *attr;
+	unsigned workers;
+};
+
+static UNUSED struct cfg cfg_sf1 = { &harness_stackful, 1 };
+static UNUSED struct cfg cfg_sf2 = { &harness_stackful, 2 };
+static UNUSED struct cfg cfg_cs1 = { &harness_copystack, 1 };
+static UNUSED struct cfg cfg_cs2 = { &harness_copystack, 2 };
+
+/* One cmocka test per model and worker count, named after both. */
+#define CFG_TESTS(fn)                                           \
+	{ #fn " stackful 1w", fn, NULL, NULL, &cfg_sf1 },       \
+	{ #fn " stackful 2w", fn, NULL, NULL, &cfg_sf2 },       \
+	{ #fn " copystack 1w", fn, NULL, NULL, &cfg_cs1 },      \
+	{ #fn " copystack 2w", fn, NULL, NULL, &cfg_cs2 }
+
+/* --- checks inside tasks ----------------------------------------------- */
+
+static char st_fail_msg[256];
+static int st_failed;
+
+/* Print a failure (the first 20 of a run) and count it; the first is kept
+ * for T_VERDICT's message. */
+static inline void st_record(const char *file, int line, const char *what)
+{
+	/* Relaxed: a count; the test reads it after run returned (which
+	 * orders the tasks' effects). */
+	int n = __atomic_fetch_add(&st_failed, 1, __ATOMIC_RELAXED);
+
+	if (n == 0)
+		snprintf(st_fail_msg, sizeof(st_fail_msg), "%s:%d: %s", file, line, what);
+	if (n < 20)
+		fprintf(stderr, "%s:%d: %s\n", file, line, what);
+}
+
+#define T_CHECK(cond)                                                     \
+	do {                                                              \
+		if (!(cond))                                              \
+			st_record(__FILE__, __LINE__, "check failed: " #cond); \
+	} while (0)
+
+#define T_CHECK_RC(expr, want)                                            \
+	do {                                                              \
+		int rc_ = (expr);                                         \
+		if (rc_ != (want)) {                                      \
+			char m_[200];                                     \
+			snprintf(m_, sizeof(m_), "%s returned %d (%s), want %s", \
+				 #expr, rc_, baton_strerror(rc_), #want); \
+			st_record(__FILE__, __LINE__, m_);                \
+		}                                                         \
+	} while (0)
+
+#define T_FAIL(msg) st_record(__FILE__, __LINE__, msg)
+
+static inline void st_reset(void)
+{
+	/* Relaxed: no task of the next run has started. */
+	__atomic_store_n(&st_failed, 0, __ATOMIC_RELAXED);
+	st_fail_msg[0] = 0;
+}
+
+#define T_VERDICT()                                                       \
+	do {                                                              \
+		if (__atomic_load_n(&st_failed, __ATOMIC_RELAXED))        \
+			fail_msg("%d failure(s) in tasks, first: %s",     \
+				 st_failed, st_fail_msg);                 \
+	} while (0)
+
+/* --- schedulers and tasks ---------------------------------------------- */
+
+/* A task attribute for the model of the cmocka state. */
+static inline struct baton_task_attr st_tattr(void **state, int worker)
+{
+	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
+
+	a.coro = *ATTR(state);
+	a.worker = worker;
+	return a;
+}
+
+static inline baton_sched_t *st_sched(unsigned workers)
+{
+	struct baton_sched_attr a = BATON_SCHED_ATTR_INIT;
+	baton_sched_t *s = NULL;
+
+	a.workers = workers;
+	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
+	return s;
+}
+
+static inline void st_spawn(baton_sched_t *s, void **state, int worker,
+			    baton_task_fn fn, void *arg)
+{
+	struct baton_task_attr a = st_tattr(state, worker);
+
+	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
+}
+
+/* TSan gives every coroutine a fiber with its own trace mapping: tens of
+ * thousands of live tasks exhaust the address space it reserves. */
+#if defined(__SANITIZE_THREAD__)
+#define ST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ST_TSAN 1
+#endif
+#endif
+#ifndef ST_TSAN
+#define ST_TSAN 0
+#endif
+
+/* Tiny per-thread PRNG for the stress tests (xorshift64*). */
+static inline uint64_t st_rand(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545F4914F6CDD1DULL;
+}
+
+#endif

@@ -1,0 +1,405 @@
+/*
+ * tests/test_io_uring_backend.c - what is particular to the io_uring
+ * reactor (src/io/uring.c), run with BATON_IO_BACKEND=io_uring: the
+ * backend is really in use where the build has liburing
+ * (BATON_EXPECT_URING), handles closed on another worker are removed and
+ * freed by their home worker while completions for them may still be in
+ * flight, open/close churn, descriptors that cannot be polled, and
+ * multishot polls that the kernel ended because the completion queue was
+ * full are re-armed. Under epoll (no
+ * liburing) the same checks hold and the test still runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#include <baton/io.h>
+#include <baton/sched.h>
+
+#ifndef BATON_EXPECT_URING
+#define BATON_EXPECT_URING 0
+#endif
+
+static baton_sched_t *make_sched(unsigned workers)
+{
+	struct baton_sched_attr a = BATON_SCHED_ATTR_INIT;
+	baton_sched_t *s;
+
+	a.workers = workers;
+	a.io_backend = BATON_IO_URING;
+	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
+	st_reset();
+	return s;
+}
+
+static void spawn_on(baton_sched_t *s, void **state, int worker,
+		     baton_task_fn fn, void *arg)
+{
+	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
+
+	a.coro = *ATTR(state);
+	a.worker = worker;
+	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
+}
+
+static void run_and_destroy(baton_sched_t *s)
+{
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* --- the backend in use ---------------------------------------------------- */
+static const char *seen_backend;
+
+static void backend_task(void *arg)
+{
+	int sv[2];
+	baton_io_t *io;
+
+	(void)arg;
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	T_CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
+	seen_backend = baton_io_backend();
+	T_CHECK(baton_io_close(io) == BATON_OK);
+	close(sv[1]);
+}
+
+static void test_backend(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(10);
+	spawn_on(s, state, BATON_SCHED_ANY_WORKER, backend_task, NULL);
+	run_and_destroy(s);
+	assert_non_null(seen_backend);
+	if (BATON_EXPECT_URING)
+		assert_string_equal(seen_backend, "io_uring");
+	else
+		assert_string_equal(seen_backend, "epoll");
+	alarm(0);
+}
+
+/* --- closed on another worker: the home worker removes and frees ---------- */
+#define HANDOFFS 200
+
+struct handoff {
+	baton_io_t *io;	 /* opened on worker 0, closed on worker 1 */
+	baton_io_t *peer; /* the other end, read on worker 0 */
+	void **state;
+	baton_sched_t *s;
+	int closed;	 /* (atomic) the closer is done */
+};
+
+static void closer(void *arg)
+{
+	struct handoff *h = arg;
+	char c;
+	size_t n;
+
+	/* Its edges come from worker 0's ring; the read may park. */
+	T_CHECK(baton_io_read(h->io, &c, 1, 2000000000LL, &n) == BATON_OK && n == 1);
+	T_CHECK(baton_io_close(h->io) == BATON_OK);
+	/* Release: the opener reads the peer only after our close. */
+	__atomic_store_n(&h->closed, 1, __ATOMIC_RELEASE);
+}
+
+static void opener(void *arg)
+{
+	struct handoff *h = arg;
+	char c;
+	size_t n;
+
+	for (int i = 0; i < HANDOFFS; i++) {
+		int sv[2];
+
+		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		T_CHECK(baton_io_open(&h->io, sv[0], true) == BATON_OK);
+		T_CHECK(baton_io_open(&h->peer, sv[1], true) == BATON_OK);
+		h->closed = 0;
+		spawn_on(h->s, h->state, 1, closer, h);
+		if (i & 1)
+			baton_sched_yield(); /* sometimes the closer parks first */
+		T_CHECK(baton_io_write(h->peer, "x", 1, -1, NULL) == BATON_OK);
+		/* Acquire: pairs with the closer's release. */
+		while (!__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE))
+			baton_sched_yield();
+		/* The peer sees the close only once worker 0 removed the
+		 * poll request that kept the socket's file alive. */
+		T_CHECK(baton_io_read(h->peer, &c, 1, 2000000000LL, &n) == BATON_OK && n == 0);
+		T_CHECK(baton_io_close(h->peer) == BATON_OK);
+	}
+}
+
+static void test_close_elsewhere(void **state)
+{
+	baton_sched_t *s = make_sched(2);
+	struct handoff h = { .state = state, .s = s };
+
+	harness_watchdog(30);
+	spawn_on(s, state, 0, opener, &h);
+	run_and_destroy(s);
+	alarm(0);
+}
+
+/* --- churn: many short-lived handles --------------------------------------- */
+static void churn_task(void *arg)
+{
+	long rounds = harness_scale(3000, 300);
+
+	(void)arg;
+	for (long i = 0; i < rounds; i++) {
+		int sv[2];
+		baton_io_t *a, *b;
+		char c = 0;
+		size_t n;
+
+		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		T_CHECK(baton_io_open(&a, sv[0], true) == BATON_OK);
+		T_CHECK(baton_io_open(&b, sv[1], true) == BATON_OK);
+		if (i % 3 == 0) {
+			/* close with data unread and a request in flight */
+			T_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
+		} else if (i % 3 == 1) {
+			T_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
+			T_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
+			      n == 1 && c == 'z');
+		}
+		T_CHECK(baton_io_close(a) == BATON_OK);
+		if (i % 3 != 2)
+			T_CHECK(baton_io_close(b) == BATON_OK);
+		else /* leave b for the next poll round to see a's hang-up */
+			T_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
+			      n == 0 && baton_io_close(b) == BATON_OK);
+	}
+}
+
+static void test_churn(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(30);
+	spawn_on(s, state, BATON_SCHED_ANY_WORKER, churn_task, NULL);
+	run_and_destroy(s);
+	alarm(0);
+}
+
+/* --- descriptors that cannot be polled ------------------------------------ */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static void unpollable_task(void *arg)
+{
+	FILE *f = tmpfile();
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	baton_io_t *io;
+	char c;
+	size_t n;
+	int rc;
+
+	(void)arg;
+	/* A regular file never waits: refused, as epoll refuses it. */
+	T_CHECK(f != NULL);
+	errno = 0;
+	T_CHECK(baton_io_open(&io, fileno(f), false) == BATON_ESYS && errno == EPERM);
+	fclose(f);
+	/* A character device without poll support: epoll refuses it;
+	 * io_uring takes it as always ready, and must not spin on it. */
+	T_CHECK(fd >= 0);
+	rc = baton_io_open(&io, fd, true);
+	if (BATON_EXPECT_URING) {
+		double t0;
+
+		T_CHECK(rc == BATON_OK);
+		if (rc != BATON_OK)
+			return;
+		T_CHECK(baton_io_read(io, &c, 1, 1000000000LL, &n) == BATON_OK && n == 0);
+		T_CHECK(baton_io_write(io, "x", 1, 1000000000LL, &n) == BATON_OK && n == 1);
+		t0 = cpu_seconds();
+		baton_sched_sleep(200000000); /* the worker idles in its ring */
+		T_CHECK(cpu_seconds() - t0 < 0.1);
+		T_CHECK(baton_io_close(io) == BATON_OK);
+	} else {
+		T_CHECK(rc == BATON_ESYS);
+		close(fd);
+	}
+}
+
+static void test_unpollable(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(10);
+	spawn_on(s, state, BATON_SCHED_ANY_WORKER, unpollable_task, NULL);
+	run_and_destroy(s);
+	alarm(0);
+}
+
+/* --- a full completion queue ends multishot polls: they are re-armed ------ */
+#define PAIRS 300
+#define BURST 20 /* PAIRS * BURST edges > the 4096-entry completion queue */
+
+struct burst {
+	int wfd[PAIRS];
+	baton_io_t *r[PAIRS];
+	int want; /* (atomic) the pair the reader waits on, -1 done */
+};
+
+static void *burst_writer(void *arg)
+{
+	struct burst *b = arg;
+	int last = -1, cur;
+
+	/* Acquire: pairs with the reader's release of `want`. */
+	while ((cur = __atomic_load_n(&b->want, __ATOMIC_ACQUIRE)) != -1) {
+		if (cur == last || cur < 0) {
+			usleep(100);
+			continue;
+		}
+		usleep(500); /* let the reader park and the worker sleep */
+		(void)!write(b->wfd[cur], "w", 1);
+		last = cur;
+	}
+	return NULL;
+}
+
+static void burst_reader(void *arg)
+{
+	struct burst *b = arg;
+	char buf[64];
+	size_t n;
+
+	for (int i = 0; i < PAIRS; i++) {
+		int sv[2];
+
+		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		b->wfd[i] = sv[1];
+		T_CHECK(baton_io_open(&b->r[i], sv[0], true) == BATON_OK);
+	}
+	baton_sched_yield(); /* the worker polls: the requests are armed */
+	baton_sched_sleep(1000000);
+	/* Without a poll in between: every write is one completion. */
+	for (int k = 0; k < BURST; k++)
+		for (int i = 0; i < PAIRS; i++)
+			(void)!write(b->wfd[i], "b", 1);
+	baton_sched_sleep(1000000); /* the worker reaps and re-arms */
+	for (int i = 0; i < PAIRS; i++) {
+		size_t got = 0;
+
+		while (baton_io_read(b->r[i], buf, sizeof(buf), 0, &n) == BATON_OK)
+			got += n;
+		T_CHECK(got == BURST);
+	}
+	/* Each handle still reports edges: one byte, written while we wait. */
+	for (int i = 0; i < PAIRS; i++) {
+		/* Release: the writer sees the handles set up. */
+		__atomic_store_n(&b->want, i, __ATOMIC_RELEASE);
+		T_CHECK(baton_io_read(b->r[i], buf, 1, 3000000000LL, &n) == BATON_OK &&
+		      n == 1 && buf[0] == 'w');
+	}
+	__atomic_store_n(&b->want, -1, __ATOMIC_RELEASE);
+	for (int i = 0; i < PAIRS; i++)
+		T_CHECK(baton_io_close(b->r[i]) == BATON_OK);
+}
+
+static void test_overflow_rearm(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+	static struct burst b;
+	pthread_t th;
+
+	harness_watchdog(60);
+	b.want = -2;
+	spawn_on(s, state, BATON_SCHED_ANY_WORKER, burst_reader, &b);
+	assert_int_equal(pthread_create(&th, NULL, burst_writer, &b), 0);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	/* Release: a reader that failed early still stops the writer. */
+	__atomic_store_n(&b.want, -1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	for (int i = 0; i < PAIRS; i++)
+		close(b.wfd[i]);
+	T_VERDICT();
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	alarm(0);
+}
+
+/* --- submissions the kernel refuses ---------------------------------------- */
+#if BATON_EXPECT_URING
+extern unsigned baton__uring_sqe_failures; /* src/io/uring.c's test knob */
+
+static void refused_task(void *arg)
+{
+	int a[2], b[2];
+	baton_io_t *ia, *ib;
+	char c;
+	ssize_t r = -1;
+
+	(void)arg;
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+	T_CHECK(baton_io_open(&ia, a[0], true) == BATON_OK); /* the poller exists */
+	T_CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
+	/* Relaxed: the knob is read on this thread, by the calls below. */
+	__atomic_store_n(&baton__uring_sqe_failures, 1000, __ATOMIC_RELAXED);
+	/* No SQE: opening fails with an error instead of looping. */
+	errno = 0;
+	T_CHECK(baton_io_open(&ib, b[0], false) == BATON_ESYS && errno == EBUSY);
+	/* Closing: the cancellation waits on the retry list, and the peer does
+	 * not see the close while the poll request holds the file. */
+	T_CHECK(baton_io_close(ia) == BATON_OK);
+	__atomic_store_n(&baton__uring_sqe_failures, 0, __ATOMIC_RELAXED);
+	/* The next polls queue the cancellation: the peer sees EOF. */
+	for (int i = 0; i < 200 && r != 0; i++) {
+		baton_sched_sleep(1000000);
+		r = recv(a[1], &c, 1, MSG_DONTWAIT);
+	}
+	T_CHECK(r == 0);
+	/* And handles open again. */
+	T_CHECK(baton_io_open(&ib, b[0], true) == BATON_OK);
+	T_CHECK(baton_io_close(ib) == BATON_OK);
+	close(a[1]);
+	close(b[1]);
+}
+#endif
+
+static void test_refused_submissions(void **state)
+{
+#if BATON_EXPECT_URING
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(30);
+	spawn_on(s, state, BATON_SCHED_ANY_WORKER, refused_task, NULL);
+	run_and_destroy(s);
+	alarm(0);
+#else
+	(void)state;
+	skip(); /* no liburing in this build */
+#endif
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		MODEL_TESTS(test_backend),
+		MODEL_TESTS(test_close_elsewhere),
+		MODEL_TESTS(test_churn),
+		MODEL_TESTS(test_unpollable),
+		MODEL_TESTS(test_overflow_rearm),
+		MODEL_TESTS(test_refused_submissions),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

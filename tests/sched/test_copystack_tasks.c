@@ -1,0 +1,350 @@
+/* Copy-stack tasks in the scheduler (include/baton/sched.h rule 2,
+ * docs/coroutines.md): a task that never blocks is never copied; a task
+ * that parks at every depth up to near the shared stack's limit resumes
+ * with every local intact; a pointer to a local, kept in a deeper frame,
+ * still points at the local after a park (frames come back to the same
+ * addresses); and a ring of parked tasks copies what its tasks used and
+ * nothing more (baton_sched_stats.copied_bytes); tasks that end hand over
+ * to new, parked and stackful tasks alike. One worker, so every
+ * hand-off goes through the copier. */
+#include "check.h"
+
+#include <stdbool.h>
+
+static struct baton_task_attr cs_attr(void)
+{
+	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
+
+	a.coro.model = BATON_CORO_COPYSTACK;
+	return a;
+}
+
+/* --- never blocks: nothing copied -------------------------------------- */
+static long nb_ran;
+
+static void nb_task(void *arg)
+{
+	volatile char frame[2000];
+
+	frame[0] = (char)(intptr_t)arg;
+	frame[1999] = frame[0];
+	nb_ran += frame[0] == frame[1999];
+}
+
+static void nb_spawner(void *arg)
+{
+	baton_sched_t *s = arg;
+	struct baton_task_attr a = cs_attr();
+
+	for (long i = 0; i < 1000; i++) {
+		T_CHECK_RC(baton_sched_spawn(s, &a, nb_task, (void *)(intptr_t)i), BATON_OK);
+		if (i % 64 == 63)
+			T_CHECK_RC(baton_sched_yield(), BATON_OK);
+	}
+}
+
+static void test_never_blocks_never_copied(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+	struct baton_sched_stats st;
+
+	(void)state;
+	st_reset();
+	st_watchdog(60, "tasks that never block");
+	nb_ran = 0;
+	/* A stackful spawner: no copy-stack task but the ones measured. */
+	assert_int_equal(baton_sched_spawn(s, NULL, nb_spawner, s), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(nb_ran, 1000);
+	assert_int_equal(baton_sched_stats(s, &st), BATON_OK);
+	/* Each ran to its end on the shared stack: none was saved, none
+	 * copied back. */
+	assert_int_equal(st.copied_bytes, 0);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* --- parks at every depth --------------------------------------------------- */
+/* A frame of ~1 KiB per level, filled with a pattern of (level, seed);
+ * at the bottom the task parks (a channel receive its partner answers)
+ * and every frame is checked on the way back up. */
+#define DEEP_FRAME 1000
+static baton_chan_t *dp_ping, *dp_pong;
+static long dp_levels_max;	/* set from the frame size at the first dive */
+static char *dp_frame_addr[2];	/* level 0's and level 1's frames */
+
+static __attribute__((noinline)) bool deep(long level, long bottom, unsigned seed)
+{
+	volatile unsigned char frame[DEEP_FRAME];
+	bool ok = true;
+
+	for (size_t i = 0; i < sizeof(frame); i++)
+		frame[i] = (unsigned char)(seed + (unsigned)level * 7u + i);
+	if (level < 2)
+		dp_frame_addr[level] = (char *)frame;
+	if (level < bottom) {
+		ok = deep(level + 1, bottom, seed);
+	} else {
+		void *v;
+
+		T_CHECK_RC(baton_chan_send(dp_ping, (void *)(intptr_t)level, MS(20000)),
+			   BATON_OK);
+		T_CHECK_RC(baton_chan_recv(dp_pong, &v, MS(20000)), BATON_OK);
+		T_CHECK((intptr_t)v == level);
+	}
+	for (size_t i = 0; i < sizeof(frame); i++)
+		if (frame[i] != (unsigned char)(seed + (unsigned)level * 7u + i))
+			return false;
+	return ok;
+}
+
+static void dp_diver(void *arg)
+{
+	(void)arg;
+	for (long bottom = 0; bottom <= dp_levels_max; bottom += bottom < 16 ? 1 : 37) {
+		if (bottom == 2) {
+			/* The shared stack is 1 MiB: dive to about 900 KiB of
+			 * frames (sanitizer builds have larger ones). */
+			long frame = (long)(dp_frame_addr[0] - dp_frame_addr[1]);
+
+			T_CHECK(frame >= DEEP_FRAME);
+			if (frame >= DEEP_FRAME)
+				dp_levels_max = harness_scale(900 * 1024 / frame, 200);
+		}
+		if (!deep(0, bottom, (unsigned)bottom * 13u + 1u)) {
+			T_FAIL("a local changed across a park");
+			break;
+		}
+	}
+	T_CHECK(dp_levels_max > 100);
+	T_CHECK_RC(baton_chan_close(dp_ping), BATON_OK);
+}
+
+/* The partner is copy-stack too: each park swaps the two through the
+ * copier. */
+static void dp_partner(void *arg)
+{
+	volatile unsigned char mine[300];
+	void *v;
+
+	(void)arg;
+	for (size_t i = 0; i < sizeof(mine); i++)
+		mine[i] = (unsigned char)(0xa5 ^ i);
+	while (baton_chan_recv(dp_ping, &v, MS(20000)) == BATON_OK)
+		T_CHECK_RC(baton_chan_send(dp_pong, v, MS(20000)), BATON_OK);
+	for (size_t i = 0; i < sizeof(mine); i++)
+		T_CHECK(mine[i] == (unsigned char)(0xa5 ^ i));
+}
+
+static void test_parks_at_every_depth(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+	struct baton_task_attr a = cs_attr();
+
+	(void)state;
+	st_reset();
+	st_watchdog(120, "parking at every depth");
+	dp_levels_max = 16; /* until the frame size is known */
+	assert_int_equal(baton_chan_create(&dp_ping, 0), BATON_OK);
+	assert_int_equal(baton_chan_create(&dp_pong, 0), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, &a, dp_diver, NULL), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, &a, dp_partner, NULL), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton_chan_destroy(dp_ping), BATON_OK);
+	assert_int_equal(baton_chan_destroy(dp_pong), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* --- a pointer to a local across a park --------------------------------------- */
+struct lp_state {
+	baton_chan_t *ch;
+	long *where[2]; /* the local's address before and after the park */
+};
+
+static __attribute__((noinline)) void lp_use(long *p, struct lp_state *ls, int who)
+{
+	*p += 1;
+	/* Park in a deeper frame, with the pointer live in this one. */
+	if (who == 0)
+		T_CHECK_RC(baton_chan_send(ls->ch, NULL, MS(20000)), BATON_OK);
+	else
+		T_CHECK_RC(baton_chan_recv(ls->ch, NULL, MS(20000)), BATON_OK);
+	*p += 10;
+}
+
+static void lp_task(void *arg)
+{
+	static struct lp_state ls;
+	long local = 100;
+	int who = (int)(intptr_t)arg;
+
+	if (who == 0)
+		ls.ch = NULL;
+	if (ls.ch == NULL)
+		T_CHECK_RC(baton_chan_create(&ls.ch, 0), BATON_OK);
+	ls.where[who] = &local;
+	lp_use(&local, &ls, who);
+	T_CHECK(local == 111);
+	T_CHECK(ls.where[who] == &local); /* the same address after the park */
+	if (who == 1) {
+		T_CHECK_RC(baton_chan_destroy(ls.ch), BATON_OK);
+		ls.ch = NULL;
+	}
+}
+
+static void test_local_pointer_across_park(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+	struct baton_task_attr a = cs_attr();
+
+	(void)state;
+	st_reset();
+	st_watchdog(60, "a pointer to a local across a park");
+	assert_int_equal(baton_sched_spawn(s, &a, lp_task, (void *)0), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, &a, lp_task, (void *)1), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* --- a ring copies what it uses ----------------------------------------------- */
+#define RING_N 8
+static baton_chan_t *rg_in[RING_N];
+static long rg_rounds;
+
+static void rg_member(void *arg)
+{
+	long i = (long)(intptr_t)arg;
+	void *v;
+
+	for (long r = 0; r < rg_rounds; r++) {
+		if (i == 0) {
+			T_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
+			T_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
+		} else {
+			T_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
+			T_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
+		}
+		T_CHECK((intptr_t)v == r);
+	}
+}
+
+static void test_ring_copies_what_it_uses(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+	struct baton_task_attr a = cs_attr();
+	struct baton_sched_stats st;
+	double per_hop;
+
+	(void)state;
+	st_reset();
+	st_watchdog(60, "copy-stack ring");
+	rg_rounds = 1000;
+	for (int i = 0; i < RING_N; i++)
+		assert_int_equal(baton_chan_create(&rg_in[i], 0), BATON_OK);
+	for (intptr_t i = 0; i < RING_N; i++)
+		assert_int_equal(baton_sched_spawn(s, &a, rg_member, (void *)i), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton_sched_stats(s, &st), BATON_OK);
+	per_hop = (double)st.copied_bytes / (double)(RING_N * rg_rounds);
+	/* Every hop saves the leaver and restores the newcomer: something
+	 * is copied, and it is the task's few frames, not the whole 1 MiB
+	 * shared stack nor a fixed slab (sanitizer builds have larger
+	 * frames, hence the generous bound). */
+	if (per_hop < 64 || per_hop > 16384)
+		fail_msg("copied %.0f bytes per hop", per_hop);
+	for (int i = 0; i < RING_N; i++)
+		assert_int_equal(baton_chan_destroy(rg_in[i]), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* --- tasks that end into every kind of next task ------------------------------- */
+/* A copy-stack task that ends hands its worker to whatever runs next: one
+ * that never ran (started at once over the dead frames), one that parked
+ * (copied back through the copier) or the stackful spawner. Each kind
+ * fills a frame with its own pattern and checks it at the end; a parked
+ * one checks across its park. Mixed in every order the run queue gives. */
+#define MX_TASKS 3000
+static baton_chan_t *mx_ch;
+static long mx_ok, mx_bad;
+
+static bool mx_fill_check(volatile unsigned char *f, size_t n, unsigned seed, bool check)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char want = (unsigned char)(seed * 31u + i);
+
+		if (!check)
+			f[i] = want;
+		else if (f[i] != want)
+			return false;
+	}
+	return true;
+}
+
+static void mx_task(void *arg)
+{
+	long i = (long)(intptr_t)arg;
+	volatile unsigned char frame[600 + (i % 7) * 100];
+	void *v;
+	bool ok;
+
+	mx_fill_check(frame, sizeof(frame), (unsigned)i, false);
+	switch (i % 3) {
+	case 0: /* never blocks */
+		break;
+	case 1: /* parks until a later task sends */
+		T_CHECK_RC(baton_chan_recv(mx_ch, &v, MS(20000)), BATON_OK);
+		break;
+	case 2: /* wakes an earlier one (it runs next) */
+		T_CHECK_RC(baton_chan_send(mx_ch, (void *)(intptr_t)i, MS(20000)), BATON_OK);
+		break;
+	}
+	ok = mx_fill_check(frame, sizeof(frame), (unsigned)i, true);
+	/* Relaxed: read after the run. */
+	__atomic_add_fetch(ok ? &mx_ok : &mx_bad, 1, __ATOMIC_RELAXED);
+}
+
+static void mx_spawner(void *arg)
+{
+	baton_sched_t *s = arg;
+	struct baton_task_attr a = cs_attr();
+
+	for (long i = 0; i < MX_TASKS; i++) {
+		T_CHECK_RC(baton_sched_spawn(s, &a, mx_task, (void *)(intptr_t)i), BATON_OK);
+		if (i % 5 == 4)
+			T_CHECK_RC(baton_sched_yield(), BATON_OK);
+	}
+}
+
+static void test_end_into_every_kind(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+
+	(void)state;
+	st_reset();
+	st_watchdog(60, "copy-stack tasks ending into every kind of next task");
+	mx_ok = mx_bad = 0;
+	assert_int_equal(baton_chan_create(&mx_ch, 0), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, NULL, mx_spawner, s), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(mx_bad, 0);
+	assert_int_equal(mx_ok, MX_TASKS);
+	assert_int_equal(baton_chan_destroy(mx_ch), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_never_blocks_never_copied),
+		cmocka_unit_test(test_parks_at_every_depth),
+		cmocka_unit_test(test_local_pointer_across_park),
+		cmocka_unit_test(test_ring_copies_what_it_uses),
+		cmocka_unit_test(test_end_into_every_kind),
+	};
+
+	return cmocka_run_group_tests_name("copystack_tasks", tests, NULL, NULL);
+}

@@ -1,0 +1,327 @@
+/* Stages that tasks pass through (include/baton/stage.h, rule 6): the
+ * concurrency limit with tasks queued in arrival order, refusals (queue
+ * full, timeout, close) and their counts, needs taken on enter (KEEP ones
+ * kept past leave), a raised limit that admits the queue, drain, and the
+ * errors of the calls. See stage_test.h. */
+#include "stage_test.h"
+
+#include <baton/sync.h>
+
+static baton_stage_t *pass_stage(const char *name, size_t cap, unsigned conc,
+				 const struct baton_stage_need *needs, size_t nneeds)
+{
+	return make_stage(name, NULL, NULL, cap, conc, needs, nneeds);
+}
+
+/* --- the limit, and the queue in arrival order ------------------------------ */
+#define LIM_TASKS 12
+static struct gauge lim_gauge;
+static baton_stage_t *lim_st;
+static baton_wg_t *lim_wg;
+
+static void lim_task(void *arg)
+{
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+
+	(void)arg;
+	T_CHECK_RC(baton_stage_enter(lim_st, &p, patience()), BATON_OK);
+	T_CHECK(p.stage == lim_st);
+	gauge_enter(&lim_gauge);
+	baton_sched_sleep(MS(1));
+	gauge_leave(&lim_gauge);
+	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	T_CHECK(p.stage == NULL);
+	baton_wg_done(lim_wg);
+}
+
+static void lim_main(void *arg)
+{
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	struct baton_stage_stats s;
+
+	(void)arg;
+	ta.coro = *cur->attr;
+	T_CHECK_RC(baton_wg_create(&lim_wg), BATON_OK);
+	baton_wg_add(lim_wg, LIM_TASKS);
+	for (int i = 0; i < LIM_TASKS; i++)
+		T_CHECK_RC(baton_sched_spawn(sched, &ta, lim_task, NULL), BATON_OK);
+	T_CHECK_RC(baton_wg_wait(lim_wg, patience()), BATON_OK);
+	baton_wg_destroy(lim_wg);
+	stats(lim_st, &s);
+	T_CHECK(s.submitted == LIM_TASKS && s.completed == LIM_TASKS);
+	T_CHECK(s.rejected == 0 && s.running == 0 && s.queued == 0);
+	T_CHECK(s.handler_ns >= (uint64_t)MS(LIM_TASKS));
+	T_CHECK(s.wait_ns > 0); /* ten of them waited for a slot */
+	T_CHECK(s.runners == 0 && s.runners_started == 0); /* no task of its own */
+}
+
+static void test_pass_limit(void **state)
+{
+	setup(state);
+	lim_gauge = (struct gauge){ 0, 0 };
+	lim_st = pass_stage("limit", LIM_TASKS, 2, NULL, 0);
+	run(lim_main, NULL);
+	assert_int_equal(gauge_max(&lim_gauge), 2);
+	assert_int_equal(baton_stage_destroy(lim_st), BATON_OK);
+}
+
+/* Who holds the one slot, in the order they got it. */
+#define FIFO_TASKS 6
+static baton_stage_t *fifo_st;
+static int fifo_order[FIFO_TASKS], fifo_n;
+
+static void fifo_task(void *arg)
+{
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+
+	T_CHECK_RC(baton_stage_enter(fifo_st, &p, patience()), BATON_OK);
+	fifo_order[fifo_n++] = (int)(intptr_t)arg; /* one at a time: no race */
+	baton_sched_sleep(MS(1) / 4);
+	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+}
+
+static void fifo_main(void *arg)
+{
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+	struct baton_stage_stats s;
+
+	(void)arg;
+	ta.coro = *cur->attr;
+	ta.worker = 0; /* one worker: they queue in spawn order */
+	ta.flags = BATON_TASK_BOUND;
+	T_CHECK_RC(baton_stage_enter(fifo_st, &p, 0), BATON_OK); /* hold it */
+	for (intptr_t i = 0; i < FIFO_TASKS; i++) {
+		T_CHECK_RC(baton_sched_spawn(sched, &ta, fifo_task, (void *)i), BATON_OK);
+		/* Let it queue before the next one is spawned. */
+		for (;;) {
+			stats(fifo_st, &s);
+			if (s.queued == (size_t)i + 1)
+				break;
+			baton_sched_yield();
+		}
+	}
+	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	T_CHECK_RC(baton_stage_drain(fifo_st, patience()), BATON_OK);
+	for (int i = 0; i < FIFO_TASKS; i++)
+		T_CHECK(fifo_order[i] == i);
+}
+
+static void test_pass_fifo(void **state)
+{
+	setup(state);
+	fifo_n = 0;
+	fifo_st = pass_stage("fifo", FIFO_TASKS, 1, NULL, 0);
+	run(fifo_main, NULL);
+	assert_int_equal(fifo_n, FIFO_TASKS);
+	assert_int_equal(baton_stage_destroy(fifo_st), BATON_OK);
+}
+
+/* --- refusals: queue full, timeout 0, timed out, closed ------------------- */
+static baton_stage_t *ref_st;
+
+static void ref_waiter(void *arg)
+{
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+
+	/* Queued behind the holder until the stage closes. */
+	T_CHECK_RC(baton_stage_enter(ref_st, &p, patience()), (int)(intptr_t)arg);
+	T_CHECK(p.stage == NULL);
+}
+
+static void ref_main(void *arg)
+{
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT, q = BATON_STAGE_PASS_INIT;
+	struct baton_stage_stats s;
+
+	(void)arg;
+	ta.coro = *cur->attr;
+	T_CHECK_RC(baton_stage_enter(ref_st, &p, 0), BATON_OK);
+	/* The slot is taken: timeout 0 is refused, a timeout runs out. */
+	T_CHECK_RC(baton_stage_enter(ref_st, &q, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_stage_enter(ref_st, &q, MS(1)), BATON_ETIMEDOUT);
+	stats(ref_st, &s);
+	T_CHECK(s.rejected == 2 && s.submitted == 1 && s.queued == 0 && s.running == 1);
+	/* One waits (the queue holds one): a third is refused at once. */
+	T_CHECK_RC(baton_sched_spawn(sched, &ta, ref_waiter, (void *)(intptr_t)BATON_ESHUTDOWN),
+		 BATON_OK);
+	do {
+		baton_sched_yield();
+		stats(ref_st, &s);
+	} while (s.queued == 0);
+	T_CHECK_RC(baton_stage_enter(ref_st, &q, patience()), BATON_EAGAIN);
+	T_CHECK(q.stage == NULL);
+	/* Close refuses the waiter, not the holder. */
+	T_CHECK_RC(baton_stage_close(ref_st), BATON_OK);
+	T_CHECK_RC(baton_stage_enter(ref_st, &q, 0), BATON_ESHUTDOWN);
+	T_CHECK_RC(baton_stage_drain(ref_st, 0), BATON_EAGAIN); /* p is inside */
+	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_EINVAL); /* twice */
+	T_CHECK_RC(baton_stage_drain(ref_st, patience()), BATON_OK);
+	stats(ref_st, &s);
+	/* EAGAIN, ETIMEDOUT, EAGAIN (full), the waiter, ESHUTDOWN. */
+	T_CHECK(s.rejected == 5 && s.submitted == 1 && s.completed == 1);
+	T_CHECK(s.queued == 0 && s.running == 0 && s.closed);
+}
+
+static void test_pass_refusals(void **state)
+{
+	setup(state);
+	ref_st = pass_stage("refusals", 1, 1, NULL, 0);
+	run(ref_main, NULL);
+	assert_int_equal(baton_stage_destroy(ref_st), BATON_OK);
+}
+
+/* --- needs: taken on enter, released on leave unless KEEP ------------------- */
+static baton_pool_t *need_db, *need_conn;
+static baton_stage_t *need_st;
+
+static long in_use(baton_pool_t *p)
+{
+	struct baton_pool_stats ps;
+
+	T_CHECK_RC(baton_pool_snapshot(p, &ps), BATON_OK);
+	return ps.in_use;
+}
+
+static void need_main(void *arg)
+{
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT, q = BATON_STAGE_PASS_INIT;
+	struct baton_stage_stats s;
+	int64_t end = 0;
+
+	(void)arg;
+	T_CHECK_RC(baton_stage_enter(need_st, &p, patience()), BATON_OK);
+	T_CHECK(in_use(need_db) == 1 && in_use(need_conn) == 1);
+	/* A slot is free, the db pool (capacity 1) is not: refused, and the
+	 * connection unit it took first is given back. */
+	T_CHECK_RC(baton_stage_enter(need_st, &q, 0), BATON_EAGAIN);
+	T_CHECK_RC(baton_stage_enter(need_st, &q, MS(1)), BATON_ETIMEDOUT);
+	T_CHECK(in_use(need_conn) == 1);
+	stats(need_st, &s);
+	T_CHECK(s.running == 1 && s.rejected == 2 && s.submitted == 1);
+	T_CHECK_RC(baton_stage_leave(&p, &end), BATON_OK);
+	T_CHECK(end > 0);
+	/* db went back, the KEEP connection unit did not. */
+	T_CHECK(in_use(need_db) == 0 && in_use(need_conn) == 1);
+	T_CHECK_RC(baton_pool_release(need_conn, 1), BATON_OK);
+	/* The step's start given by the caller: no clock read, same count. */
+	q.t0 = end;
+	T_CHECK_RC(baton_stage_enter(need_st, &q, 0), BATON_OK);
+	T_CHECK(q.t0 == end);
+	T_CHECK_RC(baton_stage_leave(&q, NULL), BATON_OK);
+	T_CHECK_RC(baton_pool_release(need_conn, 1), BATON_OK);
+	stats(need_st, &s);
+	T_CHECK(s.completed == 2 && s.running == 0);
+}
+
+static void test_pass_needs(void **state)
+{
+	struct baton_stage_need needs[2];
+
+	setup(state);
+	assert_int_equal(baton_pool_create(&need_conn, "connections", 4), BATON_OK);
+	assert_int_equal(baton_pool_create(&need_db, "db", 1), BATON_OK);
+	/* Listed out of order: taken in creation order all the same. */
+	needs[0] = (struct baton_stage_need){ need_db, 1, 0 };
+	needs[1] = (struct baton_stage_need){ need_conn, 1, BATON_STAGE_KEEP };
+	need_st = pass_stage("needs", 4, 2, needs, 2);
+	run(need_main, NULL);
+	assert_int_equal(baton_stage_destroy(need_st), BATON_OK);
+	assert_int_equal(baton_pool_destroy(need_db), BATON_OK);
+	assert_int_equal(baton_pool_destroy(need_conn), BATON_OK);
+}
+
+/* --- raising the limit admits the queue at once ------------------------------ */
+static baton_stage_t *raise_st;
+static baton_wg_t *raise_wg;
+
+static void raise_task(void *arg)
+{
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+
+	(void)arg;
+	T_CHECK_RC(baton_stage_enter(raise_st, &p, patience()), BATON_OK);
+	baton_wg_done(raise_wg);
+	T_CHECK_RC(baton_wg_wait(raise_wg, patience()), BATON_OK); /* all inside */
+	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+}
+
+static void raise_main(void *arg)
+{
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	struct baton_stage_stats s;
+
+	(void)arg;
+	ta.coro = *cur->attr;
+	T_CHECK_RC(baton_wg_create(&raise_wg), BATON_OK);
+	baton_wg_add(raise_wg, 4);
+	for (int i = 0; i < 4; i++)
+		T_CHECK_RC(baton_sched_spawn(sched, &ta, raise_task, NULL), BATON_OK);
+	do {
+		baton_sched_yield();
+		stats(raise_st, &s);
+	} while (s.queued < 3);
+	T_CHECK(s.running == 1);
+	/* Four must be inside at once to pass the wait group. */
+	T_CHECK_RC(baton_stage_set_concurrency(raise_st, 4), BATON_OK);
+	T_CHECK_RC(baton_stage_drain(raise_st, patience()), BATON_OK);
+	baton_wg_destroy(raise_wg);
+}
+
+static void test_pass_raise(void **state)
+{
+	setup(state);
+	raise_st = pass_stage("raise", 8, 1, NULL, 0);
+	run(raise_main, NULL);
+	assert_int_equal(baton_stage_destroy(raise_st), BATON_OK);
+}
+
+/* --- the calls' errors ------------------------------------------------------ */
+static void test_pass_bad_args(void **state)
+{
+	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+	struct baton_stage_attr a;
+	baton_stage_t *st, *items;
+
+	setup(state);
+	st = pass_stage("pass", 4, 1, NULL, 0);
+	items = make_stage("items", nop_handler, NULL, 4, 1, NULL, 0);
+	assert_int_equal(baton_stage_submit(st, NULL, 0), BATON_EINVAL);
+	assert_int_equal(baton_stage_enter(items, &p, 0), BATON_EINVAL);
+	assert_int_equal(baton_stage_enter(NULL, &p, 0), BATON_EINVAL);
+	assert_int_equal(baton_stage_enter(st, NULL, 0), BATON_EINVAL);
+	assert_int_equal(baton_stage_leave(NULL, NULL), BATON_EINVAL);
+	assert_int_equal(baton_stage_leave(&p, NULL), BATON_EINVAL);
+	/* Outside a task: timeout 0 only. */
+	assert_int_equal(baton_stage_enter(st, &p, 1), BATON_ENOSCHED);
+	assert_int_equal(baton_stage_enter(st, &p, 0), BATON_OK);
+	assert_int_equal(baton_stage_enter(st, &p, 0), BATON_EINVAL); /* in use */
+	assert_int_equal(baton_stage_destroy(st), BATON_EBUSY);
+	assert_int_equal(baton_stage_leave(&p, NULL), BATON_OK);
+	assert_int_equal(baton_stage_destroy(st), BATON_OK);
+	a = stage_attr("workers", NULL, NULL, 4, 1);
+	a.nworkers = 1;
+	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_EINVAL);
+	assert_int_equal(baton_stage_destroy(items), BATON_OK);
+	assert_int_equal(baton_stage_destroy(pass_stage("gone", 1, 1, NULL, 0)), BATON_OK);
+	assert_int_equal(baton_sched_destroy(sched), BATON_OK);
+	alarm(0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		CFG_TESTS(test_pass_limit),
+		CFG_TESTS(test_pass_fifo),
+		CFG_TESTS(test_pass_refusals),
+		CFG_TESTS(test_pass_needs),
+		CFG_TESTS(test_pass_raise),
+		cmocka_unit_test_prestate(test_pass_bad_args, &cfg_sf1),
+	};
+
+	if (getenv("BATON_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("BATON_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
