@@ -18,6 +18,10 @@
 #include "coro_internal.h"
 #include "handoff.h"
 
+/* baton__copystack_swap finds a coroutine from its context. */
+_Static_assert(offsetof(struct baton_coro, ctx) == 0,
+	       "the context opens the control block");
+
 static struct baton_coro *running(struct baton_thread *t)
 {
 	return t->current ? t->current : &t->root;
@@ -433,13 +437,16 @@ static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
 
 /*
  * The copy-stack hop: `from` runs on the shared stack and `to`, started on
- * this thread, waits in its buffer. The copier saves `from` and puts `to`
- * back (copier_main); here we only check that `from` has room to be saved
- * and switch to the copier, without the general path's frames, which would
- * be copied too. Our frame is the last one `from` keeps: the switch is a
- * tail call, so its saved registers (8 words) end 56 bytes below our frame
- * address, within COPYSTACK_HOP_SLACK. The copier grows the buffer should
- * that be wrong (a compiler that does not make the tail call).
+ * this thread, waits in its buffer. With the hand-written switch one
+ * switch does it all: baton__arch_swap_ret saves `from`, runs
+ * baton__copystack_swap on the scratch stack (save `from`, put `to` back)
+ * and loads `to`. Elsewhere the copier does the copies between a switch to
+ * it and one from it (copier_main). Here we only check that `from` has
+ * room to be saved and switch, without the general path's frames, which
+ * would be copied too. Our frame is the last one `from` keeps: the switch
+ * is a tail call, so its saved registers (8 words) end 56 bytes below our
+ * frame address, within COPYSTACK_HOP_SLACK. The save grows the buffer
+ * should that be wrong (a compiler that does not make the tail call).
  */
 #define COPYSTACK_HOP_SLACK 64
 
@@ -471,6 +478,12 @@ int baton__coro_handoff(struct baton_coro *to)
 	from->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
 	if (hop) {
+#if BATON_ARCH_HAS_SWAP
+		t->current = to;
+		return baton__arch_swap_ret(&from->ctx, &to->ctx, &from->discard,
+					   t->shared.scratch,
+					   baton__copystack_swap);
+#endif
 		/* The copier saves `from`, puts `to` back and switches on. */
 		t->job_from = from;
 		t->job_to = to;
