@@ -152,8 +152,7 @@ baton__arch_start:
 	mov	x6, x3			/* hi */
 	mov	x3, xzr			/* out = NULL: the value comes back in x0 */
 	SWITCH_SAVE
-	sub	x6, x6, #16		/* the top a made frame leaves: */
-	and	x6, x6, #~15		/* (hi - 16) & ~15 */
+	and	x6, x6, #~15		/* the top, 16-byte aligned */
 	mov	sp, x6
 	mov	x19, x4			/* what the trampoline calls */
 	mov	x0, x5			/* ... and hands over */
@@ -193,8 +192,7 @@ baton__arch_jump:
 	.p2align 4
 baton__arch_restart:
 	.cfi_startproc
-	sub	x0, x0, #16		/* the top a made frame leaves */
-	and	x0, x0, #~15
+	and	x0, x0, #~15		/* the top, 16-byte aligned */
 	mov	x19, x1			/* what the trampoline calls */
 	mov	sp, x0
 	mov	x0, x2			/* ... and hands over */

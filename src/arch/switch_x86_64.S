@@ -202,8 +202,8 @@ baton__arch_start:
 	movq	%rcx, %r10		/* hi */
 	xorl	%ecx, %ecx		/* out = NULL: the value comes back in rax */
 	SWITCH_SAVE
-	leaq	-16(%r10), %rsp		/* the top a made frame leaves: */
-	andq	$-16, %rsp		/* (hi - 16) & ~15, 16-byte aligned */
+	movq	%r10, %rsp		/* the top (its caller keeps it 16-byte */
+	andq	$-16, %rsp		/* aligned: this is only a safeguard) */
 	movq	%r8, %r12		/* what the trampoline calls */
 	movq	%r9, %rax		/* ... and hands over */
 	xorl	%ebp, %ebp
@@ -250,8 +250,7 @@ baton__arch_jump:
 baton__arch_restart:
 	.cfi_startproc
 	endbr64
-	leaq	-16(%rdi), %rdi		/* the top a made frame leaves */
-	andq	$-16, %rdi
+	andq	$-16, %rdi		/* the top, 16-byte aligned */
 	movq	%rsi, %r12		/* what the trampoline calls */
 	movq	%rdx, %rax		/* ... and hands over */
 	movq	%rdi, %rsp

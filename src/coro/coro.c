@@ -184,20 +184,30 @@ int baton_coro_yield(void *out, void **in)
 	return baton__arch_switch_out(&co->ctx, &to->ctx, out, in);
 }
 
-/* Every coroutine starts here, on its own stack, from the trampoline. */
+static void coro_finish(void *value);
+
+/* Every coroutine starts here, on its own stack, from the trampoline. Its
+ * frame stays under the coroutine's whole life, and a copy-stack one's is
+ * copied at every park: it keeps nothing across the call (the end is a
+ * tail call that finds the coroutine afresh), so it is one word. */
 void baton__coro_entry(void *value)
 {
-	struct baton_thread *t;
 	struct baton_coro *co;
-	void *ignored;
 
 	baton__sanitizer_entered();
 	co = baton__tls.current;
-	value = co->fn(co->arg, value);
+	coro_finish(co->fn(co->arg, value));
+}
 
+/* The coroutine's function has returned `value`: end it, on its stack. */
+static __attribute__((noinline)) void coro_finish(void *value)
+{
 	/* The function may have migrated to another thread while it ran:
 	 * the address of baton__tls computed before the call is stale. */
-	t = baton__thread_get_after_switch();
+	struct baton_thread *t = baton__thread_get_after_switch();
+	struct baton_coro *co = t->current;
+	void *ignored;
+
 	baton__stack_canary_check(co);
 	co->status = BATON_CORO_DEAD;
 	co->resumer->status = BATON_CORO_RUNNING;
