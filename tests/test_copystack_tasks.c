@@ -238,21 +238,25 @@ static void test_local_pointer_across_park(void **state)
 static baton_chan_t *rg_in[RING_N];
 static long rg_rounds;
 
-static void rg_member(void *arg)
+/* Round r of ring member i: pass the token on (the leader starts it). */
+static void rg_round(long i, long r)
 {
-	long i = (long)(intptr_t)arg;
 	void *v;
 
-	for (long r = 0; r < rg_rounds; r++) {
-		if (i == 0) {
-			T_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
-			T_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
-		} else {
-			T_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
-			T_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
-		}
-		T_CHECK((intptr_t)v == r);
+	if (i == 0) {
+		T_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
+		T_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
+	} else {
+		T_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
+		T_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
 	}
+	T_CHECK((intptr_t)v == r);
+}
+
+static void rg_member(void *arg)
+{
+	for (long r = 0; r < rg_rounds; r++)
+		rg_round((long)(intptr_t)arg, r);
 }
 
 static void test_ring_copies_what_it_uses(void **state)
@@ -307,19 +311,11 @@ static void sg_member(void *arg)
 {
 	long i = (long)(intptr_t)arg;
 	volatile unsigned char mine[200];
-	void *v;
 
 	for (size_t k = 0; k < sizeof(mine); k++)
 		mine[k] = (unsigned char)(i * 31 + (long)k);
 	for (long r = 0; r < rg_rounds; r++) {
-		if (i == 0) {
-			T_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
-			T_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
-		} else {
-			T_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
-			T_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
-		}
-		T_CHECK((intptr_t)v == r);
+		rg_round(i, r);
 		for (size_t k = 0; k < sizeof(mine); k++)
 			if (mine[k] != (unsigned char)(i * 31 + (long)k)) {
 				T_FAIL("a frame changed across a park under signals");
