@@ -124,9 +124,11 @@ int baton__copystack_reserve(struct baton_coro *co, size_t len)
 
 static void mark_dirty(struct baton_shared_stack *s, char *sp);
 
-/* What a buffer keeps beyond its first save: room for a park a little
- * deeper than the first. */
-#define SAVE_KEEP 64
+/* What a buffer keeps beyond its first save: room for the hop's estimate
+ * of its next save (its frame address and a slack, COPYSTACK_HOP_SLACK in
+ * coro.c, 8 bytes more than the switch's frame on x86-64), rounded to
+ * malloc's 16-byte step. A deeper park grows the buffer once. */
+#define SAVE_KEEP 16
 
 static void copy_out(struct baton_thread *t, struct baton_coro *co)
 {
