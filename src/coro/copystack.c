@@ -12,8 +12,11 @@
  * The copy must never run on the bytes it overwrites. When the coroutine
  * leaving S is the one running (a copy-stack coroutine resuming or yielding
  * to another copy-stack coroutine), we first switch to a small private
- * "copier" context with its own stack, copy there, and switch on from it.
- * Otherwise the caller runs on its own stack and copies directly. This is
+ * "copier" context with its own stack, copy there, and switch on from it;
+ * the scheduler's hop does it in one switch, baton__arch_swap_ret, whose
+ * middle runs baton__copystack_swap on a scratch stack (the top of the
+ * copier's mapping). Otherwise the caller runs on its own stack and copies
+ * directly. This is
  * what lets the model work at -O2 with the stack protector on: no frame of
  * the copying code ever lies inside the region being copied.
  */
