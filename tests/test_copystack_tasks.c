@@ -292,10 +292,9 @@ static void test_ring_copies_what_it_uses(void **state)
 /* --- a ring under a signal storm ------------------------------------------- */
 /* A timer signals the worker's thread every 20 us (1 ms under TSan) while
  * a copy-stack ring runs: handlers land inside the hop (on the shared
- * stack before the
- * save, on the scratch stack during the copies, on the entered frames
- * after) and write a frame of their own on whatever stack they find. Each
- * member checks a frame of its own after every park. */
+ * stack before the save, on the scratch stack during the copies, on the
+ * entered frames after) and write a frame of their own on whatever stack
+ * they find. Each member checks a frame of its own after every park. */
 static volatile sig_atomic_t sg_count;
 
 static void sg_handler(int sig)
