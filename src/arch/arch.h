@@ -108,9 +108,31 @@ __attribute__((noreturn)) void baton__arch_restart(char *hi,
 #define BATON_ARCH_HAS_RESTART 0
 #endif
 
+#if !BATON_SWITCH_UCONTEXT
+#define BATON_ARCH_HAS_SWAP 1
+/* A switch from `from` to `to` with fn(from, to) called between its two
+ * halves on the stack whose top is `scratch` (16-byte aligned): fn may
+ * rewrite the stack `from` ran on and `to` will run on, since nothing runs
+ * there meanwhile. `to` receives NULL; the value `from` later receives is
+ * stored in *out and the call returns 0 (as baton__arch_switch_ret, whose
+ * frame it saves and loads). Hand-written backends only. */
+int baton__arch_swap_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			void **out, char *scratch,
+			void (*fn)(baton_arch_ctx_t *from, baton_arch_ctx_t *to));
+#else
+#define BATON_ARCH_HAS_SWAP 0
+#endif
+
 /* The lowest stack address a suspended context still uses: everything in
  * [baton__arch_ctx_sp(ctx), top of its stack) must be kept to resume it. */
+#if BATON_SWITCH_UCONTEXT
 char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx);
+#else
+static inline char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx)
+{
+	return (char *)ctx->sp; /* the copy-stack hop reads it inline */
+}
+#endif
 
 /* Bytes below the top of the stack that baton__arch_make() uses. */
 #define BATON_ARCH_MAKE_RESERVE 256

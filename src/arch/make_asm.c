@@ -11,10 +11,6 @@
 uint64_t baton__arch_fpenv(void);
 void baton__arch_trampoline(void);
 
-char *baton__arch_ctx_sp(const baton_arch_ctx_t *ctx)
-{
-	return ctx->sp;
-}
 
 #if defined(__x86_64__)
 

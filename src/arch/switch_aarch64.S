@@ -152,8 +152,7 @@ baton__arch_start:
 	mov	x6, x3			/* hi */
 	mov	x3, xzr			/* out = NULL: the value comes back in x0 */
 	SWITCH_SAVE
-	sub	x6, x6, #16		/* the top a made frame leaves: */
-	and	x6, x6, #~15		/* (hi - 16) & ~15 */
+	and	x6, x6, #~15		/* the top, 16-byte aligned */
 	mov	sp, x6
 	mov	x19, x4			/* what the trampoline calls */
 	mov	x0, x5			/* ... and hands over */
@@ -193,8 +192,7 @@ baton__arch_jump:
 	.p2align 4
 baton__arch_restart:
 	.cfi_startproc
-	sub	x0, x0, #16		/* the top a made frame leaves */
-	and	x0, x0, #~15
+	and	x0, x0, #~15		/* the top, 16-byte aligned */
 	mov	x19, x1			/* what the trampoline calls */
 	mov	sp, x0
 	mov	x0, x2			/* ... and hands over */
@@ -202,6 +200,38 @@ baton__arch_restart:
 	b	baton__arch_trampoline
 	.cfi_endproc
 	.size	baton__arch_restart, .-baton__arch_restart
+
+/*
+ * int baton__arch_swap_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                         void **out, char *scratch,
+ *                         void (*fn)(baton_arch_ctx_t *from,
+ *                                    baton_arch_ctx_t *to));
+ *
+ * A switch with a call in its middle (see switch_x86_64.S): save the
+ * running context into `from`, move to the top of `scratch`, call
+ * fn(from, to) there (it may rewrite the stack from left and to will run
+ * on), then load `to`, hand it NULL and return. to's pointer waits in x19,
+ * which SWITCH_SAVE has saved and fn preserves; fpcr is read again for
+ * SWITCH_LOAD's compare, as fn may have used x9.
+ */
+	.globl	baton__arch_swap_ret
+	.hidden	baton__arch_swap_ret
+	.type	baton__arch_swap_ret, %function
+	.p2align 4
+baton__arch_swap_ret:
+	.cfi_startproc
+	mov	x6, x3			/* scratch */
+	mov	x3, x2			/* out, as SWITCH_SAVE wants it */
+	SWITCH_SAVE
+	mov	sp, x6			/* off the shared stack */
+	mov	x19, x1			/* to */
+	blr	x4			/* fn(from, to) */
+	mov	x1, x19
+	mrs	x9, fpcr		/* what SWITCH_LOAD compares with */
+	mov	x2, xzr			/* the value handed over: NULL */
+	SWITCH_LOAD ret
+	.cfi_endproc
+	.size	baton__arch_swap_ret, .-baton__arch_swap_ret
 
 	.globl	baton__arch_fpenv
 	.hidden	baton__arch_fpenv

@@ -202,8 +202,8 @@ baton__arch_start:
 	movq	%rcx, %r10		/* hi */
 	xorl	%ecx, %ecx		/* out = NULL: the value comes back in rax */
 	SWITCH_SAVE
-	leaq	-16(%r10), %rsp		/* the top a made frame leaves: */
-	andq	$-16, %rsp		/* (hi - 16) & ~15, 16-byte aligned */
+	movq	%r10, %rsp		/* the top (its caller keeps it 16-byte */
+	andq	$-16, %rsp		/* aligned: this is only a safeguard) */
 	movq	%r8, %r12		/* what the trampoline calls */
 	movq	%r9, %rax		/* ... and hands over */
 	xorl	%ebp, %ebp
@@ -250,8 +250,7 @@ baton__arch_jump:
 baton__arch_restart:
 	.cfi_startproc
 	endbr64
-	leaq	-16(%rdi), %rdi		/* the top a made frame leaves */
-	andq	$-16, %rdi
+	andq	$-16, %rdi		/* the top, 16-byte aligned */
 	movq	%rsi, %r12		/* what the trampoline calls */
 	movq	%rdx, %rax		/* ... and hands over */
 	movq	%rdi, %rsp
@@ -259,6 +258,43 @@ baton__arch_restart:
 	jmp	baton__arch_trampoline
 	.cfi_endproc
 	.size	baton__arch_restart, .-baton__arch_restart
+
+/*
+ * int baton__arch_swap_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                         void **out, char *scratch,
+ *                         void (*fn)(baton_arch_ctx_t *from,
+ *                                    baton_arch_ctx_t *to));
+ *
+ * A switch with a call in its middle, for copy-stack coroutines that share
+ * one stack: save the running context into `from` as the switch does, move
+ * to the top of the `scratch` stack (16-byte aligned), call fn(from, to)
+ * there, then load `to` as the switch does (handing it NULL) and return
+ * with ret, as baton__arch_switch_ret. fn may rewrite the stack that `from`
+ * ran on and `to` will run on (it copies from's frames out and to's in):
+ * from the moment from's state is stored until fn returns, nothing runs on
+ * that stack, and the stack pointer always points into owned memory, so a
+ * signal finds a sane stack at every instruction. One switch, where going
+ * through a copier context takes two. to's pointer waits in rbx, which
+ * SWITCH_SAVE has saved and fn preserves.
+ */
+	.globl	baton__arch_swap_ret
+	.hidden	baton__arch_swap_ret
+	.type	baton__arch_swap_ret, @function
+	.p2align 4
+baton__arch_swap_ret:
+	.cfi_startproc
+	endbr64
+	movq	%rcx, %r10		/* scratch */
+	movq	%rdx, %rcx		/* out, as SWITCH_SAVE wants it */
+	SWITCH_SAVE
+	movq	%r10, %rsp		/* off the shared stack */
+	movq	%rsi, %rbx		/* to */
+	callq	*%r8			/* fn(from, to) */
+	movq	%rbx, %rsi
+	xorl	%edx, %edx		/* the value handed over: NULL */
+	SWITCH_LOAD ret
+	.cfi_endproc
+	.size	baton__arch_swap_ret, .-baton__arch_swap_ret
 
 /* Read the current FP control state in the layout of the saved slot. */
 	.globl	baton__arch_fpenv

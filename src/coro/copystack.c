@@ -12,8 +12,11 @@
  * The copy must never run on the bytes it overwrites. When the coroutine
  * leaving S is the one running (a copy-stack coroutine resuming or yielding
  * to another copy-stack coroutine), we first switch to a small private
- * "copier" context with its own stack, copy there, and switch on from it.
- * Otherwise the caller runs on its own stack and copies directly. This is
+ * "copier" context with its own stack, copy there, and switch on from it;
+ * the scheduler's hop does it in one switch, baton__arch_swap_ret, whose
+ * middle runs baton__copystack_swap on a scratch stack (the top of the
+ * copier's mapping). Otherwise the caller runs on its own stack and copies
+ * directly. This is
  * what lets the model work at -O2 with the stack protector on: no frame of
  * the copying code ever lies inside the region being copied.
  */
@@ -28,6 +31,10 @@
  * this bounds the deepest copy-stack coroutine, not memory use. */
 #define SHARED_STACK_SIZE (1024u * 1024u)
 #define COPIER_STACK_SIZE (64u * 1024u)
+/* The top of the copier's mapping is not the copier's: it is the scratch
+ * stack on which baton__arch_swap_ret runs baton__copystack_swap (the hop's
+ * copies, and the realloc or the report of a save that must grow). */
+#define SWAP_SCRATCH_SIZE (16u * 1024u)
 /* A coroutine's frames reach at most this far below the frame of the call
  * that reserves room to save them before the switch away (the switch and,
  * in sanitized builds, the sanitizers' hooks below it). A buffer keeps
@@ -95,7 +102,9 @@ static int ensure_shared(struct baton_thread *t)
 	memcpy(c->name, "(copier)", sizeof("(copier)"));
 	c->vg_stack = baton__sanitizer_stack_register(c->stack_lo, c->stack_hi);
 	baton__sanitizer_fiber_init(&c->san, false);
-	baton__arch_make(&c->ctx, c->stack_lo, c->stack_hi, copier_main);
+	s->scratch = c->stack_hi;
+	baton__arch_make(&c->ctx, c->stack_lo, c->stack_hi - SWAP_SCRATCH_SIZE,
+			copier_main);
 	/* The copier never touches the FP state: it shares it, so a switch
 	 * through it costs what the direct switch would (see arch's rule). */
 	c->ctx.shared_fp = 1;
@@ -118,9 +127,11 @@ int baton__copystack_reserve(struct baton_coro *co, size_t len)
 
 static void mark_dirty(struct baton_shared_stack *s, char *sp);
 
-/* What a buffer keeps beyond its first save: room for a park a little
- * deeper than the first. */
-#define SAVE_KEEP 64
+/* What a buffer keeps beyond its first save: room for the hop's estimate
+ * of its next save (its frame address and a slack, COPYSTACK_HOP_SLACK in
+ * coro.c, 8 bytes more than the switch's frame on x86-64), rounded to
+ * malloc's 16-byte step. A deeper park grows the buffer once. */
+#define SAVE_KEEP 16
 
 static void copy_out(struct baton_thread *t, struct baton_coro *co)
 {
@@ -241,6 +252,23 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 	return baton__coro_switch(from, &t->copier, value, from_dies);
 }
 
+/* Save `from`, which has switched away from S, running off S. Its room
+ * was reserved with a margin while a failure could still be returned;
+ * should the real frame be deeper, grow now or give up loudly. */
+static void save_switched(struct baton_thread *t, struct baton_coro *from)
+{
+	char *sp = baton__arch_ctx_sp(&from->ctx);
+
+	if (BATON_UNLIKELY((size_t)(t->shared.hi - sp) > from->save_cap) &&
+	    baton__copystack_reserve(from, (size_t)(t->shared.hi - sp)) != BATON_OK) {
+		static const char msg[] = "baton: out of memory "
+			"saving a copy-stack coroutine\n";
+		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		abort();
+	}
+	copy_out(t, from);
+}
+
 static void copier_main(void *value)
 {
 	baton__sanitizer_entered();
@@ -250,24 +278,51 @@ static void copier_main(void *value)
 		struct baton_coro *from = t->job_from, *to = t->job_to;
 
 		/* A dead `from` was not saved; via_copier marked S dirty. */
-		if (from->status != BATON_CORO_DEAD) {
-			char *sp = baton__arch_ctx_sp(&from->ctx);
-
-			/* prepare() reserved with a margin; should the real
-			 * frame be deeper, grow now or give up loudly. */
-			if (baton__copystack_reserve(from, (size_t)(t->shared.hi - sp)) != BATON_OK) {
-				static const char msg[] = "baton: out of memory "
-					"saving a copy-stack coroutine\n";
-				(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
-				abort();
-			}
-			copy_out(t, from);
-		}
+		if (from->status != BATON_CORO_DEAD)
+			save_switched(t, from);
 		copy_in(t, to);
 		value = baton__coro_switch(&t->copier, to, t->job_value, false);
 		(void)value;
 	}
 }
+
+#if BATON_ARCH_HAS_SWAP
+/* The hop's copies, run by baton__arch_swap_ret on the scratch stack
+ * between the two halves of the switch: `from` has just stopped on S, `to`
+ * waits in its buffer. Both control blocks begin with their context. */
+void baton__copystack_swap(baton_arch_ctx_t *from_ctx, baton_arch_ctx_t *to_ctx)
+{
+	/* The thread that switches runs this: baton__tls is not stale. */
+	struct baton_thread *t = &baton__tls;
+	struct baton_shared_stack *s = &t->shared;
+	struct baton_coro *from = (struct baton_coro *)(void *)from_ctx;
+	struct baton_coro *to = (struct baton_coro *)(void *)to_ctx;
+	char *sp = baton__arch_ctx_sp(from_ctx), *low;
+	size_t out = (size_t)(s->hi - sp), in = to->save_len;
+
+	/* The first save trims the buffer, a deeper one grows it: the general
+	 * path. Every later hop: copy out, copy in, and the bookkeeping of
+	 * both in a few stores (the hop's `to` has run, so it has a save;
+	 * S is dirty down to from's sp at most, which is all copy_in would
+	 * unpoison and fill). */
+	if (BATON_UNLIKELY(from->save_len == 0 || out > from->save_cap ||
+			   BATON_DEBUG || BATON_ASAN)) {
+		save_switched(t, from);
+		copy_in(t, to);
+		return;
+	}
+	copy_bytes(from->save, sp, out);
+	from->save_len = out;
+	/* One notice to memcheck for both: to's frames and what lies above
+	 * them are written or dead. */
+	low = sp < s->hi - in ? sp : s->hi - in;
+	baton__sanitizer_unpoison(low, (size_t)(s->hi - low));
+	copy_bytes(s->hi - in, to->save, in);
+	t->copied += out + in;
+	s->dirty = s->hi;
+	s->owner = to;
+}
+#endif
 
 #if BATON_ARCH_HAS_RESTART && !BATON_SWITCH_HOOKS
 /*

@@ -18,6 +18,10 @@
 #include "coro_internal.h"
 #include "handoff.h"
 
+/* baton__copystack_swap finds a coroutine from its context. */
+_Static_assert(offsetof(struct baton_coro, ctx) == 0,
+	       "the context opens the control block");
+
 static struct baton_coro *running(struct baton_thread *t)
 {
 	return t->current ? t->current : &t->root;
@@ -180,20 +184,30 @@ int baton_coro_yield(void *out, void **in)
 	return baton__arch_switch_out(&co->ctx, &to->ctx, out, in);
 }
 
-/* Every coroutine starts here, on its own stack, from the trampoline. */
+static void coro_finish(void *value);
+
+/* Every coroutine starts here, on its own stack, from the trampoline. Its
+ * frame stays under the coroutine's whole life, and a copy-stack one's is
+ * copied at every park: it keeps nothing across the call (the end is a
+ * tail call that finds the coroutine afresh), so it is one word. */
 void baton__coro_entry(void *value)
 {
-	struct baton_thread *t;
 	struct baton_coro *co;
-	void *ignored;
 
 	baton__sanitizer_entered();
 	co = baton__tls.current;
-	value = co->fn(co->arg, value);
+	coro_finish(co->fn(co->arg, value));
+}
 
+/* The coroutine's function has returned `value`: end it, on its stack. */
+static __attribute__((noinline)) void coro_finish(void *value)
+{
 	/* The function may have migrated to another thread while it ran:
 	 * the address of baton__tls computed before the call is stale. */
-	t = baton__thread_get_after_switch();
+	struct baton_thread *t = baton__thread_get_after_switch();
+	struct baton_coro *co = t->current;
+	void *ignored;
+
 	baton__stack_canary_check(co);
 	co->status = BATON_CORO_DEAD;
 	co->resumer->status = BATON_CORO_RUNNING;
@@ -433,13 +447,16 @@ static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
 
 /*
  * The copy-stack hop: `from` runs on the shared stack and `to`, started on
- * this thread, waits in its buffer. The copier saves `from` and puts `to`
- * back (copier_main); here we only check that `from` has room to be saved
- * and switch to the copier, without the general path's frames, which would
- * be copied too. Our frame is the last one `from` keeps: the switch is a
- * tail call, so its saved registers (8 words) end 56 bytes below our frame
- * address, within COPYSTACK_HOP_SLACK. The copier grows the buffer should
- * that be wrong (a compiler that does not make the tail call).
+ * this thread, waits in its buffer. With the hand-written switch one
+ * switch does it all: baton__arch_swap_ret saves `from`, runs
+ * baton__copystack_swap on the scratch stack (save `from`, put `to` back)
+ * and loads `to`. Elsewhere the copier does the copies between a switch to
+ * it and one from it (copier_main). Here we only check that `from` has
+ * room to be saved and switch, without the general path's frames, which
+ * would be copied too. Our frame is the last one `from` keeps: the switch
+ * is a tail call, so its saved registers (8 words) end 56 bytes below our
+ * frame address, within COPYSTACK_HOP_SLACK. The save grows the buffer
+ * should that be wrong (a compiler that does not make the tail call).
  */
 #define COPYSTACK_HOP_SLACK 64
 
@@ -471,6 +488,12 @@ int baton__coro_handoff(struct baton_coro *to)
 	from->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
 	if (hop) {
+#if BATON_ARCH_HAS_SWAP
+		t->current = to;
+		return baton__arch_swap_ret(&from->ctx, &to->ctx, &from->discard,
+					   t->shared.scratch,
+					   baton__copystack_swap);
+#endif
 		/* The copier saves `from`, puts `to` back and switches on. */
 		t->job_from = from;
 		t->job_to = to;

@@ -66,6 +66,7 @@ struct baton_shared_stack {
 	unsigned vg_stack;
 	struct baton_coro *owner; /* whose frames are on it now, or NULL */
 	char *dirty;		  /* [dirty, hi) may hold stale frames */
+	char *scratch;		  /* top of the stack the hop copies on */
 };
 
 /* One per thread, created on first use (see thread.c). */
@@ -212,6 +213,11 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 __attribute__((noreturn)) void baton__copystack_restart(struct baton_thread *t,
 							struct baton_coro *from,
 							struct baton_coro *to);
+#if BATON_ARCH_HAS_SWAP
+/* The hop's copies between the halves of baton__arch_swap_ret: save the
+ * coroutine of `from` off S, put the one of `to` on it. */
+void baton__copystack_swap(baton_arch_ctx_t *from, baton_arch_ctx_t *to);
+#endif
 /* `co`, running on the shared stack, is about to yield to a stackful
  * coroutine and stays the stack's owner: make room to save its frames
  * later, while a failure can still be returned (BATON_ENOMEM). */

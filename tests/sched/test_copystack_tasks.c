@@ -5,11 +5,19 @@
  * still points at the local after a park (frames come back to the same
  * addresses); and a ring of parked tasks copies what its tasks used and
  * nothing more (baton_sched_stats.copied_bytes); tasks that end hand over
- * to new, parked and stackful tasks alike. One worker, so every
- * hand-off goes through the copier. */
+ * to new, parked and stackful tasks alike; parks with and without a
+ * timeout (the solo wait takes the hop's one-switch copy, a timed wait
+ * the general park); and a ring keeps its frames while signals land on
+ * its worker at every instruction of the hop, the copies included. One
+ * worker, so every hand-off between two copy-stack tasks copies. */
 #include "check.h"
 
+#include <signal.h>
 #include <stdbool.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 static struct baton_task_attr cs_attr(void)
 {
@@ -72,6 +80,7 @@ static void test_never_blocks_never_copied(void **state)
 static baton_chan_t *dp_ping, *dp_pong;
 static long dp_levels_max;	/* set from the frame size at the first dive */
 static char *dp_frame_addr[2];	/* level 0's and level 1's frames */
+static int64_t dp_timeout;	/* -1 (solo waits) or a bound */
 
 static __attribute__((noinline)) bool deep(long level, long bottom, unsigned seed)
 {
@@ -87,9 +96,9 @@ static __attribute__((noinline)) bool deep(long level, long bottom, unsigned see
 	} else {
 		void *v;
 
-		T_CHECK_RC(baton_chan_send(dp_ping, (void *)(intptr_t)level, MS(20000)),
+		T_CHECK_RC(baton_chan_send(dp_ping, (void *)(intptr_t)level, dp_timeout),
 			   BATON_OK);
-		T_CHECK_RC(baton_chan_recv(dp_pong, &v, MS(20000)), BATON_OK);
+		T_CHECK_RC(baton_chan_recv(dp_pong, &v, dp_timeout), BATON_OK);
 		T_CHECK((intptr_t)v == level);
 	}
 	for (size_t i = 0; i < sizeof(frame); i++)
@@ -130,19 +139,19 @@ static void dp_partner(void *arg)
 	(void)arg;
 	for (size_t i = 0; i < sizeof(mine); i++)
 		mine[i] = (unsigned char)(0xa5 ^ i);
-	while (baton_chan_recv(dp_ping, &v, MS(20000)) == BATON_OK)
-		T_CHECK_RC(baton_chan_send(dp_pong, v, MS(20000)), BATON_OK);
+	while (baton_chan_recv(dp_ping, &v, dp_timeout) == BATON_OK)
+		T_CHECK_RC(baton_chan_send(dp_pong, v, dp_timeout), BATON_OK);
 	for (size_t i = 0; i < sizeof(mine); i++)
 		T_CHECK(mine[i] == (unsigned char)(0xa5 ^ i));
 }
 
-static void test_parks_at_every_depth(void **state)
+static void parks_at_every_depth(int64_t timeout)
 {
 	baton_sched_t *s = st_sched(1);
 	struct baton_task_attr a = cs_attr();
 
-	(void)state;
 	st_reset();
+	dp_timeout = timeout;
 	st_watchdog(120, "parking at every depth");
 	dp_levels_max = 16; /* until the frame size is known */
 	assert_int_equal(baton_chan_create(&dp_ping, 0), BATON_OK);
@@ -154,6 +163,22 @@ static void test_parks_at_every_depth(void **state)
 	assert_int_equal(baton_chan_destroy(dp_ping), BATON_OK);
 	assert_int_equal(baton_chan_destroy(dp_pong), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* Timed waits park through the general path. */
+static void test_parks_at_every_depth(void **state)
+{
+	(void)state;
+	parks_at_every_depth(MS(20000));
+}
+
+/* Solo waits (no timeout) take the hop: one switch that copies on the
+ * scratch stack, a save buffer trimmed at the first save and grown when
+ * a park is deeper than any before. */
+static void test_solo_parks_at_every_depth(void **state)
+{
+	(void)state;
+	parks_at_every_depth(-1);
 }
 
 /* --- a pointer to a local across a park --------------------------------------- */
@@ -213,21 +238,25 @@ static void test_local_pointer_across_park(void **state)
 static baton_chan_t *rg_in[RING_N];
 static long rg_rounds;
 
-static void rg_member(void *arg)
+/* Round r of ring member i: pass the token on (the leader starts it). */
+static void rg_round(long i, long r)
 {
-	long i = (long)(intptr_t)arg;
 	void *v;
 
-	for (long r = 0; r < rg_rounds; r++) {
-		if (i == 0) {
-			T_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
-			T_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
-		} else {
-			T_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
-			T_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
-		}
-		T_CHECK((intptr_t)v == r);
+	if (i == 0) {
+		T_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
+		T_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
+	} else {
+		T_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
+		T_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
 	}
+	T_CHECK((intptr_t)v == r);
+}
+
+static void rg_member(void *arg)
+{
+	for (long r = 0; r < rg_rounds; r++)
+		rg_round((long)(intptr_t)arg, r);
 }
 
 static void test_ring_copies_what_it_uses(void **state)
@@ -255,6 +284,87 @@ static void test_ring_copies_what_it_uses(void **state)
 	 * frames, hence the generous bound). */
 	if (per_hop < 64 || per_hop > 16384)
 		fail_msg("copied %.0f bytes per hop", per_hop);
+	for (int i = 0; i < RING_N; i++)
+		assert_int_equal(baton_chan_destroy(rg_in[i]), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* --- a ring under a signal storm ------------------------------------------- */
+/* A timer signals the worker's thread every 20 us (1 ms under TSan) while
+ * a copy-stack ring runs: handlers land inside the hop (on the shared
+ * stack before the save, on the scratch stack during the copies, on the
+ * entered frames after) and write a frame of their own on whatever stack
+ * they find. Each member checks a frame of its own after every park. */
+static volatile sig_atomic_t sg_count;
+
+static void sg_handler(int sig)
+{
+	volatile unsigned char scribble[256];
+
+	(void)sig;
+	for (size_t i = 0; i < sizeof(scribble); i++)
+		scribble[i] = (unsigned char)i;
+	sg_count++;
+}
+
+static void sg_member(void *arg)
+{
+	long i = (long)(intptr_t)arg;
+	volatile unsigned char mine[200];
+
+	for (size_t k = 0; k < sizeof(mine); k++)
+		mine[k] = (unsigned char)(i * 31 + (long)k);
+	for (long r = 0; r < rg_rounds; r++) {
+		rg_round(i, r);
+		for (size_t k = 0; k < sizeof(mine); k++)
+			if (mine[k] != (unsigned char)(i * 31 + (long)k)) {
+				T_FAIL("a frame changed across a park under signals");
+				return;
+			}
+	}
+}
+
+static void test_ring_under_signals(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+	struct baton_task_attr a = cs_attr();
+	struct sigaction sa, old_sa;
+	struct sigevent sev;
+	/* TSan defers each signal to a point where it may run the handler,
+	 * at a cost that a 20 us storm would turn into a livelock (and its
+	 * builds take the copier, not the hop's scratch stack). */
+	long period_ns = ST_TSAN ? 1000000 : 20000;
+	struct itimerspec its = { { 0, period_ns }, { 0, period_ns } };
+	timer_t timer;
+
+	(void)state;
+	st_reset();
+	st_watchdog(120, "copy-stack ring under signals");
+	rg_rounds = harness_scale(ST_TSAN ? 2000 : 20000, 2000);
+	sg_count = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sg_handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGURG, &sa, &old_sa), 0);
+	/* To this thread, which runs the only worker. */
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGURG;
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	assert_int_equal(timer_create(CLOCK_MONOTONIC, &sev, &timer), 0);
+	for (int i = 0; i < RING_N; i++)
+		assert_int_equal(baton_chan_create(&rg_in[i], 0), BATON_OK);
+	for (intptr_t i = 0; i < RING_N; i++)
+		assert_int_equal(baton_sched_spawn(s, &a, sg_member, (void *)i), BATON_OK);
+	assert_int_equal(timer_settime(timer, 0, &its, NULL), 0);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	assert_int_equal(timer_delete(timer), 0);
+	assert_int_equal(sigaction(SIGURG, &old_sa, NULL), 0);
+	T_VERDICT();
+	/* The storm did land (the ring runs for milliseconds at least). */
+	if (sg_count == 0)
+		fail_msg("no signal arrived during the ring");
 	for (int i = 0; i < RING_N; i++)
 		assert_int_equal(baton_chan_destroy(rg_in[i]), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
@@ -341,8 +451,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_never_blocks_never_copied),
 		cmocka_unit_test(test_parks_at_every_depth),
+		cmocka_unit_test(test_solo_parks_at_every_depth),
 		cmocka_unit_test(test_local_pointer_across_park),
 		cmocka_unit_test(test_ring_copies_what_it_uses),
+		cmocka_unit_test(test_ring_under_signals),
 		cmocka_unit_test(test_end_into_every_kind),
 	};
 
