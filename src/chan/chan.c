@@ -274,7 +274,19 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 	return rc;
 }
 
-int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
+/* The calling task if the caller runs on a worker in a task's own
+ * coroutine (what baton__task_for_wait_on finds), else NULL. */
+static inline struct baton_task *hop_task(struct baton_worker *w)
+{
+	struct baton_task *cur = w ? w->current : NULL;
+
+	return cur && baton__coro_running() == cur->co ? cur : NULL;
+}
+
+/* Every send but the hop's: the calling task found, the lock taken however
+ * it must be, then a solo receiver or the general steps. */
+static __attribute__((noinline)) int send_slow(struct baton_chan *ch,
+					       void *value, int64_t timeout_ns)
 {
 	struct baton_task *t, *r;
 	struct baton_worker *w;
@@ -295,6 +307,47 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 	return send_general(ch, held, t, value, timeout_ns);
 }
 
+static __attribute__((noinline)) int ready_slow(struct baton_task *r)
+{
+	baton__task_ready_slow(r);
+	return BATON_OK;
+}
+
+static __attribute__((noinline)) int ready_displace(struct baton_worker *w,
+						    struct baton_task *prev)
+{
+	baton__runnext_displace(w, prev);
+	return BATON_OK;
+}
+
+/* The hop's send: a task of this worker hands the message to a receiver
+ * parked alone. No call returns into this path (every way off it is a tail
+ * call), so it keeps its values in scratch registers and saves none: the
+ * register saves are the switch's. Anything else is send_slow. */
+int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
+{
+	struct baton_worker *w = baton__worker_get();
+	struct baton_task *r, *prev;
+	baton_spinlock_t *held;
+
+	if (BATON_UNLIKELY(ch == NULL || hop_task(w) == NULL ||
+			   (held = baton__chan_lock_try(ch, w)) == NULL))
+		return send_slow(ch, value, timeout_ns);
+	if (BATON_UNLIKELY((r = take_solo_receiver(ch, value)) == NULL)) {
+		baton__spin_unlock(held);
+		return send_slow(ch, value, timeout_ns);
+	}
+	baton__spin_unlock(held);
+	if (BATON_UNLIKELY(r->owner != w))
+		return ready_slow(r);
+	/* baton__task_ready_from's case: run next on this worker. */
+	prev = w->runnext;
+	w->runnext = r;
+	if (BATON_UNLIKELY(prev != NULL))
+		return ready_displace(w, prev);
+	return BATON_OK;
+}
+
 int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 {
 	struct baton_task *t;
@@ -309,7 +362,9 @@ int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
 	held = baton__chan_lock(ch, w);
 	/* The hop's case: nothing to take, so wait (the general step would
 	 * find the same, after more tests). The message lands in *value only
-	 * on success. */
+	 * on success. (Unlike the send, this path keeps its values across the
+	 * switch, in registers it saves: taking the wait out of line into a
+	 * smaller frame measured 7 instructions more per hop, not fewer.) */
 	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
 			 timeout_ns < 0))
 		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held,

@@ -82,6 +82,24 @@ baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
  * with the bias settled so that `lock` excludes everybody else. */
 void baton__chan_lock_spin(struct baton_chan *ch, struct baton_worker *self);
 
+/* The bias worker's lock: no atomic read-modify-write, no fence. Returns
+ * NULL when the bias moved meanwhile (nothing is held then). */
+static inline baton_spinlock_t *baton__chan_lock_biased(struct baton_chan *ch,
+						      uintptr_t b)
+{
+	/* Relaxed: a revoker reads it only after its heavy barrier. */
+	__atomic_store_n(&ch->own.locked, 1, __ATOMIC_RELAXED);
+	baton__barrier_light();
+	/* Relaxed: the revoker's heavy barrier orders its store of
+	 * REVOKING before this load, or our store above before its
+	 * load of own (barrier.h). */
+	if (BATON_LIKELY(__atomic_load_n(&ch->bias, __ATOMIC_RELAXED) == b))
+		return &ch->own;
+	/* Release: as every release of own (nothing was done). */
+	__atomic_store_n(&ch->own.locked, 0, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 /* Lock ch for the calling thread, whose worker is `self` (NULL off any
  * worker); returns the lock taken, to be released with baton__spin_unlock
  * (or after a park). The bias worker's case is inline: no atomic
@@ -92,23 +110,34 @@ static inline baton_spinlock_t *baton__chan_lock(struct baton_chan *ch,
 	/* Acquire: a SHARED bias brings what its revoker took over; a bias of
 	 * self was stored by this thread. */
 	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
+	baton_spinlock_t *held;
 
 	if (BATON_LIKELY(b == (uintptr_t)self)) {
-		/* Relaxed: a revoker reads it only after its heavy barrier. */
-		__atomic_store_n(&ch->own.locked, 1, __ATOMIC_RELAXED);
-		baton__barrier_light();
-		/* Relaxed: the revoker's heavy barrier orders its store of
-		 * REVOKING before this load, or our store above before its
-		 * load of own (barrier.h). */
-		if (BATON_LIKELY(__atomic_load_n(&ch->bias, __ATOMIC_RELAXED) == b))
-			return &ch->own;
-		/* Release: as every release of own (nothing was done). */
-		__atomic_store_n(&ch->own.locked, 0, __ATOMIC_RELEASE);
+		if (BATON_LIKELY((held = baton__chan_lock_biased(ch, b)) != NULL))
+			return held;
 	} else if (BATON_LIKELY(b == BATON_CHAN_SHARED)) {
 		baton__spin_lock(&ch->lock); /* SHARED is for good: no re-check */
 		return &ch->lock;
 	}
 	return baton__chan_lock_slow(ch, self);
+}
+
+/* baton__chan_lock's cases that make no call: the bias worker's lock, or
+ * the shared lock if it is free at the first try. NULL when the caller must
+ * take the general path (nothing is held then). */
+static inline baton_spinlock_t *baton__chan_lock_try(struct baton_chan *ch,
+						   struct baton_worker *self)
+{
+	/* Acquire: as in baton__chan_lock. */
+	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
+
+	if (BATON_LIKELY(b == (uintptr_t)self))
+		return baton__chan_lock_biased(ch, b);
+	/* Acquire: as in baton__spin_lock (the critical section after it). */
+	if (b == BATON_CHAN_SHARED &&
+	    !__atomic_exchange_n(&ch->lock.locked, 1, __ATOMIC_ACQUIRE))
+		return &ch->lock;
+	return NULL;
 }
 
 /* Outcome of one non-blocking step. */
