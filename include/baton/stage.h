@@ -91,6 +91,48 @@
  *         return refuse();                    // full, timed out or closed
  *     read_request(conn);                     // the step's own work
  *     baton_stage_leave(&p, NULL);
+ *
+ * Calling a stage, when the caller needs the handler's work done before it
+ * goes on (a connection task that hands a request to compute workers and
+ * writes the answer): the item carries the handler's results, and the
+ * call returns once the handler has returned.
+ *
+ *     struct job *j = job_new(req);           // on the heap: see rule 8
+ *     struct baton_stage_call c = BATON_STAGE_CALL_INIT;
+ *     c.item = j;
+ *     c.abandon = job_free;                   // if we leave before its end
+ *     c.deadline = now + budget;              // for the result
+ *     c.kept = p.kept;                        // the read step's KEEP units
+ *     rc = baton_stage_call(s_compute, &c, queue_timeout);
+ *     if (rc == BATON_OK)
+ *         answer(j->status, j->body), job_free(j);
+ *     else if (!c.queued)
+ *         busy(), job_free(j);                // refused: j is still ours
+ *     else
+ *         too_late();                         // j goes to job_free later
+ *
+ * Kept units: a KEEP need's units outlive the step that took them (rule
+ * 4). baton_stage_leave() puts them in the pass (p.kept), a token that
+ * hands them on: released by baton_stage_kept_release() once, or given to
+ * a call, which releases them where its item finishes (its handler
+ * returned, or it was dropped), whatever the caller does meanwhile.
+ *
+ *  7. A call waits in a task only (BATON_ENOSCHED elsewhere, whatever the
+ *     timeout). timeout_ns bounds the wait for queue room as for submit
+ *     (0: only tries, BATON_EAGAIN); c.deadline (CLOCK_MONOTONIC ns, < 0:
+ *     none) bounds the wait for the handler (BATON_ETIMEDOUT). The call's
+ *     result is BATON_OK once the handler has returned: what the handler
+ *     produced it writes into the item.
+ *  8. The item belongs to the stage from the moment it is queued
+ *     (c.queued set) until the call returns BATON_OK. A caller that leaves
+ *     earlier (BATON_ETIMEDOUT past the deadline, BATON_ECANCELED when its
+ *     task is cancelled, BATON_ENOMEM without a timer) leaves it to the
+ *     stage for good: an item whose handler had not started is not handled;
+ *     where the item finishes, its kept units go back and c.abandon (if
+ *     not NULL) receives it, on the stage's task. So an item that may be
+ *     abandoned must not live in the caller's frame, nor anything it
+ *     points to that the caller frees. The handler is not interrupted: a
+ *     handler that should stop early watches its own deadline.
  */
 #ifndef BATON_STAGE_H
 #define BATON_STAGE_H
@@ -254,11 +296,20 @@ BATON_API int baton_stage_set_queue_limit(baton_stage_t *st, size_t n);
  * to leave. Initialise it with BATON_STAGE_PASS_INIT; t0 may instead be
  * set to when the step began (a CLOCK_MONOTONIC reading in ns, such as the
  * end a previous leave returned), which saves the clock read. */
+/* Units of a stage's KEEP needs, held on after its step: a token that is
+ * released once (baton_stage_kept_release) or handed to a call. */
+struct baton_stage_kept {
+	baton_stage_t *stage; /* whose KEEP needs are held; NULL: none */
+};
+#define BATON_STAGE_KEPT_INIT { NULL }
+
 struct baton_stage_pass {
 	baton_stage_t *stage; /* set by enter, cleared by leave */
 	int64_t t0;	      /* when the step began; 0: now, at enter */
+	struct baton_stage_kept kept; /* set by leave if the stage has KEEP
+					 needs: their units, to hand on */
 };
-#define BATON_STAGE_PASS_INIT { NULL, 0 }
+#define BATON_STAGE_PASS_INIT { NULL, 0, BATON_STAGE_KEPT_INIT }
 
 /* Take a concurrency slot of st and then its needs (in the pools' global
  * order), and count the calling task as running. With every slot taken,
@@ -277,10 +328,45 @@ BATON_API int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p,
 
 /* End the passage: give back the needs that are not KEEP and the slot
  * (the first waiting task gets it), count the step completed with its time
- * since p->t0. *end_ns (if not NULL) receives the clock reading taken as
+ * since p->t0. The KEEP needs' units stay held, in p->kept (release or
+ * hand on that token before p enters again: a second leave overwrites
+ * it). *end_ns (if not NULL) receives the clock reading taken as
  * the step's end. Any thread. Errors: BATON_EINVAL (NULL p, or p not
  * entered: a second leave). */
 BATON_API int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns);
+
+/* Give back the units the token holds and empty it; an empty token is a
+ * no-op, so they are released exactly once. Any thread.
+ * Errors: BATON_EINVAL (NULL k). */
+BATON_API int baton_stage_kept_release(struct baton_stage_kept *k);
+
+/* A call of a stage (rules 7 and 8). The caller's, in its frame if it
+ * likes: the stage keeps its own record of the call. */
+struct baton_stage_call {
+	void *item;		     /* in: the handler's argument */
+	void (*abandon)(void *item); /* in: ends an item its caller left
+					(rule 8); NULL: nothing to do */
+	int64_t deadline;	     /* in: for the result; < 0: none */
+	struct baton_stage_kept kept; /* in: units to release where the item
+					 finishes; emptied once it is queued */
+	int queued;		     /* out: 1 once the item was queued */
+};
+#define BATON_STAGE_CALL_INIT { NULL, NULL, -1, BATON_STAGE_KEPT_INIT, 0 }
+
+/* Queue c->item as baton_stage_submit() does (timeout_ns for room) and
+ * wait until its handler has returned, at most until c->deadline.
+ * BATON_OK: the handler returned, the item is the caller's again, the
+ * kept units are released. Errors, with c->queued 0 (the item and the
+ * kept units are still the caller's): BATON_EINVAL (NULL st or c, a stage
+ * without handler), BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
+ * BATON_ESHUTDOWN (closed), BATON_ECANCELED, BATON_ENOSCHED (not in a
+ * task), BATON_ENOMEM. With c->queued 1 (the item is the stage's, rule 8):
+ * BATON_ETIMEDOUT (the deadline passed), BATON_ECANCELED (the calling task
+ * was cancelled), BATON_ENOMEM (no timer for the deadline), and
+ * BATON_ESHUTDOWN: the stage's scheduler was destroyed with the item
+ * queued (rule 5; it then is the caller's again, not handled). */
+BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
+			       int64_t timeout_ns);
 
 /* Fill *out (see struct baton_stage_stats). Errors: BATON_EINVAL. */
 BATON_API int baton_stage_snapshot(baton_stage_t *st,

@@ -79,7 +79,7 @@ static bool out_reserve(struct http_conn *c, size_t more)
 static int write_step(struct http_conn *c, const void *buf, size_t len)
 {
 	struct baton_http_server *srv = c->srv;
-	struct baton_stage_pass pass = { NULL, c->t_queued };
+	struct baton_stage_pass pass = { NULL, c->t_queued, BATON_STAGE_KEPT_INIT };
 	int rc;
 
 	c->t_queued = 0;

@@ -19,8 +19,32 @@ struct baton_pool {
 	char name[BATON_NAME_MAX + 1];
 };
 
+/* A called item's record (call.c), shared by the caller and the stage's
+ * side, on the heap: the caller may leave before the item finishes. */
+struct stage_call {
+	baton_spinlock_t lock;	   /* guards state, result, caller */
+	struct baton_waitq caller; /* the caller, waiting for the result */
+	unsigned state;		   /* STAGE_CALL_DONE, STAGE_CALL_LEFT */
+	int result;		   /* BATON_OK: handled; ESHUTDOWN: dropped */
+	void *item;
+	void (*abandon)(void *item);
+	struct baton_stage *kept;  /* whose KEEP units go back at the end */
+};
+#define STAGE_CALL_DONE 1u /* the item finished: the caller owns it again */
+#define STAGE_CALL_LEFT 2u /* the caller left: the stage's side ends it */
+
+/* Runner, before the handler: false if the caller has left (the handler
+ * is skipped). */
+bool baton__stage_call_begin(struct stage_call *c);
+/* Where a called item finishes: give back its kept units, then wake its
+ * caller with `result`, or, if it left, abandon the item and free c. */
+void baton__stage_call_end(struct stage_call *c, int result);
+/* Give back the KEEP needs of st (a kept hand-over's units). */
+void baton__stage_release_kept(struct baton_stage *st);
+
 struct stage_entry {
 	void *item;
+	struct stage_call *call; /* NULL: submitted, not called */
 	int64_t t0; /* accepted, CLOCK_MONOTONIC ns */
 };
 
@@ -64,7 +88,7 @@ struct baton_stage {
 
 	/* With a handler: told when the scheduler is destroyed (runner.c). */
 	struct baton_sched_watch watch;
-	struct stage_job *unstarted; /* runners spawned, not yet started */
+	struct stage_job *jobs;	/* every runner's record, started or not */
 };
 
 /* Nothing queued, running, dispatching, or alive to take an item. */
@@ -91,11 +115,13 @@ void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
  * The helpers that wake tasks claim them into `wl`; the caller readies them
  * with baton__wakelist_run() once it has released the lock. */
 
-static inline void baton__stage_push(struct baton_stage *st, void *item, int64_t now)
+static inline void baton__stage_push(struct baton_stage *st, void *item,
+				     struct stage_call *call, int64_t now)
 {
 	struct stage_entry *e = &st->ring[(st->head + st->count) % st->cap];
 
 	e->item = item;
+	e->call = call;
 	e->t0 = now;
 	st->count++;
 	st->submitted++;
@@ -110,7 +136,9 @@ static inline void baton__stage_poke(struct baton_stage *st, struct baton_wakeli
 		baton__waiter_wake(wl, w, BATON_OK);
 }
 
-/* Move waiting producers' items into free slots, oldest first. */
+/* Move waiting producers' items into free slots, oldest first. A
+ * producer's amount says what its value is: 0 the item, 1 a call's record
+ * (baton_stage_call). */
 static inline void baton__stage_admit(struct baton_stage *st, int64_t now,
 				      struct baton_wakelist *wl)
 {
@@ -118,17 +146,24 @@ static inline void baton__stage_admit(struct baton_stage *st, int64_t now,
 
 	while (!st->closed && st->count < st->limit &&
 	       (w = baton__waitq_claim_first(&st->producers)) != NULL) {
-		baton__stage_push(st, w->value, now);
+		struct stage_call *call = w->amount ? w->value : NULL;
+
+		baton__stage_push(st, call ? call->item : w->value, call, now);
 		baton__waiter_wake(wl, w, BATON_OK);
 	}
 }
 
+/* stage.c: queue `item` (of `call`, or NULL) for task t, as submit does
+ * (the arguments checked). */
+int baton__stage_queue(struct baton_stage *st, struct baton_task *t, void *item,
+		       struct stage_call *call, int64_t timeout_ns);
+
 /* runner.c: the dispatcher and the runners. */
-/* Under the lock, which it releases: give `item`, counted as running by the
- * caller, to the worker with the fewest busy runners (an idle runner there
+/* Under the lock, which it releases: give `item` (of `call`, or NULL),
+ * counted as running by the caller, to the worker with the fewest busy runners (an idle runner there
  * or a new one). BATON_ENOMEM when no runner could be spawned: the item
  * still counts as running and the caller must run or take it back. */
-int baton__stage_start_locked(struct baton_stage *st, void *item);
+int baton__stage_start_locked(struct baton_stage *st, void *item, struct stage_call *call);
 /* Under the lock: true if a runner is linked in an idle queue (one whose
  * wait timed out too, until it has unlinked itself). */
 bool baton__stage_runners_linked(const struct baton_stage *st);
