@@ -131,8 +131,13 @@
  *     where the item finishes, its kept units go back and c.abandon (if
  *     not NULL) receives it, on the stage's task. So an item that may be
  *     abandoned must not live in the caller's frame, nor anything it
- *     points to that the caller frees. The handler is not interrupted: a
- *     handler that should stop early watches its own deadline.
+ *     points to that the caller frees. The handler is not interrupted,
+ *     unless the stage was created with BATON_STAGE_CANCEL_ABANDONED: its
+ *     task is then cancelled as the caller leaves (sched.h's cancellation:
+ *     a handler that computes without blocking polls it).
+ *  9. While it waits, the caller answers its handler's questions
+ *     (baton_stage_ask) in its own task: the handler borrows the caller's
+ *     task for work that belongs there, and waits for it.
  */
 #ifndef BATON_STAGE_H
 #define BATON_STAGE_H
@@ -220,9 +225,16 @@ struct baton_stage_attr {
 	unsigned nworkers;	/* [first_worker, first_worker + nworkers), each
 				   item on the one with the fewest handlers
 				   busy; 0 for a stage without handler (rule 6) */
+	unsigned flags;		/* 0 or BATON_STAGE_CANCEL_ABANDONED */
 };
 #define BATON_STAGE_ATTR_INIT \
-	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0 }
+	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0, 0 }
+
+/* A called item's handler whose caller leaves (rule 8) is cancelled
+ * (baton_task_cancel): its blocking calls return BATON_ECANCELED. The
+ * stage's handler tasks take their handles for it, and one whose handler
+ * was cancelled ends after that item. */
+#define BATON_STAGE_CANCEL_ABANDONED 1u
 
 /* A handler task that finds no item waits this long for one, then ends. */
 #define BATON_STAGE_RUNNER_IDLE_NS 2000000LL
@@ -260,7 +272,7 @@ struct baton_stage_stats {
  * that tasks pass through (rule 6). Errors: BATON_EINVAL (NULL argument,
  * bad name, capacity 0 or above BATON_STAGE_MAX_CAPACITY, concurrency 0,
  * too many needs, a NULL pool, units < 1, unknown flags, a pool listed
- * twice, workers given without fn), BATON_ENOMEM. */
+ * twice, workers or attr.flags given without fn), BATON_ENOMEM. */
 BATON_API int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 				 const struct baton_stage_attr *attr);
 
@@ -367,6 +379,20 @@ struct baton_stage_call {
  * queued (rule 5; it then is the caller's again, not handled). */
 BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
 			       int64_t timeout_ns);
+
+/* In the handler of a called item: have the caller, waiting in
+ * baton_stage_call(), run fn(arg) in its own task, and return what fn
+ * returns (a streamed answer whose pieces the caller writes: the caller's
+ * socket is its worker's). The handler waits for it without a timeout;
+ * fn runs at most until the caller's deadline has passed, and not at all
+ * after it: the call then ends as rule 8 says and the question gets
+ * BATON_ECANCELED. arg must stay valid and addressable from the caller's
+ * task while it waits (not in a copy-stack handler's frame). One question
+ * at a time per call. Errors: BATON_EINVAL (NULL st or fn, item not a
+ * called item whose handler runs now), BATON_ENOSCHED, BATON_ECANCELED
+ * (the caller left), BATON_EBUSY (a question is already waiting). */
+BATON_API int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg),
+			      void *arg);
 
 /* Fill *out (see struct baton_stage_stats). Errors: BATON_EINVAL. */
 BATON_API int baton_stage_snapshot(baton_stage_t *st,

@@ -1,6 +1,7 @@
 /*
- * Calling a stage: submit an item and wait for its handler to return, and
- * the kept units that travel with an item to where it finishes.
+ * Calling a stage: submit an item and wait for its handler to return,
+ * answering the handler's questions meanwhile; and the kept units that
+ * travel with an item to where it finishes.
  *
  * A call's record (struct stage_call) is on the heap, not in the caller's
  * frame: a copy-stack caller's stack is not addressable while it waits,
@@ -13,7 +14,14 @@
  *   - the caller leaves first: LEFT; the item is the stage's from then on.
  *     Its handler does not run if it had not started; where the item
  *     finishes, the kept units go back, the caller's abandon function gets
- *     the item, and the record is freed there.
+ *     the item, and the record is freed there. With
+ *     BATON_STAGE_CANCEL_ABANDONED the caller cancels the handler's task
+ *     as it leaves.
+ *   - a question (baton_stage_ask): the handler sets ASKED and wakes the
+ *     caller, which runs the question's function in its own task
+ *     (SERVING), stores the answer and wakes the handler. A caller that
+ *     leaves answers a waiting question with BATON_ECANCELED; it never
+ *     leaves while SERVING.
  */
 #include "../common/alloc.h"
 #include "stage_internal.h"
@@ -36,12 +44,13 @@ int baton_stage_kept_release(struct baton_stage_kept *k)
 	return BATON_OK;
 }
 
-bool baton__stage_call_begin(struct stage_call *c)
+bool baton__stage_call_begin(struct stage_call *c, baton_task_t *task)
 {
 	bool left;
 
 	baton__spin_lock(&c->lock);
 	left = (c->state & STAGE_CALL_LEFT) != 0;
+	c->task = task; /* valid until the end: the runner ends it */
 	baton__spin_unlock(&c->lock);
 	return !left;
 }
@@ -84,31 +93,143 @@ static int64_t time_left(int64_t deadline)
 	return left > 0 ? left : 0;
 }
 
-/* The caller, its item queued: wait for the end until c->deadline. */
+/* The caller, lock held: leave the call (its timeout, its cancel). A
+ * question still waiting gets BATON_ECANCELED; the handler is cancelled if
+ * the stage asks for it. The cancel is the one wake-up made under the
+ * record's lock: the handler's task stays valid only while its end waits
+ * for this lock. Releases the lock. */
+static void leave(struct stage_call *rec)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+	rec->state |= STAGE_CALL_LEFT; /* the item is the stage's now */
+	if (rec->state & STAGE_CALL_ASKED) {
+		struct baton_waiter *w = baton__waitq_claim_first(&rec->asker);
+
+		rec->state &= ~STAGE_CALL_ASKED;
+		rec->ask_rc = BATON_ECANCELED;
+		if (w != NULL)
+			baton__waiter_wake(&wl, w, BATON_OK);
+	}
+	if (rec->task != NULL)
+		(void)baton_task_cancel(rec->task);
+	baton__spin_unlock(&rec->lock);
+	baton__wakelist_run(&wl);
+}
+
+/* The caller, lock held: answer the handler's question in this task, then
+ * wake it. Returns with the lock held. */
+static void serve(struct stage_call *rec)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_waiter *w;
+	int rc;
+
+	rec->state |= STAGE_CALL_SERVING;
+	baton__spin_unlock(&rec->lock);
+	rc = rec->ask_fn(rec->ask_arg);
+	baton__spin_lock(&rec->lock);
+	rec->ask_rc = rc;
+	rec->state &= ~(STAGE_CALL_ASKED | STAGE_CALL_SERVING);
+	w = baton__waitq_claim_first(&rec->asker);
+	if (w != NULL)
+		baton__waiter_wake(&wl, w, BATON_OK);
+	baton__spin_unlock(&rec->lock);
+	baton__wakelist_run(&wl);
+	baton__spin_lock(&rec->lock);
+}
+
+/* The caller, its item queued: answer the handler's questions and wait
+ * for the end, until `deadline`. */
 static int wait_result(struct baton_task *t, struct stage_call *rec, int64_t deadline)
 {
 	int rc = BATON_OK;
 
 	baton__spin_lock(&rec->lock);
-	if (!(rec->state & STAGE_CALL_DONE)) {
+	for (;;) {
 		int64_t left = time_left(deadline);
 
-		if (left == 0) {
-			rc = BATON_ETIMEDOUT;
-		} else {
-			rc = baton__wait_one(t, &rec->caller, &rec->lock, 0, NULL, NULL, left);
-			/* Not woken by the end (timeout, cancel, no timer): we
-			 * left the queue; the end may have come meanwhile. */
-			baton__spin_lock(&rec->lock);
+		if (rec->state & STAGE_CALL_DONE) {
+			rc = rec->result;
+			baton__spin_unlock(&rec->lock);
+			baton__free(rec);
+			return rc;
+		}
+		if (left == 0 || rc != BATON_OK) /* past the deadline: no more answers */
+			break;
+		if (rec->state & STAGE_CALL_ASKED) {
+			serve(rec);
+			continue;
+		}
+		rc = baton__wait_one(t, &rec->caller, &rec->lock, 0, NULL, NULL, left);
+		/* Woken by the end or a question, or not (timeout, cancel):
+		 * then we left the queue; either may have come meanwhile. */
+		baton__spin_lock(&rec->lock);
+		if (rc == BATON_ENOMEM) { /* no timer: wait without the deadline */
+			deadline = -1;
+			rc = BATON_OK;
 		}
 	}
-	if (rec->state & STAGE_CALL_DONE) {
-		rc = rec->result;
+	if (rc == BATON_OK)
+		rc = BATON_ETIMEDOUT;
+	leave(rec);
+	return rc;
+}
+
+int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg), void *arg)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct stage_call *rec;
+	struct baton_waiter *w;
+	struct baton_task *t;
+	int rc;
+
+	if (st == NULL || fn == NULL)
+		return BATON_EINVAL;
+	if ((rc = baton__task_for_wait(&t, -1)) != BATON_OK)
+		return rc;
+	/* Alive until its handler returns, which is after we do. */
+	rec = baton__stage_find_call(st, item);
+	if (rec == NULL)
+		return BATON_EINVAL;
+	baton__spin_lock(&rec->lock);
+	if (rec->state & (STAGE_CALL_LEFT | STAGE_CALL_ASKED)) {
+		rc = rec->state & STAGE_CALL_LEFT ? BATON_ECANCELED : BATON_EBUSY;
 		baton__spin_unlock(&rec->lock);
-		baton__free(rec);
 		return rc;
 	}
-	rec->state |= STAGE_CALL_LEFT; /* the item is the stage's now */
+	rec->ask_fn = fn;
+	rec->ask_arg = arg;
+	rec->state |= STAGE_CALL_ASKED;
+	w = baton__waitq_claim_first(&rec->caller);
+	if (w != NULL)
+		baton__waiter_wake(&wl, w, BATON_OK);
+	baton__spin_unlock(&rec->lock);
+	baton__wakelist_run(&wl);
+	baton__spin_lock(&rec->lock);
+	while (rec->state & STAGE_CALL_ASKED) {
+		if (rec->state & STAGE_CALL_SERVING) {
+			/* Being answered: wait for it, even cancelled (the caller
+			 * is reading what arg points to). */
+			rc = baton__wait_one(t, &rec->asker, &rec->lock, 0, NULL, NULL, -1);
+			baton__spin_lock(&rec->lock);
+			if (rc != BATON_OK && (rec->state & STAGE_CALL_SERVING)) {
+				baton__spin_unlock(&rec->lock);
+				baton_sched_yield(); /* cancelled: waits fail at once */
+				baton__spin_lock(&rec->lock);
+			}
+			continue;
+		}
+		rc = baton__wait_one(t, &rec->asker, &rec->lock, 0, NULL, NULL, -1);
+		baton__spin_lock(&rec->lock);
+		if (rc != BATON_OK && (rec->state & STAGE_CALL_ASKED) &&
+		    !(rec->state & STAGE_CALL_SERVING)) {
+			rec->state &= ~STAGE_CALL_ASKED; /* withdrawn, unanswered */
+			baton__spin_unlock(&rec->lock);
+			return rc;
+		}
+	}
+	rc = rec->ask_rc;
 	baton__spin_unlock(&rec->lock);
 	return rc;
 }

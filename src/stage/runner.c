@@ -41,6 +41,7 @@ struct stage_job {
 	struct baton_stage *st;
 	void *item;
 	struct stage_call *call;
+	baton_task_t *task;	/* its handle (BATON_STAGE_CANCEL_ABANDONED) */
 	unsigned slot;
 };
 
@@ -117,6 +118,18 @@ static unsigned pick_slot(struct baton_stage *st, int prefer)
 	return best;
 }
 
+struct stage_call *baton__stage_find_call(struct baton_stage *st, void *item)
+{
+	struct stage_call *call = NULL;
+
+	baton__spin_lock(&st->lock);
+	for (struct stage_job *j = st->jobs; j != NULL && call == NULL; j = j->next)
+		if (j->call != NULL && j->item == item)
+			call = j->call;
+	baton__spin_unlock(&st->lock);
+	return call;
+}
+
 bool baton__stage_runners_linked(const struct baton_stage *st)
 {
 	for (unsigned i = 0; i < st->nslots; i++)
@@ -139,12 +152,12 @@ void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl
  * as much as the rest of a hand-off on some machines (29 ns in a VM), so
  * an item pays for two, the submit's and this one. */
 static int64_t run_one(struct baton_stage *st, unsigned slot, void *item,
-		       struct stage_call *call, int64_t start)
+		       struct stage_call *call, baton_task_t *task, int64_t start)
 {
 	int64_t end;
 
 	/* A call whose caller has left is not handled: it ends here. */
-	if (call == NULL || baton__stage_call_begin(call))
+	if (call == NULL || baton__stage_call_begin(call, task))
 		st->fn(item, st->ctx);
 	end = baton__clock_now();
 	for (size_t i = st->nneeds; i-- > 0;)
@@ -322,10 +335,19 @@ static void runner_task(void *arg)
 	struct baton_stage *st = job->st;
 	int64_t t = baton__clock_now();
 
-	do {
-		t = run_one(st, job->slot, job->item, job->call, t);
+	/* Cancellable: a caller that leaves cancels the handler it left. */
+	job->task = st->flags & BATON_STAGE_CANCEL_ABANDONED ? baton_task_handle() : NULL;
+	for (;;) {
+		t = run_one(st, job->slot, job->item, job->call, job->task, t);
 		baton__spin_lock(&st->lock);
-	} while (next_item(st, job, &t));
+		job->call = NULL; /* its handler returned: no more questions */
+		/* Cancelled for good: every later wait would fail at once. A
+		 * leaving caller cancels before the end's lock, so it is seen. */
+		if (job->task != NULL && baton_task_cancelled() == 1)
+			break;
+		if (!next_item(st, job, &t))
+			break;
+	}
 	/* With the lock: end this runner. */
 	{
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
@@ -351,7 +373,7 @@ static void start(struct baton_stage *st, void *item, struct stage_call *call)
 	baton__spin_lock(&st->lock);
 	st->slots[0].busy++; /* run_one gives it back */
 	baton__spin_unlock(&st->lock);
-	run_one(st, 0, item, call, baton__clock_now());
+	run_one(st, 0, item, call, NULL, baton__clock_now()); /* not cancellable */
 }
 
 /* Block the dispatcher until poked; called and returns with the lock. */

@@ -41,7 +41,8 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	size_t n;
 
 	if (out == NULL || s == NULL || attr == NULL ||
-	    (attr->fn == NULL && attr->nworkers > 0) || attr->queue_capacity == 0 ||
+	    (attr->fn == NULL && (attr->nworkers > 0 || attr->flags != 0)) ||
+	    (attr->flags & ~BATON_STAGE_CANCEL_ABANDONED) || attr->queue_capacity == 0 ||
 	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY ||
 	    attr->concurrency == 0 || attr->nneeds > BATON_STAGE_MAX_NEEDS ||
 	    (attr->nneeds > 0 && attr->needs == NULL) ||
@@ -89,6 +90,7 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	st->task = attr->task;
 	st->first_worker = attr->first_worker;
 	st->nworkers = attr->nworkers;
+	st->flags = attr->flags;
 	st->nslots = !attr->fn ? 0 : attr->nworkers > 0 ? attr->nworkers : 1; /* fn NULL: no runners */
 	st->slots = attr->fn ? baton__calloc(st->nslots, sizeof(*st->slots)) : NULL;
 	if (attr->fn && st->slots == NULL) {

@@ -22,20 +22,29 @@ struct baton_pool {
 /* A called item's record (call.c), shared by the caller and the stage's
  * side, on the heap: the caller may leave before the item finishes. */
 struct stage_call {
-	baton_spinlock_t lock;	   /* guards state, result, caller */
+	baton_spinlock_t lock;	   /* guards all but item, abandon, kept */
 	struct baton_waitq caller; /* the caller, waiting for the result */
-	unsigned state;		   /* STAGE_CALL_DONE, STAGE_CALL_LEFT */
+	struct baton_waitq asker;  /* the handler, waiting for an answer */
+	unsigned state;		   /* STAGE_CALL_* */
 	int result;		   /* BATON_OK: handled; ESHUTDOWN: dropped */
+	baton_task_t *task;	   /* the handler's, to cancel if the caller
+				      leaves (BATON_STAGE_CANCEL_ABANDONED) */
+	int (*ask_fn)(void *arg);  /* a question for the caller (ASKED) */
+	void *ask_arg;
+	int ask_rc;		   /* its answer */
 	void *item;
 	void (*abandon)(void *item);
 	struct baton_stage *kept;  /* whose KEEP units go back at the end */
 };
-#define STAGE_CALL_DONE 1u /* the item finished: the caller owns it again */
-#define STAGE_CALL_LEFT 2u /* the caller left: the stage's side ends it */
+#define STAGE_CALL_DONE 1u    /* the item finished: the caller owns it again */
+#define STAGE_CALL_LEFT 2u    /* the caller left: the stage's side ends it */
+#define STAGE_CALL_ASKED 4u   /* the handler waits for ask_fn's answer */
+#define STAGE_CALL_SERVING 8u /* the caller runs ask_fn */
 
 /* Runner, before the handler: false if the caller has left (the handler
- * is skipped). */
-bool baton__stage_call_begin(struct stage_call *c);
+ * is skipped). `task`: the runner's handle if the stage cancels handlers
+ * of abandoned items, else NULL. */
+bool baton__stage_call_begin(struct stage_call *c, baton_task_t *task);
 /* Where a called item finishes: give back its kept units, then wake its
  * caller with `result`, or, if it left, abandon the item and free c. */
 void baton__stage_call_end(struct stage_call *c, int result);
@@ -82,6 +91,7 @@ struct baton_stage {
 	struct baton_task_attr task;
 	int first_worker;	/* runners are pinned to these workers... */
 	unsigned nworkers;	/* ...if nworkers > 0 */
+	unsigned flags;		/* BATON_STAGE_CANCEL_ABANDONED */
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
 	size_t nneeds;
 	char name[BATON_NAME_MAX + 1];
@@ -159,6 +169,8 @@ int baton__stage_queue(struct baton_stage *st, struct baton_task *t, void *item,
 		       struct stage_call *call, int64_t timeout_ns);
 
 /* runner.c: the dispatcher and the runners. */
+/* The call whose item `item` a handler of st holds now, or NULL. */
+struct stage_call *baton__stage_find_call(struct baton_stage *st, void *item);
 /* Under the lock, which it releases: give `item` (of `call`, or NULL),
  * counted as running by the caller, to the worker with the fewest busy runners (an idle runner there
  * or a new one). BATON_ENOMEM when no runner could be spawned: the item
