@@ -386,6 +386,143 @@ static void test_call_kept(void **state)
 	assert_int_equal(baton_pool_destroy(kp_pool), BATON_OK);
 }
 
+/* --- questions: the handler borrows the caller's task ---------------------------- */
+static baton_stage_t *ask_st;
+static baton_task_t *ask_caller; /* the task that must answer */
+
+struct question {
+	int n;
+	int asked_in_caller; /* fn ran in the caller's task */
+};
+
+static int ask_double(void *arg)
+{
+	struct question *q = arg;
+
+	q->asked_in_caller = baton_task_handle() == ask_caller;
+	return 2 * q->n;
+}
+
+/* Asks twice; the answers (and where they were given) go into the job. */
+static void ask_handler(void *item, void *ctx)
+{
+	struct job *j = item;
+	struct question *q = malloc(sizeof(*q)); /* not in this (maybe copy-stack) frame */
+
+	(void)ctx;
+	if (q == NULL)
+		return;
+	q->n = j->in;
+	j->out = baton_stage_ask(ask_st, j, ask_double, q);
+	j->ran = q->asked_in_caller;
+	q->n = j->out;
+	j->out = baton_stage_ask(ask_st, j, ask_double, q);
+	j->ran += q->asked_in_caller;
+	free(q);
+	if (j->gate == NULL)
+		return;
+	/* Held past the caller's deadline: the next question is refused. */
+	while (!__atomic_load_n(j->gate, __ATOMIC_ACQUIRE)) /* Acquire: see open_gate */
+		baton_sched_sleep(MS / 4);
+	j->in = baton_stage_ask(ask_st, j, ask_double, &j->out);
+	__atomic_add_fetch(&ran_total, 1, __ATOMIC_RELAXED); /* Relaxed: a count */
+}
+
+static void ask_main(void *arg)
+{
+	struct baton_stage_call c = BATON_STAGE_CALL_INIT;
+	struct job *j;
+
+	(void)arg;
+	gate = freed = 0;
+	ask_caller = baton_task_handle();
+	j = job_new(3, 0, NULL, &freed);
+	c.item = j;
+	CHECK_RC(baton_stage_call(ask_st, &c, patience()), BATON_OK);
+	CHECK(j->out == 12 && j->ran == 2);
+	/* Not a called item being handled: refused. */
+	CHECK_RC(baton_stage_ask(ask_st, j, ask_double, NULL), BATON_EINVAL);
+	CHECK_RC(baton_stage_ask(NULL, j, ask_double, NULL), BATON_EINVAL);
+	CHECK_RC(baton_stage_ask(ask_st, j, NULL, NULL), BATON_EINVAL);
+	/* The caller leaves before the third question: ECANCELED for it. */
+	j->gate = &gate;
+	j->freed = &freed;
+	c = (struct baton_stage_call)BATON_STAGE_CALL_INIT;
+	c.item = j;
+	c.deadline = now_ns() + 3 * MS;
+	CHECK_RC(baton_stage_call(ask_st, &c, patience()), BATON_ETIMEDOUT);
+	open_gate(&gate);
+	CHECK_RC(baton_stage_drain(ask_st, patience()), BATON_OK);
+	CHECK(ran_total == 1 && j->in == BATON_ECANCELED);
+	free(j); /* no abandon function: it is ours to free once it ended */
+	CHECK_RC(baton_stage_close(ask_st), BATON_OK);
+}
+
+static void test_call_ask(void **state)
+{
+	setup(state);
+	ran_total = 0;
+	ask_st = make_stage("ask", ask_handler, NULL, 4, 1, NULL, 0);
+	run(ask_main, NULL);
+	assert_int_equal(baton_stage_destroy(ask_st), BATON_OK);
+}
+
+/* --- BATON_STAGE_CANCEL_ABANDONED: the handler stops --------------------------------- */
+static baton_stage_t *ca_st;
+static int ca_sleep_rc;
+
+/* Sleeps "for ever"; a cancel ends it early. */
+static void ca_handler(void *item, void *ctx)
+{
+	struct job *j = item;
+
+	(void)ctx;
+	ca_sleep_rc = baton_sched_sleep(patience());
+	j->out = 1;
+	__atomic_add_fetch(&ran_total, 1, __ATOMIC_RELAXED); /* Relaxed: a count */
+}
+
+static void ca_main(void *arg)
+{
+	struct baton_stage_call c = BATON_STAGE_CALL_INIT;
+	struct baton_stage_stats s;
+	int64_t t0 = now_ns();
+
+	(void)arg;
+	gate = freed = 0;
+	c.item = job_new(1, 0, NULL, &freed);
+	c.abandon = job_abandon;
+	c.deadline = t0 + 3 * MS;
+	CHECK_RC(baton_stage_call(ca_st, &c, patience()), BATON_ETIMEDOUT);
+	/* Cancelled: it ends long before its sleep would have. */
+	CHECK_RC(baton_stage_drain(ca_st, patience() / 2), BATON_OK);
+	CHECK(ca_sleep_rc == BATON_ECANCELED && freed == 1 && ran_total == 1);
+	/* The cancelled runner ended; a new one serves the next call. */
+	c = (struct baton_stage_call)BATON_STAGE_CALL_INIT;
+	c.item = job_new(1, 0, NULL, &freed);
+	c.deadline = now_ns() + 3 * MS;
+	CHECK_RC(baton_stage_call(ca_st, &c, patience()), BATON_ETIMEDOUT);
+	CHECK_RC(baton_stage_drain(ca_st, patience() / 2), BATON_OK);
+	CHECK(ran_total == 2);
+	free(c.item); /* ended, no abandon function */
+	stats(ca_st, &s);
+	CHECK(s.runners_started == 2 && s.completed == 2);
+	CHECK_RC(baton_stage_close(ca_st), BATON_OK);
+}
+
+static void test_call_cancel_abandoned(void **state)
+{
+	struct baton_stage_attr a;
+
+	setup(state);
+	ran_total = 0;
+	a = stage_attr("cancels", ca_handler, NULL, 4, 1);
+	a.flags = BATON_STAGE_CANCEL_ABANDONED;
+	assert_int_equal(baton_stage_create(&ca_st, sched, &a), BATON_OK);
+	run(ca_main, NULL);
+	assert_int_equal(baton_stage_destroy(ca_st), BATON_OK);
+}
+
 /* --- bad arguments ------------------------------------------------------------- */
 static void test_call_bad_args(void **state)
 {
@@ -405,6 +542,16 @@ static void test_call_bad_args(void **state)
 	assert_int_equal(baton_stage_call(items, &c, -1), BATON_ENOSCHED);
 	assert_int_equal(c.queued, 0);
 	assert_int_equal(baton_stage_kept_release(NULL), BATON_EINVAL);
+	assert_int_equal(baton_stage_ask(items, NULL, ask_double, NULL), BATON_ENOSCHED);
+	{
+		struct baton_stage_attr a = stage_attr("flags", NULL, NULL, 4, 1);
+
+		a.flags = BATON_STAGE_CANCEL_ABANDONED; /* no handler to cancel */
+		assert_int_equal(baton_stage_create(&items, sched, &a), BATON_EINVAL);
+		a = stage_attr("flags", nop_handler, NULL, 4, 1);
+		a.flags = 2;
+		assert_int_equal(baton_stage_create(&items, sched, &a), BATON_EINVAL);
+	}
 	assert_int_equal(baton_stage_destroy(pass), BATON_OK);
 	assert_int_equal(baton_stage_destroy(items), BATON_OK);
 	assert_int_equal(baton_sched_destroy(sched), BATON_OK);
@@ -419,6 +566,8 @@ int main(void)
 		STAGE_TESTS(test_call_deadline),
 		STAGE_TESTS(test_call_cancel),
 		STAGE_TESTS(test_call_kept),
+		STAGE_TESTS(test_call_ask),
+		STAGE_TESTS(test_call_cancel_abandoned),
 		cmocka_unit_test_prestate(test_call_bad_args, &cfg_sf1),
 	};
 
