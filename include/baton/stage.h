@@ -45,8 +45,8 @@
  * Rules a caller must keep:
  *  1. Submit, pool acquire and drain block only in a task's own coroutine;
  *     from anywhere else they work with timeout 0 only (BATON_ENOSCHED
- *     otherwise). Release, close, the setters and snapshots work from any
- *     thread.
+ *     otherwise); call and ask always wait, so only in a task (rule 7).
+ *     Release, close, the setters and snapshots work from any thread.
  *  2. Items flow only while the stage's scheduler runs. A stage starts its
  *     dispatcher task when items arrive and lets it finish when the queue is
  *     empty; its handler tasks wait BATON_STAGE_RUNNER_IDLE_NS for more and
@@ -108,8 +108,8 @@
  *         answer(j->status, j->body), job_free(j);
  *     else if (!c.queued)
  *         busy(), job_free(j);                // refused: j is still ours
- *     else
- *         too_late();                         // j goes to job_free later
+ *     else                                    // ETIMEDOUT, ECANCELED (and
+ *         too_late();                         // not ESHUTDOWN): job_free later
  *
  * Kept units: a KEEP need's units outlive the step that took them (rule
  * 4). baton_stage_leave() puts them in the pass (p.kept), a token that
@@ -126,8 +126,7 @@
  *  8. The item belongs to the stage from the moment it is queued
  *     (c.queued set) until the call returns BATON_OK. A caller that leaves
  *     earlier (BATON_ETIMEDOUT past the deadline, BATON_ECANCELED when its
- *     task is cancelled, BATON_ENOMEM without a timer) leaves it to the
- *     stage for good: an item whose handler had not started is not handled;
+ *     task is cancelled) leaves it to the stage for good: an item whose handler had not started is not handled;
  *     where the item finishes, its kept units go back and c.abandon (if
  *     not NULL) receives it, on the stage's task. So an item that may be
  *     abandoned must not live in the caller's frame, nor anything it
@@ -374,9 +373,10 @@ struct baton_stage_call {
  * BATON_ESHUTDOWN (closed), BATON_ECANCELED, BATON_ENOSCHED (not in a
  * task), BATON_ENOMEM. With c->queued 1 (the item is the stage's, rule 8):
  * BATON_ETIMEDOUT (the deadline passed), BATON_ECANCELED (the calling task
- * was cancelled), BATON_ENOMEM (no timer for the deadline), and
- * BATON_ESHUTDOWN: the stage's scheduler was destroyed with the item
- * queued (rule 5; it then is the caller's again, not handled). */
+ * was cancelled), and BATON_ESHUTDOWN: the stage's scheduler was destroyed
+ * with the item queued (rule 5; it then is the caller's again, not
+ * handled). Without memory for the deadline's timer the call waits for the
+ * handler without it. */
 BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
 			       int64_t timeout_ns);
 
