@@ -60,6 +60,7 @@
  *     its own stage waits for itself (use a timeout, or drain elsewhere).
  *  4. A KEEP resource is released by the program with baton_pool_release()
  *     (any thread, any task): the stage does not know when its use ends.
+ *     After a pass, the pass's kept token does it once (Kept units, below).
  *  5. Destroy a stage when it is idle: nothing queued, nothing running, no
  *     submitter or drainer waiting (BATON_EBUSY otherwise). Drain it before
  *     its scheduler is destroyed where the items matter. A scheduler's
@@ -74,7 +75,11 @@
  *     freed task that had entered a stage without handler still counts as
  *     running there until the program leaves with its pass (the stage
  *     cannot know the task is gone), and the pool units freed tasks held
- *     stay in use until released. Destroy a pool when no stage lists it, no
+ *     stay in use until released. A call whose item was queued then ends
+ *     with BATON_ESHUTDOWN; the record of a call whose handler task was
+ *     freed, or whose caller was freed too, is lost with them (a few
+ *     dozen bytes; its abandon function does not run). Destroy a pool
+ *     when no stage lists it, no
  *     unit is in use and nobody waits.
  *  6. A stage created without a handler (attr.fn NULL) is a step that the
  *     calling task performs itself: it passes through the stage with
