@@ -46,8 +46,8 @@
  * Rules a caller must keep:
  *  1. Submit, pool acquire and drain block only in a task's own coroutine;
  *     from anywhere else they work with timeout 0 only (BATON_ENOSCHED
- *     otherwise). Release, close, the setters and snapshots work from any
- *     thread.
+ *     otherwise); call and ask always wait, so only in a task (rule 7).
+ *     Release, close, the setters and snapshots work from any thread.
  *  2. Items flow only while the stage's scheduler runs. A stage starts its
  *     dispatcher task when items arrive and lets it finish when the queue is
  *     empty; its handler tasks wait BATON_STAGE_RUNNER_IDLE_NS for more and
@@ -61,6 +61,7 @@
  *     its own stage waits for itself (use a timeout, or drain elsewhere).
  *  4. A KEEP resource is released by the program with baton_pool_release()
  *     (any thread, any task): the stage does not know when its use ends.
+ *     After a pass, the pass's kept token does it once (Kept units, below).
  *  5. Destroy a stage when it is idle: nothing queued, nothing running, no
  *     submitter or drainer waiting (BATON_EBUSY otherwise). Drain it before
  *     its scheduler is destroyed where the items matter. A scheduler's
@@ -75,7 +76,11 @@
  *     freed task that had entered a stage without handler still counts as
  *     running there until the program leaves with its pass (the stage
  *     cannot know the task is gone), and the pool units freed tasks held
- *     stay in use until released. Destroy a pool when no stage lists it, no
+ *     stay in use until released. A call whose item was queued then ends
+ *     with BATON_ESHUTDOWN; the record of a call whose handler task was
+ *     freed, or whose caller was freed too, is lost with them (a few
+ *     dozen bytes; its abandon function does not run). Destroy a pool
+ *     when no stage lists it, no
  *     unit is in use and nobody waits.
  *  6. A stage created without a handler (attr.fn NULL) is a step that the
  *     calling task performs itself: it passes through the stage with
@@ -92,6 +97,52 @@
  *         return refuse();                    // full, timed out or closed
  *     read_request(conn);                     // the step's own work
  *     baton_stage_leave(&p, NULL);
+ *
+ * Calling a stage, when the caller needs the handler's work done before it
+ * goes on (a connection task that hands a request to compute workers and
+ * writes the answer): the item carries the handler's results, and the
+ * call returns once the handler has returned.
+ *
+ *     struct job *j = job_new(req);           // on the heap: see rule 8
+ *     struct baton_stage_call c = BATON_STAGE_CALL_INIT;
+ *     c.item = j;
+ *     c.abandon = job_free;                   // if we leave before its end
+ *     c.deadline = now + budget;              // for the result
+ *     c.kept = p.kept;                        // the read step's KEEP units
+ *     rc = baton_stage_call(s_compute, &c, queue_timeout);
+ *     if (rc == BATON_OK)
+ *         answer(j->status, j->body), job_free(j);
+ *     else if (!c.queued)
+ *         busy(), job_free(j);                // refused: j is still ours
+ *     else                                    // ETIMEDOUT, ECANCELED (and
+ *         too_late();                         // not ESHUTDOWN): job_free later
+ *
+ * Kept units: a KEEP need's units outlive the step that took them (rule
+ * 4). baton_stage_leave() puts them in the pass (p.kept), a token that
+ * hands them on: released by baton_stage_kept_release() once, or given to
+ * a call, which releases them where its item finishes (its handler
+ * returned, or it was dropped), whatever the caller does meanwhile.
+ *
+ *  7. A call waits in a task only (BATON_ENOSCHED elsewhere, whatever the
+ *     timeout). timeout_ns bounds the wait for queue room as for submit
+ *     (0: only tries, BATON_EAGAIN); c.deadline (CLOCK_MONOTONIC ns, < 0:
+ *     none) bounds the wait for the handler (BATON_ETIMEDOUT). The call's
+ *     result is BATON_OK once the handler has returned: what the handler
+ *     produced it writes into the item.
+ *  8. The item belongs to the stage from the moment it is queued
+ *     (c.queued set) until the call returns BATON_OK. A caller that leaves
+ *     earlier (BATON_ETIMEDOUT past the deadline, BATON_ECANCELED when its
+ *     task is cancelled) leaves it to the stage for good: an item whose handler had not started is not handled;
+ *     where the item finishes, its kept units go back and c.abandon (if
+ *     not NULL) receives it, on the stage's task. So an item that may be
+ *     abandoned must not live in the caller's frame, nor anything it
+ *     points to that the caller frees. The handler is not interrupted,
+ *     unless the stage was created with BATON_STAGE_CANCEL_ABANDONED: its
+ *     task is then cancelled as the caller leaves (sched.h's cancellation:
+ *     a handler that computes without blocking polls it).
+ *  9. While it waits, the caller answers its handler's questions
+ *     (baton_stage_ask) in its own task: the handler borrows the caller's
+ *     task for work that belongs there, and waits for it.
  */
 #ifndef BATON_STAGE_H
 #define BATON_STAGE_H
@@ -179,9 +230,16 @@ struct baton_stage_attr {
 	unsigned nworkers;	/* [first_worker, first_worker + nworkers), each
 				   item on the one with the fewest handlers
 				   busy; 0 for a stage without handler (rule 6) */
+	unsigned flags;		/* 0 or BATON_STAGE_CANCEL_ABANDONED */
 };
 #define BATON_STAGE_ATTR_INIT \
-	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0 }
+	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0, 0 }
+
+/* A called item's handler whose caller leaves (rule 8) is cancelled
+ * (baton_task_cancel): its blocking calls return BATON_ECANCELED. The
+ * stage's handler tasks take their handles for it, and one whose handler
+ * was cancelled ends after that item. */
+#define BATON_STAGE_CANCEL_ABANDONED 1u
 
 /* The defaults (queue 64, concurrency 1, no needs, default tasks; name
  * and fn still to set) in *a: the attribute convention of every module
@@ -232,7 +290,7 @@ struct baton_stage_stats {
  * that tasks pass through (rule 6). Errors: BATON_EINVAL (NULL argument,
  * bad name, capacity 0 or above BATON_STAGE_MAX_CAPACITY, concurrency 0,
  * too many needs, a NULL pool, units < 1, unknown flags, a pool listed
- * twice, workers given without fn), BATON_ENOMEM. */
+ * twice, workers or attr.flags given without fn), BATON_ENOMEM. */
 BATON_API int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 				 const struct baton_stage_attr *attr);
 
@@ -268,11 +326,20 @@ BATON_API int baton_stage_set_queue_limit(baton_stage_t *st, size_t n);
  * to leave. Initialise it with BATON_STAGE_PASS_INIT; t0 may instead be
  * set to when the step began (a CLOCK_MONOTONIC reading in ns, such as the
  * end a previous leave returned), which saves the clock read. */
+/* Units of a stage's KEEP needs, held on after its step: a token that is
+ * released once (baton_stage_kept_release) or handed to a call. */
+struct baton_stage_kept {
+	baton_stage_t *stage; /* whose KEEP needs are held; NULL: none */
+};
+#define BATON_STAGE_KEPT_INIT { NULL }
+
 struct baton_stage_pass {
 	baton_stage_t *stage; /* set by enter, cleared by leave */
 	int64_t t0;	      /* when the step began; 0: now, at enter */
+	struct baton_stage_kept kept; /* set by leave if the stage has KEEP
+					 needs: their units, to hand on */
 };
-#define BATON_STAGE_PASS_INIT { NULL, 0 }
+#define BATON_STAGE_PASS_INIT { NULL, 0, BATON_STAGE_KEPT_INIT }
 
 /* Take a concurrency slot of st and then its needs (in the pools' global
  * order), and count the calling task as running. With every slot taken,
@@ -291,10 +358,60 @@ BATON_API int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p,
 
 /* End the passage: give back the needs that are not KEEP and the slot
  * (the first waiting task gets it), count the step completed with its time
- * since p->t0. *end_ns (if not NULL) receives the clock reading taken as
+ * since p->t0. The KEEP needs' units stay held, in p->kept (release or
+ * hand on that token before p enters again: a second leave overwrites
+ * it). *end_ns (if not NULL) receives the clock reading taken as
  * the step's end. Any thread. Errors: BATON_EINVAL (NULL p, or p not
  * entered: a second leave). */
 BATON_API int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns);
+
+/* Give back the units the token holds and empty it; an empty token is a
+ * no-op, so they are released exactly once. Any thread.
+ * Errors: BATON_EINVAL (NULL k). */
+BATON_API int baton_stage_kept_release(struct baton_stage_kept *k);
+
+/* A call of a stage (rules 7 and 8). The caller's, in its frame if it
+ * likes: the stage keeps its own record of the call. */
+struct baton_stage_call {
+	void *item;		     /* in: the handler's argument */
+	void (*abandon)(void *item); /* in: ends an item its caller left
+					(rule 8); NULL: nothing to do */
+	int64_t deadline;	     /* in: for the result; < 0: none */
+	struct baton_stage_kept kept; /* in: units to release where the item
+					 finishes; emptied once it is queued */
+	int queued;		     /* out: 1 once the item was queued */
+};
+#define BATON_STAGE_CALL_INIT { NULL, NULL, -1, BATON_STAGE_KEPT_INIT, 0 }
+
+/* Queue c->item as baton_stage_submit() does (timeout_ns for room) and
+ * wait until its handler has returned, at most until c->deadline.
+ * BATON_OK: the handler returned, the item is the caller's again, the
+ * kept units are released. Errors, with c->queued 0 (the item and the
+ * kept units are still the caller's): BATON_EINVAL (NULL st or c, a stage
+ * without handler), BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
+ * BATON_ESHUTDOWN (closed), BATON_ECANCELED, BATON_ENOSCHED (not in a
+ * task), BATON_ENOMEM. With c->queued 1 (the item is the stage's, rule 8):
+ * BATON_ETIMEDOUT (the deadline passed), BATON_ECANCELED (the calling task
+ * was cancelled), and BATON_ESHUTDOWN: the stage's scheduler was destroyed
+ * with the item queued (rule 5; it then is the caller's again, not
+ * handled). Without memory for the deadline's timer the call waits for the
+ * handler without it. */
+BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
+			       int64_t timeout_ns);
+
+/* In the handler of a called item: have the caller, waiting in
+ * baton_stage_call(), run fn(arg) in its own task, and return what fn
+ * returns (a streamed answer whose pieces the caller writes: the caller's
+ * socket is its worker's). The handler waits for it without a timeout;
+ * fn runs at most until the caller's deadline has passed, and not at all
+ * after it: the call then ends as rule 8 says and the question gets
+ * BATON_ECANCELED. arg must stay valid and addressable from the caller's
+ * task while it waits (not in a copy-stack handler's frame). One question
+ * at a time per call. Errors: BATON_EINVAL (NULL st or fn, item not a
+ * called item whose handler runs now), BATON_ENOSCHED, BATON_ECANCELED
+ * (the caller left), BATON_EBUSY (a question is already waiting). */
+BATON_API int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg),
+			      void *arg);
 
 /* Fill *out (see struct baton_stage_stats). Errors: BATON_EINVAL. */
 BATON_API int baton_stage_snapshot(baton_stage_t *st,

@@ -79,7 +79,7 @@ static bool out_reserve(struct http_conn *c, size_t more)
 static int write_step(struct http_conn *c, const void *buf, size_t len)
 {
 	struct baton_http_server *srv = c->srv;
-	struct baton_stage_pass pass = { NULL, c->t_queued };
+	struct baton_stage_pass pass = { NULL, c->t_queued, BATON_STAGE_KEPT_INIT };
 	int rc;
 
 	c->t_queued = 0;
@@ -429,9 +429,9 @@ static int respond(struct http_conn *c, const struct baton_http_request *req,
  * A streamed response (baton_http_resp_write): one per request, in the
  * connection task's frame. In the I/O-worker shape the handler runs in
  * the connection's task and writes its pieces itself; on a compute worker
- * a piece travels through the job (http_job.piece): the handler task
- * posts `done`, the connection task writes the piece on its own worker
- * and posts `ack`, and only then does the handler go on. Either way one
+ * a piece travels through the job (http_job.piece): the handler asks the
+ * connection's task, waiting for the job in baton_stage_call, to write it
+ * on its own worker (baton_stage_ask), and only then goes on. Either way one
  * piece at most is between the handler and the kernel's socket buffer,
  * which is the back-pressure: a slow reader slows the handler.
  */
@@ -547,9 +547,10 @@ static int end_stream(struct http_stream *st, int rc)
 
 /* A job for the request, in a block of HTTP_BUF_SIZE bytes: copies of the
  * view, head and fields the handler reads, and its response with the rest
- * of the block as its scratch. The bytes they point into stay in c->in;
- * the connection hands them to the job if it gives up on it. */
-static struct http_job *job_new(struct http_conn *c, const struct baton_http_req *view)
+ * of the block as its scratch. The bytes they point into (c->in) and the
+ * decoded path travel with the job while it is in the handle stage. */
+static struct http_job *job_new(struct http_conn *c, const struct baton_http_req *view,
+				struct http_stream *st)
 {
 	const struct baton_http_request *head = view->head_;
 	struct http_job *job = baton__http_buf_get(c->srv);
@@ -559,10 +560,8 @@ static struct http_job *job_new(struct http_conn *c, const struct baton_http_req
 		return NULL;
 	memset(job, 0, sizeof(*job));
 	job->kind = HTTP_STREAM_JOB;
-	job->state = HTTP_JOB_RUNNING;
 	job->srv = c->srv;
-	job->done = c->done;
-	job->ack = c->ack;
+	job->stream = st;
 	job->head = *head;
 	memcpy(job->fields, head->fields, head->nfields * sizeof(job->fields[0]));
 	job->head.fields = job->fields;
@@ -578,53 +577,24 @@ static struct http_job *job_new(struct http_conn *c, const struct baton_http_req
 	return job;
 }
 
-/* The connection's side, once it owns the job again (DONE, or never
- * submitted). */
+/* The connection's side, once the call gave the job back. */
 static void job_put(struct http_conn *c, struct http_job *job)
 {
 	baton__http_buf_put(c->srv, job, HTTP_BUF_SIZE);
 }
 
-/* The handler's side of an abandoned job: free all of it, its response
- * and what the connection handed over. */
-static void job_free_abandoned(struct http_job *job)
+/* The call's abandon function: the connection left the job at its
+ * deadline; where its handler ended (or was skipped), free all of it:
+ * its response and the request's bytes and path it carried. */
+static void job_abandoned(void *item)
 {
+	struct http_job *job = item;
+
 	if (job->resp.release && job->resp.body)
 		job->resp.release(job->resp.body);
-	if (job->own_ack)
-		(void)baton_sem_destroy(job->ack); /* its only waiter was us */
 	baton__free(job->decoded);
 	baton__free(job->in);
 	baton__free(job);
-}
-
-/* The handler ended: hand the job back to the connection (DONE, then
- * `done`), or free it if the connection gave up on it. */
-static void job_finish(struct http_job *job)
-{
-	baton_sem_t *done = job->done;
-	int seen = HTTP_JOB_RUNNING;
-	unsigned spins = 0;
-
-	/* Acq_rel: releases rc and resp to the connection's acquire of the
-	 * state; a failed claim acquires its hand-over (in, decoded, ack). */
-	if (__atomic_compare_exchange_n(&job->state, &seen, HTTP_JOB_DONE, false, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE)) {
-		baton_sem_release(done, 1); /* after this the job may be gone */
-		return;
-	}
-	/* It is cancelling our task: our handle must stay valid until it
-	 * is done, i.e. we must not return before ABANDONED. A few plain
-	 * stores on its side; no blocking call in between. */
-	while (seen == HTTP_JOB_CANCELLING) {
-		if (++spins % 64 == 0)
-			sched_yield();
-		else
-			baton__cpu_relax();
-		/* Acquire: the stores it made before ABANDONED. */
-		seen = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE);
-	}
-	job_free_abandoned(job);
 }
 
 /* Call the server's handler in a read section of its reclamation domain
@@ -647,199 +617,76 @@ static int call_handler(struct baton_http_server *srv, const struct baton_http_r
 	return rc;
 }
 
-/* Run the handler for the job, unless the connection already gave up on
- * it (then it never runs). With `own_task` the calling task is the job's
- * own and may be cancelled. */
-static void job_run(struct http_job *job, bool own_task)
-{
-	struct baton_http_server *srv = job->srv;
-	int rc;
-
-	if (own_task) {
-		/* Seq_cst store then load, against the connection's seq_cst
-		 * claim then load of `task` (Dekker): either it sees our
-		 * handle and cancels us, or we see that it gave up. */
-		__atomic_store_n(&job->task, baton_task_handle(), __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&job->state, __ATOMIC_SEQ_CST) != HTTP_JOB_RUNNING) {
-			job_finish(job);
-			return;
-		}
-	} else if (__atomic_load_n(&job->state, __ATOMIC_ACQUIRE) != HTTP_JOB_RUNNING) {
-		/* Acquire: see job_finish's failed claim. */
-		job_finish(job);
-		return;
-	}
-	rc = call_handler(srv, &job->view, &job->resp);
-	if (rc == BATON_OK && job->resp.status == 0)
-		job->resp.status = 200;
-	job->rc = rc;
-	job_finish(job);
-}
-
-/* A handler's task of its own (handler timeout): cancelling it at the
- * deadline stops only this request; the stage's runner that started it
- * goes on with the next, uncancelled. */
-struct job_child {
-	struct http_job *job;
-	baton_sem_t *ended;
-};
-
-static void job_child(void *arg)
-{
-	struct job_child *ch = arg;
-	baton_sem_t *ended = ch->ended;
-
-	job_run(ch->job, true);
-	baton_sem_release(ended, 1); /* ch is gone after this */
-}
-
-/* The handle stage's function, on a compute worker: run the handler for
- * the job, in a task of its own when the server has a handler timeout
- * (the runner waits for it: the handler keeps its slot while it runs). */
+/* The handle stage's function, on a compute worker. With a handler
+ * timeout the stage cancels it when its connection leaves at the deadline
+ * (BATON_STAGE_CANCEL_ABANDONED), and a job left before it started never
+ * gets here. */
 void baton__http_handle_job(void *item, void *ctx)
 {
 	struct http_job *job = item;
-	struct baton_http_server *srv = ctx;
-	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
-	struct job_child ch = { job, NULL };
+	int rc;
 
-	if (srv->a.handler_timeout_ns <= 0 || baton_sem_create(&ch.ended, 0) != BATON_OK) {
-		job_run(job, false);
-		return;
-	}
-	ta.coro = srv->a.coro;
-	ta.worker = baton_sched_worker_index();
-	ta.flags = BATON_TASK_BOUND;
-	if (baton_sched_spawn(srv->sched, &ta, job_child, &ch) != BATON_OK) {
-		baton_sem_destroy(ch.ended);
-		job_run(job, false); /* not cancellable, still bounded for the client */
-		return;
-	}
-	baton_sem_acquire(ch.ended, 1, -1);
-	baton_sem_destroy(ch.ended);
+	rc = call_handler(ctx, &job->view, &job->resp);
+	if (rc == BATON_OK && job->resp.status == 0)
+		job->resp.status = 200;
+	job->rc = rc;
 }
 
-/* In the handler: hand a streamed piece to the connection's task, which
- * writes it on its own worker (its handle lives there), and wait. */
+/* In the connection's task, asked by the handler (baton_stage_ask): write
+ * the piece it handed over. */
+static int job_piece_write(void *arg)
+{
+	struct http_job *job = arg;
+
+	return stream_put(job->stream, &job->resp, job->piece, job->piece_len);
+}
+
+/* In the handler: have the connection's task, which waits for the job,
+ * write a streamed piece (its handle lives on its own worker); only then
+ * does the handler go on. BATON_ECANCELED once the connection left. */
 static int job_piece(struct http_job *job, const void *data, size_t len)
 {
-	int seen = HTTP_JOB_RUNNING;
-
 	if (job->piece_err != BATON_OK)
 		return job->piece_err;
 	job->piece = data;
 	job->piece_len = len;
-	/* Acq_rel: releases piece and piece_len to the connection's acquire
-	 * of the state. Fails once it gave up on us. */
-	if (!__atomic_compare_exchange_n(&job->state, &seen, HTTP_JOB_PIECE, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return job->piece_err = BATON_ECANCELED;
-	baton_sem_release(job->done, 1);
-	baton_sem_acquire(job->ack, 1, -1);
-	/* Acquire: piece_rc, stored before the connection's release of
-	 * RUNNING. Only the connection leaves PIECE, and it cancels us only
-	 * after it did; wait for that, should a cancel come from elsewhere. */
-	while ((seen = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE)) == HTTP_JOB_PIECE)
-		baton_sched_yield();
-	if (seen != HTTP_JOB_RUNNING)
-		return job->piece_err = BATON_ECANCELED;
-	return job->piece_err = job->piece_rc;
+	return job->piece_err = baton_stage_ask(job->srv->handle, job, job_piece_write, job);
 }
 
-/* At the deadline, on the connection's side: give up on the job if the
- * handler still has it (`from`: RUNNING, or PIECE when it waits on a
- * piece we hold). The request's buffer and decoded path go with the job
- * (the handler may still read them; the connection closes after its
- * 504), and the handler's task is cancelled. False: the handler finished
- * or handed a piece over first, and its post is on its way. */
-static bool job_abandon(struct http_conn *c, struct http_job *job, char **decoded, int from)
-{
-	baton_task_t *task;
-
-	/* Seq_cst: see job_run's store of the task. */
-	if (!__atomic_compare_exchange_n(&job->state, &from, HTTP_JOB_CANCELLING, false,
-					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-		return false;
-	job->in = c->in;
-	c->in = NULL;
-	c->in_len = c->in_cap = 0;
-	job->decoded = *decoded;
-	*decoded = NULL;
-	if (from == HTTP_JOB_PIECE) {
-		/* It waits on ack: the semaphore is the job's from now on.
-		 * Posted too, for a handler whose task is not cancellable. */
-		job->ack = c->ack;
-		job->own_ack = true;
-		c->ack = NULL;
-		baton_sem_release(job->ack, 1);
-	}
-	task = __atomic_load_n(&job->task, __ATOMIC_SEQ_CST);
-	if (task != NULL)
-		baton_task_cancel(task);
-	/* Release: the hand-over above, to job_finish's acquire. The job is
-	 * the handler's from here on. */
-	__atomic_store_n(&job->state, HTTP_JOB_ABANDONED, __ATOMIC_RELEASE);
-	return true;
-}
-
-/* The time left until `deadline` (< 0: none) as a timeout. */
-static int64_t time_left(int64_t deadline)
-{
-	int64_t left;
-
-	if (deadline < 0)
-		return -1;
-	left = deadline - baton__clock_now();
-	return left > 0 ? left : 0;
-}
-
-/* Hand the request to the handle stage and wait for its job, writing the
- * pieces of a streamed response as they come, until the view's deadline.
- * While the queue is full the connection is not read (we are not
+/* Call the handle stage with the request and wait for its job, writing
+ * the pieces of a streamed response as the handler asks, until the view's
+ * deadline. While the queue is full the connection is not read (we are not
  * reading); after queue_timeout_ns the request gets 503 with Retry-After.
- * On success the job stays in st->job until the response is written. */
+ * At the deadline the connection leaves the job to the stage with the
+ * request's bytes (c->in) and decoded path, which the handler may still
+ * read (the connection closes after its 504). On success the job stays in
+ * st->job until the response is written. */
 static int handle_on_stage(struct http_conn *c, const struct baton_http_req *view,
 			   struct baton_http_resp *resp, struct http_stream *st, char **decoded)
 {
-	struct baton_http_server *srv = c->srv;
-	int64_t deadline = view->deadline;
-	struct http_job *job;
-	bool late = false; /* past the deadline, the handler's post coming */
+	struct baton_stage_call call = BATON_STAGE_CALL_INIT;
+	struct http_job *job = job_new(c, view, st);
 	int rc;
 
-	if (c->done == NULL && baton_sem_create(&c->done, 0) != BATON_OK)
+	if (job == NULL)
 		return BATON_ENOMEM;
-	if (c->ack == NULL && baton_sem_create(&c->ack, 0) != BATON_OK)
-		return BATON_ENOMEM;
-	if ((job = job_new(c, view)) == NULL)
-		return BATON_ENOMEM;
-	rc = baton_stage_submit(srv->handle, job, srv->a.queue_timeout_ns);
+	job->in = c->in;
+	job->decoded = *decoded;
+	call.item = job;
+	call.abandon = job_abandoned;
+	call.deadline = view->deadline;
+	rc = baton_stage_call(c->srv->handle, &call, c->srv->a.queue_timeout_ns);
+	if (call.queued && (rc == BATON_ETIMEDOUT || rc == BATON_ECANCELED)) {
+		c->in = NULL; /* the job's now, with *decoded */
+		c->in_len = c->in_cap = 0;
+		*decoded = NULL;
+		return HANDLER_TIMED_OUT;
+	}
+	job->in = NULL; /* back with the job: ours */
+	job->decoded = NULL;
 	if (rc != BATON_OK) {
 		job_put(c, job);
 		return rc == BATON_ENOMEM ? rc : -503;
-	}
-	for (;;) {
-		rc = baton_sem_acquire(c->done, 1, late ? -1 : time_left(deadline));
-		if (rc == BATON_ETIMEDOUT) {
-			if (job_abandon(c, job, decoded, HTTP_JOB_RUNNING))
-				return HANDLER_TIMED_OUT;
-			late = true;
-			continue;
-		}
-		if (rc != BATON_OK) { /* no timer (ENOMEM): wait as before */
-			late = true;
-			continue;
-		}
-		/* Acquire: the handler's rc and resp, or its piece. */
-		if (__atomic_load_n(&job->state, __ATOMIC_ACQUIRE) == HTTP_JOB_DONE)
-			break;
-		if (deadline >= 0 && baton__clock_now() >= deadline &&
-		    job_abandon(c, job, decoded, HTTP_JOB_PIECE))
-			return HANDLER_TIMED_OUT;
-		job->piece_rc = stream_put(st, &job->resp, job->piece, job->piece_len);
-		/* Release: piece_rc, to job_piece's acquire. */
-		__atomic_store_n(&job->state, HTTP_JOB_RUNNING, __ATOMIC_RELEASE);
-		baton_sem_release(c->ack, 1);
 	}
 	st->job = job;
 	*resp = job->resp;
@@ -1035,12 +882,91 @@ static void remote_of(struct http_conn *c)
 	}
 }
 
+/* What one request asks of the connection once it is over. */
+enum { REQ_NEXT, REQ_CLOSE, REQ_FINISH /* flush, then close */ };
+
+/*
+ * One request: read (in the read step, *rd), handle, queue the response.
+ * Returns what the connection does next; *answer (0: none) is an error
+ * status to answer before it closes, *head_only whether that answer is to
+ * HEAD. The read step's in-flight unit (KEEP) is the caller's to give back
+ * once this returns, whichever way the request ended: in rd->kept, or
+ * still in the step (rd->stage) if the request failed while being read.
+ */
+static int serve_request(struct http_conn *c, struct baton_stage_pass *rd, int *answer,
+			 bool *head_only)
+{
+	struct baton_http_server *srv = c->srv;
+	size_t nf = srv->lim.max_fields < HTTP_CONN_FIELDS ? srv->lim.max_fields
+							  : HTTP_CONN_FIELDS;
+	/* .fields: the work block's, once bytes arrive (read_head). */
+	struct baton_http_request req = { .fields = NULL, .fields_cap = nf };
+	struct baton_http_resp resp;
+	struct http_stream st;
+	char *body = NULL;
+	size_t body_len = 0, end = 0;
+	long head;
+	uintptr_t in_before = 0;
+	int64_t t0;
+	bool keep;
+	int rc = BATON_OK, next;
+
+	head = read_head(c, &req, rd);
+	*head_only = req.is_head;
+	if (head > 0) {
+		in_before = (uintptr_t)c->in;
+		rc = read_body(c, &req, (size_t)head, &body, &body_len, &end);
+	}
+	if (head <= 0 || rc != BATON_OK) {
+		*answer = head < 0 ? (int)-head : rc == BATON_OK ? 0 : rc <= -400 ? -rc : 400;
+		return REQ_CLOSE;
+	}
+	/* A body larger than the buffer moved it (realloc): the head's
+	 * pointers (method, target, fields) are re-read from the new copy,
+	 * which has the same bytes. */
+	if ((uintptr_t)c->in != in_before)
+		baton__http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
+	baton_stage_leave(rd, &t0); /* its end is handle's start */
+	rc = handle(c, &req, body, body_len, &resp, c->work->scratch, HTTP_WORK_SCRATCH, t0,
+		    &st);
+	keep = req.keep_alive && !baton__http_shutting(srv);
+	if (st.started) {
+		/* Streamed: the head and the pieces are out; only the end is
+		 * left, or after an error the close. */
+		rc = end_stream(&st, rc);
+		keep = keep && st.keep;
+		next = rc == BATON_OK ? REQ_NEXT : REQ_CLOSE;
+	} else if (rc != BATON_OK) {
+		*answer = rc == BATON_ETIMEDOUT ? 503 : rc <= -400 ? -rc : 500;
+		next = REQ_CLOSE;
+	} else {
+		rc = respond(c, &req, &resp, keep);
+		/* A header the handler gave is not valid HTTP, or no memory for
+		 * the response: nothing was queued. */
+		if (rc == BATON_EINVAL || rc == BATON_ENOMEM)
+			*answer = 500;
+		next = rc == BATON_OK ? REQ_NEXT : REQ_CLOSE;
+	}
+	if (resp.release && resp.body)
+		resp.release(resp.body);
+	if (st.job) /* its scratch held the response's headers */
+		job_put(c, st.job);
+	if (next != REQ_NEXT)
+		return next;
+	if (!keep)
+		return REQ_FINISH;
+	c->served++;
+	/* Pipelining: what follows this request moves to the front. */
+	memmove(c->in, c->in + end, c->in_len - end);
+	c->in_len -= end;
+	c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
+	return REQ_NEXT;
+}
+
 void baton__http_conn_main(void *arg)
 {
 	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
-	size_t nf = srv->lim.max_fields < HTTP_CONN_FIELDS ? srv->lim.max_fields
-							  : HTTP_CONN_FIELDS;
 	bool linger = false; /* a response was written and the server closes */
 
 	remote_of(c);
@@ -1048,103 +974,27 @@ void baton__http_conn_main(void *arg)
 	if (srv->a.handler_timeout_ns > 0 && !srv->compute)
 		c->task = baton_task_handle();
 	for (;;) {
-		/* .fields: the work block's, once bytes arrive (read_head). */
-		struct baton_http_request req = { .fields = NULL, .fields_cap = nf };
 		struct baton_stage_pass rd = BATON_STAGE_PASS_INIT;
-		struct baton_http_resp resp;
-		struct http_stream st;
-		char *body = NULL;
-		size_t body_len = 0, end = 0;
-		long head;
-		uintptr_t in_before = 0;
-		int64_t t0;
-		bool keep;
-		int rc = BATON_OK;
+		int answer = 0;
+		bool head_only = false;
+		int next = serve_request(c, &rd, &answer, &head_only);
 
-		head = read_head(c, &req, &rd);
-		if (head > 0) {
-			in_before = (uintptr_t)c->in;
-			rc = read_body(c, &req, (size_t)head, &body, &body_len, &end);
-		}
-		/* The read step ends; the in-flight unit it took (KEEP) stays
-		 * with the request until its response is written. */
-		if (rd.stage != NULL && (head <= 0 || rc != BATON_OK)) {
+		if (rd.stage != NULL) /* it failed while being read */
 			baton_stage_leave(&rd, NULL);
-			baton_pool_release(srv->inflight, 1);
-		}
-		if (head == 0)
-			break;
-		if (head < 0) {
-			linger = answer_error(c, (int)-head, req.is_head);
-			break;
-		}
-		if (rc != BATON_OK) {
-			linger = answer_error(c, rc <= -400 ? -rc : 400, req.is_head);
+		/* The request is over, its response queued or refused: the
+		 * in-flight unit its read step kept goes back, once. */
+		baton_stage_kept_release(&rd.kept);
+		if (answer != 0) {
+			linger = answer_error(c, answer, head_only);
 			break;
 		}
-		/* A body larger than the buffer moved it (realloc): the head's
-		 * pointers (method, target, fields) are re-read from the new
-		 * copy, which has the same bytes. */
-		if ((uintptr_t)c->in != in_before)
-			baton__http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
-		baton_stage_leave(&rd, &t0); /* its end is handle's start */
-		rc = handle(c, &req, body, body_len, &resp, c->work->scratch, HTTP_WORK_SCRATCH,
-			    t0, &st);
-		keep = req.keep_alive && !baton__http_shutting(srv);
-		if (st.started) {
-			/* Streamed: the head and the pieces are out; only the
-			 * end is left, or after an error the close. */
-			rc = end_stream(&st, rc);
-			keep = keep && st.keep;
-			if (resp.release && resp.body)
-				resp.release(resp.body);
-			if (st.job)
-				job_put(c, st.job);
-			baton_pool_release(srv->inflight, 1);
-			if (rc != BATON_OK)
-				break;
-		} else {
-			if (rc != BATON_OK) {
-				baton_pool_release(srv->inflight, 1);
-				if (resp.release && resp.body)
-					resp.release(resp.body);
-				if (st.job)
-					job_put(c, st.job);
-				linger = answer_error(c, rc == BATON_ETIMEDOUT ? 503
-							 : rc <= -400 ? -rc : 500,
-						      req.is_head);
-				break;
-			}
-			rc = respond(c, &req, &resp, keep);
-			if (resp.release && resp.body)
-				resp.release(resp.body);
-			if (st.job) /* its scratch held the response's headers */
-				job_put(c, st.job);
-			baton_pool_release(srv->inflight, 1);
-			if (rc == BATON_EINVAL || rc == BATON_ENOMEM) {
-				/* A header the handler gave is not valid HTTP,
-				 * or no memory for the response: nothing was
-				 * queued. */
-				linger = answer_error(c, 500, req.is_head);
-				break;
-			}
-			if (rc != BATON_OK)
-				break;
-		}
-		if (!keep) {
+		if (next == REQ_FINISH)
 			linger = flush(c) == BATON_OK;
+		if (next != REQ_NEXT)
 			break;
-		}
-		c->served++;
-		/* Pipelining: what follows this request moves to the front. */
-		memmove(c->in, c->in + end, c->in_len - end);
-		c->in_len -= end;
-		c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 	}
 	if (flush(c) == BATON_OK && linger)
 		linger_close(c);
-	baton_sem_destroy(c->ack);
-	c->ack = NULL;
 	/* Only this task ever waits on the handle, and it is here: close is
 	 * not refused (EBUSY). */
 	(void)baton_io_close(c->io);

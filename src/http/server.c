@@ -101,7 +101,6 @@ static void conn_task(void *arg)
 	else
 		close(c->fd);
 	conn_unlink(srv, c);
-	baton_sem_destroy(c->done);
 	baton__http_buf_put(srv, c->in, c->in_cap);
 	baton__http_buf_put(srv, c->out, c->out_cap);
 	baton__http_buf_put(srv, c->work, HTTP_BUF_SIZE);
@@ -388,6 +387,9 @@ static int make_stages(struct baton_http_server *srv, baton_sched_t *s)
 			sa.ctx = srv;
 			sa.first_worker = (int)srv->io_workers;
 			sa.nworkers = a->compute_workers;
+			/* A handler its connection left at the deadline stops. */
+			if (a->handler_timeout_ns > 0)
+				sa.flags = BATON_STAGE_CANCEL_ABANDONED;
 		}
 		if ((rc = baton_stage_create(&srv->stage[i], s, &sa)) != BATON_OK)
 			return rc;

@@ -13,8 +13,10 @@
  * itself (baton_stage_enter/leave): a hand-off per step would cost more
  * than most steps. Only with compute workers is "handle" a stage with
  * tasks of its own, bound to the compute workers; the connection task then
- * waits for its request's job (struct http_job), at most until the handler
- * timeout. The "connections" pool makes the acceptor pause.
+ * calls it with its request's job (struct http_job, baton_stage_call) and
+ * waits, at most until the handler timeout. The read step's in-flight unit
+ * travels in its pass (kept) and goes back once the request is over. The
+ * "connections" pool makes the acceptor pause.
  */
 #ifndef BATON_SRC_HTTP_SERVER_INTERNAL_H
 #define BATON_SRC_HTTP_SERVER_INTERNAL_H
@@ -104,9 +106,6 @@ struct http_conn {
 	 * connection's task stays shallow, and 10,000 connections do not
 	 * each keep 8 KiB of touched stack. */
 	struct http_work *work;
-	baton_sem_t *done;	/* the handle stage posts a finished job, or a
-				   streamed piece to write (http_job.piece) */
-	baton_sem_t *ack;	/* a streamed piece was written (compute mode) */
 	char remote[46];	/* the peer's address as text (INET6_ADDRSTRLEN) */
 	unsigned short remote_port;
 	/* I/O-worker shape with a handler timeout: the watchdog cancels
@@ -120,47 +119,30 @@ struct http_conn {
  * A request handed to the handle stage (compute workers): one heap block,
  * HTTP_BUF_SIZE bytes, holding everything the handler can reach (its copy
  * of the request view, head and fields, the response and the scratch
- * buffer), so that a connection that stops waiting for it (the handler
- * timeout) leaves the handler nothing freed under it.
- *
- * Who owns it is decided by `state`, claimed with a compare-and-swap:
- *   RUNNING    queued or in the handler; both sides may read it.
- *   PIECE      the handler handed a streamed piece over (piece*) and waits
- *              for `ack`; only the connection may change the state now.
- *   DONE       the handler finished (rc, resp) and posted `done`: the
- *              connection owns the job and frees it after the response.
- *   CANCELLING the connection gave up at the deadline and is cancelling
- *              the handler's task; the handler waits for ABANDONED before
- *              it may end (its task handle must stay valid meanwhile).
- *   ABANDONED  the connection answered and went on: it touches the job
- *              no more; the handler's side frees it (and the request
- *              buffer and the `ack` handed to it) when the handler ends.
+ * buffer), the call's item. The request's bytes and decoded path go with
+ * it while it is in the stage: a connection that leaves it at the handler
+ * timeout (stage.h rule 8) leaves the handler nothing freed under it, and
+ * the call's abandon function frees all of it where the handler ends.
  */
-enum { HTTP_JOB_RUNNING, HTTP_JOB_PIECE, HTTP_JOB_DONE, HTTP_JOB_CANCELLING,
-       HTTP_JOB_ABANDONED };
 
 /* resp->stream_ points at one of these; both begin with the kind. */
 enum { HTTP_STREAM_LOCAL = 1, HTTP_STREAM_JOB };
 
+struct http_stream;
+
 struct http_job {
 	unsigned char kind;	/* HTTP_STREAM_JOB */
-	int state;		/* HTTP_JOB_* (atomic) */
 	struct baton_http_server *srv;
-	baton_task_t *task;	/* the handler's task once it runs, if
-				   cancellable (atomic); NULL: none */
-	baton_sem_t *done;	/* the connection's: DONE or a piece */
-	baton_sem_t *ack;	/* the connection's, or after an abandon in
-				   PIECE the job's own (own_ack) */
-	bool own_ack;
 	int rc;			/* the handler's */
 	/* A streamed piece on its way from the handler to the connection's
-	 * task (baton_http_resp_write): set, state PIECE, `done` posted; the
-	 * connection writes it, stores piece_rc, state RUNNING, posts ack. */
+	 * task (baton_http_resp_write), which writes it when asked
+	 * (baton_stage_ask) into its stream (in its own frame: read only
+	 * there). */
+	struct http_stream *stream;
 	const void *piece;
 	size_t piece_len;
-	int piece_rc;
 	int piece_err;		/* the handler's side: the first write error */
-	char *in;		/* the request's bytes, handed over at an abandon */
+	char *in;		/* the request's bytes, while in the stage */
 	char *decoded;		/* its decoded path, the same */
 	struct baton_http_req view;
 	struct baton_http_resp resp;

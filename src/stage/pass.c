@@ -179,6 +179,8 @@ int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns)
 	for (size_t i = st->nneeds; i-- > 0;)
 		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
 			baton_pool_release(st->needs[i].pool, st->needs[i].units);
+		else
+			p->kept.stage = st; /* the KEEP units travel on in the pass */
 	give_back(st, end, p->t0, true);
 	if (end_ns != NULL)
 		*end_ns = end;

@@ -30,32 +30,51 @@
 #include "../common/alloc.h"
 #include "stage_internal.h"
 
-/* A new runner's argument: its first item and its worker (slot). Listed in
- * the stage until the runner has started, so that a runner freed before it
- * ran (the scheduler's destroy) does not take its job with it. */
+/* A runner's record, on the heap for the runner's life: its worker (slot)
+ * and the item it is given (with its call's record, if the item was
+ * called). Whoever hands an idle runner an item writes it here (the
+ * runner's waiter value points at it): a copy-stack runner's stack is not
+ * addressable while it waits. Listed in the stage, so that a runner freed
+ * by the scheduler's destroy does not take its record with it. */
 struct stage_job {
-	struct stage_job *next; /* st->unstarted, under st->lock */
+	struct stage_job *next, *prev; /* st->jobs, under st->lock */
 	struct baton_stage *st;
 	void *item;
+	struct stage_call *call;
+	baton_task_t *task;	/* its handle (BATON_STAGE_CANCEL_ABANDONED) */
 	unsigned slot;
 };
 
-/* Under the lock. The list holds the runners spawned and not yet started
- * (one or two, a burst's worth): a scan costs less than another link. */
+/* Under the lock. */
+static void job_link(struct baton_stage *st, struct stage_job *job)
+{
+	job->prev = NULL;
+	job->next = st->jobs;
+	if (st->jobs)
+		st->jobs->prev = job;
+	st->jobs = job;
+}
+
+/* Under the lock. */
 static void job_unlink(struct baton_stage *st, struct stage_job *job)
 {
-	struct stage_job **pp = &st->unstarted;
-
-	while (*pp != job)
-		pp = &(*pp)->next;
-	*pp = job->next;
+	if (job->prev)
+		job->prev->next = job->next;
+	else
+		st->jobs = job->next;
+	if (job->next)
+		job->next->prev = job->prev;
 }
 
 /* Take the head item for a handler (it counts as running from now on);
- * producers waiting for room move in behind. */
-static void *pop(struct baton_stage *st, int64_t now, struct baton_wakelist *wl)
+ * producers waiting for room move in behind. *call: the item's call
+ * record, or NULL. */
+static void *pop(struct baton_stage *st, int64_t now, struct baton_wakelist *wl,
+		 struct stage_call **call)
 {
 	void *item = st->ring[st->head].item;
+
+	*call = st->ring[st->head].call;
 
 	st->wait_ns += (uint64_t)(now - st->ring[st->head].t0);
 	st->head = (st->head + 1) % st->cap;
@@ -99,6 +118,18 @@ static unsigned pick_slot(struct baton_stage *st, int prefer)
 	return best;
 }
 
+struct stage_call *baton__stage_find_call(struct baton_stage *st, void *item)
+{
+	struct stage_call *call = NULL;
+
+	baton__spin_lock(&st->lock);
+	for (struct stage_job *j = st->jobs; j != NULL && call == NULL; j = j->next)
+		if (j->call != NULL && j->item == item)
+			call = j->call;
+	baton__spin_unlock(&st->lock);
+	return call;
+}
+
 bool baton__stage_runners_linked(const struct baton_stage *st)
 {
 	for (unsigned i = 0; i < st->nslots; i++)
@@ -120,15 +151,20 @@ void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl
  * with the next item uses that time as the next start: a clock read costs
  * as much as the rest of a hand-off on some machines (29 ns in a VM), so
  * an item pays for two, the submit's and this one. */
-static int64_t run_one(struct baton_stage *st, unsigned slot, void *item, int64_t start)
+static int64_t run_one(struct baton_stage *st, unsigned slot, void *item,
+		       struct stage_call *call, baton_task_t *task, int64_t start)
 {
 	int64_t end;
 
-	st->fn(item, st->ctx);
+	/* A call whose caller has left is not handled: it ends here. */
+	if (call == NULL || baton__stage_call_begin(call, task))
+		st->fn(item, st->ctx);
 	end = baton__clock_now();
 	for (size_t i = st->nneeds; i-- > 0;)
 		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
 			baton_pool_release(st->needs[i].pool, st->needs[i].units);
+	if (call != NULL)
+		baton__stage_call_end(call, BATON_OK);
 	baton__spin_lock(&st->lock);
 	st->running--;
 	st->slots[slot].busy--;
@@ -156,7 +192,8 @@ static void runner_task(void *arg);
 /* Under the lock, which it releases: give `item` (counted as running) to
  * a runner of `slot`: an idle one, or a new one. BATON_ENOMEM if none
  * could be spawned (the slot is not charged then). */
-static int start_on_locked(struct baton_stage *st, unsigned slot, void *item)
+static int start_on_locked(struct baton_stage *st, unsigned slot, void *item,
+			   struct stage_call *call)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct stage_slot *sl = &st->slots[slot];
@@ -167,7 +204,9 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item)
 	sl->busy++;
 	if (w != NULL) { /* one whose idle wait timed out is skipped: leaving */
 		sl->nidle--;
-		w->value = item;
+		job = w->value; /* the runner's record: its stack may be away */
+		job->item = item;
+		job->call = call;
 		baton__waiter_wake(&wl, w, BATON_OK);
 		baton__spin_unlock(&st->lock);
 		baton__wakelist_run(&wl);
@@ -181,10 +220,10 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item)
 	if (job != NULL) {
 		job->st = st;
 		job->item = item;
+		job->call = call;
 		job->slot = slot;
 		baton__spin_lock(&st->lock);
-		job->next = st->unstarted;
-		st->unstarted = job;
+		job_link(st, job);
 		baton__spin_unlock(&st->lock);
 		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
 			return BATON_OK;
@@ -203,9 +242,9 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item)
 	return BATON_ENOMEM;
 }
 
-int baton__stage_start_locked(struct baton_stage *st, void *item)
+int baton__stage_start_locked(struct baton_stage *st, void *item, struct stage_call *call)
 {
-	return start_on_locked(st, pick_slot(st, -1), item);
+	return start_on_locked(st, pick_slot(st, -1), item, call);
 }
 
 /*
@@ -213,12 +252,14 @@ int baton__stage_start_locked(struct baton_stage *st, void *item)
  * While the head may be taken without the dispatcher, the runner takes it
  * if its worker is as little busy as any, and otherwise starts it on the
  * less busy worker and looks again. Then it waits as an idle runner of its
- * worker. True with *item set (counted running, charged to the slot) and
- * the lock released; false with the lock held: the runner ends.
+ * worker. True with job->item and job->call set (counted running, charged
+ * to the slot) and the lock released; false with the lock held: the runner
+ * ends.
  */
-static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_t *t)
+static bool next_item(struct baton_stage *st, struct stage_job *job, int64_t *t)
 {
 	struct baton_task *self = baton__task_self();
+	unsigned slot = job->slot;
 	struct stage_slot *sl = &st->slots[slot];
 	int rc;
 
@@ -227,11 +268,13 @@ static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_
 
 		while (can_take(st)) {
 			unsigned to = pick_slot(st, (int)slot);
-			void *it = pop(st, *t, &wl);
+			struct stage_call *call;
+			void *it = pop(st, *t, &wl, &call);
 
 			if (to == slot) {
 				sl->busy++;
-				*item = it;
+				job->item = it;
+				job->call = call;
 				baton__spin_unlock(&st->lock);
 				baton__wakelist_run(&wl);
 				return true;
@@ -239,10 +282,11 @@ static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_
 			baton__spin_unlock(&st->lock);
 			baton__wakelist_run(&wl);
 			baton__spin_lock(&st->lock);
-			if (start_on_locked(st, to, it) != BATON_OK) {
+			if (start_on_locked(st, to, it, call) != BATON_OK) {
 				baton__spin_lock(&st->lock); /* no runner there: ours, then */
 				sl->busy++;
-				*item = it;
+				job->item = it;
+				job->call = call;
 				baton__spin_unlock(&st->lock);
 				return true;
 			}
@@ -265,7 +309,7 @@ static bool next_item(struct baton_stage *st, unsigned slot, void **item, int64_
 			continue;
 		}
 		rc = baton__wait_one_carry(self, &sl->idle, &st->lock,
-					   &(struct baton_wait_carry){ .received = item },
+					   &(struct baton_wait_carry){ .value = job },
 					   BATON_STAGE_RUNNER_IDLE_NS);
 		if (rc == BATON_OK) {
 			*t = baton__clock_now();
@@ -290,22 +334,27 @@ static void runner_task(void *arg)
 {
 	struct stage_job *job = arg;
 	struct baton_stage *st = job->st;
-	void *item = job->item;
-	unsigned slot = job->slot;
 	int64_t t = baton__clock_now();
 
-	baton__spin_lock(&st->lock);
-	job_unlink(st, job);
-	baton__spin_unlock(&st->lock);
-	baton__free(job);
-	do {
-		t = run_one(st, slot, item, t);
+	/* Cancellable: a caller that leaves cancels the handler it left. */
+	job->task = st->flags & BATON_STAGE_CANCEL_ABANDONED ? baton_task_handle() : NULL;
+	for (;;) {
+		t = run_one(st, job->slot, job->item, job->call, job->task, t);
 		baton__spin_lock(&st->lock);
-	} while (next_item(st, slot, &item, &t));
+		job->call = NULL; /* its handler returned: no more questions */
+		/* Cancelled for good: every later wait would fail at once. A
+		 * leaving caller cancels before the end's lock, so it is seen. */
+		if (job->task != NULL && baton_task_cancelled() == 1)
+			break;
+		if (!next_item(st, job, &t))
+			break;
+	}
 	/* With the lock: end this runner. */
 	{
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
+		job_unlink(st, job);
+		baton__free(job); /* a plain free: nothing blocks under the lock */
 		st->nrunners--;
 		baton__stage_wake_drainers(st, &wl);
 		/* Last touch of st: once it is idle, a drainer may destroy it. */
@@ -317,15 +366,15 @@ static void runner_task(void *arg)
 /* Give the item (counted as running) to a runner on the least busy
  * worker; without a runner to be had, the caller (the dispatcher) runs
  * the handler itself. Called without the lock. */
-static void start(struct baton_stage *st, void *item)
+static void start(struct baton_stage *st, void *item, struct stage_call *call)
 {
 	baton__spin_lock(&st->lock);
-	if (baton__stage_start_locked(st, item) == BATON_OK)
+	if (baton__stage_start_locked(st, item, call) == BATON_OK)
 		return;
 	baton__spin_lock(&st->lock);
 	st->slots[0].busy++; /* run_one gives it back */
 	baton__spin_unlock(&st->lock);
-	run_one(st, 0, item, baton__clock_now());
+	run_one(st, 0, item, call, NULL, baton__clock_now()); /* not cancellable */
 }
 
 /* Block the dispatcher until poked; called and returns with the lock. */
@@ -341,6 +390,7 @@ static void dispatch(void *arg)
 	struct baton_stage *st = arg;
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_task *self = baton__task_self();
+	struct stage_call *call;
 	void *item;
 
 	baton__spin_lock(&st->lock);
@@ -363,10 +413,10 @@ static void dispatch(void *arg)
 			while (st->running >= st->concurrency) /* lowered meanwhile */
 				dispatcher_wait(st, self);
 		}
-		item = pop(st, baton__clock_now(), &wl);
+		item = pop(st, baton__clock_now(), &wl, &call);
 		baton__spin_unlock(&st->lock);
 		baton__wakelist_run(&wl);
-		start(st, item);
+		start(st, item, call);
 		baton__spin_lock(&st->lock);
 	}
 	st->active = false;
@@ -416,9 +466,15 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 	struct baton_stage *st = (struct baton_stage *)((char *)w -
 				 offsetof(struct baton_stage, watch));
 	struct stage_job *jobs, *next;
-	size_t lost;
+	size_t lost, head, ndropped;
 
 	baton__spin_lock(&st->lock);
+	/* Queued calls end once the lock is released (their callers hear
+	 * BATON_ESHUTDOWN); a call whose handler was running went with its
+	 * task, and its caller waits until its deadline or cancellation. The
+	 * ring is not reused: the stage is closed. */
+	head = st->head;
+	ndropped = st->count;
 	lost = st->count + st->running;
 	st->submitted -= lost;
 	st->rejected += lost;
@@ -430,11 +486,17 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 	st->active = false;
 	st->closed = true;
 	st->sched = NULL; /* freed: nothing may spawn on it */
-	jobs = st->unstarted;
-	st->unstarted = NULL;
+	jobs = st->jobs;
+	st->jobs = NULL;
 	baton__spin_unlock(&st->lock);
 	for (; jobs; jobs = next) {
 		next = jobs->next;
 		baton__free(jobs);
+	}
+	for (size_t i = 0; i < ndropped; i++) {
+		struct stage_call *call = st->ring[(head + i) % st->cap].call;
+
+		if (call != NULL)
+			baton__stage_call_end(call, BATON_ESHUTDOWN);
 	}
 }

@@ -41,7 +41,8 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	size_t n;
 
 	if (out == NULL || s == NULL || attr == NULL ||
-	    (attr->fn == NULL && attr->nworkers > 0) || attr->queue_capacity == 0 ||
+	    (attr->fn == NULL && (attr->nworkers > 0 || attr->flags != 0)) ||
+	    (attr->flags & ~BATON_STAGE_CANCEL_ABANDONED) || attr->queue_capacity == 0 ||
 	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY ||
 	    attr->concurrency == 0 || attr->nneeds > BATON_STAGE_MAX_NEEDS ||
 	    (attr->nneeds > 0 && attr->needs == NULL) ||
@@ -89,6 +90,7 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	st->task = attr->task;
 	st->first_worker = attr->first_worker;
 	st->nworkers = attr->nworkers;
+	st->flags = attr->flags;
 	st->nslots = !attr->fn ? 0 : attr->nworkers > 0 ? attr->nworkers : 1; /* fn NULL: no runners */
 	st->slots = attr->fn ? baton__calloc(st->nslots, sizeof(*st->slots)) : NULL;
 	if (attr->fn && st->slots == NULL) {
@@ -135,17 +137,15 @@ static bool unsubmit(struct baton_stage *st, uint64_t nr)
 	return true;
 }
 
-int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
+/* Queue `item` (of `call`, or NULL: a plain submit) for the calling task
+ * t: submit's and call's common part. */
+int baton__stage_queue(struct baton_stage *st, struct baton_task *t, void *item,
+		       struct stage_call *call, int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_task *t;
 	bool spawn;
 	int rc;
 
-	if (st == NULL || st->fn == NULL)
-		return BATON_EINVAL;
-	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
-		return rc;
 	baton__spin_lock(&st->lock);
 	if (st->closed) {
 		st->rejected++;
@@ -158,7 +158,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	if (st->count == 0 && st->nneeds == 0 && st->running < st->concurrency) {
 		st->submitted++;
 		st->running++;
-		if (baton__stage_start_locked(st, item) == BATON_OK)
+		if (baton__stage_start_locked(st, item, call) == BATON_OK)
 			return BATON_OK;
 		/* No runner could be spawned: queue it for the dispatcher. */
 		baton__spin_lock(&st->lock);
@@ -173,7 +173,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	if (st->count < st->limit) {
 		uint64_t nr = st->popped + st->count;
 
-		baton__stage_push(st, item, baton__clock_now());
+		baton__stage_push(st, item, call, baton__clock_now());
 		if (st->count == 1)
 			baton__stage_poke(st, &wl); /* a dispatcher idle between handlers */
 		spawn = kick(st);
@@ -189,15 +189,31 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 		baton__spin_unlock(&st->lock);
 		return BATON_EAGAIN;
 	}
-	/* Full: wait for a slot; the one who frees it moves our item in. */
+	/* Full: wait for a slot; the one who frees it moves our item in (a
+	 * call's record: amount 1, see baton__stage_admit). */
 	rc = baton__wait_one_carry(t, &st->producers, &st->lock,
-				   &(struct baton_wait_carry){ .value = item }, timeout_ns);
+				   &(struct baton_wait_carry){
+					   .amount = call != NULL,
+					   .value = call ? (void *)call : item },
+				   timeout_ns);
 	if (rc == BATON_ETIMEDOUT) {
 		baton__spin_lock(&st->lock);
 		st->rejected++;
 		baton__spin_unlock(&st->lock);
 	}
 	return rc; /* ESHUTDOWN: close counted it */
+}
+
+int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	int rc;
+
+	if (st == NULL || st->fn == NULL)
+		return BATON_EINVAL;
+	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
+		return rc;
+	return baton__stage_queue(st, t, item, NULL, timeout_ns);
 }
 
 int baton_stage_close(baton_stage_t *st)

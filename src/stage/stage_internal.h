@@ -19,8 +19,41 @@ struct baton_pool {
 	char name[BATON_NAME_MAX + 1];
 };
 
+/* A called item's record (call.c), shared by the caller and the stage's
+ * side, on the heap: the caller may leave before the item finishes. */
+struct stage_call {
+	baton_spinlock_t lock;	   /* guards all but item, abandon, kept */
+	struct baton_waitq caller; /* the caller, waiting for the result */
+	struct baton_waitq asker;  /* the handler, waiting for an answer */
+	unsigned state;		   /* STAGE_CALL_* */
+	int result;		   /* BATON_OK: handled; ESHUTDOWN: dropped */
+	baton_task_t *task;	   /* the handler's, to cancel if the caller
+				      leaves (BATON_STAGE_CANCEL_ABANDONED) */
+	int (*ask_fn)(void *arg);  /* a question for the caller (ASKED) */
+	void *ask_arg;
+	int ask_rc;		   /* its answer */
+	void *item;
+	void (*abandon)(void *item);
+	struct baton_stage *kept;  /* whose KEEP units go back at the end */
+};
+#define STAGE_CALL_DONE 1u    /* the item finished: the caller owns it again */
+#define STAGE_CALL_LEFT 2u    /* the caller left: the stage's side ends it */
+#define STAGE_CALL_ASKED 4u   /* the handler waits for ask_fn's answer */
+#define STAGE_CALL_SERVING 8u /* the caller runs ask_fn */
+
+/* Runner, before the handler: false if the caller has left (the handler
+ * is skipped). `task`: the runner's handle if the stage cancels handlers
+ * of abandoned items, else NULL. */
+bool baton__stage_call_begin(struct stage_call *c, baton_task_t *task);
+/* Where a called item finishes: give back its kept units, then wake its
+ * caller with `result`, or, if it left, abandon the item and free c. */
+void baton__stage_call_end(struct stage_call *c, int result);
+/* Give back the KEEP needs of st (a kept hand-over's units). */
+void baton__stage_release_kept(struct baton_stage *st);
+
 struct stage_entry {
 	void *item;
+	struct stage_call *call; /* NULL: submitted, not called */
 	int64_t t0; /* accepted, CLOCK_MONOTONIC ns */
 };
 
@@ -58,13 +91,14 @@ struct baton_stage {
 	struct baton_task_attr task;
 	int first_worker;	/* runners are pinned to these workers... */
 	unsigned nworkers;	/* ...if nworkers > 0 */
+	unsigned flags;		/* BATON_STAGE_CANCEL_ABANDONED */
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
 	size_t nneeds;
 	char name[BATON_NAME_MAX + 1];
 
 	/* With a handler: told when the scheduler is destroyed (runner.c). */
 	struct baton_sched_watch watch;
-	struct stage_job *unstarted; /* runners spawned, not yet started */
+	struct stage_job *jobs;	/* every runner's record, started or not */
 };
 
 /* Nothing queued, running, dispatching, or alive to take an item. */
@@ -91,11 +125,13 @@ void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
  * The helpers that wake tasks claim them into `wl`; the caller readies them
  * with baton__wakelist_run() once it has released the lock. */
 
-static inline void baton__stage_push(struct baton_stage *st, void *item, int64_t now)
+static inline void baton__stage_push(struct baton_stage *st, void *item,
+				     struct stage_call *call, int64_t now)
 {
 	struct stage_entry *e = &st->ring[(st->head + st->count) % st->cap];
 
 	e->item = item;
+	e->call = call;
 	e->t0 = now;
 	st->count++;
 	st->submitted++;
@@ -110,7 +146,9 @@ static inline void baton__stage_poke(struct baton_stage *st, struct baton_wakeli
 		baton__waiter_wake(wl, w, BATON_OK);
 }
 
-/* Move waiting producers' items into free slots, oldest first. */
+/* Move waiting producers' items into free slots, oldest first. A
+ * producer's amount says what its value is: 0 the item, 1 a call's record
+ * (baton_stage_call). */
 static inline void baton__stage_admit(struct baton_stage *st, int64_t now,
 				      struct baton_wakelist *wl)
 {
@@ -118,17 +156,26 @@ static inline void baton__stage_admit(struct baton_stage *st, int64_t now,
 
 	while (!st->closed && st->count < st->limit &&
 	       (w = baton__waitq_claim_first(&st->producers)) != NULL) {
-		baton__stage_push(st, w->value, now);
+		struct stage_call *call = w->amount ? w->value : NULL;
+
+		baton__stage_push(st, call ? call->item : w->value, call, now);
 		baton__waiter_wake(wl, w, BATON_OK);
 	}
 }
 
+/* stage.c: queue `item` (of `call`, or NULL) for task t, as submit does
+ * (the arguments checked). */
+int baton__stage_queue(struct baton_stage *st, struct baton_task *t, void *item,
+		       struct stage_call *call, int64_t timeout_ns);
+
 /* runner.c: the dispatcher and the runners. */
-/* Under the lock, which it releases: give `item`, counted as running by the
- * caller, to the worker with the fewest busy runners (an idle runner there
+/* The call whose item `item` a handler of st holds now, or NULL. */
+struct stage_call *baton__stage_find_call(struct baton_stage *st, void *item);
+/* Under the lock, which it releases: give `item` (of `call`, or NULL),
+ * counted as running by the caller, to the worker with the fewest busy runners (an idle runner there
  * or a new one). BATON_ENOMEM when no runner could be spawned: the item
  * still counts as running and the caller must run or take it back. */
-int baton__stage_start_locked(struct baton_stage *st, void *item);
+int baton__stage_start_locked(struct baton_stage *st, void *item, struct stage_call *call);
 /* Under the lock: true if a runner is linked in an idle queue (one whose
  * wait timed out too, until it has unlinked itself). */
 bool baton__stage_runners_linked(const struct baton_stage *st);
