@@ -51,7 +51,8 @@ BATON_API int baton_gen_create(baton_gen_t **out, const struct baton_coro_attr *
 /* Run the body to its next value and store it in *value (if not NULL).
  * Returns BATON_OK with a value, BATON_EDONE once the body has returned
  * (again on every later call), BATON_EINVAL for a NULL generator,
- * BATON_ERUNNING if called from inside the generator's own body, or an
+ * BATON_ERUNNING if called from inside the generator's own body (or from
+ * a generator it is resuming), or an
  * error of baton_coro_resume(). */
 BATON_API int baton_gen_next(baton_gen_t *g, void **value);
 
@@ -61,14 +62,18 @@ BATON_API int baton_gen_next(baton_gen_t *g, void **value);
 BATON_API int baton_gen_yield(baton_gen_t *g, void *value);
 
 /* From g's body: yield every value of `inner`, then return BATON_OK (or the
- * first error). The delegation of Python's "yield from". */
+ * first error). The delegation of Python's "yield from". Errors:
+ * BATON_EINVAL (NULL g or inner, inner == g, or not called from g's body;
+ * inner is then untouched), an error of baton_gen_next() on inner or of
+ * baton_gen_yield(). */
 BATON_API int baton_gen_yield_from(baton_gen_t *g, baton_gen_t *inner);
 
-/* The coroutine behind a generator (for its status or name). */
+/* The coroutine behind a generator (for its status or name); NULL for a
+ * NULL g. */
 BATON_API baton_coro_t *baton_gen_coro(const baton_gen_t *g);
 
 /* Free the generator. NULL is a no-op. Errors: BATON_EBUSY while its body
- * runs. */
+ * runs (also while it resumes another generator, and from inside it). */
 BATON_API int baton_gen_destroy(baton_gen_t *g);
 
 #ifdef __cplusplus

@@ -103,8 +103,12 @@ BATON_API int baton_io_write(baton_io_t *io, const void *buf, size_t len,
  * the process is out of descriptors (the listener stays usable). */
 BATON_API int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns);
 
-/* Connect a socket handle. Errors: as read; BATON_ESYS with the
- * connection's errno (ECONNREFUSED...). */
+/* Connect a socket handle, waiting as long as the timeout allows: for a
+ * TCP handshake, and for an AF_UNIX listener whose backlog is full (the
+ * task then sleeps and tries again, from 100 us up to 10 ms apart, until
+ * the listener accepts; nothing wakes it sooner). Errors: as read
+ * (BATON_EAGAIN at timeout 0 with the handshake under way or the backlog
+ * full); BATON_ESYS with the connection's errno (ECONNREFUSED...). */
 BATON_API int baton_io_connect(baton_io_t *io, const struct sockaddr *addr,
 			       socklen_t len, int64_t timeout_ns);
 

@@ -87,7 +87,7 @@
  *    int) to read_unlock.
  *    Sections nest. Do not call synchronize or barrier inside a section
  *    of the same domain (it waits for itself: BATON_ETIMEDOUT, or forever
- *    with no timeout).
+ *    with no timeout; a barrier with nothing retired returns at once).
  *  2. Read the shared pointers with acquire loads (or consume), publish
  *    with release stores; unpublish an object before retiring it.
  *  3. The read side is not async-signal-safe: a signal handler must not

@@ -76,7 +76,9 @@ int baton_gen_yield_from(baton_gen_t *g, baton_gen_t *inner)
 	void *v;
 	int rc;
 
-	if (g == NULL || inner == NULL || g == inner)
+	/* Checked before the first next(): a yield refused after it would
+	 * lose the value taken from inner. */
+	if (g == NULL || inner == NULL || g == inner || baton_coro_self() != g->co)
 		return BATON_EINVAL;
 	while ((rc = baton_gen_next(inner, &v)) == BATON_OK) {
 		rc = baton_gen_yield(g, v);

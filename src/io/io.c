@@ -437,6 +437,48 @@ int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
 	}
 }
 
+/*
+ * connect(2) that waits out a full backlog. A non-blocking AF_UNIX stream
+ * connect to a listener whose backlog is full fails with EAGAIN and leaves
+ * the socket unconnected; nothing the reactor can watch tells when the
+ * listener accepts (the kernel's wait queue for it is the listener's, not
+ * this socket's). So the task sleeps and tries again, 100 us at first and
+ * twice as long each time up to 10 ms, until the connect gets through or
+ * the timeout passes. Returns 0, or -1 with errno set (EINPROGRESS for a
+ * connect the reactor can wait for, as TCP's), or a baton error code when
+ * the waiting itself ended (EAGAIN at timeout 0, ETIMEDOUT, ECANCELED...).
+ */
+static int connect_retry(struct baton_io *io, const struct sockaddr *addr,
+			 socklen_t len, int64_t *deadline, int64_t timeout_ns)
+{
+	int64_t pause = 100000;
+
+	for (;;) {
+		int64_t left;
+		int rc;
+
+		if (connect(io->fd, addr, len) == 0)
+			return 0;
+		if (errno != EAGAIN)
+			return -1;
+		if (timeout_ns == 0)
+			return BATON_EAGAIN;
+		left = pause;
+		if (timeout_ns > 0) {
+			if (*deadline == DEADLINE_UNSET)
+				*deadline = baton__deadline_after(timeout_ns);
+			left = *deadline - baton__clock_now();
+			if (left <= 0)
+				return BATON_ETIMEDOUT;
+		}
+		rc = baton_sched_sleep(left < pause ? left : pause);
+		if (rc != BATON_OK)
+			return rc;
+		if (pause < 10000000)
+			pause *= 2;
+	}
+}
+
 int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
 		     int64_t timeout_ns)
 {
@@ -446,8 +488,11 @@ int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
 
 	if (io == NULL || addr == NULL)
 		return BATON_EINVAL;
-	if (connect(io->fd, addr, len) == 0)
+	rc = connect_retry(io, addr, len, &deadline, timeout_ns);
+	if (rc == 0)
 		return BATON_OK;
+	if (rc != -1)
+		return rc;
 	if (errno != EINPROGRESS && errno != EINTR)
 		return BATON_ESYS;
 	do {

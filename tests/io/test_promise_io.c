@@ -5,11 +5,14 @@
  * the deprecated scheduler attribute still chooses it; baton_io_backend
  * is NULL outside tasks; a call that would wait outside a task says
  * BATON_ENOSCHED. The environment's BATON_IO_BACKEND overrides the choice,
- * so the checks of which reactor runs are made only without it. */
+ * so the checks of which reactor runs are made only without it. Connect
+ * waits out an AF_UNIX listener's full backlog as it waits for TCP. */
 #include "check.h"
 
 #include <string.h>
+#include <errno.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <baton/io.h>
@@ -94,12 +97,97 @@ static void test_outside_tasks(void **state)
 	close(sv[1]);
 }
 
+/* "Connect waits as long as the timeout allows", also for an AF_UNIX
+ * listener whose backlog is full (connect(2) says EAGAIN there, which
+ * used to come back as BATON_ESYS at once): timeout 0 says BATON_EAGAIN,
+ * a short timeout BATON_ETIMEDOUT, and a connect without a limit gets
+ * through once another task accepts. */
+static struct sockaddr_un un_addr;
+static int un_lis = -1, un_filled[8], un_nfilled;
+
+static int un_socket(void)
+{
+	return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+static void pi_acceptor(void *arg)
+{
+	int c;
+
+	(void)arg;
+	T_CHECK_RC(baton_sched_sleep(MS(30)), BATON_OK);
+	c = accept(un_lis, NULL, NULL);
+	T_CHECK(c >= 0);
+	if (c >= 0)
+		close(c);
+}
+
+static void pi_connect_full(void *arg)
+{
+	baton_io_t *io;
+	int64_t t0;
+
+	(void)arg;
+	T_CHECK_RC(baton_io_open(&io, un_socket(), true), BATON_OK);
+	T_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), 0),
+		   BATON_EAGAIN);
+	t0 = st_now();
+	T_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr),
+				    MS(20)), BATON_ETIMEDOUT);
+	T_CHECK(st_now() - t0 >= MS(20));
+	T_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pi_acceptor, NULL), BATON_OK);
+	T_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), -1),
+		   BATON_OK);
+	T_CHECK_RC(baton_io_close(io), BATON_OK);
+}
+
+static void test_connect_unix_backlog_full(void **state)
+{
+	baton_sched_t *s;
+	int c;
+
+	(void)state;
+	memset(&un_addr, 0, sizeof(un_addr));
+	un_addr.sun_family = AF_UNIX;
+	/* abstract name: nothing left in the file system */
+	snprintf(un_addr.sun_path + 1, sizeof(un_addr.sun_path) - 1,
+		 "baton-promise-io-%d", (int)getpid());
+	un_lis = un_socket();
+	assert_true(un_lis >= 0);
+	assert_int_equal(bind(un_lis, (struct sockaddr *)&un_addr, sizeof(un_addr)), 0);
+	assert_int_equal(listen(un_lis, 0), 0);
+	/* Fill the backlog with plain connects until the kernel says EAGAIN. */
+	for (un_nfilled = 0; un_nfilled < 8; un_nfilled++) {
+		c = un_socket();
+		assert_true(c >= 0);
+		un_filled[un_nfilled] = c;
+		if (connect(c, (struct sockaddr *)&un_addr, sizeof(un_addr)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			break;
+		}
+	}
+	assert_true(un_nfilled < 8);
+	un_nfilled++;
+	st_reset();
+	st_watchdog(60, "AF_UNIX connect, backlog full");
+	assert_int_equal(baton_sched_create(&s, NULL), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, NULL, pi_connect_full, NULL), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	alarm(0);
+	for (int i = 0; i < un_nfilled; i++)
+		close(un_filled[i]);
+	close(un_lis);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_backend),
 		cmocka_unit_test(test_deprecated_attr),
 		cmocka_unit_test(test_outside_tasks),
+		cmocka_unit_test(test_connect_unix_backlog_full),
 	};
 
 	return cmocka_run_group_tests_name("promise_io", tests, NULL, NULL);
