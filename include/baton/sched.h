@@ -209,9 +209,10 @@ BATON_API int baton_sched_sleep(int64_t ns);
  * A task can be told to stop waiting: baton_task_cancel() makes its current
  * blocking call (if it is blocked) or its next one return BATON_ECANCELED:
  * channel send, receive and select, mutex, semaphore, wait group, pool
- * units, sleep, I/O waits, stage submit, pass and drain. A call that
- * completes without waiting (a message already buffered, a free mutex)
- * still completes. The wake-up
+ * units, sleep, I/O waits, stage submit, call, ask, pass and drain (a
+ * stage call that leaves leaves its item to the stage: baton/stage.h). A
+ * call that completes without waiting (a message already buffered, a free
+ * mutex) still completes. The wake-up
  * races every other one fairly: the call either gets its value (a message,
  * the mutex) and returns BATON_OK, or returns BATON_ECANCELED having taken
  * nothing; never both, never neither. Waits that block a thread rather
