@@ -216,6 +216,7 @@ static void *signal_thread(void *arg)
 static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 			struct baton_http_server_attr *a)
 {
+	(void)ho; /* unused in a build without Lua and Scheme */
 	if (!strcmp(kind, "hello")) {
 		a->handler = httpd_hello;
 		return 0;

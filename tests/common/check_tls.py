@@ -31,7 +31,7 @@ LOWER = ("/src/coro/", "/src/arch/", "/src/common/")
 ALLOWED = {
     "baton__worker_get": "the fresh accessor itself (src/sched)",
     "baton__seq_self_get": "the fresh accessor itself (src/seq)",
-    "worker_loop": "the worker loop runs on its own thread, never in a task that moves",
+    "baton__worker_loop": "the worker loop runs on its own thread, never in a task that moves",
     "baton_seq_call": "the fast path reads its record before anything can wait",
     "baton_mutex_lock": "the thread tag identifies callers outside tasks, which do not move",
     "baton_mutex_unlock": "as baton_mutex_lock",

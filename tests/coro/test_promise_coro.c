@@ -22,9 +22,10 @@
 #ifndef PC_SANITIZED
 #define PC_SANITIZED 0
 #endif
-/* coro.h's figures are those of the hand-written switch: the ucontext
- * fallback saves a ucontext_t with each coroutine's frames. */
-#if BATON_TEST_UCONTEXT
+/* coro.h's figures are those of x86-64's hand-written switch: the
+ * ucontext fallback saves a ucontext_t with each coroutine's frames, and
+ * other architectures save other frames. */
+#if BATON_TEST_UCONTEXT || !defined(__x86_64__)
 #define PC_FIGURES 0
 #else
 #define PC_FIGURES !PC_SANITIZED
