@@ -213,6 +213,23 @@ static inline void st_spawn(baton_sched_t *s, void **state, int worker,
 	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
 }
 
+/* Run fn(arg) as the one first task of a one-worker scheduler (default
+ * attributes), under a 60 s watchdog named `phase`, and fail the test if
+ * a task recorded a failure. */
+static inline void st_run_one(const char *phase, baton_task_fn fn, void *arg)
+{
+	baton_sched_t *s;
+
+	st_reset();
+	st_watchdog(60, phase);
+	s = st_sched(1);
+	assert_int_equal(baton_sched_spawn(s, NULL, fn, arg), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	alarm(0);
+}
+
 /* TSan gives every coroutine a fiber with its own trace mapping: tens of
  * thousands of live tasks exhaust the address space it reserves. */
 #if defined(__SANITIZE_THREAD__)

@@ -170,27 +170,19 @@ static void pc_closer(void *arg)
 
 static void test_close_wakes_waiters(void **state)
 {
-	baton_sched_t *s;
 	void *v;
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "chan close wakes waiters");
 	woke = 0;
 	assert_int_equal(baton_chan_create(&w_un, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&w_full, 1), BATON_OK);
-	s = st_sched(1);
-	assert_int_equal(baton_sched_spawn(s, NULL, pc_closer, NULL), BATON_OK);
-	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	st_run_one("chan close wakes waiters", pc_closer, NULL);
 	assert_int_equal(woke, 2);
 	/* the message buffered before the close is still there */
 	assert_int_equal(baton_chan_recv(w_full, &v, 0), BATON_OK);
 	assert_ptr_equal(v, (void *)1);
 	assert_int_equal(baton_chan_destroy(w_un), BATON_OK);
 	assert_int_equal(baton_chan_destroy(w_full), BATON_OK);
-	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	alarm(0);
 }
 
 /* Select: a closed channel completes its op with result ECLOSED; the same
@@ -260,19 +252,11 @@ static void pc_select_timeout(void *arg)
 static void test_select_timeout(void **state)
 {
 	baton_chan_t *ch;
-	baton_sched_t *s;
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "select timeout");
 	assert_int_equal(baton_chan_create(&ch, 0), BATON_OK);
-	s = st_sched(1);
-	assert_int_equal(baton_sched_spawn(s, NULL, pc_select_timeout, ch), BATON_OK);
-	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	st_run_one("select timeout", pc_select_timeout, ch);
 	assert_int_equal(baton_chan_destroy(ch), BATON_OK);
-	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	alarm(0);
 }
 
 int main(void)

@@ -163,20 +163,11 @@ static void pm_owner(void *arg)
 
 static void test_mutex_fifo(void **state)
 {
-	baton_sched_t *s;
-
 	(void)state;
-	st_reset();
-	st_watchdog(60, "mutex fifo");
 	norder = 0;
 	assert_int_equal(baton_mutex_create(&mu), BATON_OK);
-	s = st_sched(1);
-	assert_int_equal(baton_sched_spawn(s, NULL, pm_owner, NULL), BATON_OK);
-	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	st_run_one("mutex fifo", pm_owner, NULL);
 	assert_int_equal(baton_mutex_destroy(mu), BATON_OK);
-	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	alarm(0);
 }
 
 /* Semaphore: strict arrival order (a request of 3 at the head holds back
@@ -241,20 +232,11 @@ static void ps_main(void *arg)
 
 static void test_sem_order(void **state)
 {
-	baton_sched_t *s;
-
 	(void)state;
-	st_reset();
-	st_watchdog(60, "sem order");
 	got_big = got_small = 0;
 	assert_int_equal(baton_sem_create(&sem, 1), BATON_OK);
-	s = st_sched(1);
-	assert_int_equal(baton_sched_spawn(s, NULL, ps_main, NULL), BATON_OK);
-	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	st_run_one("sem order", ps_main, NULL);
 	assert_int_equal(baton_sem_destroy(sem), BATON_OK);
-	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	alarm(0);
 }
 
 /* Wait group: add/done from a plain thread release a waiting task; a
@@ -305,21 +287,12 @@ static void pw_main(void *arg)
 
 static void test_wg(void **state)
 {
-	baton_sched_t *s;
-
 	(void)state;
-	st_reset();
-	st_watchdog(60, "wait group");
 	released = 0;
 	assert_int_equal(baton_wg_create(&wg), BATON_OK);
-	s = st_sched(1);
-	assert_int_equal(baton_sched_spawn(s, NULL, pw_main, NULL), BATON_OK);
-	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	st_run_one("wait group", pw_main, NULL);
 	assert_int_equal(baton_wg_count(wg), 0);
 	assert_int_equal(baton_wg_destroy(wg), BATON_OK);
-	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	alarm(0);
 }
 
 int main(void)
