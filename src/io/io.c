@@ -444,9 +444,9 @@ int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
  * listener accepts (the kernel's wait queue for it is the listener's, not
  * this socket's). So the task sleeps and tries again, 100 us at first and
  * twice as long each time up to 10 ms, until the connect gets through or
- * the timeout passes. Returns 0, or -1 with errno set (EINPROGRESS for a
- * connect the reactor can wait for, as TCP's), or a baton error code when
- * the waiting itself ended (EAGAIN at timeout 0, ETIMEDOUT, ECANCELED...).
+ * the timeout passes. Returns BATON_OK, BATON_ESYS with errno set
+ * (EINPROGRESS for a connect the reactor can wait for, as TCP's), or the
+ * code that ended the waiting (EAGAIN at timeout 0, ETIMEDOUT, ECANCELED...).
  */
 static int connect_retry(struct baton_io *io, const struct sockaddr *addr,
 			 socklen_t len, int64_t *deadline, int64_t timeout_ns)
@@ -458,9 +458,9 @@ static int connect_retry(struct baton_io *io, const struct sockaddr *addr,
 		int rc;
 
 		if (connect(io->fd, addr, len) == 0)
-			return 0;
+			return BATON_OK;
 		if (errno != EAGAIN)
-			return -1;
+			return BATON_ESYS;
 		if (timeout_ns == 0)
 			return BATON_EAGAIN;
 		left = pause;
@@ -489,9 +489,7 @@ int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
 	if (io == NULL || addr == NULL)
 		return BATON_EINVAL;
 	rc = connect_retry(io, addr, len, &deadline, timeout_ns);
-	if (rc == 0)
-		return BATON_OK;
-	if (rc != -1)
+	if (rc != BATON_ESYS) /* connected, or the waiting ended */
 		return rc;
 	if (errno != EINPROGRESS && errno != EINTR)
 		return BATON_ESYS;
