@@ -10,7 +10,8 @@
  * read-modify-write); a task woken from another worker is handed over
  * through the owner's multi-producer inbox and event count, which is also
  * what an idle worker sleeps on. Idle workers ask busy ones for work, and the
- * busy worker hands half of its runnable tasks over at its next dispatch.
+ * busy worker hands half of its runnable tasks over within a few dozen
+ * dispatches.
  *
  * A task that blocks or yields switches straight to the next runnable task
  * of its worker: one context switch per hand-off. A task woken by a task of

@@ -274,15 +274,6 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 	return rc;
 }
 
-/* The calling task if the caller runs on a worker in a task's own
- * coroutine (what baton__task_for_wait_on finds), else NULL. */
-static inline struct baton_task *hop_task(struct baton_worker *w)
-{
-	struct baton_task *cur = w ? w->current : NULL;
-
-	return cur && baton__coro_running() == cur->co ? cur : NULL;
-}
-
 /* Every send but the hop's: the calling task found, the lock taken however
  * it must be, then a solo receiver or the general steps. */
 static __attribute__((noinline)) int send_slow(struct baton_chan *ch,
@@ -320,17 +311,18 @@ static __attribute__((noinline)) int ready_displace(struct baton_worker *w,
 	return BATON_OK;
 }
 
-/* The hop's send: a task of this worker hands the message to a receiver
- * parked alone. No call returns into this path (every way off it is a tail
- * call), so it keeps its values in scratch registers and saves none: the
- * register saves are the switch's. Anything else is send_slow. */
+/* The hop's send: code running in a task of this worker (its own
+ * coroutine or one it resumed: this path never blocks) hands the message to
+ * a receiver parked alone. No call returns into this path (every way off it
+ * is a tail call), so it keeps its values in scratch registers and saves
+ * none: the register saves are the switch's. Anything else is send_slow. */
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 {
 	struct baton_worker *w = baton__worker_get();
 	struct baton_task *r, *prev;
 	baton_spinlock_t *held;
 
-	if (BATON_UNLIKELY(ch == NULL || hop_task(w) == NULL ||
+	if (BATON_UNLIKELY(ch == NULL || w == NULL || w->current == NULL ||
 			   (held = baton__chan_lock_try(ch, w)) == NULL))
 		return send_slow(ch, value, timeout_ns);
 	if (BATON_UNLIKELY((r = take_solo_receiver(ch, value)) == NULL)) {

@@ -25,9 +25,9 @@ void baton__after_switch_slow(struct baton_worker *w, struct baton_task *t);
 void baton__wait_parked_cancellable(struct baton_worker *w,
 				    struct baton_task *task);
 
-/* The next task to run, or NULL when the worker's loop must run first: it
- * polls every BATON_POLL_TICKS dispatches and answers thieves. The woken
- * task in runnext goes first, within the fairness bound. */
+/* The next task to run, or NULL if there is none: the woken task in
+ * runnext first. (The fairness bound is the loop's: see poll_worker.) A
+ * copy-stack task is pinned where it first runs, in task_main. */
 static inline __attribute__((always_inline)) struct baton_task *
 baton__take_next(struct baton_worker *w)
 {
@@ -35,57 +35,52 @@ baton__take_next(struct baton_worker *w)
 
 	if (t) {
 		w->runnext = NULL;
-		if (BATON_LIKELY(w->runnext_streak < BATON_SCHED_RUNNEXT_MAX)) {
-			w->runnext_streak++;
-			goto run;
-		}
-		baton__runq_push(w, t); /* its turn is over: behind the rest */
-		w->stats.fair_turns++;
+		return t;
 	}
-	w->runnext_streak = 0;
-	t = baton__runq_pop(w);
-	if (t == NULL)
-		return NULL;
-run:
-	if (BATON_UNLIKELY(t->copystack && !t->pinned)) {
-		t->pinned = true; /* its frames will live on this thread */
-		w->npinned++;
-	}
-	w->stats.dispatches++;
-	return t;
+	return baton__runq_pop(w);
 }
 
+/* From a task that stops: the next task, or NULL every BATON_POLL_TICKS
+ * dispatches, when the loop polls, takes the inbox and answers thieves (a
+ * thief waits at most that long; the loop is also where tasks that ran
+ * dry hand over). */
 static inline __attribute__((always_inline)) struct baton_task *
 baton__next_from_task(struct baton_worker *w)
 {
-	/* Relaxed peek at steal_req, as in the loop. */
-	if (BATON_UNLIKELY(++w->ticks >= BATON_POLL_TICKS ||
-			   __atomic_load_n(&w->steal_req, __ATOMIC_RELAXED)))
+	if (BATON_UNLIKELY(++w->ticks >= BATON_POLL_TICKS))
 		return NULL;
 	return baton__take_next(w);
 }
 
+/* What the task switched away from left for us (see enum baton_after):
+ * the hop's case, a park under one lock, is only that lock to release. */
 static inline __attribute__((always_inline)) void
 baton__after_switch(struct baton_worker *w)
 {
-	struct baton_task *t = w->after_task;
+	baton_spinlock_t *l = w->after_unlock;
+	struct baton_task *t;
 
-	if (t == NULL)
+	if (BATON_LIKELY(l != NULL)) {
+		w->after_unlock = NULL;
+		baton__spin_unlock(l);
+		return;
+	}
+	if ((t = w->after_task) == NULL)
 		return;
 	w->after_task = NULL;
-	/* The hop's case: parked under one lock. */
-	if (BATON_LIKELY(w->after_kind == BATON_AFTER_PARK && t->nlocks == 1))
-		baton__spin_unlock(t->locks[0]);
-	else if (w->after_kind == BATON_AFTER_PARK_CANCELLABLE)
+	if (w->after_kind == BATON_AFTER_PARK_CANCELLABLE)
 		baton__wait_parked_cancellable(w, t);
 	else
 		baton__after_switch_slow(w, t);
 }
 
 /* Switch from task t to the next runnable one of its worker, or back to
- * the worker's loop; leave `after` for the other side to carry out. */
+ * the worker's loop; leave `after` for the other side to carry out - or,
+ * with `unlock` (a park under that one lock, t->locks unused), only that
+ * lock to release. */
 static inline __attribute__((always_inline)) void
-baton__switch_away(struct baton_task *t, enum baton_after after)
+baton__switch_away_unlock(struct baton_task *t, enum baton_after after,
+			  baton_spinlock_t *unlock)
 {
 	struct baton_worker *w = t->owner;
 	struct baton_task *next;
@@ -93,14 +88,18 @@ baton__switch_away(struct baton_task *t, enum baton_after after)
 	/* Once stopped, destroy must be able to find it (sched->all). */
 	if (after != BATON_AFTER_DONE && BATON_UNLIKELY(!t->linked))
 		baton__task_link(t);
+	if (unlock) {
+		w->after_unlock = unlock;
+	} else {
+		w->after_task = t;
+		w->after_kind = (unsigned char)after;
+	}
 	next = baton__next_from_task(w);
-	w->after_task = t;
-	w->after_kind = (unsigned char)after;
 	if (BATON_LIKELY(next != NULL)) {
 		int rc;
 
 		w->current = next;
-		w->stats.handoffs++;
+		w->stats.handoffs++; /* a dispatch too (see baton_sched_stats) */
 		if (after == BATON_AFTER_DONE)
 			rc = baton__coro_handoff_exit(next->co); /* no return */
 		else
@@ -116,6 +115,12 @@ baton__switch_away(struct baton_task *t, enum baton_after after)
 	if (after != BATON_AFTER_DONE)
 		baton_coro_yield(NULL, NULL);
 	/* DONE: returning ends the coroutine; the loop finishes the task. */
+}
+
+static inline __attribute__((always_inline)) void
+baton__switch_away(struct baton_task *t, enum baton_after after)
+{
+	baton__switch_away_unlock(t, after, NULL);
 }
 
 #endif /* BATON_SRC_SCHED_DISPATCH_H */

@@ -175,7 +175,9 @@ int baton_sched_stats(const baton_sched_t *s, struct baton_sched_stats *out)
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		const struct baton_sched_stats *w = &s->workers[i].stats;
 
-		sum.dispatches += w->dispatches;
+		/* A worker counts its loop's dispatches in `dispatches`, and
+		 * a task's hand-offs only once, in `handoffs` (the hop). */
+		sum.dispatches += w->dispatches + w->handoffs;
 		sum.handoffs += w->handoffs;
 		sum.cross_wakes += w->cross_wakes;
 		sum.steals += w->steals;

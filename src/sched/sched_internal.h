@@ -83,8 +83,8 @@ struct baton_waitq {
 };
 
 /* What must happen once a task's context is saved: the after-switch hook.
- * The task that stops records it in its worker (after_task, after_kind)
- * and the side that runs next - the next task, or the worker's loop -
+ * The task that stops records it in its worker (after_task, after_kind;
+ * after_unlock alone for the hop's park under one lock) and the side that runs next - the next task, or the worker's loop -
  * carries it out first thing (baton__after_switch, dispatch.h). Until then nobody
  * else can reach the task: a parked task's wait queues stay locked, a
  * yielding one is in no queue. */
@@ -163,9 +163,10 @@ struct baton_worker {
 	struct baton_task *runq_head, *runq_tail;
 	size_t runq_len;
 	struct baton_task *current;
+	baton_spinlock_t *after_unlock;	/* the hook's hop case: release it */
 	struct baton_task *after_task;	/* the after-switch hook's task */
 	unsigned char after_kind;	/* enum baton_after */
-	unsigned runnext_streak;	/* runnext dispatches in a row */
+	unsigned runnext_polls;	/* polls in a row that found runnext taken */
 	unsigned ticks;		    /* dispatches since inbox/timers were polled */
 	struct baton_sched_stats stats; /* this worker's share */
 

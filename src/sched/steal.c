@@ -2,9 +2,10 @@
  * Load balancing by request ("work requesting"): an idle worker does not
  * reach into another worker's run queue, which would force that queue to be
  * a concurrent deque with an atomic on its owner's pop. Instead it posts a
- * request in the busy worker's steal_req slot; the busy worker, at its next
- * dispatch, moves half of its movable runnable tasks to the thief's inbox.
- * The owner's path pays one relaxed load per dispatch for this.
+ * request in the busy worker's steal_req slot; the busy worker, at its
+ * loop's next pass (within BATON_POLL_TICKS dispatches), moves half of its
+ * movable runnable tasks to the thief's inbox. The hop pays nothing for
+ * this: only the loop reads the slot.
  *
  * Tasks that cannot move stay: copy-stack tasks that have run (their frames
  * live at this worker's shared-stack addresses) and tasks whose timeout is

@@ -257,6 +257,10 @@ static void *task_main(void *arg, void *in)
 
 	(void)in;
 	baton__after_switch(t->owner);
+	if (t->copystack) {
+		t->pinned = true; /* its frames live on this thread from now */
+		t->owner->npinned++;
+	}
 	t->fn(t->arg);
 	baton__switch_away(t, BATON_AFTER_DONE);
 	return NULL;

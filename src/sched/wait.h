@@ -314,9 +314,9 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 
 	/* At rest, t->waiters and t->locks are the inline arrays, and the
 	 * first inline waiter's task and index are t and 0 (spawn sets them,
-	 * every other wait restores them): only what changes is written. */
-	t->inline_locks[0] = held;
-	t->nlocks = 1;
+	 * every other wait restores them): only what changes is written. A
+	 * solo wait's lock goes to the after-switch hook directly, and
+	 * nothing reads its t->locks. */
 	t->nwaiters = 1;
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
@@ -330,11 +330,13 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 	w->amount = c ? c->amount : 0;
 	baton__waitq_push(q, w);
 	if (BATON_LIKELY(t->wait_solo)) {
-		baton__switch_away(t, BATON_AFTER_PARK);
+		baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
 		/* Resumed, perhaps on another worker: t->owner runs us now. */
 		baton__after_switch(t->owner);
 		rc = t->wait_result;
 	} else {
+		t->inline_locks[0] = held;
+		t->nlocks = 1;
 		rc = baton__wait_park(t, timeout_ns); /* releases held once parked */
 	}
 	if (rc == BATON_OK && c && c->received)
