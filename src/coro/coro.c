@@ -380,8 +380,9 @@ int baton__coro_create_headed(baton_coro_t **out,
 	rc = check_attr(attr, NULL);
 	if (rc != BATON_OK)
 		return rc;
-	/* The control block is zeroed: only what is not zero is set. No
-	 * stack of its own, so no overflow handler is needed for it. */
+	/* An overflow of the shared stack is reported as any other. */
+	baton__stack_overflow_handler_install();
+	/* The control block is zeroed: only what is not zero is set. */
 	co = baton__copystack_alloc(baton__thread_get(), head);
 	if (co == NULL)
 		return BATON_ENOMEM;
