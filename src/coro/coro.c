@@ -551,7 +551,13 @@ int baton__coro_handoff(struct baton_coro *to)
 					   t->shared.scratch,
 					   baton__copystack_swap);
 #endif
-		/* The copier saves `from`, puts `to` back and switches on. */
+		/* The copier saves `from`, puts `to` back (or starts it: it
+		 * runs on S from now on) and switches on. */
+		if (!to->started) {
+			to->home = t->serial;
+			to->stack_lo = t->shared.lo;
+			to->stack_hi = t->shared.hi;
+		}
 		t->job_from = from;
 		t->job_to = to;
 		t->job_value = NULL;
