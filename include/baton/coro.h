@@ -50,11 +50,12 @@
  *    coroutine costs its control block (under 200 bytes) and a buffer of
  *    the bytes it used when first saved plus 16, at the price of a copy
  *    per switch: a bare coroutine parked in a yield, under 400 bytes of
- *    heap in all. A scheduler task adds its own block and the frames of
- *    the call it waits in: a copy-stack task parked in a channel receive
- *    saves about 400 bytes of stack and costs about 1.1 KiB of heap (1.2
- *    KiB resident), against about 4.7 KiB resident for a stackful one;
- *    deeper frames cost their bytes on top. These figures are for x86-64,
+ *    heap in all. A scheduler task adds its record (one allocation with
+ *    the control block) and the frames of the call it waits in: a
+ *    copy-stack task parked in a channel receive saves about 220 bytes of
+ *    stack and costs about 650 bytes of heap (under 1 KiB resident with a
+ *    channel of its own), against about 4.7 KiB resident for a stackful
+ *    one; deeper frames cost their bytes on top. These figures are for x86-64,
  *    the release build and the hand-written switch; the ucontext fallback
  *    saves its larger context (a ucontext_t, about 1 KiB) on the stack
  *    too. The shared stack (1 MiB) has one guard page below it.

@@ -120,8 +120,10 @@ int baton__copystack_reserve(struct baton_coro *co, size_t len)
 	p = baton__realloc(co->save, len);
 	if (p == NULL)
 		return BATON_ENOMEM;
+	if (co->save == NULL)
+		baton__tls.save_allocs++;
 	co->save = p;
-	co->save_cap = len;
+	co->save_cap = (uint32_t)len; /* at most the shared stack's size */
 	return BATON_OK;
 }
 
@@ -133,24 +135,32 @@ static void mark_dirty(struct baton_shared_stack *s, char *sp);
  * malloc's 16-byte step. A deeper park grows the buffer once. */
 #define SAVE_KEEP 16
 
-static void copy_out(struct baton_thread *t, struct baton_coro *co)
+/* Save `co`'s frames off S. Its buffer was reserved with a margin for
+ * frames not known yet; on its first save, and on its first save by a hop
+ * (the depth it will usually park at: the first park of a task often
+ * takes the general path, deeper), it is sized to what it holds. Every
+ * parked coroutine would hold the margin. A new buffer, not a smaller
+ * realloc: the old one's contents are stale, and a shrink in place would
+ * leave a hole behind it that no later buffer of this size fits, while
+ * the freed larger one serves the next coroutine's reserve. */
+static void copy_out(struct baton_thread *t, struct baton_coro *co, bool by_hop)
 {
 	char *sp = baton__arch_ctx_sp(&co->ctx);
 	size_t len = (size_t)(t->shared.hi - sp);
 
-	/* The first save: the buffer was reserved with a margin for frames
-	 * not known yet; now they are, so give the margin back (a smaller
-	 * realloc stays in place). Every parked coroutine would hold it. */
-	if (co->save_len == 0 && co->save_cap > len + SAVE_KEEP) {
-		char *p = baton__realloc(co->save, len + SAVE_KEEP);
+	if ((co->save_len == 0 || (by_hop && !co->hop_saved)) &&
+	    co->save_cap > len + SAVE_KEEP) {
+		char *p = baton__malloc(len + SAVE_KEEP);
 
 		if (p != NULL) {
+			baton__free(co->save);
 			co->save = p;
-			co->save_cap = len + SAVE_KEEP;
+			co->save_cap = (uint32_t)(len + SAVE_KEEP);
 		}
 	}
+	co->hop_saved |= by_hop;
 	copy_bytes(co->save, sp, len);
-	co->save_len = len;
+	co->save_len = (uint32_t)len;
 	t->copied += len;
 	mark_dirty(&t->shared, sp);
 }
@@ -231,7 +241,7 @@ int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 		rc = baton__copystack_reserve(owner, (size_t)(t->shared.hi - sp));
 		if (rc != BATON_OK)
 			return rc;
-		copy_out(t, owner);
+		copy_out(t, owner, false);
 	}
 	copy_in(t, to);
 	return BATON_OK;
@@ -255,7 +265,8 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 /* Save `from`, which has switched away from S, running off S. Its room
  * was reserved with a margin while a failure could still be returned;
  * should the real frame be deeper, grow now or give up loudly. */
-static void save_switched(struct baton_thread *t, struct baton_coro *from)
+static void save_switched(struct baton_thread *t, struct baton_coro *from,
+			  bool by_hop)
 {
 	char *sp = baton__arch_ctx_sp(&from->ctx);
 
@@ -266,7 +277,7 @@ static void save_switched(struct baton_thread *t, struct baton_coro *from)
 		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		abort();
 	}
-	copy_out(t, from);
+	copy_out(t, from, by_hop);
 }
 
 static void copier_main(void *value)
@@ -279,7 +290,7 @@ static void copier_main(void *value)
 
 		/* A dead `from` was not saved; via_copier marked S dirty. */
 		if (from->status != BATON_CORO_DEAD)
-			save_switched(t, from);
+			save_switched(t, from, false);
 		copy_in(t, to);
 		value = baton__coro_switch(&t->copier, to, t->job_value, false);
 		(void)value;
@@ -287,6 +298,24 @@ static void copier_main(void *value)
 }
 
 #if BATON_ARCH_HAS_SWAP
+/* A hop's `to` that has never run: it becomes S's owner, and the second
+ * half of the switch loads the frame made for it at the top of S, which
+ * calls baton__coro_entry (with NULL, the value the hop hands over). */
+static void start_at_top(struct baton_thread *t, struct baton_coro *to)
+{
+	struct baton_shared_stack *s = &t->shared;
+
+	to->home = t->serial;
+	to->stack_lo = s->lo;
+	to->stack_hi = s->hi;
+	copy_in(t, to); /* started, fresh: nothing to copy */
+	to->fresh = false;
+	/* make keeps 16 bytes free above the frame; here the top of S may be
+	 * used, as baton__arch_start uses it: every park then saves 16 bytes
+	 * less. The frame still lies below s->hi. */
+	baton__arch_make(&to->ctx, s->lo, s->hi + 16, baton__coro_entry);
+}
+
 /* The hop's copies, run by baton__arch_swap_ret on the scratch stack
  * between the two halves of the switch: `from` has just stopped on S, `to`
  * waits in its buffer. Both control blocks begin with their context. */
@@ -300,19 +329,22 @@ void baton__copystack_swap(baton_arch_ctx_t *from_ctx, baton_arch_ctx_t *to_ctx)
 	char *sp = baton__arch_ctx_sp(from_ctx), *low;
 	size_t out = (size_t)(s->hi - sp), in = to->save_len;
 
-	/* The first save trims the buffer, a deeper one grows it: the general
-	 * path. Every later hop: copy out, copy in, and the bookkeeping of
+	/* The first save by a hop sizes the buffer, a deeper one grows it:
+	 * the general path. Every later hop: copy out, copy in, and the bookkeeping of
 	 * both in a few stores (the hop's `to` has run, so it has a save;
 	 * S is dirty down to from's sp at most, which is all copy_in would
 	 * unpoison and fill). */
-	if (BATON_UNLIKELY(from->save_len == 0 || out > from->save_cap ||
-			   BATON_DEBUG || BATON_ASAN)) {
-		save_switched(t, from);
-		copy_in(t, to);
+	if (BATON_UNLIKELY(!from->hop_saved || out > from->save_cap ||
+			   !to->started || BATON_DEBUG || BATON_ASAN)) {
+		save_switched(t, from, true);
+		if (!to->started)
+			start_at_top(t, to);
+		else
+			copy_in(t, to);
 		return;
 	}
 	copy_bytes(from->save, sp, out);
-	from->save_len = out;
+	from->save_len = (uint32_t)out;
 	/* One notice to memcheck for both: to's frames and what lies above
 	 * them are written or dead. */
 	low = sp < s->hi - in ? sp : s->hi - in;
@@ -384,23 +416,60 @@ void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co)
 }
 
 /* Spare control blocks a thread keeps, and the largest save buffer one may
- * keep: a burst of short copy-stack coroutines then costs no allocation. */
+ * keep: a burst of short copy-stack coroutines then costs no allocation.
+ * Blocks with a head (an embedder's record before the control block, see
+ * baton__coro_create_headed) have their own list: one size per list. */
 #define SPARE_COPYSTACK 256
 #define SPARE_SAVE_MAX 4096
 
-struct baton_coro *baton__copystack_alloc(struct baton_thread *t)
+static struct baton_coro **spare_list(struct baton_thread *t, size_t head,
+				      unsigned **count)
 {
-	struct baton_coro *co = t->spare_cs;
-	char *save;
-	size_t cap;
+	*count = head ? &t->nspare_cs_headed : &t->nspare_cs;
+	return head ? &t->spare_cs_headed : &t->spare_cs;
+}
 
-	if (co == NULL)
-		return baton__calloc(1, sizeof(*co));
-	t->spare_cs = co->resumer;
-	t->nspare_cs--;
+static size_t block_head(const struct baton_coro *co)
+{
+	return (size_t)co->head16 * 16;
+}
+
+static void block_free(struct baton_coro *co)
+{
+	baton__free(co->save);
+	baton__free((char *)co - block_head(co));
+}
+
+struct baton_coro *baton__copystack_alloc(struct baton_thread *t, size_t head)
+{
+	unsigned *count;
+	struct baton_coro **list = spare_list(t, head, &count);
+	struct baton_coro *co = *list;
+	char *save, *block;
+	uint32_t cap;
+
+	if (co != NULL && BATON_UNLIKELY(block_head(co) != head)) {
+		/* Another embedder's size: not this one's to reuse. */
+		*list = co->resumer;
+		--*count;
+		block_free(co);
+		co = NULL;
+	}
+	if (co == NULL) {
+		block = baton__calloc(1, head + sizeof(*co));
+		if (block == NULL)
+			return NULL;
+		co = (struct baton_coro *)(void *)(block + head);
+		co->head16 = (uint8_t)(head / 16);
+		return co;
+	}
+	*list = co->resumer;
+	--*count;
 	save = co->save;
 	cap = co->save_cap;
+	/* The control block as new; the head is its embedder's to set. */
 	baton__zero(co, sizeof(*co));
+	co->head16 = (uint8_t)(head / 16);
 	co->save = save;
 	co->save_cap = cap;
 	return co;
@@ -408,35 +477,42 @@ struct baton_coro *baton__copystack_alloc(struct baton_thread *t)
 
 void baton__copystack_free(struct baton_thread *t, struct baton_coro *co)
 {
+	unsigned *count;
+	struct baton_coro **list = spare_list(t, block_head(co), &count);
+
 	if (co->save_cap > SPARE_SAVE_MAX) {
 		baton__free(co->save);
 		co->save = NULL;
 		co->save_cap = 0;
 	}
-	if (t->nspare_cs >= SPARE_COPYSTACK) {
-		baton__free(co->save);
-		baton__free(co);
+	if (*count >= SPARE_COPYSTACK) {
+		block_free(co);
 		return;
 	}
-	co->resumer = t->spare_cs;
-	t->spare_cs = co;
-	t->nspare_cs++;
+	co->resumer = *list;
+	*list = co;
+	++*count;
+}
+
+static size_t trim_list(struct baton_coro **list, unsigned *count)
+{
+	size_t bytes = 0;
+
+	while (*list) {
+		struct baton_coro *co = *list;
+
+		*list = co->resumer;
+		bytes += block_head(co) + sizeof(*co) + co->save_cap;
+		block_free(co);
+	}
+	*count = 0;
+	return bytes;
 }
 
 size_t baton__copystack_trim(struct baton_thread *t)
 {
-	size_t bytes = 0;
-
-	while (t->spare_cs) {
-		struct baton_coro *co = t->spare_cs;
-
-		t->spare_cs = co->resumer;
-		bytes += sizeof(*co) + co->save_cap;
-		baton__free(co->save);
-		baton__free(co);
-	}
-	t->nspare_cs = 0;
-	return bytes;
+	return trim_list(&t->spare_cs, &t->nspare_cs) +
+	       trim_list(&t->spare_cs_headed, &t->nspare_cs_headed);
 }
 
 void baton__copystack_thread_exit(struct baton_thread *t)

@@ -297,9 +297,10 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	return BATON_OK;
 }
 
-static int create_copystack(struct baton_thread *t, baton_coro_t **out)
+static int create_copystack(struct baton_thread *t, baton_coro_t **out,
+			    size_t head)
 {
-	struct baton_coro *co = baton__copystack_alloc(t);
+	struct baton_coro *co = baton__copystack_alloc(t, head);
 
 	if (co == NULL)
 		return BATON_ENOMEM;
@@ -308,19 +309,11 @@ static int create_copystack(struct baton_thread *t, baton_coro_t **out)
 	return BATON_OK;
 }
 
-int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
-		      baton_coro_fn fn, void *arg)
+/* The checks every create makes of its attributes. */
+static int check_attr(const struct baton_coro_attr *attr, void *arg)
 {
-	static const struct baton_coro_attr defaults = BATON_CORO_ATTR_INIT;
-	struct baton_thread *t;
-	size_t size;
-	int rc;
+	size_t size = attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT;
 
-	if (out == NULL || fn == NULL)
-		return BATON_EINVAL;
-	if (attr == NULL)
-		attr = &defaults;
-	size = attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT;
 	if ((attr->model != BATON_CORO_STACKFUL &&
 	     attr->model != BATON_CORO_COPYSTACK) ||
 	    (attr->flags & ~BATON_CORO_FLAGS_KNOWN) ||
@@ -333,14 +326,34 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	 * creator's locals will not be while it runs. */
 	if (attr->model == BATON_CORO_COPYSTACK)
 		CHECK_LOCALADDR(arg);
+	(void)arg;
+	return BATON_OK;
+}
 
+static const struct baton_coro_attr attr_defaults = BATON_CORO_ATTR_INIT;
+
+int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
+		      baton_coro_fn fn, void *arg)
+{
+	struct baton_thread *t;
+	int rc;
+
+	if (out == NULL || fn == NULL)
+		return BATON_EINVAL;
+	if (attr == NULL)
+		attr = &attr_defaults;
+	rc = check_attr(attr, arg);
+	if (rc != BATON_OK)
+		return rc;
 	t = baton__thread_get();
 	baton__stack_overflow_handler_install();
 	if (attr->model == BATON_CORO_STACKFUL)
-		rc = create_stackful(t, out, size,
+		rc = create_stackful(t, out,
+				     attr->stack_size ? attr->stack_size
+						      : BATON_CORO_STACK_DEFAULT,
 				     (attr->flags & BATON_CORO_STACK_CANARY) != 0);
 	else
-		rc = create_copystack(t, out);
+		rc = create_copystack(t, out, 0);
 	if (rc != BATON_OK)
 		return rc;
 	init_common(*out, fn, arg, attr->name);
@@ -348,6 +361,40 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	if (attr->model == BATON_CORO_STACKFUL)
 		baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
 				baton__coro_entry);
+	return BATON_OK;
+}
+
+int baton__coro_create_headed(baton_coro_t **out,
+			     const struct baton_coro_attr *attr,
+			     baton_coro_fn fn, size_t head)
+{
+	struct baton_coro *co;
+	int rc;
+
+	if (out == NULL || fn == NULL || head % 16 != 0 || head >= 4096)
+		return BATON_EINVAL;
+	if (attr == NULL)
+		attr = &attr_defaults;
+	if (attr->model != BATON_CORO_COPYSTACK)
+		return BATON_EINVAL;
+	rc = check_attr(attr, NULL);
+	if (rc != BATON_OK)
+		return rc;
+	/* An overflow of the shared stack is reported as any other. */
+	baton__stack_overflow_handler_install();
+	/* The control block is zeroed: only what is not zero is set. */
+	co = baton__copystack_alloc(baton__thread_get(), head);
+	if (co == NULL)
+		return BATON_ENOMEM;
+	co->model = BATON_CORO_COPYSTACK;
+	co->status = BATON_CORO_SUSPENDED;
+	co->fn = fn;
+	co->arg = (char *)co - head;
+	if (attr->name)
+		set_name(co, attr->name);
+	baton__sanitizer_fiber_init(&co->san, false);
+	co->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
+	*out = co;
 	return BATON_OK;
 }
 
@@ -382,6 +429,11 @@ int baton_coro_destroy(baton_coro_t *co)
 uint64_t baton__coro_thread_copied(void)
 {
 	return baton__thread_get()->copied;
+}
+
+uint64_t baton__coro_thread_save_allocs(void)
+{
+	return baton__thread_get()->save_allocs;
 }
 
 int baton_coro_thread_share_fpenv(int shared)
@@ -447,25 +499,30 @@ static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
 
 /*
  * The copy-stack hop: `from` runs on the shared stack and `to`, started on
- * this thread, waits in its buffer. With the hand-written switch one
- * switch does it all: baton__arch_swap_ret saves `from`, runs
+ * this thread, waits in its buffer, or has never run (it starts at the top
+ * of the shared stack, from a frame made there). With the hand-written
+ * switch one switch does it all: baton__arch_swap_ret saves `from`, runs
  * baton__copystack_swap on the scratch stack (save `from`, put `to` back)
  * and loads `to`. Elsewhere the copier does the copies between a switch to
  * it and one from it (copier_main). Here we only check that `from` has
  * room to be saved and switch, without the general path's frames, which
  * would be copied too. Our frame is the last one `from` keeps: the switch
- * is a tail call, so its saved registers (8 words) end 56 bytes below our
- * frame address, within COPYSTACK_HOP_SLACK. The save grows the buffer
- * should that be wrong (a compiler that does not make the tail call).
+ * is a tail call, so on x86-64 its saved registers (8 words) end exactly
+ * COPYSTACK_HOP_SLACK bytes below our frame address: the first hop's
+ * reserve is the save's size, and malloc's next 16-byte step is not taken
+ * for nothing (every parked task would hold it). The save grows the buffer
+ * where that is wrong (AArch64's larger frame, a compiler that does not
+ * make the tail call).
  */
-#define COPYSTACK_HOP_SLACK 64
+#define COPYSTACK_HOP_SLACK 56
 
 static inline bool copystack_hop(const struct baton_thread *t,
 				 const struct baton_coro *from,
 				 const struct baton_coro *to)
 {
 	return !BATON_SWITCH_HOOKS && to->model == BATON_CORO_COPYSTACK &&
-	       from == t->shared.owner && to->started && to->home == t->serial;
+	       from == t->shared.owner &&
+	       (to->home == t->serial || (to->home == 0 && !to->started));
 }
 
 int baton__coro_handoff(struct baton_coro *to)
@@ -494,7 +551,13 @@ int baton__coro_handoff(struct baton_coro *to)
 					   t->shared.scratch,
 					   baton__copystack_swap);
 #endif
-		/* The copier saves `from`, puts `to` back and switches on. */
+		/* The copier saves `from`, puts `to` back (or starts it: it
+		 * runs on S from now on) and switches on. */
+		if (!to->started) {
+			to->home = t->serial;
+			to->stack_lo = t->shared.lo;
+			to->stack_hi = t->shared.hi;
+		}
 		t->job_from = from;
 		t->job_to = to;
 		t->job_value = NULL;

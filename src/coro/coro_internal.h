@@ -37,21 +37,34 @@ struct baton_coro {
 	bool fresh;		    /* copy-stack: on the shared stack, never
 				       run; the next switch to it starts it
 				       (baton__arch_start) */
+	bool guarded;		    /* stackful: guard pages below stack_lo */
+	bool hop_saved;		    /* copy-stack: saved by a hop at least once
+				       (its buffer is sized to that save) */
+	uint8_t head16;		    /* copy-stack: 16-byte units of its block
+				       before it, the embedder's (see
+				       baton__coro_create_headed) */
 	baton_coro_fn fn;
 	void *arg;
 	void *discard;		    /* sink for values nobody asked for */
 
 	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
-	size_t stack_size;	    /* stackful: usable size asked for, in pages */
-	bool guarded;		    /* stackful: guard pages below stack_lo */
-	void *map;		    /* stackful: the whole slot */
-	size_t map_size;
-	struct baton_arena *arena;  /* stackful: the arena of the slot */
-
-	/* copy-stack only */
-	uint64_t home;		    /* serial of the thread whose stack it uses */
-	char *save;		    /* its frames while off the shared stack */
-	size_t save_len, save_cap;
+	/* What only one model uses: a copy-stack coroutine is mostly its
+	 * control block, so the two share the room. */
+	union {
+		struct {		    /* stackful */
+			size_t stack_size;  /* usable size asked for, in pages */
+			void *map;	    /* the whole slot */
+			size_t map_size;
+			struct baton_arena *arena; /* the arena of the slot */
+		};
+		struct {		    /* copy-stack */
+			uint64_t home;	    /* serial of the thread whose stack
+					       it uses */
+			char *save;	    /* its frames while off the shared
+					       stack */
+			uint32_t save_len, save_cap;
+		};
+	};
 
 	struct baton_sanitizer_fiber san;
 	unsigned vg_stack;	    /* Valgrind's id for its stack */
@@ -85,10 +98,13 @@ struct baton_thread {
 	void *job_value;
 
 	uint64_t copied;	    /* bytes moved on and off the shared stack */
+	/* Save buffers allocated (not grown): what a test asks to see that a
+	 * coroutine which never left the shared stack got none. */
+	uint64_t save_allocs;
 	/* Destroyed copy-stack control blocks kept for reuse, with their save
-	 * buffers (linked by resumer). */
-	struct baton_coro *spare_cs;
-	unsigned nspare_cs;
+	 * buffers (linked by resumer): plain ones, and headed ones. */
+	struct baton_coro *spare_cs, *spare_cs_headed;
+	unsigned nspare_cs, nspare_cs_headed;
 
 	struct baton_pooled_stack *pool;
 	unsigned next_color;	    /* cache colour of the next stack */
@@ -226,9 +242,12 @@ int baton__copystack_keep(struct baton_thread *t, struct baton_coro *co);
 int baton__copystack_reserve(struct baton_coro *co, size_t len);
 void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_thread_exit(struct baton_thread *t);
-/* A copy-stack control block, zeroed but for a save buffer kept from an
- * earlier life; NULL without memory. baton__copystack_free takes it back. */
-struct baton_coro *baton__copystack_alloc(struct baton_thread *t);
+/* A copy-stack control block after `head` bytes of the same allocation
+ * (0, or a multiple of 16), zeroed but for a save buffer kept from an
+ * earlier life; the head is zero when new, as its last user left it when
+ * reused. NULL without memory. baton__copystack_free takes the whole
+ * block back. */
+struct baton_coro *baton__copystack_alloc(struct baton_thread *t, size_t head);
 void baton__copystack_free(struct baton_thread *t, struct baton_coro *co);
 /* Free the spare control blocks; returns the bytes released. */
 size_t baton__copystack_trim(struct baton_thread *t);
@@ -239,5 +258,21 @@ bool baton__copystack_points_inside(const void *p);
 /* Bytes the calling thread has copied on and off its shared stack so far
  * (copy-stack switches): for the scheduler's statistics. */
 uint64_t baton__coro_thread_copied(void);
+/* Save buffers the calling thread has allocated so far (for tests). */
+uint64_t baton__coro_thread_save_allocs(void);
+
+/*
+ * A copy-stack coroutine whose control block shares one allocation with
+ * `head` bytes before it (a multiple of 16, under 4096; zero when new,
+ * not cleared when reused, the embedder sets them): the embedder's
+ * record, such as a scheduler task, in the same block, so that
+ * a parked one costs one allocation and its save buffer. fn receives the
+ * address of the head as its argument. baton_coro_destroy frees the whole
+ * block (or keeps it for reuse): the head must not be used after it.
+ * Errors as baton_coro_create; attr->model must be BATON_CORO_COPYSTACK.
+ */
+int baton__coro_create_headed(baton_coro_t **out,
+			     const struct baton_coro_attr *attr,
+			     baton_coro_fn fn, size_t head);
 
 #endif /* BATON_SRC_CORO_INTERNAL_H */

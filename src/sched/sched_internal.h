@@ -98,7 +98,7 @@ enum baton_after {
 	BATON_AFTER_PARK_CANCELLABLE = 4,
 };
 
-#define BATON_TASK_INLINE_WAITERS 4
+#define BATON_TASK_INLINE_WAITERS 2
 
 struct baton_timer_node {
 	int64_t deadline;      /* CLOCK_MONOTONIC, ns */
@@ -108,9 +108,12 @@ struct baton_timer_node {
 
 /* The fields a hop touches come first: with the coroutine's control block
  * and the first inline waiter, a same-worker hand-off reads and writes the
- * first two cache lines of the task (see docs/sched.md). What only timed
- * and wide waits touch comes after the inline waiters, so that the record
- * is 448 bytes, not 512: a parked task's memory is mostly this record. */
+ * first two cache lines of a stackful task's record (allocated
+ * cache-line aligned; see docs/sched.md). What only timed and wide waits
+ * touch comes after the inline waiters. A copy-stack task's record shares
+ * one allocation with its coroutine's control block (16-byte aligned, no
+ * alignment waste): a parked one's memory is mostly these two and its
+ * saved frames. */
 struct baton_task {
 	struct baton_task *next; /* run queue or inbox link */
 	baton_coro_t *co;
@@ -132,12 +135,12 @@ struct baton_task {
 	unsigned nwaiters;
 	baton_spinlock_t **locks; /* nlocks of them, released after park */
 
-	struct baton_waiter inline_waiters[BATON_TASK_INLINE_WAITERS]
-		__attribute__((aligned(BATON_CACHELINE)));
+	struct baton_waiter inline_waiters[BATON_TASK_INLINE_WAITERS];
 	baton_spinlock_t *inline_locks[BATON_TASK_INLINE_WAITERS];
 	struct baton_waiter *waiters;	 /* nwaiters of them */
 	struct baton_timer_node timeout; /* on owner's heap while armed */
-	struct baton_sched *sched;
+	/* Its scheduler is its owner's (a task moves only between the
+	 * workers of its scheduler). */
 	baton_task_fn fn;
 	void *arg;
 	/* sched->all, under all_lock: the tasks destroy must find. A task is
@@ -145,6 +148,10 @@ struct baton_task {
 	 * runs to its end without stopping never takes the lock. */
 	struct baton_task *all_prev, *all_next;
 };
+
+/* The hop's fields fill the first line; the first waiter is the second. */
+_Static_assert(offsetof(struct baton_task, inline_waiters) == BATON_CACHELINE,
+	       "the inline waiters open the task's second cache line");
 
 /* --- workers ---------------------------------------------------------------- */
 /* Task records a worker keeps for reuse: a burst of short tasks spawned and

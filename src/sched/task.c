@@ -14,7 +14,7 @@
 /* --- records, counts, the end ---------------------------------------------- */
 void baton__task_link(struct baton_task *t)
 {
-	struct baton_sched *s = t->sched;
+	struct baton_sched *s = t->owner->sched;
 
 	t->linked = true;
 	baton__spin_lock(&s->all_lock);
@@ -47,7 +47,11 @@ static void unlink_waiters(struct baton_task *t)
 		baton__wait_free_many(t);
 }
 
-/* A task record: from the calling worker's spares, or new. */
+/* A copy-stack task's record is the head of its coroutine's block (see
+ * baton__coro_create_headed): the size of that head. */
+#define TASK_HEAD ((sizeof(struct baton_task) + 15) & ~(size_t)15)
+
+/* A stackful task's record: from the calling worker's spares, or new. */
 static struct baton_task *task_alloc(void)
 {
 	struct baton_worker *w = baton__worker_get();
@@ -79,17 +83,23 @@ static void task_release(struct baton_task *t)
 	baton__free(t);
 }
 
-/* Free a task that will not run again. */
+/* Free a task that will not run again. A copy-stack task's record goes
+ * with its coroutine's block. */
 static void task_free(struct baton_task *t)
 {
+	bool headed = t->copystack;
+
 	if (t->linked) {
-		baton__spin_lock(&t->sched->all_lock);
-		all_unlink_locked(t->sched, t);
-		baton__spin_unlock(&t->sched->all_lock);
+		struct baton_sched *s = t->owner->sched;
+
+		baton__spin_lock(&s->all_lock);
+		all_unlink_locked(s, t);
+		baton__spin_unlock(&s->all_lock);
 	}
 	unlink_waiters(t);
 	baton_coro_destroy(t->co);
-	task_release(t);
+	if (!headed)
+		task_release(t);
 }
 
 /* Credits a worker takes from sched->live at a time (see its comment). */
@@ -201,7 +211,7 @@ static bool follows_waker(const struct baton_task *t,
 {
 	/* wait_timed, not timeout.index: the owner's timer heap writes the
 	 * index as it fires, while we may be reading. */
-	return self->sched == t->sched && !t->pinned && !t->bound && !t->wait_timed;
+	return self->sched == t->owner->sched && !t->pinned && !t->bound && !t->wait_timed;
 }
 
 /* Make t runnable on its owner (or, woken, on the waker's worker). A task
@@ -296,13 +306,27 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		return BATON_EINVAL;
 	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
 		return BATON_ESHUTDOWN;
-	if ((t = task_alloc()) == NULL)
-		return BATON_ENOMEM;
-	baton__zero(t, sizeof(*t));
-	rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
-	if (rc != BATON_OK) {
-		task_release(t);
-		return rc;
+	if (attr->coro.model == BATON_CORO_COPYSTACK) {
+		baton_coro_t *co;
+
+		/* One block: the record, then the control block. */
+		rc = baton__coro_create_headed(&co, &attr->coro, task_main,
+					      TASK_HEAD);
+		if (rc != BATON_OK)
+			return rc;
+		t = (struct baton_task *)co->arg;
+		baton__zero(t, sizeof(*t));
+		t->co = co;
+		t->copystack = true;
+	} else {
+		if ((t = task_alloc()) == NULL)
+			return BATON_ENOMEM;
+		baton__zero(t, sizeof(*t));
+		rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
+		if (rc != BATON_OK) {
+			task_release(t);
+			return rc;
+		}
 	}
 	/* At rest a task's waiters are its inline ones, each knowing its
 	 * task and index (wait_add and the wide select's block set them
@@ -313,11 +337,9 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		t->inline_waiters[i].task = t;
 		t->inline_waiters[i].index = (int)i;
 	}
-	t->sched = s;
 	t->fn = fn;
 	t->arg = arg;
 	t->timeout.index = SIZE_MAX;
-	t->copystack = attr->coro.model == BATON_CORO_COPYSTACK;
 	t->owner = pick_worker(s, attr->worker);
 	t->bound = (attr->flags & BATON_TASK_BOUND) != 0;
 	live_add(s);

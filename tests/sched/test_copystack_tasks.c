@@ -27,8 +27,13 @@ static struct baton_task_attr cs_attr(void)
 	return a;
 }
 
+/* Save buffers the calling thread has allocated (src/coro): a task that
+ * never leaves the shared stack must not get one. */
+uint64_t baton__coro_thread_save_allocs(void);
+
 /* --- never blocks: nothing copied -------------------------------------- */
 static long nb_ran;
+static uint64_t nb_saves_before, nb_saves_after;
 
 static void nb_task(void *arg)
 {
@@ -37,12 +42,15 @@ static void nb_task(void *arg)
 	frame[0] = (char)(intptr_t)arg;
 	frame[1999] = frame[0];
 	nb_ran += frame[0] == frame[1999];
+	nb_saves_after = baton__coro_thread_save_allocs();
 }
 
 static void nb_spawner(void *arg)
 {
 	baton_sched_t *s = arg;
 	struct baton_task_attr a = cs_attr();
+
+	nb_saves_before = baton__coro_thread_save_allocs();
 
 	for (long i = 0; i < 1000; i++) {
 		T_CHECK_RC(baton_sched_spawn(s, &a, nb_task, (void *)(intptr_t)i), BATON_OK);
@@ -67,8 +75,55 @@ static void test_never_blocks_never_copied(void **state)
 	assert_int_equal(nb_ran, 1000);
 	assert_int_equal(baton_sched_stats(s, &st), BATON_OK);
 	/* Each ran to its end on the shared stack: none was saved, none
-	 * copied back. */
+	 * copied back, and none got a save buffer (one worker: the same
+	 * thread ran the spawner and every task). */
 	assert_int_equal(st.copied_bytes, 0);
+	assert_int_equal(nb_saves_after, nb_saves_before);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
+/* The counter above counts: tasks that park get their save buffers, at
+ * most one each (spare blocks may bring one from an earlier task). */
+#define PK_N 100
+static baton_chan_t *pk_ch;
+static uint64_t pk_saves_before, pk_saves_after;
+
+static void pk_parker(void *arg)
+{
+	void *v;
+
+	(void)arg;
+	T_CHECK_RC(baton_chan_recv(pk_ch, &v, -1), BATON_OK);
+}
+
+static void pk_spawner(void *arg)
+{
+	baton_sched_t *s = arg;
+	struct baton_task_attr a = cs_attr();
+
+	pk_saves_before = baton__coro_thread_save_allocs();
+	for (long i = 0; i < PK_N; i++)
+		T_CHECK_RC(baton_sched_spawn(s, &a, pk_parker, NULL), BATON_OK);
+	T_CHECK_RC(baton_sched_yield(), BATON_OK); /* all park */
+	pk_saves_after = baton__coro_thread_save_allocs();
+	for (long i = 0; i < PK_N; i++)
+		T_CHECK_RC(baton_chan_send(pk_ch, NULL, -1), BATON_OK);
+}
+
+static void test_parked_get_save_buffers(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+
+	(void)state;
+	st_reset();
+	st_watchdog(60, "tasks that park once");
+	assert_int_equal(baton_chan_create(&pk_ch, 0), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, NULL, pk_spawner, s), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_true(pk_saves_after > pk_saves_before);
+	assert_true(pk_saves_after - pk_saves_before <= PK_N);
+	assert_int_equal(baton_chan_destroy(pk_ch), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
@@ -450,6 +505,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_never_blocks_never_copied),
+		cmocka_unit_test(test_parked_get_save_buffers),
 		cmocka_unit_test(test_parks_at_every_depth),
 		cmocka_unit_test(test_solo_parks_at_every_depth),
 		cmocka_unit_test(test_local_pointer_across_park),
