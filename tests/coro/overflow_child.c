@@ -15,6 +15,7 @@
  * copystack-task: a copy-stack task of a one-worker scheduler parks once
  * (its frames copied out and back) and then overflows the shared stack.
  */
+#include <alloca.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,34 +36,29 @@ __attribute__((noinline)) static long recurse(long n)
 	return sink;
 }
 
-/* Recurse in frames of ~0.5 KiB until `reach` bytes below `start`, then
- * yield from the deepest one. */
-static char *dive_start;
-
+/* Overflow by one block of `reach` bytes, every byte of it written (not
+ * zero) from the top down, then yield with the block live. The canary is
+ * one zero word that only a write there finds, and a chain of recursive
+ * frames leaves words unwritten between its locals (return addresses,
+ * padding) where the canary may fall as the stack's layout shifts; one
+ * block has no gaps. */
 __attribute__((noinline)) static long dive(size_t reach)
 {
-	volatile char frame[512];
+	volatile char *block = alloca(reach);
 
-	/* Every byte: a canary is found only if the overflow writes it. */
-	for (size_t i = 0; i < sizeof(frame); i++)
-		frame[i] = (char)i;
-	if ((size_t)(dive_start - (char *)frame) < reach)
-		sink += dive(reach);
-	else
-		baton_coro_yield(NULL, NULL);
-	return frame[0] + frame[511];
+	for (size_t i = reach; i-- > 0;)
+		block[i] = (char)(0x5a ^ (i & 0x0f));
+	baton_coro_yield(NULL, NULL);
+	return block[0] + block[reach - 1];
 }
 
 static void *overflow_then_yield(void *arg, void *in)
 {
-	volatile char here = 0;
-
 	(void)arg; (void)in;
 	/* From here to the bottom of a 32 KiB stack: 32 KiB plus what the
 	 * top page leaves below the control block (about 3.6 KiB). Reaching
 	 * 39,000 bytes down overflows by about 2.5 KiB: past the canary, well
 	 * inside the slack page below the stack. */
-	dive_start = (char *)&here;
 	return (void *)dive(39000);
 }
 
