@@ -41,6 +41,7 @@
 
 #include "../common/sanitizer.h" /* BATON_SWITCH_HOOKS */
 #include "../coro/coro_internal.h" /* the fast pair's bookkeeping */
+#include "seq_internal.h"		   /* baton__seq_self */
 #include "config.h"		  /* BATON_SWITCH_UCONTEXT */
 
 #if defined(__x86_64__) && !BATON_SWITCH_UCONTEXT && !BATON_SWITCH_HOOKS
@@ -108,26 +109,12 @@ static inline __attribute__((always_inline)) void seq_yield(void **in)
  * request is always s->cur) and keep everything the coroutine module
  * relies on: the running coroutine, the statuses, the resumer, the stack
  * canaries, the saved contexts (the same frames, so either side may be
- * switched by the general functions). A resumer the general path must
- * handle (a thread whose coroutine state is not set up yet, a copy-stack
- * caller whose frames left the shared stack while fn ran) takes it. One
+ * switched by the general functions). A caller the general path must
+ * handle (a copy-stack caller whose frames left the shared stack while fn
+ * ran) takes it. One
  * round trip is 60 instructions shorter than through the public functions
  * (241 -> 181 over a plain call, callgrind).
  */
-
-/* The running thread's coroutine state, its address computed afresh: the
- * initial-exec access in a volatile asm, which the compiler can neither
- * hoist out of seq_main's loop nor merge with one made before a switch
- * (seq_internal.h, on addresses formed from %fs:0 and kept). */
-static inline __attribute__((always_inline)) struct baton_thread *seq_thread(void)
-{
-	struct baton_thread *t;
-
-	__asm__ __volatile__("movq baton__tls@gottpoff(%%rip), %0\n\t"
-			     "addq %%fs:0, %0"
-			     : "=r"(t));
-	return t;
-}
 
 /*
  * The switch itself: baton__arch_switch(from, to, NULL) - the same saved
@@ -148,34 +135,47 @@ static inline __attribute__((always_inline)) struct baton_thread *seq_thread(voi
 		SEQ_JMP_CALL(target, a0_, a1_, a2_); \
 	} while (0)
 
+/*
+ * The thread's coroutine state without its address: every access below is
+ * a %fs-relative load or store of a field (baton__tls.current, of the
+ * coroutine layer; baton__seq_self.root, ours), which reaches the running
+ * thread's copy whatever happened before, so neither side needs the
+ * out-of-line accessor (seq_internal.h). The one address needed, the
+ * thread's own context, is looked up once per thread and kept in
+ * baton__seq_self.root; the lookup also sets the thread up.
+ */
+struct baton_coro *baton__seq_root_slow(void);
+
 /* Onto the stack: what baton_coro_resume(co, in, NULL) does for it. */
 static inline __attribute__((always_inline)) void seq_enter(baton_coro_t *co, void *in)
 {
-	struct baton_thread *t = seq_thread();
-	struct baton_coro *from;
+	struct baton_coro *from = baton__tls.current;
 
-	if (BATON_UNLIKELY(!t->ready)) {
-		seq_resume(co, in); /* sets the thread up */
-		return;
+	(void)in;
+	if (from == NULL) {
+		from = baton__seq_self.root;
+		if (BATON_UNLIKELY(from == NULL))
+			from = baton__seq_root_slow();
 	}
-	from = t->current ? t->current : &t->root;
 	baton__stack_canary_check(from);
 	co->resumer = from;
 	co->status = BATON_CORO_RUNNING;
 	from->status = BATON_CORO_NORMAL;
-	t->current = co;
+	baton__tls.current = co;
 	SEQ_SWITCH("baton__seq_switch_in", &from->ctx, &co->ctx);
 }
 
 /* Back to the lock holder: what baton_coro_yield(NULL, NULL) does for the
- * running coroutine `co`. */
+ * running coroutine `co`. We run on the holder's thread: a lock holder
+ * that called from its own stack went through seq_enter on it, which set
+ * baton__seq_self.root there. */
 static inline __attribute__((always_inline)) void seq_leave(baton_coro_t *co)
 {
-	struct baton_thread *t = seq_thread();
 	struct baton_coro *to = co->resumer;
 
 	baton__stack_canary_check(co);
-	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK && t->shared.owner != to)) {
+	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK &&
+			   baton__tls.shared.owner != to)) {
 		void *in;
 
 		seq_yield(&in); /* the caller's frames must be copied back */
@@ -183,7 +183,7 @@ static inline __attribute__((always_inline)) void seq_leave(baton_coro_t *co)
 	}
 	co->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
-	t->current = to == &t->root ? NULL : to;
+	baton__tls.current = to == baton__seq_self.root ? NULL : to;
 	SEQ_SWITCH("baton__seq_switch_out", &co->ctx, &to->ctx);
 }
 

@@ -50,6 +50,17 @@ __attribute__((noinline, noipa)) struct seq_thread *baton__seq_self_get(void)
 	__asm__ __volatile__("" ::: "memory");
 	return &baton__seq_self;
 }
+#if SEQ_JMP_ENTER
+/* enter.h: this thread's own context, looked up (and the thread set up)
+ * on its first call from its own stack. */
+__attribute__((noinline)) struct baton_coro *baton__seq_root_slow(void)
+{
+	struct baton_coro *root = &baton__thread_get_after_switch()->root;
+
+	baton__seq_self.root = root;
+	return root;
+}
+#endif
 #if BATON_TSAN
 unsigned baton__seq_tsan_fence_word;
 #endif
