@@ -111,9 +111,18 @@ static inline __attribute__((always_inline)) void seq_yield(void **in)
  * canaries, the saved contexts (the same frames, so either side may be
  * switched by the general functions). A caller the general path must
  * handle (a copy-stack caller whose frames left the shared stack while fn
- * ran) takes it. One
- * round trip is 60 instructions shorter than through the public functions
- * (241 -> 181 over a plain call, callgrind).
+ * ran) takes it. A round trip is about 60 instructions shorter than
+ * through the public functions (241 -> 179 over a plain call, callgrind).
+ *
+ * What no entry can keep balanced: an fn that leaves calls unreturned
+ * (CHICKEN's callbacks end in a longjmp) leaves their entries on the
+ * return-stack predictor, so every return after it whose call came before
+ * it mispredicts - fn's own frames, as in a plain call, and then
+ * baton_seq_call's return and its caller's. Undoing that would take
+ * knowing how many entries fn left. In the seq benchmark this is most of
+ * what chicken-baton costs over c-baton (the instructions are the same): a
+ * C fn that longjmps out of three frames widens the gap between a plain
+ * and a sequenced call by about 13 ns.
  */
 
 /*
@@ -123,8 +132,8 @@ static inline __attribute__((always_inline)) void seq_yield(void **in)
  * own (seq.c), one per direction, entered by jmp. Each ends in the
  * indirect jmp to the context it enters; with one copy, that one jmp went
  * alternately to the caller and into seq_main, and the predictor missed
- * often enough to cost about 5 ns of a 19 ns call (one thread, the C
- * runtime of the seq benchmark, 2-core AMD EPYC VM). With a jmp per
+ * often enough to cost about 4 ns of an 18 ns call (one thread, the C
+ * runtime of the seq benchmark, 2-core AMD EPYC VM: 17.9 -> 13.7 ns). With a jmp per
  * direction each has one target.
  */
 #define SEQ_SWITCH(target, from, to) \
