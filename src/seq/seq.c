@@ -50,6 +50,17 @@ __attribute__((noinline, noipa)) struct seq_thread *baton__seq_self_get(void)
 	__asm__ __volatile__("" ::: "memory");
 	return &baton__seq_self;
 }
+#if SEQ_JMP_ENTER
+/* enter.h: this thread's own context, looked up (and the thread set up)
+ * on its first call from its own stack. */
+__attribute__((noinline)) struct baton_coro *baton__seq_root_slow(void)
+{
+	struct baton_coro *root = &baton__thread_get_after_switch()->root;
+
+	baton__seq_self.root = root;
+	return root;
+}
+#endif
 #if BATON_TSAN
 unsigned baton__seq_tsan_fence_word;
 #endif
@@ -80,6 +91,66 @@ void baton__seq_fence_heavy(void)
 	}
 	baton__barrier_heavy();
 }
+
+/* ---- the switch pair (enter.h) -------------------------------------------- */
+
+#if SEQ_JMP_ENTER
+/*
+ * baton__seq_switch_in / baton__seq_switch_out(from, to, value): each is
+ * baton__arch_switch of src/arch/switch_x86_64.S instruction for
+ * instruction (that file explains the frame, the FP control state and the
+ * pop + jmp exit), assembled again here so that each direction of a
+ * sequenced call ends in an indirect jmp of its own (enter.h). Keep them
+ * in step with that file: contexts saved by either are resumed by the
+ * other.
+ */
+#define SEQ_SWITCH_FN(name) \
+	"	.text\n" \
+	"	.p2align 4\n" \
+	"	.globl " name "\n" \
+	"	.hidden " name "\n" \
+	"	.type " name ", @function\n" \
+	name ":\n" \
+	"	.cfi_startproc\n" \
+	"	xorl	%ecx, %ecx\n" /* out = NULL: the value in rax */ \
+	"	pushq	%rbp\n" \
+	"	pushq	%rbx\n" \
+	"	pushq	%r12\n" \
+	"	pushq	%r13\n" \
+	"	pushq	%r14\n" \
+	"	pushq	%r15\n" \
+	"	pushq	%rcx\n" \
+	"	subq	$8, %rsp\n" \
+	"	testb	$1, 8(%rdi)\n" /* from shares the FP state? */ \
+	"	jnz	1f\n" \
+	"	stmxcsr	(%rsp)\n" \
+	"	fnstcw	4(%rsp)\n" \
+	"1:	movq	%rsp, (%rdi)\n" \
+	"	testb	$1, 8(%rsi)\n" /* to shares the FP state? */ \
+	"	movq	(%rsi), %rsp\n" \
+	"	jnz	2f\n" \
+	"	ldmxcsr	(%rsp)\n" \
+	"	fldcw	4(%rsp)\n" \
+	"2:	addq	$8, %rsp\n" \
+	"	popq	%rcx\n" \
+	"	popq	%r15\n" \
+	"	popq	%r14\n" \
+	"	popq	%r13\n" \
+	"	popq	%r12\n" \
+	"	popq	%rbx\n" \
+	"	popq	%rbp\n" \
+	"	movq	%rdx, %rax\n" \
+	"	testq	%rcx, %rcx\n" \
+	"	jz	3f\n" \
+	"	movq	%rax, (%rcx)\n" \
+	"	xorl	%eax, %eax\n" \
+	"3:	popq	%rcx\n" \
+	"	jmp	*%rcx\n" \
+	"	.cfi_endproc\n" \
+	"	.size " name ", .-" name "\n"
+
+__asm__(SEQ_SWITCH_FN("baton__seq_switch_in") SEQ_SWITCH_FN("baton__seq_switch_out"));
+#endif
 
 /* ---- on the dedicated stack --------------------------------------------- */
 
@@ -120,12 +191,16 @@ static void serve_batch(struct baton_seq *s)
 	count(&s->combined, n);
 }
 
+/* The coroutine. Every request it runs is s->cur (run_locked), so it
+ * ignores the value a resume hands over, which lets either entry (enter.h)
+ * resume it. */
 static void *seq_main(void *arg, void *in)
 {
 	struct baton_seq *s = arg;
 
+	(void)in;
 	for (;;) {
-		struct seq_req *r = in;
+		struct seq_req *r = &s->cur;
 
 		r->result = r->fn(r->arg);
 		count(&s->switches, 1);
@@ -134,7 +209,7 @@ static void *seq_main(void *arg, void *in)
 		 * takes the lock itself */
 		if (__builtin_expect(__atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0, 0))
 			serve_batch(s);
-		seq_yield(&in);
+		seq_leave(s->co);
 	}
 	return NULL;
 }
@@ -344,7 +419,7 @@ static inline __attribute__((always_inline)) void run_locked(struct baton_seq *s
 	s->cur = *r;
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
 	 * it and it always yields back), stackful, and s->cur is no local. */
-	seq_resume(s->co, &s->cur);
+	seq_enter(s->co, &s->cur);
 	r->result = s->cur.result; /* before the unlock: the next holder's */
 	unlock(s);
 }

@@ -37,8 +37,10 @@ static __attribute__((noinline)) void *aligned_fn(void *arg)
 
 /* Many values live across each call: the compiler keeps some in
  * callee-saved registers and spills the rest; a switch or an entry that
- * lost one would change the sums. */
-static __attribute__((noinline)) long busy_caller(baton_seq_t *s, long rounds)
+ * lost one would change the sums. fn must return arg + 21, as aligned_fn
+ * does. */
+static __attribute__((noinline)) long busy_caller_fn(baton_seq_t *s, long rounds,
+						     baton_seq_fn fn)
 {
 	unsigned long a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8;
 	double x = 0.5, y = 1.5, z = 2.5, w = 3.5;
@@ -47,7 +49,7 @@ static __attribute__((noinline)) long busy_caller(baton_seq_t *s, long rounds)
 	for (long i = 0; i < rounds; i++) {
 		void *res = NULL;
 
-		if (baton_seq_call(s, aligned_fn, (void *)i, &res) != BATON_OK ||
+		if (baton_seq_call(s, fn, (void *)i, &res) != BATON_OK ||
 		    (intptr_t)res != i + 21)
 			bad++;
 		a += b; b += c; c += d; d += e; e += f; f += g; g += h; h += 1;
@@ -67,6 +69,11 @@ static __attribute__((noinline)) long busy_caller(baton_seq_t *s, long rounds)
 			bad += 1000;
 	}
 	return bad;
+}
+
+static long busy_caller(baton_seq_t *s, long rounds)
+{
+	return busy_caller_fn(s, rounds, aligned_fn);
 }
 
 static void test_thread_stack(void **state)
@@ -144,6 +151,48 @@ static void test_nested_and_resuming(void **state)
 	assert_int_equal(baton_seq_destroy(nest_seq), BATON_OK);
 }
 
+/* The caller is a copy-stack coroutine and fn resumes another copy-stack
+ * coroutine of the same thread, which takes the shared stack from the
+ * caller: the way back must copy the caller's frames back first (the
+ * general yield, not the sequencer's own switch), and every value the
+ * caller keeps across the call must survive. */
+static baton_coro_t *evictor;
+
+static void *evicting_fn(void *arg)
+{
+	void *out = NULL;
+
+	if (baton_coro_resume(evictor, NULL, &out) != BATON_OK || (intptr_t)out != 26)
+		return (void *)(intptr_t)-1;
+	return aligned_fn(arg);
+}
+
+static void *evicted_body(void *arg, void *in)
+{
+	(void)in;
+	return (void *)busy_caller_fn(arg, 300, evicting_fn);
+}
+
+static void test_copystack_caller_evicted(void **state)
+{
+	struct baton_coro_attr ca = BATON_CORO_ATTR_INIT;
+	baton_coro_t *caller;
+	baton_seq_t *s;
+	void *out = (void *)(intptr_t)-1;
+
+	(void)state;
+	harness_watchdog(10);
+	ca.model = BATON_CORO_COPYSTACK;
+	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
+	assert_int_equal(baton_coro_create(&evictor, &ca, yielder, NULL), BATON_OK);
+	assert_int_equal(baton_coro_create(&caller, &ca, evicted_body, s), BATON_OK);
+	assert_int_equal(baton_coro_resume(caller, NULL, &out), BATON_OK);
+	assert_int_equal((intptr_t)out, 0);
+	assert_int_equal(baton_coro_destroy(caller), BATON_OK);
+	assert_int_equal(baton_coro_destroy(evictor), BATON_OK);
+	assert_int_equal(baton_seq_destroy(s), BATON_OK);
+}
+
 /* --- the floating-point control state ----------------------------------- */
 
 #ifndef BATON_TEST_UCONTEXT
@@ -208,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_thread_stack),
 		cmocka_unit_test(test_from_coroutine),
 		cmocka_unit_test(test_nested_and_resuming),
+		cmocka_unit_test(test_copystack_caller_evicted),
 		cmocka_unit_test(test_fpenv_is_the_callers),
 	};
 
