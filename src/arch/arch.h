@@ -73,6 +73,16 @@ int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 			  void *value, void **out);
 #endif
 
+#if defined(__x86_64__) && !BATON_SWITCH_UCONTEXT
+/* baton__arch_switch in two more copies, one per direction of a pair of
+ * contexts that switch to each other in turn, so that each copy's final
+ * indirect jump has one target (see switch_x86_64.S). */
+void *baton__arch_switch_there(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			      void *value);
+void *baton__arch_switch_back(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+			     void *value);
+#endif
+
 /* Prepare `ctx` so that the first switch to it calls entry(value) on the
  * stack [lo, hi). The current FP control state becomes the context's. */
 void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,

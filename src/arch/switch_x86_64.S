@@ -131,6 +131,32 @@ baton__arch_switch_out:
 	.size	baton__arch_switch, .-baton__arch_switch
 
 /*
+ * void *baton__arch_switch_there(from, to, value), baton__arch_switch_back:
+ * baton__arch_switch again, twice, for two contexts that switch to each
+ * other in turn (a call onto a dedicated stack and its return: the
+ * sequencer, src/seq/enter.h). Through one copy, its final jmp would go
+ * alternately to either side and the indirect-branch predictor would miss
+ * often; with one copy per direction each jmp has one target. The frame is
+ * the same, so contexts saved by any entry are resumed by any other.
+ */
+	.macro	SWITCH_COPY name
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	.cfi_startproc
+	endbr64
+	xorl	%ecx, %ecx		/* out = NULL: hand the value back in rax */
+	SWITCH_BODY jmp
+	.cfi_endproc
+	.size	\name, .-\name
+	.endm
+
+	SWITCH_COPY baton__arch_switch_there
+	SWITCH_COPY baton__arch_switch_back
+
+/*
  * int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
  *                           void *value, void **out);
  *

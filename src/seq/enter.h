@@ -128,8 +128,9 @@ static inline __attribute__((always_inline)) void seq_yield(void **in)
 /*
  * The switch itself: baton__arch_switch(from, to, NULL) - the same saved
  * frame, so that a context saved here may be resumed by the general
- * functions and the other way round - in two copies of the sequencer's
- * own (seq.c), one per direction, entered by jmp. Each ends in the
+ * functions and the other way round - in the two copies the arch layer
+ * keeps for such pairs (baton__arch_switch_there and _back), one per
+ * direction, entered by jmp. Each ends in the
  * indirect jmp to the context it enters; with one copy, that one jmp went
  * alternately to the caller and into seq_main, and the predictor missed
  * often enough to cost about 4 ns of an 18 ns call (one thread, the C
@@ -171,7 +172,7 @@ static inline __attribute__((always_inline)) void seq_enter(baton_coro_t *co, vo
 	co->status = BATON_CORO_RUNNING;
 	from->status = BATON_CORO_NORMAL;
 	baton__tls.current = co;
-	SEQ_SWITCH("baton__seq_switch_in", &from->ctx, &co->ctx);
+	SEQ_SWITCH("baton__arch_switch_there", &from->ctx, &co->ctx);
 }
 
 /* Back to the lock holder: what baton_coro_yield(NULL, NULL) does for the
@@ -193,7 +194,7 @@ static inline __attribute__((always_inline)) void seq_leave(baton_coro_t *co)
 	co->status = BATON_CORO_SUSPENDED;
 	to->status = BATON_CORO_RUNNING;
 	baton__tls.current = to == baton__seq_self.root ? NULL : to;
-	SEQ_SWITCH("baton__seq_switch_out", &co->ctx, &to->ctx);
+	SEQ_SWITCH("baton__arch_switch_back", &co->ctx, &to->ctx);
 }
 
 #else

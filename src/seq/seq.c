@@ -92,66 +92,6 @@ void baton__seq_fence_heavy(void)
 	baton__barrier_heavy();
 }
 
-/* ---- the switch pair (enter.h) -------------------------------------------- */
-
-#if SEQ_JMP_ENTER
-/*
- * baton__seq_switch_in / baton__seq_switch_out(from, to, value): each is
- * baton__arch_switch of src/arch/switch_x86_64.S instruction for
- * instruction (that file explains the frame, the FP control state and the
- * pop + jmp exit), assembled again here so that each direction of a
- * sequenced call ends in an indirect jmp of its own (enter.h). Keep them
- * in step with that file: contexts saved by either are resumed by the
- * other.
- */
-#define SEQ_SWITCH_FN(name) \
-	"	.text\n" \
-	"	.p2align 4\n" \
-	"	.globl " name "\n" \
-	"	.hidden " name "\n" \
-	"	.type " name ", @function\n" \
-	name ":\n" \
-	"	.cfi_startproc\n" \
-	"	xorl	%ecx, %ecx\n" /* out = NULL: the value in rax */ \
-	"	pushq	%rbp\n" \
-	"	pushq	%rbx\n" \
-	"	pushq	%r12\n" \
-	"	pushq	%r13\n" \
-	"	pushq	%r14\n" \
-	"	pushq	%r15\n" \
-	"	pushq	%rcx\n" \
-	"	subq	$8, %rsp\n" \
-	"	testb	$1, 8(%rdi)\n" /* from shares the FP state? */ \
-	"	jnz	1f\n" \
-	"	stmxcsr	(%rsp)\n" \
-	"	fnstcw	4(%rsp)\n" \
-	"1:	movq	%rsp, (%rdi)\n" \
-	"	testb	$1, 8(%rsi)\n" /* to shares the FP state? */ \
-	"	movq	(%rsi), %rsp\n" \
-	"	jnz	2f\n" \
-	"	ldmxcsr	(%rsp)\n" \
-	"	fldcw	4(%rsp)\n" \
-	"2:	addq	$8, %rsp\n" \
-	"	popq	%rcx\n" \
-	"	popq	%r15\n" \
-	"	popq	%r14\n" \
-	"	popq	%r13\n" \
-	"	popq	%r12\n" \
-	"	popq	%rbx\n" \
-	"	popq	%rbp\n" \
-	"	movq	%rdx, %rax\n" \
-	"	testq	%rcx, %rcx\n" \
-	"	jz	3f\n" \
-	"	movq	%rax, (%rcx)\n" \
-	"	xorl	%eax, %eax\n" \
-	"3:	popq	%rcx\n" \
-	"	jmp	*%rcx\n" \
-	"	.cfi_endproc\n" \
-	"	.size " name ", .-" name "\n"
-
-__asm__(SEQ_SWITCH_FN("baton__seq_switch_in") SEQ_SWITCH_FN("baton__seq_switch_out"));
-#endif
-
 /* ---- on the dedicated stack --------------------------------------------- */
 
 /* Run up to K published requests. Called by the lock holder, on the stack. */
