@@ -445,8 +445,7 @@ struct baton_coro *baton__copystack_alloc(struct baton_thread *t, size_t head)
 	unsigned *count;
 	struct baton_coro **list = spare_list(t, head, &count);
 	struct baton_coro *co = *list;
-	char *save, *block;
-	uint32_t cap;
+	char *block;
 
 	if (co != NULL && BATON_UNLIKELY(block_head(co) != head)) {
 		/* Another embedder's size: not this one's to reuse. */
@@ -465,33 +464,57 @@ struct baton_coro *baton__copystack_alloc(struct baton_thread *t, size_t head)
 	}
 	*list = co->resumer;
 	--*count;
-	save = co->save;
-	cap = co->save_cap;
-	/* The control block as new; the head is its embedder's to set. */
-	baton__zero(co, sizeof(*co));
-	co->head16 = (uint8_t)(head / 16);
-	co->save = save;
-	co->save_cap = cap;
+	baton__copystack_renew(co);
 	return co;
 }
 
-void baton__copystack_free(struct baton_thread *t, struct baton_coro *co)
+static void free_block(struct baton_thread *t, struct baton_coro *co);
+
+/* What baton__copystack_free does not do on its short path: drop a large
+ * save buffer, free a block the full list has no room for. */
+static __attribute__((noinline, cold)) void free_slow(struct baton_thread *t,
+						      struct baton_coro *co)
+{
+	unsigned *count;
+
+	(void)spare_list(t, block_head(co), &count);
+	if (*count >= SPARE_COPYSTACK) {
+		block_free(co);
+		return;
+	}
+	baton__free(co->save);
+	co->save = NULL;
+	co->save_cap = 0;
+	free_block(t, co); /* now its short path */
+}
+
+/* The short path frames nothing: a block with a small buffer joins a list
+ * with room. */
+static inline void free_block(struct baton_thread *t, struct baton_coro *co)
 {
 	unsigned *count;
 	struct baton_coro **list = spare_list(t, block_head(co), &count);
 
-	if (co->save_cap > SPARE_SAVE_MAX) {
-		baton__free(co->save);
-		co->save = NULL;
-		co->save_cap = 0;
-	}
-	if (*count >= SPARE_COPYSTACK) {
-		block_free(co);
+	if (BATON_UNLIKELY(co->save_cap > SPARE_SAVE_MAX ||
+			   *count >= SPARE_COPYSTACK)) {
+		free_slow(t, co);
 		return;
 	}
 	co->resumer = *list;
 	*list = co;
 	++*count;
+}
+
+int baton__copystack_destroy(struct baton_thread *t, struct baton_coro *co)
+{
+	baton__copystack_forget(t, co);
+	free_block(t, co);
+	return BATON_OK;
+}
+
+void baton__copystack_free(struct baton_thread *t, struct baton_coro *co)
+{
+	free_block(t, co);
 }
 
 static size_t trim_list(struct baton_coro **list, unsigned *count)

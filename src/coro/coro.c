@@ -332,6 +332,18 @@ static int check_attr(const struct baton_coro_attr *attr, void *arg)
 
 static const struct baton_coro_attr attr_defaults = BATON_CORO_ATTR_INIT;
 
+/* Rule 6 of coro.h: the first create installs the overflow handler (unless
+ * the program said no first), and the choice holds for the process; each
+ * thread asks once, on its first create (an overflow of its shared stack
+ * is reported as any other). */
+static inline void overflow_handler_ask(struct baton_thread *t)
+{
+	if (BATON_UNLIKELY(!t->overflow_asked)) {
+		baton__stack_overflow_handler_install();
+		t->overflow_asked = true;
+	}
+}
+
 int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		      baton_coro_fn fn, void *arg)
 {
@@ -346,7 +358,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	if (rc != BATON_OK)
 		return rc;
 	t = baton__thread_get();
-	baton__stack_overflow_handler_install();
+	overflow_handler_ask(t);
 	if (attr->model == BATON_CORO_STACKFUL)
 		rc = create_stackful(t, out,
 				     attr->stack_size ? attr->stack_size
@@ -364,58 +376,91 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	return BATON_OK;
 }
 
-int baton__coro_create_headed(baton_coro_t **out,
-			     const struct baton_coro_attr *attr,
-			     baton_coro_fn fn, size_t head)
+/* A headed block's fields for its new coroutine but its name: it reads as
+ * zeroed. */
+static inline void headed_init(struct baton_coro *co,
+			       const struct baton_coro_attr *attr,
+			       baton_coro_fn fn, size_t head)
 {
-	struct baton_coro *co;
-	int rc;
-
-	if (out == NULL || fn == NULL || head % 16 != 0 || head >= 4096)
-		return BATON_EINVAL;
-	if (attr == NULL)
-		attr = &attr_defaults;
-	if (attr->model != BATON_CORO_COPYSTACK)
-		return BATON_EINVAL;
-	rc = check_attr(attr, NULL);
-	if (rc != BATON_OK)
-		return rc;
-	/* An overflow of the shared stack is reported as any other. */
-	baton__stack_overflow_handler_install();
-	/* The control block is zeroed: only what is not zero is set. */
-	co = baton__copystack_alloc(baton__thread_get(), head);
-	if (co == NULL)
-		return BATON_ENOMEM;
 	co->model = BATON_CORO_COPYSTACK;
 	co->status = BATON_CORO_SUSPENDED;
 	co->fn = fn;
 	co->arg = (char *)co - head;
-	if (attr->name)
-		set_name(co, attr->name);
 	baton__sanitizer_fiber_init(&co->san, false);
 	co->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
-	*out = co;
+}
+
+/* Out of line, so that the create of an unnamed one needs no frame. */
+static __attribute__((noinline)) int headed_name(struct baton_coro *co,
+						 const char *name)
+{
+	set_name(co, name);
 	return BATON_OK;
 }
 
-int baton_coro_destroy(baton_coro_t *co)
+/* No spare block of this head: check the head, ask for the overflow
+ * handler and make a new block. */
+static __attribute__((noinline)) int create_headed_new(baton_coro_t **out,
+						       const struct baton_coro_attr *attr,
+						       baton_coro_fn fn, size_t head)
+{
+	struct baton_thread *t = baton__thread_get();
+	struct baton_coro *co;
+
+	if (head % 16 != 0 || head >= 4096)
+		return BATON_EINVAL;
+	overflow_handler_ask(t);
+	co = baton__copystack_alloc(t, head);
+	if (co == NULL)
+		return BATON_ENOMEM;
+	headed_init(co, attr, fn, head);
+	*out = co;
+	return attr->name ? headed_name(co, attr->name) : BATON_OK;
+}
+
+int baton__coro_create_headed(baton_coro_t **out,
+			     const struct baton_coro_attr *attr,
+			     baton_coro_fn fn, size_t head)
 {
 	struct baton_thread *t;
+	struct baton_coro *co;
 
-	if (co == NULL)
-		return BATON_OK;
-	if (co->status == BATON_CORO_RUNNING || co->status == BATON_CORO_NORMAL)
-		return BATON_EBUSY;
-	t = baton__thread_get();
-	if (co->model == BATON_CORO_COPYSTACK && co->home &&
-	    co->home != t->serial)
-		return BATON_ETHREAD;
-	baton__sanitizer_fiber_fini(&co->san);
+	/* check_attr's rules for a copy-stack attr, and no default (it is
+	 * stackful). The head is checked where a new block is made: a spare
+	 * one of the same head passed that check when it was new, and its
+	 * thread asked for the overflow handler then. */
+	if (BATON_UNLIKELY(out == NULL || fn == NULL || attr == NULL ||
+			   attr->model != BATON_CORO_COPYSTACK ||
+			   attr->stack_size != 0 ||
+			   (attr->flags & ~BATON_CORO_FLAGS_KNOWN)))
+		return BATON_EINVAL;
+	/* Only a thread set up has spare blocks. */
+	t = &baton__tls;
+	co = t->spare_cs_headed;
+	if (BATON_UNLIKELY(co == NULL || (size_t)co->head16 * 16 != head))
+		return create_headed_new(out, attr, fn, head);
+	t->spare_cs_headed = co->resumer;
+	t->nspare_cs_headed--;
+	baton__copystack_renew(co);
+	headed_init(co, attr, fn, head);
+	*out = co;
+	if (BATON_UNLIKELY(attr->name != NULL))
+		return headed_name(co, attr->name);
+	return BATON_OK;
+}
+
+/* The general destroy: a stackful coroutine, or a thread not set up yet. */
+static __attribute__((noinline)) int destroy_other(struct baton_coro *co)
+{
+	struct baton_thread *t = baton__thread_get();
+
 	if (co->model == BATON_CORO_COPYSTACK) {
-		baton__copystack_forget(t, co);
-		baton__copystack_free(t, co);
-		return BATON_OK;
+		if (co->home && co->home != t->serial)
+			return BATON_ETHREAD;
+		baton__sanitizer_fiber_fini(&co->san);
+		return baton__copystack_destroy(t, co);
 	}
+	baton__sanitizer_fiber_fini(&co->san);
 	baton__sanitizer_stack_deregister(co->vg_stack);
 	{
 		struct baton_stack st = { co->map, co->map_size, co->arena,
@@ -424,6 +469,23 @@ int baton_coro_destroy(baton_coro_t *co)
 		baton__stack_give(t, &st);
 	}
 	return BATON_OK;
+}
+
+int baton_coro_destroy(baton_coro_t *co)
+{
+	struct baton_thread *t = &baton__tls;
+
+	if (co == NULL)
+		return BATON_OK;
+	if (co->status == BATON_CORO_RUNNING || co->status == BATON_CORO_NORMAL)
+		return BATON_EBUSY;
+	/* A copy-stack one, on a thread set up: no frame of our own. */
+	if (BATON_UNLIKELY(!t->ready || co->model != BATON_CORO_COPYSTACK))
+		return destroy_other(co);
+	if (co->home && co->home != t->serial)
+		return BATON_ETHREAD;
+	baton__sanitizer_fiber_fini(&co->san);
+	return baton__copystack_destroy(t, co);
 }
 
 uint64_t baton__coro_thread_copied(void)

@@ -101,6 +101,9 @@ struct baton_thread {
 	/* Save buffers allocated (not grown): what a test asks to see that a
 	 * coroutine which never left the shared stack got none. */
 	uint64_t save_allocs;
+	/* The overflow handler's install was asked for (the first create on
+	 * this thread): later creates need not ask. */
+	bool overflow_asked;
 	/* Destroyed copy-stack control blocks kept for reuse, with their save
 	 * buffers (linked by resumer): plain ones, and headed ones. */
 	struct baton_coro *spare_cs, *spare_cs_headed;
@@ -243,12 +246,41 @@ int baton__copystack_reserve(struct baton_coro *co, size_t len);
 void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co);
 void baton__copystack_thread_exit(struct baton_thread *t);
 /* A copy-stack control block after `head` bytes of the same allocation
- * (0, or a multiple of 16), zeroed but for a save buffer kept from an
- * earlier life; the head is zero when new, as its last user left it when
- * reused. NULL without memory. baton__copystack_free takes the whole
- * block back. */
+ * (0, or a multiple of 16), reading as zeroed but for a save buffer kept
+ * from an earlier life (and its name, empty, whose bytes past the
+ * terminator may not be zero); the head is zero when new, as its last user
+ * left it when reused. NULL without memory. baton__copystack_free takes
+ * the whole block back. */
 struct baton_coro *baton__copystack_alloc(struct baton_thread *t, size_t head);
 void baton__copystack_free(struct baton_thread *t, struct baton_coro *co);
+/* A spare block back in service, as a new one reads (see
+ * baton__copystack_alloc): what a coroutine's life wrote is set back field
+ * by field - cheaper than clearing the whole block - and the fixed fields
+ * (its model, its head, its save buffer) stay. A spare block had ended or
+ * never run: nothing refers to it, and it is not the shared stack's owner. */
+static inline void baton__copystack_renew(struct baton_coro *co)
+{
+	co->ctx = (baton_arch_ctx_t){ 0 };
+	co->resumer = NULL;
+	co->status = 0;
+	co->started = false;
+	co->fresh = false;
+	co->hop_saved = false;
+	co->fn = NULL;
+	co->arg = NULL;
+	co->discard = NULL;
+	co->stack_lo = NULL;
+	co->stack_hi = NULL;
+	co->home = 0;
+	co->save_len = 0;
+	co->san = (struct baton_sanitizer_fiber){ 0 };
+	co->name[0] = '\0';
+}
+
+/* baton__copystack_forget, then baton__copystack_free: the destroy of a
+ * copy-stack coroutine on its home thread (or one that never ran).
+ * Returns BATON_OK (so that baton_coro_destroy can end in a tail call). */
+int baton__copystack_destroy(struct baton_thread *t, struct baton_coro *co);
 /* Free the spare control blocks; returns the bytes released. */
 size_t baton__copystack_trim(struct baton_thread *t);
 bool baton__copystack_points_inside(const void *p);

@@ -41,7 +41,8 @@ static void all_unlink_locked(struct baton_sched *s, struct baton_task *t)
  * primitives can be destroyed later. */
 static void unlink_waiters(struct baton_task *t)
 {
-	baton__wait_unlink_rest(t);
+	if (t->nwaiters != 0)
+		baton__wait_unlink_rest(t);
 	t->nwaiters = 0;
 	if (t->waiters != t->inline_waiters)
 		baton__wait_free_many(t);
@@ -50,6 +51,18 @@ static void unlink_waiters(struct baton_task *t)
 /* A copy-stack task's record is the head of its coroutine's block (see
  * baton__coro_create_headed): the size of that head. */
 #define TASK_HEAD ((sizeof(struct baton_task) + 15) & ~(size_t)15)
+
+/* A copy-stack task's record, new (zero) or as its last task left it
+ * (task_free): made to read as zeroed where spawn counts on it - the hop's
+ * line, whose flags and counts a life changed - without clearing the rest.
+ * The waiters' other fields are set by every wait that links them
+ * (wait.h); the timeout's, by every arming; the links in sched->all, by
+ * baton__task_link; and a freed task has no waiters left (unlink_waiters).
+ * Spawn sets what remains. */
+static void task_renew(struct baton_task *t)
+{
+	baton__zero(t, offsetof(struct baton_task, inline_waiters));
+}
 
 /* A stackful task's record: from the calling worker's spares, or new. */
 static struct baton_task *task_alloc(void)
@@ -85,7 +98,7 @@ static void task_release(struct baton_task *t)
 
 /* Free a task that will not run again. A copy-stack task's record goes
  * with its coroutine's block. */
-static void task_free(struct baton_task *t)
+static __attribute__((noinline)) void task_free_general(struct baton_task *t)
 {
 	bool headed = t->copystack;
 
@@ -100,6 +113,18 @@ static void task_free(struct baton_task *t)
 	baton_coro_destroy(t->co);
 	if (!headed)
 		task_release(t);
+}
+
+/* The common end of a copy-stack task that never stopped (not in
+ * sched->all, no waiters): only its block to give back, in a tail call. */
+static inline void task_free(struct baton_task *t)
+{
+	if (BATON_LIKELY(t->copystack && !t->linked && t->nwaiters == 0 &&
+			 t->waiters == t->inline_waiters)) {
+		(void)baton_coro_destroy(t->co);
+		return;
+	}
+	task_free_general(t);
 }
 
 /* Credits a worker takes from sched->live at a time (see its comment). */
@@ -132,8 +157,8 @@ void baton__task_finish(struct baton_worker *w, struct baton_task *t)
 {
 	if (t->pinned)
 		w->npinned--;
-	task_free(t);
 	w->live_credit++; /* returned by live_return */
+	task_free(t);
 }
 
 /* Tasks still queued at destroy: runnable ones are in run queues and
@@ -315,7 +340,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		if (rc != BATON_OK)
 			return rc;
 		t = (struct baton_task *)co->arg;
-		baton__zero(t, sizeof(*t));
+		task_renew(t);
 		t->co = co;
 		t->copystack = true;
 	} else {

@@ -501,6 +501,70 @@ static void test_end_into_every_kind(void **state)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
+/* --- a reused record starts afresh ----------------------------------------
+ * A copy-stack task's record and control block come back from the
+ * thread's spares when it ends, and the next spawn on that worker takes
+ * them: what the last task changed (its name, its handle and cancel flag,
+ * its waits, its save buffer's contents) must not show in the next one. */
+static int ru_bad, ru_ran;
+
+static void ru_first(void *arg)
+{
+	baton_task_t *self = baton_task_handle();
+
+	(void)arg;
+	ru_bad += strcmp(baton_coro_name(baton_coro_self()), "first") != 0;
+	ru_bad += baton_task_cancel(self) != BATON_OK;
+	ru_bad += baton_task_cancelled() != 1;
+	/* A timed park: waiters, timeout and the save buffer are used. */
+	ru_bad += baton_sched_sleep(1000) != BATON_ECANCELED;
+	ru_ran++;
+}
+
+static void ru_next(void *arg)
+{
+	baton_coro_t *co = baton_coro_self();
+
+	(void)arg;
+	ru_bad += strcmp(baton_coro_name(co), "") != 0;
+	ru_bad += baton_coro_model(co) != BATON_CORO_COPYSTACK;
+	ru_bad += baton_coro_stack_size(co) != 0; /* never saved */
+	ru_bad += baton_task_cancelled() != 0;
+	ru_bad += baton_sched_sleep(1000) != BATON_OK;
+	ru_ran++;
+}
+
+static void ru_spawner(void *arg)
+{
+	baton_sched_t *s = arg;
+	struct baton_task_attr a = cs_attr();
+
+	for (int i = 0; i < 50; i++) {
+		a.coro.name = "first";
+		T_CHECK_RC(baton_sched_spawn(s, &a, ru_first, NULL), BATON_OK);
+		T_CHECK_RC(baton_sched_sleep(100000), BATON_OK); /* it ends */
+		a.coro.name = NULL;
+		T_CHECK_RC(baton_sched_spawn(s, &a, ru_next, NULL), BATON_OK);
+		T_CHECK_RC(baton_sched_sleep(100000), BATON_OK);
+	}
+}
+
+static void test_reused_record_starts_afresh(void **state)
+{
+	baton_sched_t *s = st_sched(1);
+
+	(void)state;
+	st_reset();
+	st_watchdog(60, "copy-stack tasks on reused records");
+	ru_bad = ru_ran = 0;
+	assert_int_equal(baton_sched_spawn(s, NULL, ru_spawner, s), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(ru_bad, 0);
+	assert_int_equal(ru_ran, 100);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +576,7 @@ int main(void)
 		cmocka_unit_test(test_ring_copies_what_it_uses),
 		cmocka_unit_test(test_ring_under_signals),
 		cmocka_unit_test(test_end_into_every_kind),
+		cmocka_unit_test(test_reused_record_starts_afresh),
 	};
 
 	return cmocka_run_group_tests_name("copystack_tasks", tests, NULL, NULL);
