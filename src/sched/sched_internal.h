@@ -173,7 +173,7 @@ struct baton_worker {
 	baton_spinlock_t *after_unlock;	/* the hook's hop case: release it */
 	struct baton_task *after_task;	/* the after-switch hook's task */
 	unsigned char after_kind;	/* enum baton_after */
-	unsigned runnext_polls;	/* polls in a row that found runnext taken */
+	unsigned runnext_streak;	/* runnext dispatches in a row */
 	unsigned ticks;		    /* dispatches since inbox/timers were polled */
 	struct baton_sched_stats stats; /* this worker's share */
 

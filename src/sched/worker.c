@@ -98,31 +98,9 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 	baton__after_switch(w);
 }
 
-/* The runnext slot's fairness bound, kept by the loop so that the hop
- * counts nothing for it: a chain of tasks that wake each other is found
- * in runnext at every poll (every BATON_POLL_TICKS dispatches at most), so
- * after RUNNEXT_POLLS polls in a row, at most BATON_SCHED_RUNNEXT_MAX
- * dispatches, its task goes behind the queue's oldest. */
-#define RUNNEXT_POLLS (BATON_SCHED_RUNNEXT_MAX / BATON_POLL_TICKS)
-
-static void runnext_fairness(struct baton_worker *w)
-{
-	if (w->runnext == NULL || w->runq_len == 0) {
-		w->runnext_polls = 0;
-		return;
-	}
-	if (++w->runnext_polls < RUNNEXT_POLLS)
-		return;
-	w->runnext_polls = 0;
-	baton__runq_push(w, w->runnext); /* its turn is over: behind the rest */
-	w->runnext = NULL;
-	w->stats.fair_turns++;
-}
-
 static void poll_worker(struct baton_worker *w)
 {
 	w->ticks = 0;
-	runnext_fairness(w);
 	if (w->hook)
 		w->hook->poll(w, 0); /* I/O edges make tasks runnable */
 	baton__inbox_take(w);
