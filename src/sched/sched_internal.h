@@ -84,10 +84,11 @@ struct baton_waitq {
 
 /* What must happen once a task's context is saved: the after-switch hook.
  * The task that stops records it in its worker (after_task, after_kind;
- * after_unlock alone for the hop's park under one lock) and the side that runs next - the next task, or the worker's loop -
- * carries it out first thing (baton__after_switch, dispatch.h). Until then nobody
- * else can reach the task: a parked task's wait queues stay locked, a
- * yielding one is in no queue. */
+ * after_unlock alone for the hop's park under one lock) and the side that
+ * runs next - the next task, or the worker's loop - carries it out first
+ * thing (baton__after_switch, dispatch.h). Until then nobody else can
+ * reach the task: a parked task's wait queues stay locked, a yielding one
+ * is in no queue. */
 enum baton_after {
 	BATON_AFTER_NONE = 0,
 	BATON_AFTER_YIELD = 1, /* runnable again: back of the run queue */

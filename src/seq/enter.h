@@ -1,9 +1,10 @@
 /*
- * src/seq/enter.h - onto the dedicated stack and back: seq_resume() (the
- * lock holder, resuming the sequencer's coroutine) and seq_yield() (the
- * coroutine, back to the holder). Both are baton_coro_resume(co, in, NULL)
- * and baton_coro_yield(NULL, in) - the same functions, the same effects -
- * entered differently on x86-64.
+ * src/seq/enter.h - onto the dedicated stack and back: seq_enter() (the
+ * lock holder, resuming the sequencer's coroutine) and seq_leave() (the
+ * coroutine, back to the holder). They have the effects of
+ * baton_coro_resume(co, NULL, NULL) and baton_coro_yield(NULL, NULL); on
+ * x86-64 they do that bookkeeping themselves and switch by jmp (below),
+ * elsewhere they are those calls.
  *
  * Why: the switch in src/arch/switch_x86_64.S arrives in the other context
  * with pop + jmp, not ret, so the entry that our `call` of resume pushed on
@@ -78,22 +79,12 @@
 		: "r"(__builtin_frame_address(0)) \
 		: SEQ_CALL_CLOBBERS)
 
-/* baton_coro_resume(co, in, NULL). Cannot fail for the sequencer: its
- * coroutine is stackful and suspended whenever the lock is free. */
-static inline __attribute__((always_inline)) void seq_resume(baton_coro_t *co, void *in)
-{
-	register baton_coro_t *a0 __asm__("rdi") = co;
-	register void *a1 __asm__("rsi") = in;
-	register void **a2 __asm__("rdx") = NULL;
-
-	SEQ_JMP_CALL("baton_coro_resume@PLT", a0, a1, a2);
-}
-
-/* baton_coro_yield(NULL, in). Cannot fail: a stackful coroutine. */
-static inline __attribute__((always_inline)) void seq_yield(void **in)
+/* baton_coro_yield(NULL, NULL), entered by jmp: seq_leave's general
+ * path. Cannot fail: a stackful coroutine. */
+static inline __attribute__((always_inline)) void seq_yield(void)
 {
 	register void *a0 __asm__("rdi") = NULL;
-	register void **a1 __asm__("rsi") = in;
+	register void **a1 __asm__("rsi") = NULL;
 	register void *a2 __asm__("rdx") = NULL;
 
 	SEQ_JMP_CALL("baton_coro_yield@PLT", a0, a1, a2);
@@ -156,12 +147,13 @@ static inline __attribute__((always_inline)) void seq_yield(void **in)
  */
 struct baton_coro *baton__seq_root_slow(void);
 
-/* Onto the stack: what baton_coro_resume(co, in, NULL) does for it. */
-static inline __attribute__((always_inline)) void seq_enter(baton_coro_t *co, void *in)
+/* Onto the stack: what baton_coro_resume(co, NULL, NULL) does for it.
+ * Cannot fail: the coroutine is stackful and suspended whenever the lock
+ * is free. */
+static inline __attribute__((always_inline)) void seq_enter(baton_coro_t *co)
 {
 	struct baton_coro *from = baton__tls.current;
 
-	(void)in;
 	if (from == NULL) {
 		from = baton__seq_self.root;
 		if (BATON_UNLIKELY(from == NULL))
@@ -186,9 +178,7 @@ static inline __attribute__((always_inline)) void seq_leave(baton_coro_t *co)
 	baton__stack_canary_check(co);
 	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK &&
 			   baton__tls.shared.owner != to)) {
-		void *in;
-
-		seq_yield(&in); /* the caller's frames must be copied back */
+		seq_yield(); /* the caller's frames must be copied back */
 		return;
 	}
 	co->status = BATON_CORO_SUSPENDED;
@@ -200,27 +190,15 @@ static inline __attribute__((always_inline)) void seq_leave(baton_coro_t *co)
 #else
 #define SEQ_JMP_ENTER 0
 
-static inline void seq_resume(baton_coro_t *co, void *in)
+static inline void seq_enter(baton_coro_t *co)
 {
-	(void)baton_coro_resume(co, in, NULL);
-}
-
-static inline void seq_yield(void **in)
-{
-	(void)baton_coro_yield(NULL, in);
-}
-
-static inline void seq_enter(baton_coro_t *co, void *in)
-{
-	seq_resume(co, in);
+	(void)baton_coro_resume(co, NULL, NULL);
 }
 
 static inline void seq_leave(baton_coro_t *co)
 {
-	void *in;
-
 	(void)co;
-	seq_yield(&in);
+	(void)baton_coro_yield(NULL, NULL);
 }
 #endif
 

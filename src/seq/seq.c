@@ -358,8 +358,8 @@ static inline __attribute__((always_inline)) void run_locked(struct baton_seq *s
 {
 	s->cur = *r;
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
-	 * it and it always yields back), stackful, and s->cur is no local. */
-	seq_enter(s->co, &s->cur);
+	 * it and it always yields back) and stackful. It runs s->cur. */
+	seq_enter(s->co);
 	r->result = s->cur.result; /* before the unlock: the next holder's */
 	unlock(s);
 }

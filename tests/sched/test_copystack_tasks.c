@@ -506,13 +506,15 @@ static void test_end_into_every_kind(void **state)
  * thread's spares when it ends, and the next spawn on that worker takes
  * them: what the last task changed (its name, its handle and cancel flag,
  * its waits, its save buffer's contents) must not show in the next one. */
-static int ru_bad, ru_ran;
+static int ru_bad, ru_ran, ru_reused;
+static baton_coro_t *ru_first_co; /* the block the last ru_first ran in */
 
 static void ru_first(void *arg)
 {
 	baton_task_t *self = baton_task_handle();
 
 	(void)arg;
+	ru_first_co = baton_coro_self();
 	ru_bad += strcmp(baton_coro_name(baton_coro_self()), "first") != 0;
 	ru_bad += baton_task_cancel(self) != BATON_OK;
 	ru_bad += baton_task_cancelled() != 1;
@@ -526,6 +528,7 @@ static void ru_next(void *arg)
 	baton_coro_t *co = baton_coro_self();
 
 	(void)arg;
+	ru_reused += co == ru_first_co; /* the first's block, taken back */
 	ru_bad += strcmp(baton_coro_name(co), "") != 0;
 	ru_bad += baton_coro_model(co) != BATON_CORO_COPYSTACK;
 	ru_bad += baton_coro_stack_size(co) != 0; /* never saved */
@@ -556,12 +559,14 @@ static void test_reused_record_starts_afresh(void **state)
 	(void)state;
 	st_reset();
 	st_watchdog(60, "copy-stack tasks on reused records");
-	ru_bad = ru_ran = 0;
+	ru_bad = ru_ran = ru_reused = 0;
 	assert_int_equal(baton_sched_spawn(s, NULL, ru_spawner, s), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	T_VERDICT();
 	assert_int_equal(ru_bad, 0);
 	assert_int_equal(ru_ran, 100);
+	/* Else the checks above saw only new blocks and proved nothing. */
+	assert_true(ru_reused > 0);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
