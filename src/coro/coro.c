@@ -251,8 +251,12 @@ static size_t control_block_size(void)
 	return (sizeof(struct baton_coro) + 63) & ~(size_t)63;
 }
 
+/* A stackful coroutine's mapping: its low pages, the usable stack, and a
+ * top page shared by the highest stack frames, `head` bytes of the
+ * embedder's (zero for a plain create) and the control block, in that order
+ * upwards. */
 static int create_stackful(struct baton_thread *t, baton_coro_t **out,
-			   size_t size, bool canary)
+			   size_t size, bool canary, size_t head)
 {
 	size_t page = baton__stack_page();
 	size_t low = BATON_STACK_LOW_PAGES * page;
@@ -266,7 +270,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	 * the usable size; the control block shares the highest stack page
 	 * (the first one any resume touches). */
 	map_size = low + usable +
-		   ((control_block_size() + 31 * 64 + page - 1) & ~(page - 1));
+		   ((head + control_block_size() + 31 * 64 + page - 1) & ~(page - 1));
 	rc = baton__stack_take(t, map_size, canary, &st);
 	if (rc != BATON_OK)
 		return rc;
@@ -287,7 +291,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	co->guarded = st.guarded;
 	co->canary = !st.guarded;
 	co->stack_lo = (char *)st.map + low;
-	co->stack_hi = (char *)co;
+	co->stack_hi = (char *)co - head;
 	co->stack_size = usable;
 	/* Canary mode: the stack's lowest word must read zero. A fresh or
 	 * released slot reads zero; a recycled one was checked when its last
@@ -363,7 +367,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		rc = create_stackful(t, out,
 				     attr->stack_size ? attr->stack_size
 						      : BATON_CORO_STACK_DEFAULT,
-				     (attr->flags & BATON_CORO_STACK_CANARY) != 0);
+				     (attr->flags & BATON_CORO_STACK_CANARY) != 0, 0);
 	else
 		rc = create_copystack(t, out, 0);
 	if (rc != BATON_OK)
@@ -373,6 +377,34 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	if (attr->model == BATON_CORO_STACKFUL)
 		baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
 				baton__coro_entry);
+	return BATON_OK;
+}
+
+/* baton__coro_create_headed for a stackful attr: the head goes just above
+ * the stack, below the control block, in the page the top frames use. */
+static int create_stackful_headed(baton_coro_t **out,
+				  const struct baton_coro_attr *attr,
+				  baton_coro_fn fn, size_t head)
+{
+	struct baton_thread *t;
+	int rc;
+
+	rc = check_attr(attr, NULL);
+	if (rc != BATON_OK)
+		return rc;
+	if (head % 64 != 0 || head >= 4096)
+		return BATON_EINVAL;
+	t = baton__thread_get();
+	overflow_handler_ask(t);
+	rc = create_stackful(t, out,
+			     attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT,
+			     (attr->flags & BATON_CORO_STACK_CANARY) != 0, head);
+	if (rc != BATON_OK)
+		return rc;
+	init_common(*out, fn, (*out)->stack_hi, attr->name);
+	(*out)->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
+	baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
+			baton__coro_entry);
 	return BATON_OK;
 }
 
@@ -429,6 +461,9 @@ int baton__coro_create_headed(baton_coro_t **out,
 	 * stackful). The head is checked where a new block is made: a spare
 	 * one of the same head passed that check when it was new, and its
 	 * thread asked for the overflow handler then. */
+	if (out != NULL && fn != NULL && attr != NULL &&
+	    attr->model == BATON_CORO_STACKFUL)
+		return create_stackful_headed(out, attr, fn, head);
 	if (BATON_UNLIKELY(out == NULL || fn == NULL || attr == NULL ||
 			   attr->model != BATON_CORO_COPYSTACK ||
 			   attr->stack_size != 0 ||

@@ -294,14 +294,22 @@ uint64_t baton__coro_thread_copied(void);
 uint64_t baton__coro_thread_save_allocs(void);
 
 /*
- * A copy-stack coroutine whose control block shares one allocation with
- * `head` bytes before it (a multiple of 16, under 4096; zero when new,
- * not cleared when reused, the embedder sets them): the embedder's
- * record, such as a scheduler task, in the same block, so that
- * a parked one costs one allocation and its save buffer. fn receives the
- * address of the head as its argument. baton_coro_destroy frees the whole
- * block (or keeps it for reuse): the head must not be used after it.
- * Errors as baton_coro_create; attr->model must be BATON_CORO_COPYSTACK.
+ * A coroutine with `head` bytes of the embedder's (a scheduler task's
+ * record) in its own memory, so that the two cost one allocation and sit
+ * side by side. fn receives the address of the head as its argument.
+ * baton_coro_destroy frees the head with the rest (or keeps it for reuse):
+ * the head must not be used after it.
+ *  - Copy-stack (attr->model must say so): the head comes right before the
+ *    control block in one heap block, and a parked one costs that block
+ *    and its save buffer. `head` is a multiple of 16 under 4096; the
+ *    bytes are zero when the block is new and as the last embedder left
+ *    them when it is reused.
+ *  - Stackful: the head lies just above the stack, below the control
+ *    block, in the stack's top page, next to the frames a switch touches.
+ *    `head` is a multiple of 64 (the head starts a cache line) under
+ *    4096; the bytes are whatever the mapping last held (a recycled stack
+ *    holds old frames): the embedder sets them all.
+ * Errors as baton_coro_create.
  */
 int baton__coro_create_headed(baton_coro_t **out,
 			     const struct baton_coro_attr *attr,

@@ -230,12 +230,6 @@ int baton_sched_destroy(baton_sched_t *s)
 
 		worker_hook_fini(w);
 		baton__timer_heap_fini(&w->timers);
-		while (w->spare) {
-			struct baton_task *t = w->spare;
-
-			w->spare = t->next;
-			baton__free(t);
-		}
 	}
 	baton__free(s->workers);
 	baton__free(s);

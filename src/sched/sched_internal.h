@@ -155,11 +155,6 @@ _Static_assert(offsetof(struct baton_task, inline_waiters) == BATON_CACHELINE,
 	       "the inline waiters open the task's second cache line");
 
 /* --- workers ---------------------------------------------------------------- */
-/* Task records a worker keeps for reuse: a burst of short tasks spawned and
- * ended on one worker then costs no trip through the allocator's slow paths
- * (an aligned allocation has no per-thread cache in glibc). */
-#define BATON_WORKER_SPARE_TASKS 256
-
 struct baton_timer_heap {
 	struct baton_timer_node **nodes;
 	size_t len, cap;
@@ -180,8 +175,6 @@ struct baton_worker {
 
 	/* Owner-only, colder. */
 	struct baton_timer_heap timers;
-	struct baton_task *spare;   /* freed task records, linked by next */
-	unsigned nspare;	    /* at most BATON_WORKER_SPARE_TASKS */
 	size_t npinned;		    /* live copy-stack tasks that ran here */
 	int64_t live_credit;	    /* counted in sched->live, no task's: see
 				       baton_sched.live */

@@ -48,9 +48,13 @@ static void unlink_waiters(struct baton_task *t)
 		baton__wait_free_many(t);
 }
 
-/* A copy-stack task's record is the head of its coroutine's block (see
- * baton__coro_create_headed): the size of that head. */
+/* A task's record is the head of its coroutine (see
+ * baton__coro_create_headed): the size of that head. A copy-stack one is
+ * in the coroutine's heap block, where 16 bytes align it; a stackful one
+ * is at the top of the stack, where it starts a cache line of its own. */
 #define TASK_HEAD ((sizeof(struct baton_task) + 15) & ~(size_t)15)
+#define TASK_HEAD_STACKFUL \
+	((sizeof(struct baton_task) + BATON_CACHELINE - 1) & ~(size_t)(BATON_CACHELINE - 1))
 
 /* A copy-stack task's record, new (zero) or as its last task left it
  * (task_free): made to read as zeroed where spawn counts on it - the hop's
@@ -58,50 +62,17 @@ static void unlink_waiters(struct baton_task *t)
  * The waiters' other fields are set by every wait that links them
  * (wait.h); the timeout's, by every arming; the links in sched->all, by
  * baton__task_link; and a freed task has no waiters left (unlink_waiters).
- * Spawn sets what remains. */
+ * Spawn sets what remains. (A stackful task's record is cleared whole: a
+ * recycled stack's top holds whatever its last coroutine left there.) */
 static void task_renew(struct baton_task *t)
 {
 	baton__zero(t, offsetof(struct baton_task, inline_waiters));
 }
 
-/* A stackful task's record: from the calling worker's spares, or new. */
-static struct baton_task *task_alloc(void)
-{
-	struct baton_worker *w = baton__worker_get();
-	struct baton_task *t;
-
-	if (w && w->spare) {
-		t = w->spare;
-		w->spare = t->next;
-		w->nspare--;
-		return t;
-	}
-	/* Cache-line aligned: a hop touches the task's first two lines. */
-	return baton__aligned(BATON_CACHELINE, sizeof(*t));
-}
-
-/* Keep a dead task's record on the calling worker (whatever scheduler it
- * came from: a record is only memory), or free it. Off a worker - a
- * destroy - it is freed. */
-static void task_release(struct baton_task *t)
-{
-	struct baton_worker *w = baton__worker_get();
-
-	if (w && w->nspare < BATON_WORKER_SPARE_TASKS) {
-		t->next = w->spare;
-		w->spare = t;
-		w->nspare++;
-		return;
-	}
-	baton__free(t);
-}
-
-/* Free a task that will not run again. A copy-stack task's record goes
- * with its coroutine's block. */
+/* Free a task that will not run again. Its record goes with its
+ * coroutine. */
 static __attribute__((noinline)) void task_free_general(struct baton_task *t)
 {
-	bool headed = t->copystack;
-
 	if (t->linked) {
 		struct baton_sched *s = t->owner->sched;
 
@@ -111,15 +82,13 @@ static __attribute__((noinline)) void task_free_general(struct baton_task *t)
 	}
 	unlink_waiters(t);
 	baton_coro_destroy(t->co);
-	if (!headed)
-		task_release(t);
 }
 
-/* The common end of a copy-stack task that never stopped (not in
- * sched->all, no waiters): only its block to give back, in a tail call. */
+/* The common end of a task that never stopped (not in sched->all, no
+ * waiters): only its coroutine to give back, in a tail call. */
 static inline void task_free(struct baton_task *t)
 {
-	if (BATON_LIKELY(t->copystack && !t->linked && t->nwaiters == 0 &&
+	if (BATON_LIKELY(!t->linked && t->nwaiters == 0 &&
 			 t->waiters == t->inline_waiters)) {
 		(void)baton_coro_destroy(t->co);
 		return;
@@ -344,14 +313,17 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		t->co = co;
 		t->copystack = true;
 	} else {
-		if ((t = task_alloc()) == NULL)
-			return BATON_ENOMEM;
-		baton__zero(t, sizeof(*t));
-		rc = baton_coro_create(&t->co, &attr->coro, task_main, t);
-		if (rc != BATON_OK) {
-			task_release(t);
+		baton_coro_t *co;
+
+		/* The record at the top of the stack, by the frames a hop
+		 * touches: one mapping, and one page less for a hop to reach. */
+		rc = baton__coro_create_headed(&co, &attr->coro, task_main,
+					      TASK_HEAD_STACKFUL);
+		if (rc != BATON_OK)
 			return rc;
-		}
+		t = (struct baton_task *)co->arg;
+		baton__zero(t, sizeof(*t));
+		t->co = co;
 	}
 	/* At rest a task's waiters are its inline ones, each knowing its
 	 * task and index (wait_add and the wide select's block set them
