@@ -214,6 +214,79 @@ static void many_coroutines_round_robin(void **state)
 		assert_int_equal(baton_coro_destroy(co[i]), BATON_OK);
 }
 
+/* The scheduler's way to keep its task record in the coroutine's own
+ * memory (src/coro/coro_internal.h): the record must stay out of the
+ * frames' way in both models, however deep the body goes, and a stackful
+ * one starts a cache line. */
+int baton__coro_create_headed(baton_coro_t **out, const struct baton_coro_attr *attr,
+			      baton_coro_fn fn, size_t head);
+
+enum { HEAD = 320, DIVE = 16 };
+
+static int dive(int depth)
+{
+	volatile unsigned char frame[512];
+	int sum = 0;
+
+	for (unsigned i = 0; i < sizeof(frame); i++)
+		frame[i] = (unsigned char)(depth + i);
+	if (depth == 0)
+		assert_int_equal(baton_coro_yield(NULL, NULL), BATON_OK);
+	else
+		sum = dive(depth - 1);
+	for (unsigned i = 0; i < sizeof(frame); i++)
+		if (frame[i] != (unsigned char)(depth + i))
+			return -1000;
+	return sum < 0 ? sum : sum + 1;
+}
+
+static unsigned char *head_seen;
+
+static void *headed_body(void *arg, void *in)
+{
+	(void)in;
+	head_seen = arg;
+	memset(arg, 0xa5, HEAD); /* the embedder's record, written first */
+	return (void *)(intptr_t)dive(DIVE);
+}
+
+static void assert_head_intact(void)
+{
+	for (unsigned i = 0; i < HEAD; i++)
+		assert_int_equal(head_seen[i], 0xa5);
+}
+
+static void headed_record_beside_the_stack(void **state)
+{
+	baton_coro_t *co;
+	void *out = NULL;
+
+	for (int round = 0; round < 2; round++) { /* new, then recycled */
+		head_seen = NULL;
+		assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, HEAD),
+				 BATON_OK);
+		assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
+		/* Parked 8 KiB deep: the head is untouched. */
+		assert_non_null(head_seen);
+		if (ATTR(state)->model == BATON_CORO_STACKFUL)
+			assert_int_equal((uintptr_t)head_seen % 64, 0);
+		assert_head_intact();
+		assert_int_equal(baton_coro_resume(co, NULL, &out), BATON_OK);
+		assert_int_equal((intptr_t)out, DIVE + 1); /* every frame intact */
+		assert_int_equal(baton_coro_status(co), BATON_CORO_DEAD);
+		assert_head_intact();
+		assert_int_equal(baton_coro_destroy(co), BATON_OK);
+	}
+	/* A head the model cannot place. */
+	assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, 4096),
+			 BATON_EINVAL);
+	assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, 40),
+			 BATON_EINVAL);
+	if (ATTR(state)->model == BATON_CORO_STACKFUL)
+		assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, 80),
+				 BATON_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +299,7 @@ int main(void)
 		cmocka_unit_test(strerror_covers_every_code),
 		cmocka_unit_test(pool_recycles_stacks),
 		MODEL_TESTS(many_coroutines_round_robin),
+		MODEL_TESTS(headed_record_beside_the_stack),
 	};
 
 	harness_watchdog(120);
