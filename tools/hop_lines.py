@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+from typing import Optional
 
 
 def symbol_address(binary: str, name: str) -> int:
@@ -35,24 +36,17 @@ def load_base(binary: str) -> int:
     return 0x108000 if "DYN" in out else 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("binary")
-    ap.add_argument("--impl", default="1t-stackful")
-    ap.add_argument("--n", type=int, default=8)
-    ap.add_argument("--coroutines", type=int, default=800)
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--data-only", action="store_true",
-                    help="count loads and stores only, not instruction fetches")
-    a = ap.parse_args()
-    cut = symbol_address(a.binary, "baton__arch_switch_ret") + load_base(a.binary)
+def trace_hop_lines(argv: list, cut: int, data_only: bool = False,
+                    env: Optional[dict] = None) -> Optional[list]:
+    """Run ``argv`` under lackey and return, for every stretch between two
+    entries of the instruction at ``cut``, the distinct 64-byte lines it
+    touched (instruction fetches too unless ``data_only``); None if the
+    program failed."""
     # lackey writes its trace to its log: read it through a pipe.
     r, w = os.pipe()
-    cmd = ["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-fd={w}", a.binary,
-           "--impl", a.impl, "--n", str(a.n), "--coroutines", str(a.coroutines),
-           "--rounds", str(a.rounds), "--runs", "1"]
+    cmd = ["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-fd={w}", *argv]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            pass_fds=(w,))
+                            pass_fds=(w,), env=env)
     os.close(w)
     counts = []
     lines: set = set()
@@ -69,10 +63,27 @@ def main() -> int:
                 if addr == cut:
                     counts.append(len(lines))
                     lines = set()
-                if a.data_only:
+                if data_only:
                     continue
             lines.add(addr >> 6)
-    if proc.wait() != 0:
+    return counts if proc.wait() == 0 else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("binary")
+    ap.add_argument("--impl", default="1t-stackful")
+    ap.add_argument("--n", type=int, default=8)
+    ap.add_argument("--coroutines", type=int, default=800)
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--data-only", action="store_true",
+                    help="count loads and stores only, not instruction fetches")
+    a = ap.parse_args()
+    cut = symbol_address(a.binary, "baton__arch_switch_ret") + load_base(a.binary)
+    counts = trace_hop_lines([a.binary, "--impl", a.impl, "--n", str(a.n), "--coroutines",
+                              str(a.coroutines), "--rounds", str(a.rounds), "--runs", "1"],
+                             cut, a.data_only)
+    if counts is None:
         print(f"{a.binary} failed under valgrind", file=sys.stderr)
         return 1
     hops = counts[len(counts) // 2:]

@@ -402,6 +402,10 @@ class SuiteRunner:
             self._once_failed(argv, impl, result.status, result.error)
         self.say(f"   once {' '.join(argv)}: {result.status}"
                  + (f" ({result.error})" if result.error else ""))
+        for line in result.lines:
+            if line.get("metric") and line.get("value") is not None:
+                self.say(f"     {line.get('impl', '-')} {param_label(line.get('params') or {})}: "
+                         f"{line['metric']} {fmt(line['value'], 4)} {line.get('unit', '')}".rstrip())
 
     def _once_failed(self, argv: Optional[list[str]], impl: Optional[str], status: str,
                      error: Optional[str]) -> None:
