@@ -173,6 +173,9 @@ def main() -> int:
     ap.add_argument("--rounds", default="1,2", help="R1,R2: the two runs' rounds")
     ap.add_argument("--lines", action="store_true",
                     help="also count the distinct lines of a hop (baton only, lackey)")
+    ap.add_argument("--lines-rounds", type=int, default=6,
+                    help="rounds of the lackey run that --lines traces (a hop is a hop: "
+                         "few rounds do, and lackey is slow)")
     ap.add_argument("--timeout", type=float, default=100.0, help="seconds per valgrind run")
     a = ap.parse_args()
     r1, r2 = (int(r) for r in a.rounds.split(","))
@@ -207,7 +210,7 @@ def main() -> int:
     values = per_hop(first, second, a.coroutines * (r2 - r1))
     if a.lines:
         switch = symbol_address(binary, "baton__arch_switch_ret") + load_base(binary)
-        counts = trace_hop_lines(argv(r2), switch, env=env)
+        counts = trace_hop_lines(argv(a.lines_rounds), switch, env=env)
         hops = (counts or [])[len(counts or []) // 2:]
         if len(hops) < 10:
             print(f"{binary}: too few hops traced under lackey", file=sys.stderr)
