@@ -249,10 +249,10 @@ static void run_threads(int use_sync)
 
 	st_reset();
 	/* A hang is a writer that makes no progress: the watchdog counts
-	 * from the last replacement. The whole run takes 4000 grace periods
-	 * against spinning readers, each as long as the scheduler takes to
-	 * run a reader preempted in its section: 2 s under TSan on an idle
-	 * machine, over 80 s on a loaded one. */
+	 * from the last replacement. With synchronize the run takes 4000
+	 * grace periods against spinning readers, each as long as the
+	 * scheduler takes to run a reader preempted in its section: 2 s
+	 * under TSan on an idle machine, over 80 s on a loaded one. */
 	st_watchdog(120, use_sync ? "threads, synchronize" : "threads, retire");
 	sh.rearm = 120 * (unsigned)st_time_scale();
 	assert_int_equal(baton_smr_create(&sh.d), BATON_OK);
