@@ -31,7 +31,7 @@ static void test_single_thread(void **state)
 	void *res = NULL;
 
 	(void)state;
-	harness_watchdog(10);
+	st_watchdog(30, "calls from one thread");
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	for (intptr_t i = 0; i < 1000; i++) {
 		assert_int_equal(baton_seq_call(s, plus_one, (void *)i, &res), BATON_OK);
@@ -64,7 +64,7 @@ static void test_init_on_stack(void **state)
 	void *res;
 
 	(void)state;
-	harness_watchdog(10);
+	st_watchdog(30, "init on the dedicated stack");
 	attr.init = init_fn;
 	attr.init_arg = &init_seq;
 	attr.name = "init-test";
@@ -94,6 +94,7 @@ static void test_init_runs_on_coroutine(void **state)
 	baton_seq_t *s;
 
 	(void)state;
+	st_watchdog(30, "init on the coroutine");
 	attr.init = init_checks_coro;
 	init_saw_stack = -1;
 	assert_int_equal(baton_seq_create(&s, &attr), BATON_OK);
@@ -130,7 +131,7 @@ static void test_reentrant(void **state)
 	void *res;
 
 	(void)state;
-	harness_watchdog(10);
+	st_watchdog(30, "nested calls");
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	n.s = s;
 	n.depth = 5;
@@ -166,7 +167,7 @@ static void test_edeadlk_off_stack(void **state)
 	void *res;
 
 	(void)state;
-	harness_watchdog(10);
+	st_watchdog(30, "EDEADLK off the dedicated stack");
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_seq_call(s, resume_inside, s, &res), BATON_OK);
 	assert_int_equal((intptr_t)res, BATON_EDEADLK);
@@ -201,7 +202,7 @@ static void test_cross_seq(void **state)
 	void *res;
 
 	(void)state;
-	harness_watchdog(10);
+	st_watchdog(30, "a call into a second sequencer");
 	assert_int_equal(baton_seq_create(&c.a, NULL), BATON_OK);
 	assert_int_equal(baton_seq_create(&c.b, NULL), BATON_OK);
 	assert_int_equal(baton_seq_call(c.a, call_b, &c, &res), BATON_OK);
@@ -244,7 +245,7 @@ static void test_cross_seq_cycle(void **state)
 	struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
 
 	(void)state;
-	harness_watchdog(20);
+	st_watchdog(60, "two sequencers called in a cycle");
 	attr.name = "cycle-a";
 	assert_int_equal(baton_seq_create(&c.a, &attr), BATON_OK);
 	attr.name = "cycle-b";
@@ -322,7 +323,7 @@ static void run_threads(unsigned k, int vary_k)
 	pthread_t t[THREADS];
 	struct baton_seq_stats st;
 
-	harness_watchdog(60);
+	st_watchdog(120, "8 threads calling");
 	attr.batch = k;
 	assert_int_equal(baton_seq_create(&sh.s, &attr), BATON_OK);
 	sh.counter = 0;
@@ -433,7 +434,7 @@ static void run_gate(unsigned k)
 	pthread_t holder, w[3];
 	void *bad;
 
-	harness_watchdog(30);
+	st_watchdog(60, "combining for sleeping waiters");
 	attr.batch = k;
 	assert_int_equal(baton_seq_create(&g.s, &attr), BATON_OK);
 	atomic_init(&g.entered, 0);
@@ -475,11 +476,12 @@ static void test_combining_serves_sleepers(void **state)
 
 /*
  * Sleepers against releases: every 16th call holds the lock for 200 us, so
- * the other threads spin, yield and go to sleep, and every release races
- * with a waiter going to sleep. A lost wake-up hangs (the watchdog fails
- * the test). Run with the releases' fence a compiler barrier against the
- * sleepers' membarrier (when the kernel has it), and with full fences on
- * both sides (the fallback).
+ * the other threads spin and yield, and every 256th holds it until one of
+ * them has gone to sleep, so that its release races with a waiter going
+ * to sleep. A lost wake-up hangs (the watchdog fails the test). Run with
+ * the releases' fence a compiler barrier against the sleepers' membarrier
+ * (when the kernel has it), and with full fences on both sides (the
+ * fallback).
  */
 /* src/seq/seq.c's mode, a test knob; weak: a shared libbaton does not
  * export it, and then only the mode the library chose runs */
@@ -489,8 +491,34 @@ struct nap_shared {
 	baton_seq_t *s;
 	long counter;		/* only under the sequencer */
 	_Atomic long errors;
+	_Atomic int callers;	/* workers not yet past their last call */
 	pthread_barrier_t start;
 };
+
+/* Hold the lock (we run under it) until a waiter has gone to sleep: the
+ * stats count a sleep just before the waiter sleeps, and while the lock is
+ * held every other caller ends up asleep. Not a fixed nap: a waiter's 64
+ * yields take longer than any nap on a loaded machine, and then no release
+ * raced with a sleeper. While nobody has slept in this run, nobody is
+ * asleep, so a waiter will: the first hold ends only then (run_naps
+ * asserts the sleeper). Later the waiters may all be asleep already from
+ * an earlier hold, and 20 ms ends it. Never when no other caller is left. */
+static void hold_until_a_sleeper(struct nap_shared *sh)
+{
+	struct baton_seq_stats st;
+	uint64_t before;
+	int64_t end = st_now() + MS(20);
+
+	baton_seq_stats(sh->s, &st);
+	before = st.sleeps;
+	/* seq_cst: test bookkeeping, read again on every round */
+	while (atomic_load(&sh->callers) > 1 && (before == 0 || st_now() < end)) {
+		baton_seq_stats(sh->s, &st);
+		if (st.sleeps > before)
+			return;
+		usleep(100);
+	}
+}
 
 static void *nap_fn(void *arg)
 {
@@ -498,11 +526,9 @@ static void *nap_fn(void *arg)
 	intptr_t i = (intptr_t)((void **)arg)[1];
 
 	sh->counter++;
-	/* Short naps, and now and then one longer than any waiter's spins
-	 * and yields (slow under TSan, or on a loaded machine), so that some
-	 * waiters surely go to sleep. */
+	/* Short naps, and now and then a hold until a waiter sleeps. */
 	if (i % 256 == 0)
-		usleep(20000);
+		hold_until_a_sleeper(sh);
 	else if (i % 16 == 0)
 		usleep(200);
 	return (void *)(i + 1);
@@ -520,11 +546,14 @@ static void *nap_worker(void *arg)
 		if (baton_seq_call(sh->s, nap_fn, req, &res) != BATON_OK || res != (void *)(i + 1))
 			atomic_fetch_add(&sh->errors, 1);
 	}
+	/* seq_cst: test bookkeeping (hold_until_a_sleeper) */
+	atomic_fetch_sub(&sh->callers, 1);
 	return NULL;
 }
 
-/* One run of four callers with naps; returns how many slept. */
-static unsigned long long run_naps_once(unsigned k, int asym)
+/* Four callers with naps; a lost wake-up hangs them (the watchdog names
+ * the run). The test is about sleepers: there must have been some. */
+static void run_naps(unsigned k, int asym, const char *phase)
 {
 	struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
 	struct baton_seq_stats st;
@@ -532,6 +561,7 @@ static unsigned long long run_naps_once(unsigned k, int asym)
 	pthread_t t[4];
 	int saved;
 
+	st_watchdog(120, phase);
 	attr.batch = k;
 	assert_int_equal(baton_seq_create(&sh.s, &attr), BATON_OK);
 	/* no sequencer is in use now: the mode may change */
@@ -540,6 +570,7 @@ static unsigned long long run_naps_once(unsigned k, int asym)
 		__atomic_store_n(&baton__seq_asym, 0, __ATOMIC_RELAXED);
 	sh.counter = 0;
 	atomic_init(&sh.errors, 0);
+	atomic_init(&sh.callers, 4);
 	pthread_barrier_init(&sh.start, NULL, 4);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, nap_worker, &sh), 0);
@@ -555,30 +586,17 @@ static unsigned long long run_naps_once(unsigned k, int asym)
 		saved < 0 ? "(library's mode)" : asym && saved ? "membarrier" : "fences",
 		(unsigned long long)st.calls,
 		(unsigned long long)st.combined, (unsigned long long)st.sleeps);
+	assert_true(st.sleeps > 0);
 	assert_int_equal(baton_seq_destroy(sh.s), BATON_OK);
-	return st.sleeps;
-}
-
-/* The test is about sleepers: there must have been some. On a loaded
- * machine the callers may all spin or combine instead of sleeping in one
- * run, which tests nothing, so a few runs are allowed to find sleepers. */
-static void run_naps(unsigned k, int asym)
-{
-	unsigned long long sleeps = 0;
-
-	for (int attempt = 0; attempt < 8 && sleeps == 0; attempt++)
-		sleeps = run_naps_once(k, asym);
-	assert_true(sleeps > 0);
 }
 
 static void test_sleepers_against_releases(void **state)
 {
 	(void)state;
-	harness_watchdog(120);
-	run_naps(0, 1);
-	run_naps(16, 1);
-	run_naps(0, 0);
-	run_naps(16, 0);
+	run_naps(0, 1, "sleepers against releases, K=0, membarrier");
+	run_naps(16, 1, "sleepers against releases, K=16, membarrier");
+	run_naps(0, 0, "sleepers against releases, K=0, fences");
+	run_naps(16, 0, "sleepers against releases, K=16, fences");
 }
 
 /* A child forked after the first sequencer (so after the membarrier
@@ -592,39 +610,37 @@ static void test_sleepers_after_fork(void **state)
 	int status = -1;
 
 	(void)state;
-	harness_watchdog(60);
+	st_watchdog(120, "sleepers against releases after fork (the parent)");
 	assert_int_equal(baton_seq_create(&first, NULL), BATON_OK);
 	assert_int_equal(baton_seq_destroy(first), BATON_OK);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		/* As run_naps: a few runs may be needed to see sleepers. */
-		for (int attempt = 0; attempt < 8; attempt++) {
-			struct nap_shared sh;
-			struct baton_seq_stats st;
-			pthread_t t[4];
+		struct nap_shared sh;
+		struct baton_seq_stats st;
+		pthread_t t[4];
 
-			attr.batch = 0;
-			if (baton_seq_create(&sh.s, &attr) != BATON_OK)
-				_exit(2);
-			sh.counter = 0;
-			atomic_init(&sh.errors, 0);
-			pthread_barrier_init(&sh.start, NULL, 4);
-			for (int i = 0; i < 4; i++)
-				if (pthread_create(&t[i], NULL, nap_worker, &sh) != 0)
-					_exit(3);
-			for (int i = 0; i < 4; i++)
-				pthread_join(t[i], NULL);
-			pthread_barrier_destroy(&sh.start);
-			if (atomic_load(&sh.errors) != 0 ||
-			    sh.counter != 4 * harness_scale(1500, 200))
-				_exit(4);
-			baton_seq_stats(sh.s, &st);
-			baton_seq_destroy(sh.s);
-			if (st.sleeps > 0)
-				_exit(0);
-		}
-		_exit(5); /* nothing ever slept: nothing tested */
+		/* the parent's alarm is not inherited */
+		st_watchdog(110, "sleepers against releases after fork (the child)");
+		attr.batch = 0;
+		if (baton_seq_create(&sh.s, &attr) != BATON_OK)
+			_exit(2);
+		sh.counter = 0;
+		atomic_init(&sh.errors, 0);
+		atomic_init(&sh.callers, 4);
+		pthread_barrier_init(&sh.start, NULL, 4);
+		for (int i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, nap_worker, &sh) != 0)
+				_exit(3);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		pthread_barrier_destroy(&sh.start);
+		if (atomic_load(&sh.errors) != 0 ||
+		    sh.counter != 4 * harness_scale(1500, 200))
+			_exit(4);
+		baton_seq_stats(sh.s, &st);
+		baton_seq_destroy(sh.s);
+		_exit(st.sleeps > 0 ? 0 : 5); /* 5: nothing slept, nothing tested */
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
@@ -670,7 +686,7 @@ static void test_errors(void **state)
 	void *res;
 
 	(void)state;
-	harness_watchdog(10);
+	st_watchdog(30, "errors, destroy while busy");
 	assert_int_equal(baton_seq_create(NULL, NULL), BATON_EINVAL);
 	attr.stack_size = 100;
 	assert_int_equal(baton_seq_create(&s, &attr), BATON_ESTACK);

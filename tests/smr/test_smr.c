@@ -187,6 +187,7 @@ struct shared {
 	long replaced;
 	int use_sync;	 /* writer: synchronize+free instead of retire */
 	int started;	 /* readers past their first section (atomic) */
+	unsigned rearm;	 /* > 0: each replacement re-arms the watchdog */
 };
 
 static void read_once(struct shared *sh)
@@ -227,6 +228,8 @@ static void replace_once(struct shared *sh, long v)
 	} else {
 		T_CHECK_RC(baton_smr_retire(sh->d, old, obj_free), BATON_OK);
 	}
+	if (sh->rearm)
+		alarm(sh->rearm);
 }
 
 static void *writer_thread(void *arg)
@@ -245,6 +248,13 @@ static void run_threads(int use_sync)
 	long n = harness_scale(use_sync ? 2000 : 20000, 200);
 
 	st_reset();
+	/* A hang is a writer that makes no progress: the watchdog counts
+	 * from the last replacement. With synchronize the run takes 4000
+	 * grace periods against spinning readers, each as long as the
+	 * scheduler takes to run a reader preempted in its section: 2 s
+	 * under TSan on an idle machine, over 80 s on a loaded one. */
+	st_watchdog(120, use_sync ? "threads, synchronize" : "threads, retire");
+	sh.rearm = 120 * (unsigned)st_time_scale();
 	assert_int_equal(baton_smr_create(&sh.d), BATON_OK);
 	sh.cur = obj_new(0);
 	sh.replaced = n;
@@ -259,6 +269,7 @@ static void run_threads(int use_sync)
 		assert_int_equal(pthread_create(&w[i], NULL, writer_thread, &sh), 0);
 	for (int i = 0; i < 2; i++)
 		pthread_join(w[i], NULL);
+	alarm(sh.rearm); /* the rest, from here */
 	__atomic_store_n(&sh.stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 3; i++)
 		pthread_join(r[i], NULL);
@@ -278,14 +289,12 @@ static void run_threads(int use_sync)
 static void test_threads_retire(void **state)
 {
 	(void)state;
-	st_watchdog(120, "threads, retire");
 	run_threads(0);
 }
 
 static void test_threads_synchronize(void **state)
 {
 	(void)state;
-	st_watchdog(120, "threads, synchronize");
 	run_threads(1);
 }
 
@@ -297,13 +306,19 @@ struct park {
 	baton_chan_t *held;  /* reader -> writer: "I hold cur" */
 	baton_chan_t *req[2]; /* reader -> the waker bound to worker k */
 	baton_chan_t *wake;  /* a waker -> reader */
+	baton_chan_t *done;  /* writer -> reader: round over, section may begin */
 	int ended;	     /* (atomic) sections ended (set just before unlock) */
 	int moved;	     /* rounds where the section ended on another worker */
 	int rounds;
 };
 
 /* Each round: a section that parks and is woken by a task bound to the
- * other worker, so that a task free to move ends it there. */
+ * other worker, so that a task free to move ends it there. The next
+ * section begins only once the writer is done with the round: a grace
+ * period may also wait for a section that began after synchronize was
+ * called (one that read the index before the period flipped it), so a
+ * section that blocked on the writer (the `held` hand-over) while the
+ * writer is still in the last round's synchronize would wait for itself. */
 static void park_reader(void *arg)
 {
 	struct park *p = arg;
@@ -326,6 +341,7 @@ static void park_reader(void *arg)
 		/* Relaxed: the unlock's release orders it for the writer. */
 		__atomic_store_n(&p->ended, r + 1, __ATOMIC_RELAXED);
 		T_CHECK_RC(baton_smr_read_unlock(p->d, tok), BATON_OK);
+		T_CHECK_RC(baton_chan_recv(p->done, &msg, -1), BATON_OK);
 	}
 	baton_chan_close(p->req[0]);
 	baton_chan_close(p->req[1]);
@@ -368,6 +384,7 @@ static void park_writer(void *arg)
 			T_CHECK_RC(baton_smr_retire(p->d, old, obj_free), BATON_OK);
 			T_CHECK_RC(baton_smr_poll(p->d), BATON_OK);
 		}
+		T_CHECK_RC(baton_chan_send(p->done, NULL, -1), BATON_OK);
 	}
 	T_CHECK_RC(baton_smr_barrier(p->d, -1), BATON_OK);
 }
@@ -384,6 +401,7 @@ static void test_tasks_park_move(void **state)
 	assert_int_equal(baton_smr_create(&p.d), BATON_OK);
 	assert_int_equal(baton_chan_create(&p.held, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&p.wake, 0), BATON_OK);
+	assert_int_equal(baton_chan_create(&p.done, 1), BATON_OK);
 	for (int k = 0; k < 2; k++) {
 		struct baton_task_attr a = st_tattr(state, k);
 
@@ -405,6 +423,7 @@ static void test_tasks_park_move(void **state)
 	assert_int_equal(baton_smr_destroy(p.d), BATON_OK);
 	baton_chan_destroy(p.held);
 	baton_chan_destroy(p.wake);
+	baton_chan_destroy(p.done);
 	baton_chan_destroy(p.req[0]);
 	baton_chan_destroy(p.req[1]);
 	baton_sched_destroy(s);
