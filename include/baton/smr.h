@@ -88,6 +88,11 @@
  *    Sections nest. Do not call synchronize or barrier inside a section
  *    of the same domain (it waits for itself: BATON_ETIMEDOUT, or forever
  *    with no timeout; a barrier with nothing retired returns at once).
+ *    Nor wait inside a section for a task or thread that may be in
+ *    synchronize or barrier of that domain: a grace period may also wait
+ *    for a section that began after the call (one that read the epoch
+ *    before a period already under way flipped it), so the two would
+ *    wait for each other.
  *  2. Read the shared pointers with acquire loads (or consume), publish
  *    with release stores; unpublish an object before retiring it.
  *  3. The read side is not async-signal-safe: a signal handler must not
