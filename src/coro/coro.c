@@ -348,10 +348,36 @@ static inline void overflow_handler_ask(struct baton_thread *t)
 	}
 }
 
+/* A coroutine of attributes already checked: either model, and a stackful
+ * one with `head` bytes of its embedder's above its stack (see
+ * baton__coro_create_headed), which fn then receives instead of arg. */
+static int create_checked(baton_coro_t **out, const struct baton_coro_attr *attr,
+			  baton_coro_fn fn, void *arg, size_t head)
+{
+	struct baton_thread *t = baton__thread_get();
+	int rc;
+
+	overflow_handler_ask(t);
+	if (attr->model == BATON_CORO_STACKFUL)
+		rc = create_stackful(t, out,
+				     attr->stack_size ? attr->stack_size
+						      : BATON_CORO_STACK_DEFAULT,
+				     (attr->flags & BATON_CORO_STACK_CANARY) != 0, head);
+	else
+		rc = create_copystack(t, out, 0);
+	if (rc != BATON_OK)
+		return rc;
+	init_common(*out, fn, head ? (*out)->stack_hi : arg, attr->name);
+	(*out)->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
+	if (attr->model == BATON_CORO_STACKFUL)
+		baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
+				baton__coro_entry);
+	return BATON_OK;
+}
+
 int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		      baton_coro_fn fn, void *arg)
 {
-	struct baton_thread *t;
 	int rc;
 
 	if (out == NULL || fn == NULL)
@@ -361,23 +387,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 	rc = check_attr(attr, arg);
 	if (rc != BATON_OK)
 		return rc;
-	t = baton__thread_get();
-	overflow_handler_ask(t);
-	if (attr->model == BATON_CORO_STACKFUL)
-		rc = create_stackful(t, out,
-				     attr->stack_size ? attr->stack_size
-						      : BATON_CORO_STACK_DEFAULT,
-				     (attr->flags & BATON_CORO_STACK_CANARY) != 0, 0);
-	else
-		rc = create_copystack(t, out, 0);
-	if (rc != BATON_OK)
-		return rc;
-	init_common(*out, fn, arg, attr->name);
-	(*out)->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
-	if (attr->model == BATON_CORO_STACKFUL)
-		baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
-				baton__coro_entry);
-	return BATON_OK;
+	return create_checked(out, attr, fn, arg, 0);
 }
 
 /* baton__coro_create_headed for a stackful attr: the head goes just above
@@ -386,26 +396,13 @@ static int create_stackful_headed(baton_coro_t **out,
 				  const struct baton_coro_attr *attr,
 				  baton_coro_fn fn, size_t head)
 {
-	struct baton_thread *t;
-	int rc;
+	int rc = check_attr(attr, NULL);
 
-	rc = check_attr(attr, NULL);
 	if (rc != BATON_OK)
 		return rc;
-	if (head % 64 != 0 || head >= 4096)
+	if (head == 0 || head % 64 != 0 || head >= 4096)
 		return BATON_EINVAL;
-	t = baton__thread_get();
-	overflow_handler_ask(t);
-	rc = create_stackful(t, out,
-			     attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT,
-			     (attr->flags & BATON_CORO_STACK_CANARY) != 0, head);
-	if (rc != BATON_OK)
-		return rc;
-	init_common(*out, fn, (*out)->stack_hi, attr->name);
-	(*out)->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
-	baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
-			baton__coro_entry);
-	return BATON_OK;
+	return create_checked(out, attr, fn, NULL, head);
 }
 
 /* A headed block's fields for its new coroutine but its name: it reads as

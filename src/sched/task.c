@@ -288,6 +288,8 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 {
 	static const struct baton_task_attr defaults = BATON_TASK_ATTR_INIT;
 	struct baton_task *t;
+	baton_coro_t *co;
+	bool copystack;
 	int rc;
 
 	if (s == NULL || fn == NULL)
@@ -300,31 +302,21 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		return BATON_EINVAL;
 	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
 		return BATON_ESHUTDOWN;
-	if (attr->coro.model == BATON_CORO_COPYSTACK) {
-		baton_coro_t *co;
-
-		/* One block: the record, then the control block. */
-		rc = baton__coro_create_headed(&co, &attr->coro, task_main,
-					      TASK_HEAD);
-		if (rc != BATON_OK)
-			return rc;
-		t = (struct baton_task *)co->arg;
+	/* The record is the head of its coroutine: one block with the
+	 * control block (copy-stack), or at the top of the stack, by the
+	 * frames a hop touches (stackful). */
+	copystack = attr->coro.model == BATON_CORO_COPYSTACK;
+	rc = baton__coro_create_headed(&co, &attr->coro, task_main,
+				      copystack ? TASK_HEAD : TASK_HEAD_STACKFUL);
+	if (rc != BATON_OK)
+		return rc;
+	t = (struct baton_task *)co->arg;
+	if (copystack)
 		task_renew(t);
-		t->co = co;
-		t->copystack = true;
-	} else {
-		baton_coro_t *co;
-
-		/* The record at the top of the stack, by the frames a hop
-		 * touches: one mapping, and one page less for a hop to reach. */
-		rc = baton__coro_create_headed(&co, &attr->coro, task_main,
-					      TASK_HEAD_STACKFUL);
-		if (rc != BATON_OK)
-			return rc;
-		t = (struct baton_task *)co->arg;
+	else
 		baton__zero(t, sizeof(*t));
-		t->co = co;
-	}
+	t->co = co;
+	t->copystack = copystack;
 	/* At rest a task's waiters are its inline ones, each knowing its
 	 * task and index (wait_add and the wide select's block set them
 	 * again; baton__wait_one_inline counts on them). */
