@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The two commands of the README:
 #   make test    build and run the whole test suite (native, ASan+UBSan,
 #                TSan for the threaded tests, valgrind subset, ucontext backend, AArch64 under qemu,

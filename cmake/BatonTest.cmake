@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # baton_add_test(): how every test of the project is registered with CTest -
 # the library's cmocka programs, the parser's, the bindings', and the checks
 # run as commands. One call per test; what is special about a test is an

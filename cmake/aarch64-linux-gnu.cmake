@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross-compiling for AArch64 with Debian's gcc-aarch64-linux-gnu; tests run
 # under qemu-aarch64. Test programs link cmocka from Debian's multiarch
 # libcmocka-dev:arm64, which brings libc6:arm64 into /lib/aarch64-linux-gnu,

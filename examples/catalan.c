@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Enumerate every binary tree with n nodes through nested generators, as in
  * the C++20 example of the "usched" posts: gen(n) yields, for each split i, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* examples/catalan.c as a library, so the test suite can call it. */
 #ifndef BATON_EXAMPLES_CATALAN_H
 #define BATON_EXAMPLES_CATALAN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The README's example: a coroutine that counts, resumed three times. */
 #include <stdio.h>
 #include <baton/coro.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pipeline: a producer, a pool of squaring tasks and a collector, joined by
  * channels and run on every core.

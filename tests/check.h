@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/check.h - shared by every cmocka test of baton (tests/<module>/,
  * bindings/<language>/tests/): what a test needs whatever module it tests.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Refresh debian/libbaton0.symbols, the list of what libbaton.so.0 exports
 # (the ABI check of the package build), from the last `make deb`: symbols
 # added since are listed with the current version; none is ever dropped

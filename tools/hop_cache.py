@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Cache misses per ring hop, simulated by valgrind (docs/sched.md).
 
 This machine's processor counters are out of reach (a VM: perf has software

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Count the distinct cache lines a ring hop touches (docs/sched.md).
 
 Runs ``ring-baton`` under ``valgrind --tool=lackey --trace-mem=yes`` and

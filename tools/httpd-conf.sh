@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Write baton-httpd's configuration file for its systemd unit from the
 # server's own --help, so that it lists every option the binary takes.
 # Usage: tools/httpd-conf.sh BATON-HTTPD [DEFAULT-OPTIONS] > baton-httpd.conf

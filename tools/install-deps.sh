@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Install the Debian packages baton's build, tests and benchmarks need, and
 # skip those already present. Run as root (or with sudo available) on
 # Debian 12. Usage: tools/install-deps.sh test|bench|httpd|deb

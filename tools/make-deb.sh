@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Build baton's Debian packages (debian/) into OUT (default build/deb):
 # the tree's files (tracked and new, not ignored ones, so not build/) are
 # copied to OUT/src, dpkg-buildpackage -b builds there, the .deb files land
@@ -27,6 +28,18 @@ rm -rf "$out/src" "$out"/*.deb "$out"/*.ddeb "$out"/*.changes "$out"/*.buildinfo
 mkdir -p "$src"
 (cd "$top" && git ls-files -z --cached --others --exclude-standard) |
 	(cd "$top" && xargs -0 tar -cf - --no-recursion --ignore-failed-read) | tar -xf - -C "$src"
+# The Maintainer field (debian/control) and the changelog's trailer name a
+# placeholder, baton developers <baton-devel@example.org>; a packager sets
+# their own with one variable: BATON_DEB_MAINTAINER="Name <mail>".
+if [ -n "${BATON_DEB_MAINTAINER:-}" ]; then
+	case $BATON_DEB_MAINTAINER in
+	*"<"*@*">") ;;
+	*) echo "make-deb: BATON_DEB_MAINTAINER must read 'Name <address>', not '$BATON_DEB_MAINTAINER'" >&2; exit 1 ;;
+	esac
+	esc=$(printf '%s' "$BATON_DEB_MAINTAINER" | sed 's/[&|\\]/\\&/g')
+	sed -i "s|^Maintainer: .*|Maintainer: $esc|" "$src/debian/control"
+	sed -i "s|^ -- baton developers <baton-devel@example.org>| -- $esc|" "$src/debian/changelog"
+fi
 echo "make-deb: building the packages of baton $deb_version in $src"
 (cd "$src" && dpkg-buildpackage -b -us -uc -j"${JOBS:-2}" >"$out/build.log" 2>&1) || {
 	tail -n 40 "$out/build.log" >&2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton-httpd's operator endpoints (admin.h): GET /_stats and
  * POST /_limits on a listener of their own, answered on the I/O worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * apps/httpd/admin.h - baton-httpd's operator endpoints, on a listener of
  * their own (--admin [ADDR:]PORT, ADDR 127.0.0.1 by default), apart from

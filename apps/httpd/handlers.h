@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * apps/httpd/handlers.h - the handlers baton-httpd can run: hello (C), a Lua
  * file and a Scheme file, each behind the baton/http.h handler shape, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The built-in handler: "Hello, World!\n" for every request. */
 #include <string.h>
 #include <time.h>

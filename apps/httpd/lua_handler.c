@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Lua handler of baton-httpd: FILE is a chunk that returns a function
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * apps/httpd/lua_values.h - the Lua handler's values (lua_values.c): the
  * request table it is given and the status, headers and body it returns.

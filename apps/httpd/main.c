@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton-httpd: the HTTP/1.1 server of baton/http.h as a program.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The response a Lua or Scheme handler builds (handlers.h), checked against
  * the rules of docs/httpd.md before the server sees it: the server would

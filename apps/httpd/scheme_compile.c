@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Scheme handler's file compiled at start-up: csc turns it into a
  * shared object in a temporary directory, which scheme_host.scm then loads.

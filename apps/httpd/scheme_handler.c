@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Scheme handler of baton-httpd: CHICKEN Scheme on its own stack
  * (bindings/chicken), entered through the call sequencer from whichever

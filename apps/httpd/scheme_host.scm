@@ -1,3 +1,4 @@
+;; SPDX-License-Identifier: MIT
 ;;; scheme_host.scm - the Scheme side of baton-httpd's Scheme handler.
 ;;;
 ;;; Compiled into baton-httpd; boots on the sequencer's dedicated stack

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * apps/httpd/stats_json.c - the server's stage and pool snapshots as one
  * JSON object, the body of baton-httpd's GET /_stats. Written like

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/barrier/barrier_bench.c - the `barrier` suite: the latency of one
  * asymmetric barrier (the heavy side that baton's reclamation, biased

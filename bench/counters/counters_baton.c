@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The counters benchmark ("Playing with co-routines", 2007) on baton: N counters, each a coroutine
  * that increments its private integer and yields; M rounds resume every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/ec/ec_bench.c - the `ec` suite: the cost of an event-count increment
  * with nobody waiting, and the latency from an increment to the sleeper

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Lua handler of the http suite for baton-httpd (impl "baton-lua"):
 --   baton-httpd --port P --workers N --handler lua bench/http/baton-hello.lua
 -- The chunk returns the handler. It has the shape of Guile's handler (seed

@@ -1,3 +1,4 @@
+;; SPDX-License-Identifier: MIT
 ;;; CHICKEN Scheme handler of the http suite for baton-httpd (impl
 ;;; "baton-scheme"):
 ;;;   baton-httpd --port P --workers N --handler scheme bench/http/baton-hello.scm

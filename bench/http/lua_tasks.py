@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Lua handlers as tasks: what a long handler, or one waiting on an upstream,
 costs the other requests of its worker; and compute workers used together.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Keep-alive throughput with 10,000 connections against 100, and the
 memory a connection costs (the issue's target: within 20% of the
 100-connection throughput, with bounded memory).

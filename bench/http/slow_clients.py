@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """What 1,000 slow clients cost a normal client (the target: at most
 10% of its throughput).
 

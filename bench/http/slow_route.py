@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A compute-heavy route beside a fast one: what a slow handler costs the
 other requests.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring-baton: the ring benchmark (docs/ring.md) on baton's schedulers.
  *

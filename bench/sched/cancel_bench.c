@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cancel-bench: how soon a task blocked in a baton call wakes with
  * BATON_ECANCELED after baton_task_cancel() (baton/sched.h).

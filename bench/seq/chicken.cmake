@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The CHICKEN runtime of the seq suite: {build}/bench/seq/seq-chicken
 # (impls chicken-plain, chicken-pipe, chicken-ucontext, chicken-baton).
 # Included by bench/seq/CMakeLists.txt; skipped with a message where the

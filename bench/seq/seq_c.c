@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/seq/seq_c.c - the `c` runtime of the seq suite: foo(x) = x + 100 as
  * a plain C function, the floor under every other runtime (what the call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * seq_chicken.c - the seq suite's CHICKEN Scheme runtime: the
  * harness calls foo(x) = x + 100, a define-external in seq_chicken.scm,

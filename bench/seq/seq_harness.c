@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/seq/seq_harness.c - the four ways of calling foo(x) in a runtime
  * owned by one stack, the timing loops and the JSON lines (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/seq/seq_harness.h - the shared harness of the `seq` benchmark suite
  * (after "Sequencing Calls into CHICKEN Scheme"): one native thread calls an exported

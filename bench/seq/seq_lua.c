@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/seq/seq_lua.c - the `lua` runtime of the seq suite: one lua_State,
  * foo defined in Lua as `function foo(x) return x + 100 end`, called from C

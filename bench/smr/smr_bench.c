@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/smr/smr_bench.c - the `smr` suite: a read-mostly workload for
  * memory reclamation schemes. Readers look up a table of 64 objects (one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stage-bench: the cost of handing an item to a stage's handler, per item.
  *

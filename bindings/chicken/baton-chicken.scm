@@ -1,3 +1,4 @@
+;; SPDX-License-Identifier: MIT
 ;;; baton-chicken.scm - sequenced callbacks: Scheme procedures that any C
 ;;; thread may call as ordinary C functions (see baton_chicken.h).
 ;;;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton_chicken.c - the CHICKEN runtime on a sequencer's dedicated stack.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton_chicken.h - call CHICKEN Scheme from any number of threads.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # CHICKEN Scheme for the sequencer binding: finds csc, chicken.h and
 # libchicken, and defines
 #

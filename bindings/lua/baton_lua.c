@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bindings/lua/baton_lua.c - a lua_State behind a baton call sequencer
  * (baton_lua.h). Every function here packs its request into a struct on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bindings/lua/baton_lua.h - one Lua 5.4 state shared by any number of
  * native threads, through baton's call sequencer (baton/seq.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bindings/lua/lua_internal.h - what the binding's files share: the state
  * behind its sequencer (baton_lua.c), a Lua task's run and the wait it asks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bindings/lua/lua_lib.c - the `baton` library of a state (baton_lua.h):
  * waits that park the run's task instead of its worker.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bindings/lua/lua_run.c - Lua tasks (baton_lua.h): a function run as a
  * coroutine of the state, one sequenced step per slice or wait.

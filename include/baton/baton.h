@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/baton.h - every public baton header at once. Prefer the module
  * headers (baton/coro.h, baton/gen.h...) in library code; this one is for

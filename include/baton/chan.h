@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/chan.h - channels: tasks hand each other messages, blocking until
  * the other side is ready (unbuffered) or the buffer has room (buffered).

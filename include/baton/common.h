@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/common.h - what every public baton header shares: the export
  * marker, the version, and the error codes' definition (baton/error.h

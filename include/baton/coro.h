@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/coro.h - coroutines: functions that can suspend themselves and be
  * resumed later where they left off, with their local state intact.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/ec.h - event counts: a version counter that threads can sleep on
  * until it changes, without lost wake-ups and without a system call on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/gen.h - generators: iterators whose values are produced by a
  * coroutine, written as an ordinary loop that yields.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/http.h - an HTTP/1.1 server (RFC 9112) on baton's schedulers: one
  * task per connection, blocking I/O through the reactor (baton/io.h), and

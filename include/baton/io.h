@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/io.h - blocking I/O for tasks: accept, read, write, connect and
  * wait on file descriptors, where "blocking" stops only the calling task

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/sched.h - schedulers: run many coroutines ("tasks") on one thread or
  * on every core, switching to another task whenever one blocks.

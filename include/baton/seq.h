@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/seq.h - the call sequencer: many native threads calling into one
  * single-threaded runtime (CHICKEN Scheme, Lua, ...) that must always run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/smr.h - safe memory reclamation: readers that look at shared data
  * without locks, and writers that free what they replaced only once no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/stage.h - stages and resource pools: a program drawn as explicit
  * processing steps, each with its own bounded queue, a concurrency limit and

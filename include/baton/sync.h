@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton/sync.h - wait groups, mutexes and counting semaphores for tasks:
  * each blocks the calling task, never its worker thread, so the worker runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/arch/arch.h - the machine-dependent part of a context switch.
  *

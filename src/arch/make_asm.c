@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Initial frames for the hand-written switch (switch_x86_64.S and
  * switch_aarch64.S). The frame laid out here is exactly what the switch pops,

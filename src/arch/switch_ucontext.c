@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Portable backend on swapcontext(3), selected with -DBATON_SWITCH=ucontext.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/chan/chan_internal.h - the channel structure and the two non-blocking
  * steps that send, receive and select share. Both run with ch->lock held.

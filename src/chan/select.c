@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Select: complete the first of several channel operations.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The allocation-failure mode (fault.h): one process-wide count of the
  * library's allocations and the rule saying which of them fail. Compiled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/common/alloc.h - every allocation of the library goes through here:
  * heap blocks (baton__malloc, baton__calloc, baton__realloc,

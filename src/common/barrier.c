@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The asymmetric barrier (barrier.h): Linux's membarrier system call, or
  * the TLB shoot-down of an mprotect on x86-64.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/common/barrier.h - the asymmetric barrier: a full memory barrier that
  * one thread executes on every other running thread of the process, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The descriptions and names of the error codes, and the version: both
  * generated from the one list in include/baton/error.h and the macros of
  * include/baton/common.h. */

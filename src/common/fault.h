@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/common/fault.h - the knob of the allocation-failure mode, for tests.
  *

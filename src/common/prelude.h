@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/common/prelude.h - the small things every module of the library uses,
  * written once: branch hints, the cache line, the CPU's spin-wait hint, the

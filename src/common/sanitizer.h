@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/common/sanitizer.h - telling AddressSanitizer, ThreadSanitizer and
  * Valgrind about stack switches. Every hook compiles to nothing when its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stack arenas: the stacks of stackful coroutines carved from large
  * mappings, so that the number of live coroutines is not bounded by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Coroutine life cycle: create, resume, yield, return, destroy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/coro/coro_internal.h - what the coroutine files share: the control
  * block, the per-thread state and the annotated switch.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/coro/handoff.h - the one coroutine operation the scheduler needs
  * beyond the public resume and yield: a symmetric switch between two

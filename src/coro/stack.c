@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stacks for stackful coroutines and the stacks of copy-stack coroutines'
  * shared and copier contexts; the per-thread pool; overflow reports.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Per-thread state: the thread's own stack seen as a context ("root"), the
  * alternate signal stack the overflow handler runs on, and the clean-up of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/ec/ec.c - the slow paths of event counts: waiting (spin, set the
  * sleepers flag, FUTEX_WAIT) and waking (clear the flag, FUTEX_WAKE).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Generators on top of coroutines: the body runs as a coroutine, each value
  * is one yield, and the coroutine's return marks the end.

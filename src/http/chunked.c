@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The chunked transfer coding decoder (RFC 9112 7.1), a byte-driven state
  * machine that can stop and resume at any byte:

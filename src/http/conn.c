@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One connection: a loop of read and parse, body, handle, write.
  *

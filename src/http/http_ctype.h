@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/http/http_ctype.h - byte classes of RFC 9110/9112 for the parser:
  * one table lookup per byte.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/http/http_parse.h - the HTTP/1.1 request parser of baton-httpd
  * (RFC 9112 message syntax, RFC 9110 semantics): the request head, the

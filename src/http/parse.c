@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The request-head parser (src/http/http_parse.h): one linear pass over the
  * buffer that stops at the first byte it cannot judge yet. Every decision

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Response heads (src/http/http_parse.h): the status line, Date, Server,
  * framing and Connection headers, written with memcpy and hand-made digits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The server's life cycle: create (bind and listen at once, so that errors
  * reach the caller), the acceptor task, shutdown, limits, statistics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/http/server_internal.h - what the server's files share.
  *

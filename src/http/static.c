@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Static files: GET and HEAD of a path under the static directory, confined
  * to it (the policy is in baton/http.h, beside enum baton_http_symlinks).

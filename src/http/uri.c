@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The parts of a request-target a handler reads (include/baton/http.h):
  * the path and the query split off the target, percent-decoding, and the

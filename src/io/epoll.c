@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The epoll backend: one epoll instance per worker, every handle registered
  * once, edge-triggered for both directions, and an eventfd that other

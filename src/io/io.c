@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Blocking I/O for tasks (include/baton/io.h) on top of the worker's poller.
  *

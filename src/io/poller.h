@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/io/poller.h - the reactor behind include/baton/io.h: the interface the
  * scheduler's workers use, and the two backends that implement it.

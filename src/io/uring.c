@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The io_uring backend: one ring per worker, touched only by that worker's
  * thread. Every handle has one multishot poll request (POLLIN | POLLOUT |

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hand-off's out-of-line half (dispatch.h is the inline one): a task
  * that parks or yields switches straight to the next runnable task of its

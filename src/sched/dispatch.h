@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/sched/dispatch.h - the hop: how a task that stops hands its worker
  * to the next runnable task, and what the next one does first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/sched/queue.h - the two queues of a worker.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scheduler's life: create, run, stop, destroy, and what can be asked
  * of it (stats, its workers, the calling task's scheduler).

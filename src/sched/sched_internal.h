@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/sched/sched_internal.h - what every part of the scheduler, and every
  * layer built on it, needs: the spinlock, tasks, workers, the scheduler

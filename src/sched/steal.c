@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Load balancing by request ("work requesting"): an idle worker does not
  * reach into another worker's run queue, which would force that queue to be

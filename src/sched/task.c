@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A task's life: spawned (its record, from the worker's spares; its place
  * in sched->live and, once it stops, in sched->all), made runnable (its

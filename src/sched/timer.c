@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Timers: a binary min-heap of deadlines per worker. Adding and cancelling
  * are O(log n) (each node knows its index); the worker fires what is due

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * How a task blocks and is woken: the wait protocol of wait.h.
  *

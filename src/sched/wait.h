@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/sched/wait.h - the wait protocol: how a task blocks on a primitive
  * (a channel, a mutex, a semaphore, a wait group, a stage, an I/O handle,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Watches: what a higher layer built on a scheduler (a stage) hears of its
  * destroy (struct baton_sched_watch, sched_internal.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The worker loop: what a worker does between tasks, and its thread-local
  * identity. A worker runs tasks one after another through the hand-off

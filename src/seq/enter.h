@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/seq/enter.h - onto the dedicated stack and back: seq_enter() (the
  * lock holder, resuming the sequencer's coroutine) and seq_leave() (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The call sequencer (include/baton/seq.h): a lock, a dedicated stack (a
  * stackful coroutine that loops "run the request, serve a batch, yield"),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/seq/seq_internal.h - what seq.c and wait.c share: the sequencer, its
  * slots, the per-thread record, the lock's inline halves.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waiting for a taken sequencer (see seq.c and docs/seq.md): claim a slot,
  * publish the request, spin / yield / sleep until a holder served it, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hazard pointers whose slots belong to whoever acquired them (baton/smr.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Read sections and their grace periods (baton/smr.h; the ordering
  * argument is in the header). A section touches only its thread's record;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/smr/smr_internal.h - the domain shared by the read-section flavour
  * (smr.c) and hazard pointers (hp.c), and the heavy side both use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Calling a stage: submit an item and wait for its handler to return,
  * answering the handler's questions meanwhile; and the kept units that

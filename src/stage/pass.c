@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Passing through a stage: the stage without handler, whose step is done
  * by the task that enters it (a connection task reading its own socket:

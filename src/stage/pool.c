@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Resource pools: FIFO units (src/sync/units.h) with a capacity that may
  * change, a name and an id. A capacity below the use is a state where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The tasks of a stage with a handler: the dispatcher, which hands the head
  * item to a handler task (a "runner"), and the runners.

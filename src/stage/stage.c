@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stages: a bounded ring of items and its counters, behind the public
  * calls; the stage's tasks (the dispatcher and the runners) are in

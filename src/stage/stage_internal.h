@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/stage/stage_internal.h - what the stage, runner, pass and pool files
  * share: the pool's layout (a stage reads its creation order and counts

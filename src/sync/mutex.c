@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Mutexes with FIFO hand-off. The owner is recorded under the spinlock as
  * the task that locked it (or, for a try-lock outside any task, a tag of

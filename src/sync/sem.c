@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Counting semaphores, served strictly in arrival order: FIFO units
  * (units.h) with no bound, whose free units are the semaphore's value.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/sync/sync_internal.h - what the wait group, mutex and semaphore
  * build on: the wait protocol of src/sched/wait.h (a task blocks

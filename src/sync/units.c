@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* FIFO units (units.h): acquire, release, capacity, and the grant step. */
 #include <limits.h>
 

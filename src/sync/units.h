@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * src/sync/units.h - FIFO units: a count of units handed out strictly in
  * arrival order, the one protocol behind the counting semaphore

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Wait groups: a count under a spinlock and a queue of tasks waiting for it
  * to reach zero. The add that brings the count to zero claims every waiter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Channels (include/baton/chan.h): argument checks, the try variants from a
  * plain thread, unbuffered hand-off, buffered FIFO order and capacity,
  * timeouts that leave the channel consistent (a timed-out message is never

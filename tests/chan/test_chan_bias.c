@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Biased channels (src/chan/chan_internal.h): a channel used by the tasks
  * of one worker alone for a while is taken with plain stores; a second
  * user before that makes it shared without ceremony; the first use from

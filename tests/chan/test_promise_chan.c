@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/chan.h a caller relies on, read from the header and
  * checked: create, send, receive, close, len, destroy and select refuse
  * what they list (EINVAL), destroy(NULL) is a no-op; outside tasks a call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Select (baton_chan_select in include/baton/chan.h): argument checks, a
  * ready case is taken, a random choice among several ready cases, blocking
  * until one case is ready with the other cases' waiters removed afterwards,

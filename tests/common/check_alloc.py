@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every allocation of the library goes through src/common/alloc.h: no file
 under src/ but alloc.h and alloc.c calls the C library's malloc, calloc,
 realloc, free, strdup, posix_memalign, aligned_alloc, mmap or munmap

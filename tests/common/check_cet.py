@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The assembly of the context switch carries a GNU property note that
 declares it supports no control-flow protection (x86-64: neither IBT nor
 SHSTK; AArch64: neither BTI nor PAC), so that a program linking baton is not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The library's include graph against the layer order of
 docs/architecture.md: a module includes only its own and lower layers; and
 nothing is left out of the build by accident (every source named in

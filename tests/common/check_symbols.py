@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every global symbol libbaton defines is public API (declared BATON_API in
 include/baton/) or carries the internal prefix baton__: a static libbaton.a
 must not take a name a program may use.

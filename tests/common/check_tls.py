@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """No function of the layers above the coroutines keeps a thread-local
 address across a call after which its task may run on another thread.
 

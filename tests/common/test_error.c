@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The public contract's mechanical parts (include/baton/error.h,
  * include/baton/common.h): every error code has one distinct name and
  * description, unknown codes get the fallbacks, and the version the headers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/error.h a caller relies on that test_error does not
  * already check: codes are stable (none renumbered: each keeps the value
  * it has had since it was added, so a code inserted in the middle of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One rule for every blocking call of baton: a timeout of 0 only tries, and
  * a call that would have to wait returns BATON_EAGAIN, never
  * BATON_ETIMEDOUT (that is for a wait whose time ran out). Checked here for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program outside the baton tree, built against the installed library. */
 #include <stdio.h>
 #include <baton/baton.h>

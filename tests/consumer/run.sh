@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Install the build in $1 into a scratch prefix under $2, then build and run
 # tests/consumer twice: with CMake's find_package(baton) and with
 # pkg-config --cflags --libs baton.

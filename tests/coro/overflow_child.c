@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helper of test_overflow: runs one faulting coroutine in a fresh process,
  * without cmocka's signal handlers, so the parent sees exactly what a user

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Copy-stack coroutines: their frames survive being copied off and back on
  * the shared stack, at any depth, interleaved and nested; the debug build

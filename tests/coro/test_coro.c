@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The coroutine API: values in and out, status, nesting, every error code. */
 #include "check.h"
 

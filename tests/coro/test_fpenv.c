@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The floating-point control state (rounding mode; on x86-64 also the x87
  * precision control) is callee-saved: a coroutine that changes it keeps the

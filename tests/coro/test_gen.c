@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Generators: values in order, exhaustion, misuse, yield_from, nesting
  * (the Catalan example counts every binary tree with n nodes). */
 #include "check.h"

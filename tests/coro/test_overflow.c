@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A stack overflow lands on the guard page and is reported on stderr with
  * the coroutine's name and stack size, then the process aborts; any other

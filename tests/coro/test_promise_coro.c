@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/coro.h a caller relies on, each read from the header
  * and checked: the attribute init function gives the macro's defaults and
  * refuses NULL; the cost of an idle copy-stack coroutine and of a parked

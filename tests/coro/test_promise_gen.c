@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/gen.h a caller relies on, read from the header and
  * checked, in both coroutine models: create refuses a NULL out or body;
  * next refuses NULL, stores a value only when there is one (value may be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stackful coroutines may be resumed by different threads in turn (what
  * the schedulers' work stealing will do); each thread has its own state. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Event counts, single-threaded semantics: versions, increments, waits that
  * return at once or time out, argument checks, wrap-around of the 31-bit
  * version (tests/test_ec_threads.c has the sleepers and the stress test). */

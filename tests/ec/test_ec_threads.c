@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Event counts across threads: an increment wakes a sleeper promptly and
  * clears the flag, and a token handed between threads with nothing but
  * increments and waits is never lost. A lost wake-up fails as a wait that

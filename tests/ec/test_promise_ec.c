@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/ec.h a caller relies on, read from the header and
  * checked: init, wait, wait_mp, inc and inc_sp refuse NULL (EINVAL), wait
  * refuses an `old` with bit 31 set; value and has_waiters say 0 for NULL;

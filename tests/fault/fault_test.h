@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/fault_test.h - shared by the allocation-failure tests
  * (test_faults.c, test_faults_stage.c): the sweep and the checks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The allocation-failure mode (src/common/fault.h, docs/testing.md) on the
  * coroutines, generators, the scheduler with channels, select and the

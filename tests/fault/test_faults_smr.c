@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_faults_smr.c - allocation failures over safe memory
  * reclamation (include/baton/smr.h): every allocation of the scenario

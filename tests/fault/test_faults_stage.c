@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The allocation-failure mode (src/common/fault.h, docs/testing.md) on
  * stages, pools and the HTTP server: every allocation of each scenario is

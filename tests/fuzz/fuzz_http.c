@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the HTTP/1.1 request parser (src/http/http_parse.h).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pytest options of the baton-httpd tests: --httpd PATH (or $BATON_HTTPD)."""
 import os
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A soak of baton-httpd: two workers under mixed load for a given time,
 then checks that nothing was lost or leaked.
 

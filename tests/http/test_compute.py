@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Compute workers all used: with --compute-workers 2, handlers that
 compute (never wait) run on both compute workers at once, so two slow
 requests finish in about the time of one and /_stats shows a handler task

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """baton-httpd under the allocation-failure mode (docs/testing.md): the
 library's allocations fail on purpose, chosen by BATON_FAIL_EVERY=N (every
 N-th fails) and BATON_FAIL_AFTER=K (none of the first K does).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Lua and Scheme handlers of baton-httpd, through a real server: the
 request as the handler sees it (method, target, version, every header,
 the body), large bodies both ways, custom statuses and headers, every rule

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the chunked decoder and the response heads
  * (src/http/http_parse.h): random splits of valid bodies reproduce the

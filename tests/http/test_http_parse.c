@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the HTTP/1.1 request parser (src/http/http_parse.h): a table of
  * requests with the status each must get, every split point of each, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_http_server.c - the server's public calls (baton/http.h) on
  * their own, without clients (tests/http/ runs the server for real): every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the request-target parts a handler reads (include/baton/http.h,
  * src/http/uri.c): percent-decoding (in place and apart, '+' in queries,

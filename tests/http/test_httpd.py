@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Robustness tests of baton-httpd: RFC 9112 behaviour, limits with their
 statuses, smuggling attempts, slow clients, overload, and no leaks.
 

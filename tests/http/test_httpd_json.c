@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* baton-httpd's /_stats writer (apps/httpd/stats_json.c): the snapshots as
  * JSON, strings escaped, measured in full when the buffer is too small. */
 #include "check.h"

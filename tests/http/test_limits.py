@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """baton-httpd's bounds on handlers that never return.
 
 --handler-timeout: a request not answered in time gets 504 and its handler

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Lua handlers run in slices: each request's handler is a coroutine of its
 worker's Lua state, yielded back to baton every --lua-slice VM
 instructions, so a cheap route keeps its latency beside long computations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Non-blocking calls from Lua handlers: baton.sleep, the TCP client
 (baton.tcp, shaped like OpenResty's ngx.socket.tcp) and the HTTP client on
 top of it (baton.http_get) park the request's task, not its worker. The

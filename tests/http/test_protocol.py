@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Protocol rules of baton-httpd (RFC 9110, RFC 9112) and the admin
 listener, through a real server with a Lua handler
 (tests/http/handlers/protocol.lua) that counts the requests reaching it:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Reloading the handler with SIGHUP (include/baton/http.h rule 9): under
 load, a Lua file rewritten and reloaded many times loses no request; a
 request in flight finishes on the handler it began with while new ones get

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The complete request and response of baton-httpd's handlers, through a
 real server, in Lua and Scheme (tests/http/handlers/fields.lua, fields.scm)
 and in C (the built-in hello handler for the request's framing only):

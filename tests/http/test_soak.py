@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The soak's short form (tests/http/soak.py): 60 s of mixed load against
 baton-httpd with two workers, 20 s per handler kind (C, Lua, Scheme), then
 its checks: no crash, every well-formed request answered, descriptors back

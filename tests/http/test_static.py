@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Static files (--static DIR) stay in their root, through a real server
 with the hello handler behind them (a path that is no file there gets
 "Hello, World!"):

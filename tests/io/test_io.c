@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_io.c - the reactor (baton/io.h): tasks blocking on sockets and
  * pipes while their worker runs others, timeouts, errors, and many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_io_uring_backend.c - what is particular to the io_uring
  * reactor (src/io/uring.c), run with BATON_IO_BACKEND=io_uring: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/io.h a caller relies on, read from the header and
  * checked: io.h owns the backend type and baton_io_set_backend chooses a
  * scheduler's reactor before its workers have one (EINVAL for NULL or an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/model/chan_bias.pml - Spin model of the biased channel lock
  * (src/chan/chan_internal.h, src/chan/chan.c, src/common/barrier.h).

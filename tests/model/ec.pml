@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/model/ec.pml - Spin model of the event-count wake-up protocol
  * (include/baton/ec.h, src/ec/ec.c, docs/ec.md).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/model/run.sh SPIN CC MODEL WORKDIR VARIANT pass|fail [spin -D flags...]
 # Runs the Spin model MODEL with -DVARIANT: spin -a, cc pan.c, ./pan, and
 # reads pan's "errors: N". "pass" wants N = 0; "fail" wants N > 0 (a broken

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/model/seq_sleep.pml - Spin model of the sequencer's asymmetric
  * Dekker pair between a release and a waiter going to sleep

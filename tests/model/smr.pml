@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/model/smr.pml - Spin model of safe memory reclamation
  * (include/baton/smr.h, src/smr/smr.c, src/smr/hp.c): both flavours'

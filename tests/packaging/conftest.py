@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Debian packages as a user gets them: the .deb files of `make deb`
 unpacked with dpkg -x into a scratch root (no chroot), for the tests here."""
 import glob

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The CHICKEN egg (bindings/chicken/baton-chicken.egg) as a CHICKEN user
 installs it: chicken-install from a copy of the checkout's directory into a
 scratch repository, with libbaton-dev from the packages (unpacked in the

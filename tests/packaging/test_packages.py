@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The packages built by make deb, unpacked into a scratch root: what each
 holds, that lintian finds no error, that the consumer examples build against
 them, and that the packaged baton-httpd starts with its unit's command line,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Task cancellation (baton/sched.h): baton_task_cancel() wakes a task
  * blocked in every kind of blocking call with BATON_ECANCELED, in both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Copy-stack tasks in the scheduler (include/baton/sched.h rule 2,
  * docs/coroutines.md): a task that never blocks is never copied; a task
  * that parks at every depth up to near the shared stack's limit resumes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scheduler's hand-off path: a task that blocks, yields or finishes
  * switches straight to the next task of its worker and leaves an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/sched.h a caller relies on, read from the header
  * and checked: the attribute init functions give the macros' defaults and
  * refuse NULL; a NULL attribute is one worker; create refuses a NULL out,

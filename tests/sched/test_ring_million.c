@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A million tasks: the ring benchmark's protocol (docs/ring.md) with
  * 1,000,000 tasks in rings of 8 on one worker, one round, in each coroutine

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scheduler (include/baton/sched.h): life cycle, argument checks, spawns
  * from tasks and from other threads, run/stop/run again, yield order, the
  * in-task calls and their ENOSCHED outside tasks, sleep, the timer heap's

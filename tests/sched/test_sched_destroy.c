@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baton_sched_destroy() frees every task that had not finished (sched.h
  * rule 5): runnable ones, and ones blocked on a channel (receive, send,

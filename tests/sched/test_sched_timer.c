@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scheduler's timers and balancing (include/baton/sched.h): sleep lasts
  * at least what was asked and not absurdly longer, sleepers wake in
  * deadline order, idle workers take work from busy ones (the steal path),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: a token handed around a ring of tasks spread over 2 workers
  * (and moved between them by the steal path) hundreds of thousands of
  * times, with random yields, sleeps and selects in between. Every wait has

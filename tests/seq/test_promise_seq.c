@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/seq.h a caller relies on, read from the header and
  * checked: the attribute init function gives the macro's defaults (K = 16)
  * and refuses NULL; a NULL attribute gives the defaults; create refuses a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the call sequencer (include/baton/seq.h): calls and results,
  * init on the dedicated stack, nested and cross-sequencer calls, the

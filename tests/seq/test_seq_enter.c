@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * How a call gets onto the sequencer's dedicated stack and back
  * (src/seq/enter.h): on x86-64 the lock holder enters baton_coro_resume,

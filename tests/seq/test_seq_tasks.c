@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of scheduler tasks waiting for a sequencer (include/baton/seq.h):
  * a task that finds the sequencer taken parks on its worker instead of

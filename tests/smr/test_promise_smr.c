@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/smr.h a caller relies on beyond the timeouts (those
  * are in tests/common/test_timeout_zero.c), read from the header and
  * checked: every call refuses what it lists (EINVAL), destroy(NULL) is a

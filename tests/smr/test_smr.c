@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_smr.c - safe memory reclamation (include/baton/smr.h): read
  * sections across a park and a move to another worker, retire and

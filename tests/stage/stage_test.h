@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/stage_test.h - shared by the stage tests (test_stage.c: flow and
  * limits; test_stage_flow.c: backpressure, close, counters, JSON, errors).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/stage.h's attributes, read from the header and
  * checked: baton_stage_attr_init gives the macro's defaults (queue 64,
  * concurrency 1, no needs, default tasks) and refuses NULL; create refuses

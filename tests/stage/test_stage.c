@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stages and resource pools (include/baton/stage.h): items through a
  * two-stage pipeline with exact accounting, the concurrency limit, a pool
  * shared by two stages, resources held exactly around the handler (and

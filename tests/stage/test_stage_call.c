@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Calling a stage and handing kept units on (include/baton/stage.h, rules
  * 7 and 8): the handler's result in the item, timeout 0 and a timeout for
  * room, a deadline for the result with the item abandoned (handled if it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stages (include/baton/stage.h): backpressure, close and drain,
  * snapshot arithmetic while producers race, items queued before the
  * scheduler runs, and the argument checks. See stage_test.h. */

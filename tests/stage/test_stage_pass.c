@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stages that tasks pass through (include/baton/stage.h, rule 6): the
  * concurrency limit with tasks queued in arrival order, refusals (queue
  * full, timeout, close) and their counts, needs taken on enter (KEEP ones

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/sync_test.h - shared by the tests of include/baton/sync.h
  * (test_sync.c: mutexes, outside tasks, arguments; test_sync_sem.c:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The claims of baton/sync.h a caller relies on, read from the header and
  * checked: every call refuses what it lists (EINVAL), a failed add or
  * release changes nothing, destroy(NULL) is a no-op and destroy refuses a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Mutexes (include/baton/sync.h): mutual exclusion, FIFO hand-off, timeouts
  * that leave nothing queued, ghosts, try; then every primitive called from
  * outside tasks and with bad arguments. Helpers: sync_test.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counting semaphores and wait groups (include/baton/sync.h): exclusion and
  * a bound on units out, strict FIFO across request sizes, timeouts and
  * ghosts at the head of the queue, try; a wait group over many tasks on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """baton's benchmark tooling: run suites, decide comparisons with the
 Confidence Sequence Method (``baton_bench.csm``), and write reports.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Command line: ``python -m baton_bench {run,report}`` (PYTHONPATH=tools).
 
     python -m baton_bench run --src . --build build [--quick | --full] [--suite NAME ...]

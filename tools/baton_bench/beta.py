@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Conservative quantiles of the Beta distribution (credible interval ends).
 
 After ``s`` successes in ``n`` Bernoulli trials, the posterior of the success

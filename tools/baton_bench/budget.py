@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where a benchmark run spends its time.
 
 A run has a mode - ``quick``, ``default`` or ``full`` - and a wall-clock

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Deciding "is A faster than B?" from paired runs, with the CSM.
 
 Each step runs A once and B once (in random order), and A *wins* the pair

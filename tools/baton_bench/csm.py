@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Confidence Sequence Method (CSM): anytime-valid stopping for Bernoulli data.
 
 Robbins (1970) showed that, for i.i.d. Bernoulli(p) outcomes with ``s``

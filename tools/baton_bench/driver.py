@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The benchmark driver: run every suite, decide every pair, record everything.
 
 A run has a mode (``quick``, ``default``, ``full``; ``budget.py`` says how

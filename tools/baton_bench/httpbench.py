@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The http suite's runner: one server, one load generator, JSON lines out.
 
     python3 tools/baton_bench/httpbench.py --impl NAME --keepalive true|false --cores 1|2 --duration S

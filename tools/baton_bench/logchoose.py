@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One-sided bounds of ``log C(n, s)``, the log of a binomial coefficient.
 
 ``robbins_log_choose`` is the constant-time bound ``csm`` needs on every look;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a results file says about where it was measured: the machine (CPU
 model, cores, kernel, frequency governor), the compilers and peers'
 versions, and the commit.  One ``"kind": "machine"`` line at the top of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Suite manifests (``bench/<suite>/suite.json``): loading, checking, expanding.
 
 The format is specified in ``docs/bench-format.md``.  A broken manifest must

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Plots for the report, with matplotlib's Agg backend (no display needed).
 
 matplotlib is optional: ``load_pyplot()`` returns None when it is missing

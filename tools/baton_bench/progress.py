@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A progress bar for ``make bench`` on a terminal: the comparisons and
 ``once`` commands done out of all, the elapsed time and tqdm's estimate of
 what remains.  Quiet when standard error is not a terminal (CI, a pipe,

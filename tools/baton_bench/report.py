@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The benchmark report: ``report.md`` (+ PNG/SVG plots) and a single
 self-contained ``report.html`` (plots inlined), from result lines.
 

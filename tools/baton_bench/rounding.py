@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Directed rounding for IEEE-754 doubles, without changing the FPU mode.
 
 Python cannot switch the hardware rounding mode, so every helper here computes

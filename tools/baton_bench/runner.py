@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Running one benchmark command, with a timeout, and reading its JSON lines.
 
 Nothing a benchmark does may break the driver: a program that is absent,

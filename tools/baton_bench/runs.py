@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Comparing two results files: what got faster or slower between two runs
 (``python -m baton_bench compare OLD.jsonl NEW.jsonl``), the check a
 contributor runs before a change lands.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Grouping result lines by suite, and the tables both the terminal and the
 report show: medians per impl (with ratios to the reference and to the
 seed's figures), verdicts, and ``once`` measurements.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Magnitude targets: "A is at least X times as fast as B", decided from a
 comparison's interval rather than read off a median.
 

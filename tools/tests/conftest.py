@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Make ``baton_bench`` importable when pytest runs from anywhere."""
 
 import sys

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """beta_icdf against scipy's inverse incomplete beta (the oracle): the lower
 end never above the true quantile, the upper end never below, and close."""
 

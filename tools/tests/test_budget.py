@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Time budgets: the power of what is left of a comparison, the stop rule,
 the shares of the run's time, the modes of a manifest, and the driver
 keeping a run inside its budget."""

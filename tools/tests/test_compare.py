@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Pair comparisons without processes: verdicts, failures, the median-ratio
 interval (against scipy's binomial, the oracle) and the run order."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The CSM: known answers, conservativeness against exact computations, and
 its statistical guarantees on simulated data."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The driver end to end, on tiny fake suites written to a temporary tree:
 a fast and a slow impl (Python scripts printing a JSON line), one whose tool
 is not installed, one that exits non-zero, one that hangs past the timeout."""

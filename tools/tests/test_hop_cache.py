@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The parsing and arithmetic of tools/hop_cache.py (valgrind is not run)."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bounds of log C(n, s): known answers and one-sidedness against exact
 big-integer binomials (``math.comb``) and 50-digit logs."""
 

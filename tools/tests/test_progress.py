@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The progress bar: it counts every comparison and once command, shows
 only on a terminal, and leaves the driver's lines as they were."""
 import io

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The report: tables, seed ratios, plots (PNG and SVG) or a note without
 matplotlib, and the README section."""
 

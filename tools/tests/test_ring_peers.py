@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The C++ peers of the ring benchmark (docs/ring.md), run with tiny
 workloads: their output is the two JSON lines of docs/bench-format.md and
 every round's message came back intact (the programs check it and print a

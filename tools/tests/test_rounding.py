@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One-sidedness of the directed-rounding helpers, checked against exact
 rationals (``fractions``) and 50-digit ``decimal`` logs and exps."""
 

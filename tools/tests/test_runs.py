@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """python -m baton_bench compare: two results files, quantity by quantity,
 with verdicts from the permutation test, and the machines' differences."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Magnitude targets ("A at least X times as fast as B") decided from the
 comparison's interval: met, missed, undecided, not measured."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """baton_bench is fully annotated: mypy, with the ``[tool.mypy]`` settings of
 tools/pyproject.toml (strict), finds no error in it."""
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // boost_context.cpp - counters benchmark, impl "boost-context" (peer true).
 //
 // Each counter is a boost::context::fiber (Boost.Context, the fcontext

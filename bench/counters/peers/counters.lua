@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- counters.lua - counters benchmark, impls "lua" (Lua 5.4) and "luajit"
 -- (LuaJIT 2.1), both peers.
 --

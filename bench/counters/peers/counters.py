@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """counters benchmark, impl "python-generators" (peer true).
 
 Each counter is a Python generator whose private integer ``i`` is a local of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cpp20.cpp - counters benchmark, impl "cpp20" (peer true).
 //
 // C++20 stackless coroutines (g++ -std=c++20 -O2, <coroutine>) with a minimal

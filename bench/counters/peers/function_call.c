@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * function_call.c - counters benchmark, impl "function-call" (the reference,
  * peer false).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peers_common.h - shared plumbing for the C and C++ peers of the counters
  * benchmark: argument parsing, the monotonic clock, the median and the JSON

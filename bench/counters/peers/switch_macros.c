@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * switch_macros.c - counters benchmark, impl "switch-macros" (peer true).
  *

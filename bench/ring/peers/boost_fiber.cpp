@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // ring-boost-fiber: the ring benchmark (docs/ring.md) on Boost.Fiber, the
 // stackful runtime a C++ user would pick instead of baton.
 //

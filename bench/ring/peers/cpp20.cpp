@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // ring-cpp20: the ring benchmark (docs/ring.md) on C++20 stackless
 // coroutines, one thread.  A minimal scheduler (a FIFO of ready coroutine
 // handles, resumed one after the other by run()) and a one-slot channel per

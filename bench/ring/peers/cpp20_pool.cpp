@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // ring-cpp20-pool: the ring benchmark (docs/ring.md) on C++20 stackless
 // coroutines scheduled on a pool of worker threads, in the shape of
 // cppcoro's static_thread_pool (which is not packaged for Debian):

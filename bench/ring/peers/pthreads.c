@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring-pthreads: the ring benchmark (docs/ring.md) with one POSIX thread per
  * coroutine.  Each thread's inbox is a message slot and a semaphore: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_common.h - shared plumbing of the C and C++ peers of the ring
  * benchmark (see docs/ring.md): argument parsing, the monotonic clock, the

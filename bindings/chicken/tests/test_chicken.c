@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_chicken.c - the CHICKEN binding under load: 8 threads x 100,000
  * calls of a sequenced Scheme callback that allocates enough to run many

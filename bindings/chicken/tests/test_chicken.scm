@@ -1,3 +1,4 @@
+;; SPDX-License-Identifier: MIT
 ;;; The Scheme half of test_chicken.c: sequenced callbacks that allocate.
 
 (include "baton-chicken.scm")

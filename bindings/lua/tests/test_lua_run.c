@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lua tasks (baton_lua_run): two runs on one state from two tasks of one
  * worker interleave at slice boundaries (the short one ends while the long

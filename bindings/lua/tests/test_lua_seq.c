@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Lua binding under load: 8 threads x 100,000 calls (10,000 under
  * qemu/valgrind) into one lua_State through the sequencer. The Lua function

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program outside the baton tree using the installed CHICKEN binding. */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+;; SPDX-License-Identifier: MIT
 ;;; A sequenced callback compiled outside the baton tree.
 (include "baton-chicken.scm")
 (import scheme (chicken base) (chicken platform) baton-chicken)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program outside the baton tree using the installed Lua binding. */
 #include <stdio.h>
 

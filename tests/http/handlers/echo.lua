@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- The Lua handler of tests/http/test_handlers.py: the target's path picks
 -- what it does (the same paths as echo.scm).
 

@@ -1,3 +1,4 @@
+;; SPDX-License-Identifier: MIT
 ;;; The Scheme handler of tests/http/test_handlers.py: the target's path
 ;;; picks what it does (the same paths as echo.lua). Compiled by csc at
 ;;; start-up, or interpreted with --scheme-eval.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- A route that never returns (/spin) beside one that does: what
 -- --drain-timeout and --handler-timeout are for.
 return function(request, body)

@@ -1,3 +1,4 @@
+;; SPDX-License-Identifier: MIT
 ;;; The Scheme handler of tests/http/test_request_fields.py: the request's
 ;;; fields as JSON, many response headers, and streamed responses (the same
 ;;; paths as fields.lua).

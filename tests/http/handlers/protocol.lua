@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- The Lua handler of tests/http/test_protocol.py: counts the requests that
 -- reach it (GET /calls answers the count without counting itself) and
 -- answers the status that the path names, /status/N, without a body.

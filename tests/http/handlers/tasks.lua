@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- The Lua handler of tests/http/test_compute.py, test_lua_slices.py and
 -- test_lua_tcp.py: long computations that run in slices, cheap answers
 -- beside them, and waits through the `baton` library (sleep, TCP, HTTP).

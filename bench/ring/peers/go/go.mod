@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 module baton/bench/ring
 
 go 1.19

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ring-go: the ring benchmark (docs/ring.md) on goroutines.  Each goroutine's
 // inbox is an unbuffered channel; coroutine 0 of a ring sends to its right
 // neighbour's inbox, the others relay from their own inbox to the right.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! plain: the ring written the way tokio's documentation writes tokio code,
 //! to check that `ring-tokio` is no slower than that (docs/ring.md, "tokio
 //! at 400,000 tasks").  Not part of the suite: no barrier, no JSON, no error

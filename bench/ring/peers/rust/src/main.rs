@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! ring-tokio: the ring benchmark (docs/ring.md) on tokio tasks.  Each task's
 //! inbox is a `tokio::sync::mpsc` channel; coroutine 0 of a ring sends to its
 //! right neighbour's inbox, the others relay from their own inbox to the
