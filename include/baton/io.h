@@ -53,7 +53,27 @@
  *     descriptor behind the handle's back.
  *  4. A handle still open when its scheduler is destroyed is closed (its
  *     descriptor too, if owned) and freed by baton_sched_destroy(), like
- *     the tasks that used it: do not use it afterwards.
+ *     the tasks that used it: do not use it afterwards. A notification
+ *     still armed then is never called.
+ *  5. baton_io_notify() is for a handle nobody reads: no task may wait to
+ *     read it while a notification is armed, and close refuses (EBUSY)
+ *     until the notification has run or was disarmed. Its function runs
+ *     on the handle's worker outside any task, in the reactor's turn: it
+ *     must not block or wait; it typically spawns the task that reads.
+ *
+ * A connection that waits long for its next bytes need not keep a task
+ * parked on it (a stack, however small): its task arms a notification and
+ * returns, and the notification starts a new task when bytes arrive:
+ *
+ *     static void on_readable(baton_io_t *io, void *arg)
+ *     {
+ *         baton_sched_spawn(sched, NULL, serve, arg);  // reads again
+ *     }
+ *     ...
+ *     rc = baton_io_read(conn, buf, sizeof buf, 0, &n);   // only try
+ *     if (rc == BATON_EAGAIN &&
+ *         baton_io_notify(conn, BATON_IO_READABLE, on_readable, ctx) == BATON_OK)
+ *         return;                      // no task until bytes arrive
  */
 #ifndef BATON_IO_H
 #define BATON_IO_H
@@ -121,11 +141,28 @@ BATON_API int baton_io_connect(baton_io_t *io, const struct sockaddr *addr,
  * BATON_EAGAIN (timeout 0, not ready), BATON_ETIMEDOUT, BATON_ESYS. */
 BATON_API int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns);
 
+/* What baton_io_notify() calls, once (rule 5). */
+typedef void (*baton_io_notify_fn)(baton_io_t *io, void *arg);
+
+/* Call fn(io, arg) once, on the handle's worker, when it next becomes
+ * readable (or has an error, a hang-up or the peer's end of file), instead
+ * of keeping a task waiting on it (rule 5). Arm it after a read found
+ * nothing: it reacts to edges, as a waiting task does. events is
+ * BATON_IO_READABLE; events 0 with fn NULL disarms instead. Any thread.
+ * Returns BATON_OK (armed; disarming: it was armed and will not run),
+ * BATON_EAGAIN (readable already, nothing armed: read again; disarming:
+ * none was armed, it ran or is running). Errors: BATON_EINVAL (NULL io,
+ * fn NULL with events or the reverse, events other than
+ * BATON_IO_READABLE), BATON_EBUSY (a notification is armed already, or a
+ * task waits to read). */
+BATON_API int baton_io_notify(baton_io_t *io, int events, baton_io_notify_fn fn, void *arg);
+
 /* The descriptor, or BATON_EINVAL. */
 BATON_API int baton_io_fd(const baton_io_t *io);
 
 /* Stop watching the descriptor, close it if owned, free the handle. NULL
- * is a no-op. Errors: BATON_EBUSY (a task waits on it: rule 3). */
+ * is a no-op. Errors: BATON_EBUSY (a task waits on it, or a notification
+ * is armed: rules 3 and 5). */
 BATON_API int baton_io_close(baton_io_t *io);
 
 /* A listening TCP socket on host:port (host NULL = any IPv4 address),

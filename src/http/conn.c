@@ -3,7 +3,8 @@
  * One connection: a loop of read and parse, body, handle, write.
  *
  * What is read accumulates in c->in, the current request first; its head is
- * parsed in place, resuming where the last read's parse stopped (c->prog),
+ * parsed in place, resuming where the last read's parse stopped (the work
+ * block's prog),
  * so a head that arrives a byte at a time is scanned once. A chunked body is
  * decoded in place right behind the head. Responses go to c->out and are
  * written when the task is about to wait for the client, so a pipelined
@@ -50,8 +51,8 @@ static int in_reserve(struct http_conn *c, size_t more, size_t limit)
 						  : baton__realloc(c->in, cap);
 	if (p == NULL)
 		return BATON_ENOMEM;
-	if (p != c->in) /* the parser's progress points into the old buffer */
-		c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
+	if (p != c->in && c->work) /* the parser's progress points into the old buffer */
+		c->work->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 	c->in = p;
 	c->in_cap = cap;
 	return BATON_OK;
@@ -114,10 +115,15 @@ static int read_more_for(struct http_conn *c, size_t limit, int64_t timeout_ns, 
 	return baton_io_read(c->io, c->in + c->in_len, c->in_cap - c->in_len, timeout_ns, n);
 }
 
+/* What read_idle says when the connection parked: its task ends. */
+#define IDLE_PARKED 2
+
 /* Between requests: the next request's first bytes. If none is there
- * yet, the connection waits without its buffers (a keep-alive connection
- * is mostly idle: its memory is then its task's stack and the socket), and
- * they are allocated again when bytes arrive. */
+ * yet, the connection gives its buffers back and parks: its task ends, and
+ * what is left is its record and a notification on its handle, which
+ * starts a task again when bytes arrive (IDLE_PARKED; docs/httpd.md says
+ * why at once rather than after a while). The buffers are taken again
+ * when bytes arrive. */
 static int read_idle(struct http_conn *c, size_t limit, size_t *n)
 {
 	int64_t idle = c->srv->a.idle_timeout_ns;
@@ -132,10 +138,9 @@ static int read_idle(struct http_conn *c, size_t limit, size_t *n)
 	c->work = NULL;
 	c->in_cap = c->out_cap = 0;
 	c->out_len = 0;
-	c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
-	rc = baton_io_wait(c->io, BATON_IO_READABLE, idle);
-	if (rc != BATON_OK)
-		return rc;
+	if (baton__http_conn_park(c, baton__clock_now() + idle))
+		return IDLE_PARKED;
+	/* Bytes came since the read: a waiting read takes them. */
 	return read_more_for(c, limit, idle, n);
 }
 
@@ -211,13 +216,17 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 		if (c->in_len) {
 			/* The request's fields go into the work block, taken
 			 * now that its bytes are here. */
-			if (c->work == NULL && (c->work = baton__http_buf_get(srv)) == NULL)
-				return -503;
+			if (c->work == NULL) {
+				if ((c->work = baton__http_buf_get(srv)) == NULL)
+					return -503;
+				c->work->prog = (struct baton_http_progress)
+					BATON_HTTP_PROGRESS_INIT;
+			}
 			req->fields = c->work->fields;
 			/* Resumes where the last call stopped: a head sent a
 			 * byte at a time is scanned once, not once per byte. */
 			n = baton__http_parse_head_resume(c->in, c->in_len, &srv->lim, req,
-							 &c->prog, NULL);
+							 &c->work->prog, NULL);
 			if (n != BATON_HTTP_NEED_MORE)
 				return n;
 			if (deadline < 0)
@@ -233,12 +242,15 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 			 * CPU, it runs while we write) would otherwise find us
 			 * reading it at once, again and again, while the others
 			 * wait: fairness per request, as an event loop has. */
-			if (c->served)
+			if (c->served && !c->woke)
 				baton_sched_yield();
+			c->woke = false; /* a task just started came last */
 			/* Idle, closed by shutdown. */
 			if (!baton__http_conn_set_idle(c, true))
 				return 0;
 			rc = read_idle(c, limit, &got);
+			if (rc == IDLE_PARKED)
+				return 0; /* still idle, with no task */
 			baton__http_conn_set_idle(c, false);
 			if (rc != BATON_OK || got == 0)
 				return 0; /* idle timeout, EOF or error: just close */
@@ -960,17 +972,17 @@ static int serve_request(struct http_conn *c, struct baton_stage_pass *rd, int *
 	/* Pipelining: what follows this request moves to the front. */
 	memmove(c->in, c->in + end, c->in_len - end);
 	c->in_len -= end;
-	c->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
+	c->work->prog = (struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 	return REQ_NEXT;
 }
 
-void baton__http_conn_main(void *arg)
+bool baton__http_conn_main(struct http_conn *c)
 {
-	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
 	bool linger = false; /* a response was written and the server closes */
 
-	remote_of(c);
+	if (c->served == 0)
+		remote_of(c);
 	/* The watchdog cancels this task at a handler's deadline. */
 	if (srv->a.handler_timeout_ns > 0 && !srv->compute)
 		c->task = baton_task_handle();
@@ -980,6 +992,10 @@ void baton__http_conn_main(void *arg)
 		bool head_only = false;
 		int next = serve_request(c, &rd, &answer, &head_only);
 
+		/* Relaxed: only this task and the notification that starts
+		 * the next one write it, in turn on one worker. */
+		if (__atomic_load_n(&c->parked, __ATOMIC_RELAXED))
+			return true; /* idle between requests: nothing held */
 		if (rd.stage != NULL) /* it failed while being read */
 			baton_stage_leave(&rd, NULL);
 		/* The request is over, its response queued or refused: the
@@ -996,7 +1012,5 @@ void baton__http_conn_main(void *arg)
 	}
 	if (flush(c) == BATON_OK && linger)
 		linger_close(c);
-	/* Only this task ever waits on the handle, and it is here: close is
-	 * not refused (EBUSY). */
-	(void)baton_io_close(c->io);
+	return false;
 }

@@ -88,20 +88,20 @@ static void conn_unlink(struct baton_http_server *srv, struct http_conn *c)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-/* The connection task: wraps baton__http_conn_main with the bookkeeping. */
-static void conn_task(void *arg)
+/* The connection is over (closed, or dropped for want of memory): out of
+ * the list first, so that nobody holding the lock (the sweeper, shutdown)
+ * shuts a descriptor down that is closed or reused, then its handle. */
+static void conn_end(struct http_conn *c)
 {
-	struct http_conn *c = arg;
 	struct baton_http_server *srv = c->srv;
 
-	/* The handle is opened here, on the worker the task is bound to, so
-	 * that this worker's poller reports its edges: its wake-ups stay on
-	 * one worker instead of each crossing from the acceptor's. */
-	if (baton_io_open(&c->io, c->fd, true) == BATON_OK)
-		baton__http_conn_main(c);
+	conn_unlink(srv, c);
+	if (c->io)
+		/* Nothing waits on it and no notification is armed (its task
+		 * is here, or the notification ran): not refused. */
+		(void)baton_io_close(c->io);
 	else
 		close(c->fd);
-	conn_unlink(srv, c);
 	baton__http_buf_put(srv, c->in, c->in_cap);
 	baton__http_buf_put(srv, c->out, c->out_cap);
 	baton__http_buf_put(srv, c->work, HTTP_BUF_SIZE);
@@ -109,20 +109,111 @@ static void conn_task(void *arg)
 	baton_pool_release(srv->conns, 1);
 }
 
-/* --- the watchdog ------------------------------------------------------------ */
-/* How often the watchdog looks: a tenth of the handler timeout, within
- * [1 ms, 100 ms]; a 504 comes at most that late. */
-static int64_t watchdog_tick(const struct baton_http_server *srv)
+/* The connection task: started at accept and again by each notification
+ * of a parked connection; wraps baton__http_conn_main with the
+ * bookkeeping. */
+static void conn_task(void *arg)
 {
-	int64_t t = srv->a.handler_timeout_ns / 10;
+	struct http_conn *c = arg;
 
-	return t < 1000000 ? 1000000 : t > 100000000 ? 100000000 : t;
+	/* The handle is opened here, on the worker the task is bound to, so
+	 * that this worker's poller reports its edges: its wake-ups stay on
+	 * one worker instead of each crossing from the acceptor's. */
+	if (c->io == NULL && baton_io_open(&c->io, c->fd, true) != BATON_OK)
+		c->io = NULL;
+	if (c->io != NULL && baton__http_conn_main(c))
+		return; /* parked: the notification starts the next task */
+	conn_end(c);
 }
 
-/* Cancel every connection task whose handler passed its deadline. */
-static void watchdog_scan(struct baton_http_server *srv, int64_t now)
+static int spawn_conn(struct http_conn *c)
 {
+	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+
+	/* Connections are spread evenly over the I/O workers and stay there:
+	 * each opens its handle on its own worker (conn_task), whose poller
+	 * then wakes it without crossing workers. */
+	ta.coro = c->srv->a.coro;
+	ta.worker = c->worker;
+	ta.flags = BATON_TASK_BOUND;
+	return baton_sched_spawn(c->srv->sched, &ta, conn_task, c);
+}
+
+/* A parked connection's handle became readable (bytes, the end, or the
+ * read side shut by the sweeper or shutdown): on its worker, outside any
+ * task. A task serves it again; without memory for one the connection is
+ * dropped, as a client would see a server out of memory drop it. */
+static void conn_ready(baton_io_t *io, void *arg)
+{
+	struct http_conn *c = arg;
+
+	(void)io;
+	/* Relaxed: the task this spawns reads it on this same worker. */
+	__atomic_store_n(&c->parked, false, __ATOMIC_RELAXED);
+	c->woke = true;
+	if (spawn_conn(c) != BATON_OK)
+		conn_end(c);
+}
+
+bool baton__http_conn_park(struct http_conn *c, int64_t idle_until)
+{
+	/* Relaxed: the sweeper reads it under the lock after parked. */
+	__atomic_store_n(&c->idle_until, idle_until, __ATOMIC_RELAXED);
+	/* Release: idle_until before parked, to the sweeper's acquire. */
+	__atomic_store_n(&c->parked, true, __ATOMIC_RELEASE);
+	if (baton_io_notify(c->io, BATON_IO_READABLE, conn_ready, c) == BATON_OK)
+		return true;
+	__atomic_store_n(&c->parked, false, __ATOMIC_RELAXED); /* ours again */
+	return false;
+}
+
+/* --- the sweeper ----------------------------------------------------------- */
+static int64_t clamp_tick(int64_t t, int64_t lo, int64_t hi)
+{
+	return t < lo ? lo : t > hi ? hi : t;
+}
+
+/* Whether the sweeper cancels handlers past their deadline: the I/O-worker
+ * shape with a handler timeout (with compute workers each connection times
+ * its own job out). */
+static bool sweeps_handlers(const struct baton_http_server *srv)
+{
+	return srv->a.handler_timeout_ns > 0 && !srv->compute;
+}
+
+/* How often the sweeper looks: a tenth of the idle timeout within [10 ms,
+ * 1 s], and of the handler timeout within [1 ms, 100 ms]; a parked
+ * connection is closed, and a 504 comes, at most that late. */
+static int64_t sweeper_tick(const struct baton_http_server *srv)
+{
+	int64_t t = clamp_tick(srv->a.idle_timeout_ns / 10, 10000000, 1000000000);
+
+	if (sweeps_handlers(srv)) {
+		int64_t h = clamp_tick(srv->a.handler_timeout_ns / 10, 1000000, 100000000);
+
+		t = h < t ? h : t;
+	}
+	return t;
+}
+
+/* Under the lock: cancel every connection task whose handler passed its
+ * deadline, and end the idle time of every parked connection past it. */
+static void sweep(struct baton_http_server *srv, int64_t now)
+{
+	bool handlers = sweeps_handlers(srv);
+
 	for (struct http_conn *c = srv->list; c; c = c->next) {
+		/* Acquire: idle_until, stored before parked (conn_park). */
+		if (!c->reaped && __atomic_load_n(&c->parked, __ATOMIC_ACQUIRE) &&
+		    now >= __atomic_load_n(&c->idle_until, __ATOMIC_RELAXED)) {
+			/* Its notification starts a task that reads the end
+			 * and closes; the descriptor is open while the
+			 * connection is listed (conn_end unlinks first). */
+			shutdown(c->fd, SHUT_RD);
+			c->reaped = true;
+		}
+		if (!handlers)
+			continue;
 		/* Acquire: c->task, stored before the deadline (conn.c watch). */
 		int64_t d = __atomic_load_n(&c->deadline, __ATOMIC_ACQUIRE);
 
@@ -138,22 +229,25 @@ static void watchdog_scan(struct baton_http_server *srv, int64_t now)
 }
 
 /*
- * The I/O-worker shape's handler timeout: the handler runs in its
- * connection's task, which cannot time itself out while it is in the
- * handler, so this task looks at the running handlers every tick and
- * cancels the tasks past their deadline (baton/sched.h). It ends once the
- * server is shut down and every connection is gone.
+ * The server's clock for what no task waits for: parked connections have
+ * no task to time their idle timeout out, and, in the I/O-worker shape, a
+ * handler runs in its connection's task, which cannot time itself out
+ * while it is in the handler. So this task looks every tick: it shuts the
+ * read side of parked connections past their idle time (their next task
+ * reads the end and closes) and cancels the tasks whose handler passed its
+ * deadline (baton/sched.h). It ends once the server is shut down and every
+ * connection is gone.
  */
 static void watchdog(void *arg)
 {
 	struct baton_http_server *srv = arg;
-	int64_t tick = watchdog_tick(srv);
+	int64_t tick = sweeper_tick(srv);
 
 	for (;;) {
 		bool end;
 
 		pthread_mutex_lock(&srv->lock);
-		watchdog_scan(srv, baton__clock_now());
+		sweep(srv, baton__clock_now());
 		end = baton__http_shutting(srv) && srv->nconns == 0 && srv->acceptor_done;
 		srv->watchdog_done = end;
 		pthread_mutex_unlock(&srv->lock);
@@ -192,7 +286,7 @@ static void acceptor(void *arg)
 	struct baton_http_server *srv = arg;
 	baton_io_t *lis;
 	int one = 1;
-	bool watchdog_started = srv->watchdog_done; /* none wanted */
+	bool watchdog_started = false;
 
 	if (open_listener(srv, &lis) != BATON_OK) {
 		/* No reactor here (out of memory, or no backend works): the
@@ -241,16 +335,9 @@ static void acceptor(void *arg)
 		}
 		c->srv = srv;
 		c->fd = fd;
+		c->worker = (int)(srv->next_io++ % srv->io_workers);
 		conn_link(srv, c);
-		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
-
-		/* Connections are spread evenly over the I/O workers and stay
-		 * there: each opens its handle on its own worker (conn_task),
-		 * whose poller then wakes it without crossing workers. */
-		ta.coro = srv->a.coro;
-		ta.worker = (int)(srv->next_io++ % srv->io_workers);
-		ta.flags = BATON_TASK_BOUND;
-		if (baton_sched_spawn(srv->sched, &ta, conn_task, c) != BATON_OK) {
+		if (spawn_conn(c) != BATON_OK) {
 			conn_unlink(srv, c);
 			close(fd);
 			baton__free(c);
@@ -259,6 +346,12 @@ static void acceptor(void *arg)
 			continue;
 		}
 		baton_stage_leave(&pass, NULL);
+		/* Let the new connection's task run before the next accept:
+		 * it reads, answers and parks (its stack back to the pool) in
+		 * one turn, so a burst of connections takes a few stacks at a
+		 * time, not one per connection in the backlog, each left dirty
+		 * after the burst. */
+		baton_sched_yield();
 	}
 	baton_io_close(lis);
 out:
@@ -459,9 +552,8 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 		close(srv->lfd);
 		goto fail;
 	}
-	/* The watchdog is the acceptor's to start (it retries on ENOMEM).
-	 * With compute workers each connection times its own job out. */
-	srv->watchdog_done = attr->handler_timeout_ns == 0 || srv->compute;
+	/* The sweeper is the acceptor's to start (it retries on ENOMEM). */
+	srv->watchdog_done = false;
 	/* From here the context is ours to release (at destroy). */
 	srv->handler->release = attr->release;
 	*out = srv;

@@ -95,7 +95,6 @@ struct http_conn {
 	bool idle;		/* between requests (atomic) */
 	unsigned long served;	/* requests answered on this connection */
 	int64_t t_queued;	/* when the response in `out` was queued; 0: unknown */
-	struct baton_http_progress prog; /* of the head being parsed in `in` */
 	char *in;		/* what was read: the current request first */
 	size_t in_len, in_cap;
 	char *out;		/* responses not yet written */
@@ -114,7 +113,17 @@ struct http_conn {
 	baton_task_t *task;	/* this connection's task (its handle) */
 	int64_t deadline;	/* 0: not in a handler; -1: cancelled by the
 				   watchdog; else when (atomic) */
+	/* Parked: idle with no task at all (docs/httpd.md, "Where an idle
+	 * connection lives"); a notification on `io` starts a task again
+	 * when bytes arrive, and the sweeper shuts the read side down once
+	 * `idle_until` passes. */
+	bool parked;		/* (atomic) */
+	bool reaped;		/* the sweeper shut its read side (lock) */
+	bool woke;		/* its task was just started by bytes */
+	int worker;		/* the I/O worker it is bound to */
+	int64_t idle_until;	/* parked: closed after this (atomic) */
 };
+
 
 /*
  * A request handed to the handle stage (compute workers): one heap block,
@@ -155,6 +164,9 @@ struct http_job {
 #define HTTP_CONN_FIELDS 128 /* a connection parses at most this many */
 
 struct http_work {
+	/* Of the head being parsed in `in`: kept here, not in the record,
+	 * since it means something only while bytes are (docs/httpd.md). */
+	struct baton_http_progress prog;
 	struct baton_http_field fields[HTTP_CONN_FIELDS];
 	char scratch[]; /* to the end of the HTTP_BUF_SIZE block */
 };
@@ -167,12 +179,16 @@ _Static_assert(sizeof(struct http_job) + HTTP_CONN_FIELDS * sizeof(struct baton_
 
 /* server.c */
 bool baton__http_conn_set_idle(struct http_conn *c, bool idle);
+/* Park c (its task is about to end): true if armed, false if bytes came
+ * meanwhile (the task reads them). */
+bool baton__http_conn_park(struct http_conn *c, int64_t idle_until);
 void *baton__http_buf_get(struct baton_http_server *srv);
 void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
 bool baton__http_shutting(struct baton_http_server *srv);
 
-/* conn.c */
-void baton__http_conn_main(void *arg);
+/* conn.c: serve c until it closes (false) or parks (true); the caller
+ * closes its handle. */
+bool baton__http_conn_main(struct http_conn *c);
 void baton__http_handle_job(void *item, void *ctx); /* the handle stage's fn */
 
 /* static.c: open srv->static_dir as srv->static_fd and check the symlink

@@ -170,6 +170,8 @@ void baton__io_edge(struct baton_io *io, unsigned events, bool hup)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_waiter *wt;
+	baton_io_notify_fn fn = NULL;
+	void *arg = NULL;
 
 	baton__spin_lock(&io->lock);
 	io->ready |= events & (BATON_IO_IN | BATON_IO_OUT);
@@ -188,8 +190,18 @@ void baton__io_edge(struct baton_io *io, unsigned events, bool hup)
 		while ((wt = baton__waitq_claim_first(&io->waiters[dir])) != NULL)
 			baton__waiter_wake(&wl, wt, BATON_OK);
 	}
+	/* A notification takes the read edge as a waiting reader would; it
+	 * is disarmed here, under the lock, so it runs once. */
+	if (io->notify_fn && (hup || (events & (BATON_IO_IN | BATON_IO_RDHUP)))) {
+		fn = io->notify_fn;
+		arg = io->notify_arg;
+		io->notify_fn = NULL;
+		io->ready &= ~(unsigned)BATON_IO_IN; /* the callee reads it */
+	}
 	baton__spin_unlock(&io->lock);
 	baton__wakelist_run(&wl);
+	if (fn)
+		fn(io, arg); /* last: it may close the handle */
 }
 
 /* The call said EAGAIN: wait for an edge in `dir` (0 read, 1 write) for at
@@ -556,6 +568,31 @@ int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 	return rc;
 }
 
+int baton_io_notify(baton_io_t *io, int events, baton_io_notify_fn fn, void *arg)
+{
+	int rc = BATON_OK;
+
+	if (io == NULL || (fn == NULL) != (events == 0) ||
+	    (events != 0 && events != BATON_IO_READABLE))
+		return BATON_EINVAL;
+	baton__spin_lock(&io->lock);
+	if (fn == NULL) { /* disarm */
+		rc = io->notify_fn ? BATON_OK : BATON_EAGAIN;
+		io->notify_fn = NULL;
+	} else if (io->notify_fn || io->waiters[0].head) {
+		rc = BATON_EBUSY;
+	} else if ((io->ready & BATON_IO_IN) || io->hup || io->rdhup) {
+		/* An edge came since the caller's read: it reads again. */
+		io->ready &= ~(unsigned)BATON_IO_IN;
+		rc = BATON_EAGAIN;
+	} else {
+		io->notify_fn = fn;
+		io->notify_arg = arg;
+	}
+	baton__spin_unlock(&io->lock);
+	return rc;
+}
+
 int baton_io_fd(const baton_io_t *io)
 {
 	return io ? io->fd : BATON_EINVAL;
@@ -569,7 +606,7 @@ int baton_io_close(baton_io_t *io)
 	if (io == NULL)
 		return BATON_OK;
 	baton__spin_lock(&io->lock);
-	busy = io->waiters[0].head || io->waiters[1].head;
+	busy = io->waiters[0].head || io->waiters[1].head || io->notify_fn;
 	baton__spin_unlock(&io->lock);
 	if (busy)
 		return BATON_EBUSY;

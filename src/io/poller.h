@@ -42,12 +42,21 @@ struct baton_io {
 	bool hup;		   /* error or hang-up: every wait returns */
 	bool rdhup;		   /* the peer's end seen: reads never wait */
 	bool not_sock;		   /* send() said ENOTSOCK: a pipe, FIFO, tty */
-	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
+	/* (Here, in the bools' padding: an idle connection's whole cost is
+	 * its handle and its owner's record, so the handle stays small.) */
 	unsigned pending;	   /* io_uring: requests in flight + flags */
+	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
+	/* baton_io_notify: called once at the next read edge, instead of a
+	 * waiting task (under lock; NULL: none armed). */
+	baton_io_notify_fn notify_fn;
+	void *notify_arg;
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 	struct baton_io *retry_next; /* io_uring: the poller's retry list */
 	struct baton_io *live_prev, *live_next; /* its reactor's open handles */
 };
+
+_Static_assert(sizeof(struct baton_io) <= 136 || sizeof(void *) != 8,
+	       "a handle fits a 144-byte malloc chunk on 64-bit targets");
 
 /* A worker's reactor: its hook_data. */
 struct baton_reactor {

@@ -243,6 +243,112 @@ static void test_eof_with_last_bytes(void **state)
 	run_alone(state, eof_task);
 }
 
+/* --- a notification instead of a waiting task (io.h rule 5) ------------- */
+/* The connection parks: its task arms a notification and returns. Bytes
+ * written later call the notification once, outside any task, on the
+ * handle's worker, and the task it spawns reads them. */
+struct notify_ctx {
+	baton_sched_t *s;
+	int peer;
+	int calls;
+	bool in_task;	/* the notification ran inside a task (must not) */
+	bool read_ok;
+	bool done;	/* the reader ended */
+};
+
+static baton_io_t *notify_handle;
+
+static void notify_read_task(void *arg)
+{
+	struct notify_ctx *ctx = arg;
+	char buf[8];
+	size_t n = 0;
+
+	T_CHECK(baton_io_read(notify_handle, buf, sizeof(buf), 1000000000, &n) == BATON_OK);
+	ctx->read_ok = n == 2 && memcmp(buf, "hi", 2) == 0;
+	/* The notification ran and disarmed itself: close is not refused. */
+	T_CHECK(baton_io_close(notify_handle) == BATON_OK);
+	close(ctx->peer);
+	ctx->done = true;
+}
+
+static void on_readable(baton_io_t *io, void *arg)
+{
+	struct notify_ctx *ctx = arg;
+
+	ctx->calls++;
+	ctx->in_task = baton_task_handle() != NULL;
+	if (io != notify_handle ||
+	    baton_sched_spawn(ctx->s, NULL, notify_read_task, ctx) != BATON_OK)
+		ctx->calls += 100; /* seen by the verdict */
+}
+
+static struct notify_ctx notify_ctx;
+
+static void notify_task(void *arg)
+{
+	struct notify_ctx *ctx = &notify_ctx;
+	int sv[2];
+	baton_io_t *r;
+	char buf[8];
+	size_t n;
+
+	(void)arg;
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	T_CHECK(baton_io_open(&r, sv[0], true) == BATON_OK);
+	notify_handle = r;
+	ctx->peer = sv[1];
+	/* Arguments. */
+	T_CHECK(baton_io_notify(NULL, BATON_IO_READABLE, on_readable, ctx) == BATON_EINVAL);
+	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, NULL, ctx) == BATON_EINVAL);
+	T_CHECK(baton_io_notify(r, 0, on_readable, ctx) == BATON_EINVAL);
+	T_CHECK(baton_io_notify(r, BATON_IO_WRITABLE, on_readable, ctx) == BATON_EINVAL);
+	/* Nothing armed: disarming says so. */
+	T_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_EAGAIN);
+	/* Readable already (a remembered edge): nothing armed, read again. */
+	T_CHECK(write(sv[1], "x", 1) == 1);
+	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
+	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_EAGAIN);
+	T_CHECK(baton_io_read(r, buf, sizeof(buf), 0, &n) == BATON_OK && n == 1);
+	T_CHECK(baton_io_read(r, buf, sizeof(buf), 0, &n) == BATON_EAGAIN);
+	/* Armed: a second one, and close, are refused; disarming works once. */
+	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_OK);
+	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_EBUSY);
+	T_CHECK(baton_io_close(r) == BATON_EBUSY);
+	T_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_OK);
+	T_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_EAGAIN);
+	/* Armed for good: this task ends; the bytes start the reader. */
+	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_OK);
+	T_CHECK(write(sv[1], "hi", 2) == 2);
+}
+
+/* No task waits on the handle meanwhile: this one keeps the run going
+ * until the reader is done (at most 5 s). */
+static void notify_keeper(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000 && !notify_ctx.done; i++)
+		T_CHECK(baton_sched_sleep(5000000) == BATON_OK);
+	T_CHECK(notify_ctx.done);
+}
+
+static void test_notify(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+
+	harness_watchdog(30);
+	notify_ctx = (struct notify_ctx){ .s = s, .peer = -1 };
+	spawn(s, state, notify_task, NULL);
+	spawn(s, state, notify_keeper, NULL);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	T_VERDICT();
+	assert_int_equal(notify_ctx.calls, 1);
+	assert_false(notify_ctx.in_task);
+	assert_true(notify_ctx.read_ok);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+	alarm(0);
+}
+
 /* --- a write to a pipe whose reader has gone: EPIPE, no SIGPIPE ---------- */
 /* The default action of SIGPIPE ends the process: this test survives only
  * if the write does not raise it (io.h). A SIGPIPE already pending before
@@ -465,6 +571,7 @@ int main(void)
 		MODEL_TESTS(test_timeouts),
 		MODEL_TESTS(test_eof_with_last_bytes),
 		MODEL_TESTS(test_pipe_epipe_no_sigpipe),
+		MODEL_TESTS(test_notify),
 		MODEL_TESTS(test_wake_from_thread),
 		MODEL_TESTS(test_yield_polls_io),
 		cmocka_unit_test(test_outside_task),
