@@ -8,7 +8,10 @@
 #                and build/report/ (QUICK=1: 5 min; FULL=1: every sweep, 55 min;
 #                SUITE=name for one; BENCH_MINUTES=M for another budget, 0: none)
 #   make httpd   build and run baton-httpd (PORT, WORKERS, HANDLER)
-#   make soak    baton-httpd under mixed load for MINUTES (default 10)
+#   make soak    the two soaks, one after the other, each for MINUTES
+#                (default 10, so 20 min in all): soak-http, baton-httpd
+#                under mixed load; then soak-smr, the stalled-reader bound
+#                of hazard pointers. Either alone: make soak-http|soak-smr
 #   make deb     the Debian packages (debian/) into build/deb/, lintian-checked
 # They install what they need first (Debian packages, a Python venv).
 
@@ -19,7 +22,8 @@ JOBS    ?= 2
 # Each configuration is a preset of CMakePresets.json, built in build/NAME.
 PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
-.PHONY: test bench results httpd soak deb deps-test deps-httpd deps-bench deps-deb venv-test venv clean
+.PHONY: test bench results httpd soak soak-http soak-smr deb deps-test deps-httpd deps-bench deps-deb \
+        deps-soak venv-test venv clean
 
 deps-test:
 	@tools/install-deps.sh test
@@ -29,6 +33,8 @@ deps-bench:
 	@tools/install-deps.sh bench
 deps-deb:
 	@tools/install-deps.sh deb
+deps-soak:
+	@tools/install-deps.sh soak
 
 # The venv's packages: tools/pyproject.toml's dependencies and the groups
 # named (the one list of them; the package itself is not built).
@@ -85,13 +91,34 @@ results: $(VENV)/.bench-stamp
 	PYTHONPATH=tools $(PY) -m baton_bench report --results $(BUILD)/results.jsonl \
 		--report $(BUILD)/report --docs docs/results.md --readme README.md
 
-# A soak of baton-httpd (tests/http/soak.py): two workers under mixed load
-# for MINUTES (split between the C, Lua and Scheme handlers), then checks
-# that nothing crashed, leaked or went unanswered. make test runs 60 s of it.
+# The soaks, each for MINUTES (default 10). make soak runs soak-http, then
+# soak-smr whatever the first gave (a long run should report both), and
+# fails if either failed; sub-makes, so that -j never runs them together.
 MINUTES ?= 10
-soak: deps-httpd
+soak:
+	@$(MAKE) --no-print-directory soak-http; http=$$?; \
+	$(MAKE) --no-print-directory soak-smr && exit $$http
+
+# baton-httpd (tests/http/soak.py): two workers under mixed load for
+# MINUTES (split between the C, Lua and Scheme handlers), then checks that
+# nothing crashed, leaked or went unanswered. make test runs 60 s of it.
+soak-http: deps-httpd
 	cmake --preset release >/dev/null && cmake --build $(BUILD)/release --target baton-httpd
 	python3 tests/http/soak.py --httpd $(BUILD)/release/baton-httpd --seconds $$(( $(MINUTES) * 60 ))
+
+# Hazard pointers' promise (docs/smr.md): a slot held forever by a stalled
+# reader while a writer retires for MINUTES and two readers keep
+# protecting; tests/smr/test_smr.c with BATON_SMR_SOAK_SECONDS runs only
+# that test, the time split between the two coroutine models. It prints
+#   smr soak (BARRIER): S s, R retired, F freed, unreclaimed at most N
+#   (bound B = max(2 x H slots, 64)): held
+# from what it measured (N: the most pending after any retire) and exits 1
+# if a retire ever left more than B unreclaimed or a check failed. Built
+# in the native preset (-O2 -g as shipped; release builds no tests). CTest
+# runs the same test with a fixed count, a few seconds.
+soak-smr: deps-soak
+	cmake --preset native >/dev/null && cmake --build $(BUILD)/native --target test_smr
+	BATON_SMR_SOAK_SECONDS=$$(( $(MINUTES) * 60 )) $(BUILD)/native/tests/smr/test_smr
 
 # Build and run baton-httpd in the foreground (Ctrl-C drains and stops):
 #   make httpd [PORT=8080] [WORKERS=0] [HANDLER=hello]

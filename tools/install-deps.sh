@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Install the Debian packages baton's build, tests and benchmarks need, and
 # skip those already present. Run as root (or with sudo available) on
-# Debian 12. Usage: tools/install-deps.sh test|bench|httpd|deb
+# Debian 12. Usage: tools/install-deps.sh test|bench|httpd|deb|soak
 #   httpd  only what building and running baton-httpd takes (make httpd)
+#   soak   and cmocka, for the native build of test_smr (make soak-smr)
 #   deb    what building and checking the Debian packages takes (make deb)
 #   test   and the test toolchain: cmocka, valgrind, clang, the AArch64 cross
 #          toolchain with qemu-user and arm64 cmocka, Spin, and Boost.Fiber
@@ -19,7 +20,10 @@ pkgs="build-essential cmake ninja-build pkg-config python3-venv
 # toolchain with qemu-user, arm64 cmocka (multiarch) for the cross tests,
 # and what the C++ ring peers checked by tools/tests/test_ring_peers.py
 # build with (g++, Boost.Fiber).
-case $what in httpd | deb) ;; *)
+case $what in httpd | deb) ;;
+soak)
+	pkgs="$pkgs libcmocka-dev" ;;
+*)
 	pkgs="$pkgs libcmocka-dev valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	      qemu-user spin clang libclang-rt-14-dev g++ libboost-fiber-dev" ;;
 esac
@@ -39,7 +43,7 @@ for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
 arm64_cmocka=yes
-[ "$what" = httpd ] || [ "$what" = deb ] ||
+[ "$what" = httpd ] || [ "$what" = deb ] || [ "$what" = soak ] ||
 dpkg-query -W -f='${Status}' libcmocka-dev:arm64 2>/dev/null | grep -q "ok installed" || arm64_cmocka=no
 
 if [ -z "$missing" ] && [ "$arm64_cmocka" = yes ]; then

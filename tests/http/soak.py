@@ -4,7 +4,7 @@
 then checks that nothing was lost or leaked.
 
     python3 tests/http/soak.py --httpd build/native/baton-httpd --seconds 600
-    make soak MINUTES=10            (the same, on the release build)
+    make soak-http MINUTES=10       (the same, on the release build)
 
 The time is split between three servers, one per handler kind: C (the
 built-in hello), Lua and Scheme (tests/http/handlers/echo.lua and echo.scm).

@@ -509,6 +509,8 @@ struct stall {
 	baton_smr_hp_t *stalled;
 	struct obj *held;
 	uint64_t max_pending, bound;
+	int done;	 /* (atomic) the writer has finished (soak readers stop) */
+	int64_t soak_ns; /* how long the writer retired (soak) */
 };
 
 /* A task takes a slot, protects the current object and never clears it;
@@ -524,13 +526,19 @@ static void stall_reader(void *arg)
 	baton_sched_sleep(MS(1)); /* parks holding it: the slot is the task's */
 }
 
+static long soak_seconds(void);
+
 static void hp_reader(void *arg)
 {
 	struct stall *st = arg;
 	baton_smr_hp_t *hp;
+	int soak = soak_seconds() > 0;
 
 	T_CHECK_RC(baton_smr_hp_acquire(st->d, &hp), BATON_OK);
-	for (int i = 0; i < 2000; i++) {
+	/* A soak keeps the slots busy for as long as the writer retires.
+	 * Relaxed: a stop flag, noticed eventually. */
+	for (long i = 0; i < 2000 || (soak && !__atomic_load_n(&st->done, __ATOMIC_RELAXED));
+	     i++) {
 		void *p;
 
 		T_CHECK_RC(baton_smr_hp_protect(hp, (void *const *)&st->cur, &p), BATON_OK);
@@ -543,8 +551,10 @@ static void hp_reader(void *arg)
 	T_CHECK_RC(baton_smr_hp_release(hp), BATON_OK);
 }
 
-/* BATON_SMR_SOAK_SECONDS=S: retire for S seconds instead of a fixed
- * count (a soak of the bound; the watchdog grows to match). */
+/* BATON_SMR_SOAK_SECONDS=S: the soak of the bound (make soak-smr). main
+ * then runs only the stalled-reader test, once per model, each retiring
+ * for its share of S seconds instead of a fixed count while the hazard
+ * readers keep protecting, and prints the summary line (soak_report). */
 static long soak_seconds(void)
 {
 	const char *s = getenv("BATON_SMR_SOAK_SECONDS");
@@ -552,11 +562,29 @@ static long soak_seconds(void)
 	return s && atol(s) > 0 ? atol(s) : 0;
 }
 
+/* The soak's figures, summed over its runs (one per model). */
+static struct {
+	unsigned runs;
+	int64_t ns;			   /* the writers' time retiring */
+	uint64_t retired, freed, slots;	   /* at each run's end */
+	uint64_t max_pending, bound;	   /* the most seen; the least bound */
+} soak_sum;
+
+/* The share of S seconds of the run about to start: S split between the
+ * two models (MODEL_TESTS), the remainder to the last. */
+static int64_t soak_share_ns(void)
+{
+	long s = soak_seconds();
+
+	return MS(1000) * (soak_sum.runs == 0 ? s / 2 : s - s / 2);
+}
+
 static void hp_writer(void *arg)
 {
 	struct stall *st = arg;
 	long n = soak_seconds() ? LONG_MAX : harness_scale(20000, 2000);
-	int64_t end = soak_seconds() ? st_now() + soak_seconds() * MS(1000) : 0;
+	int64_t t0 = st_now();
+	int64_t end = soak_seconds() ? t0 + soak_share_ns() : 0;
 
 	for (long i = 0; i < n && (end == 0 || (i % 1024) || st_now() < end); i++) {
 		struct obj *old = __atomic_exchange_n(&st->cur, obj_new(i), __ATOMIC_ACQ_REL);
@@ -571,6 +599,46 @@ static void hp_writer(void *arg)
 		if (i % 128 == 0)
 			baton_sched_yield();
 	}
+	st->soak_ns = st_now() - t0;
+	/* Relaxed: a stop flag; run's return orders the rest for the test. */
+	__atomic_store_n(&st->done, 1, __ATOMIC_RELAXED);
+}
+
+/* Commas every three digits (the soak's counts run to billions). */
+static const char *grouped(uint64_t v, char buf[32])
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), o = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* The soak's verdict, from the figures measured: held if every run ended
+ * without a failure and no retire left more unreclaimed than the bound.
+ * Returns the exit status. */
+static int soak_report(int failed)
+{
+	char r[32], f[32];
+	int held = !failed && soak_sum.runs == 2 && soak_sum.max_pending <= soak_sum.bound;
+
+	printf("smr soak (%s): %lld s, %s retired, %s freed, unreclaimed at most %llu "
+	       "(bound %llu = max(2 x %llu slots, %d)): %s\n",
+	       baton_smr_barrier_name(baton_smr_barrier_kind()),
+	       (long long)((soak_sum.ns + MS(500)) / MS(1000)), grouped(soak_sum.retired, r),
+	       grouped(soak_sum.freed, f), (unsigned long long)soak_sum.max_pending,
+	       (unsigned long long)soak_sum.bound, (unsigned long long)soak_sum.slots,
+	       BATON_SMR_BATCH,
+	       held ? "held"
+	       : soak_sum.max_pending > soak_sum.bound ? "EXCEEDED"
+	       : "FAILED (see above)");
+	fflush(stdout);
+	return held ? 0 : 1;
 }
 
 static void test_hp_stalled_reader(void **state)
@@ -591,11 +659,22 @@ static void test_hp_stalled_reader(void **state)
 	st_spawn(s, state, 1, hp_reader, &st);
 	st_spawn(s, state, 1, hp_writer, &st);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
+	assert_int_equal(baton_smr_stats(st.d, &ss), BATON_OK);
+	/* Counted before any check can end the test: a failed soak still
+	 * reports what it saw. */
+	soak_sum.runs++;
+	soak_sum.ns += st.soak_ns;
+	soak_sum.retired += ss.retired;
+	soak_sum.freed += ss.freed;
+	soak_sum.slots = ss.hp_slots;
+	if (st.max_pending > soak_sum.max_pending)
+		soak_sum.max_pending = st.max_pending;
+	if (soak_sum.bound == 0 || st.bound < soak_sum.bound)
+		soak_sum.bound = st.bound;
 	T_VERDICT();
 	/* The stalled slot still names its object: it is alive, retired,
 	 * and the pending count stayed under the bound throughout. */
 	assert_true(obj_live(st.held));
-	assert_int_equal(baton_smr_stats(st.d, &ss), BATON_OK);
 	print_message("%s: hazard slots %lu, bound %lu, most pending %lu, freed %lu\n",
 		      ATTR(state)->name, (unsigned long)ss.hp_slots, (unsigned long)st.bound,
 		      (unsigned long)st.max_pending, (unsigned long)ss.freed);
@@ -623,6 +702,11 @@ int main(void)
 		MODEL_TESTS(test_tasks_and_threads),
 		MODEL_TESTS(test_hp_stalled_reader),
 	};
+	const struct CMUnitTest smr_soak[] = {
+		MODEL_TESTS(test_hp_stalled_reader),
+	};
 
+	if (soak_seconds())
+		return soak_report(cmocka_run_group_tests(smr_soak, NULL, NULL));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
