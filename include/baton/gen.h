@@ -10,7 +10,7 @@
  * which enumerates binary trees through a generator per subtree size).
  *
  * @code
- *     static void upto(baton_gen_t *g, void *arg)
+ *     static void count_up(baton_gen_t *g, void *arg)
  *     {
  *         for (intptr_t i = 0; i < (intptr_t)arg; i++)
  *             baton_gen_yield(g, (void *)i);
@@ -18,7 +18,7 @@
  *
  *     baton_gen_t *g;
  *     void *v;
- *     baton_gen_create(&g, NULL, upto, (void *)3);
+ *     baton_gen_create(&g, NULL, count_up, (void *)3);
  *     while (baton_gen_next(g, &v) == BATON_OK)
  *         printf("%ld\n", (long)(intptr_t)v);   // 0 1 2
  *     baton_gen_destroy(g);
