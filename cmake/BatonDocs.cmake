@@ -10,7 +10,8 @@ option(BATON_BUILD_DOCS "build the man pages and HTML reference (if Doxygen is f
 # A public symbol left undocumented, a @param that names no parameter...
 # fail the docs build.
 option(BATON_DOCS_WERROR "Doxygen warnings fail the docs build" ON)
-set(BATON_DOCS_DIR ${PROJECT_BINARY_DIR}/docs)
+set(BATON_DOCS_DIR ${PROJECT_BINARY_DIR}/docs CACHE PATH
+    "where the docs target writes man/ and html/ (make docs: build/docs)")
 set(BATON_HAVE_DOCS OFF)
 if(NOT BATON_BUILD_DOCS)
   return()
