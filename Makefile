@@ -13,6 +13,8 @@
 #                under mixed load; then soak-smr, the stalled-reader bound
 #                of hazard pointers. Either alone: make soak-http|soak-smr
 #   make deb     the Debian packages (debian/) into build/deb/, lintian-checked
+#   make docs    the man pages (build/docs/man/man3) and HTML reference
+#                (build/docs/html) from the public headers, by Doxygen
 # They install what they need first (Debian packages, a Python venv).
 
 BUILD   := build
@@ -22,8 +24,12 @@ JOBS    ?= 2
 # Each configuration is a preset of CMakePresets.json, built in build/NAME.
 PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
+<<<<<<< HEAD
 .PHONY: test bench results httpd soak soak-http soak-smr deb deps-test deps-httpd deps-bench deps-deb \
         deps-soak venv-test venv clean
+=======
+.PHONY: test bench results httpd soak deb docs deps-test deps-httpd deps-bench deps-deb deps-docs venv-test venv clean
+>>>>>>> helper-man
 
 deps-test:
 	@tools/install-deps.sh test
@@ -33,8 +39,13 @@ deps-bench:
 	@tools/install-deps.sh bench
 deps-deb:
 	@tools/install-deps.sh deb
+<<<<<<< HEAD
 deps-soak:
 	@tools/install-deps.sh soak
+=======
+deps-docs:
+	@tools/install-deps.sh docs
+>>>>>>> helper-man
 
 # The venv's packages: tools/pyproject.toml's dependencies and the groups
 # named (the one list of them; the package itself is not built).
@@ -132,6 +143,13 @@ httpd: deps-httpd
 # The Debian packages into build/deb/ (tools/make-deb.sh; docs/install.md).
 deb: deps-deb
 	tools/make-deb.sh $(BUILD)/deb
+
+# The reference manual from the headers' comments (cmake/BatonDocs.cmake,
+# docs/Doxyfile.in): `man -l build/docs/man/man3/baton_chan_send.3`,
+# build/docs/html/index.html. The preset docs configures the library
+# alone (build/docs/cmake) and writes into build/docs.
+docs: deps-docs
+	cmake --preset docs >/dev/null && cmake --build --preset docs
 
 clean:
 	rm -rf $(BUILD)

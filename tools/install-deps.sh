@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Install the Debian packages baton's build, tests and benchmarks need, and
 # skip those already present. Run as root (or with sudo available) on
-# Debian 12. Usage: tools/install-deps.sh test|bench|httpd|deb|soak
+# Debian 12. Usage: tools/install-deps.sh test|bench|httpd|deb|docs|soak
 #   httpd  only what building and running baton-httpd takes (make httpd)
 #   soak   and cmocka, for the native build of test_smr (make soak-smr)
 #   deb    what building and checking the Debian packages takes (make deb)
+#   docs   what building the man pages and HTML reference takes (make docs)
 #   test   and the test toolchain: cmocka, valgrind, clang, the AArch64 cross
 #          toolchain with qemu-user and arm64 cmocka, Spin, and Boost.Fiber
 #          for the ring peers' tests
@@ -20,7 +21,7 @@ pkgs="build-essential cmake ninja-build pkg-config python3-venv
 # toolchain with qemu-user, arm64 cmocka (multiarch) for the cross tests,
 # and what the C++ ring peers checked by tools/tests/test_ring_peers.py
 # build with (g++, Boost.Fiber).
-case $what in httpd | deb) ;;
+case $what in httpd | deb | docs) ;;
 soak)
 	pkgs="$pkgs libcmocka-dev" ;;
 *)
@@ -31,6 +32,11 @@ esac
 # dpkg-dev build them, help2man writes the man page, lintian checks them.
 case $what in test | deb)
 	pkgs="$pkgs debhelper dpkg-dev help2man lintian" ;;
+esac
+# Documentation (make docs, the docs target of every build, the manpages
+# test, libbaton-dev's man pages): Doxygen writes them from the headers.
+case $what in test | deb | docs)
+	pkgs="$pkgs doxygen" ;;
 esac
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
@@ -43,7 +49,7 @@ for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
 arm64_cmocka=yes
-[ "$what" = httpd ] || [ "$what" = deb ] || [ "$what" = soak ] ||
+[ "$what" = httpd ] || [ "$what" = deb ] || [ "$what" = docs ] || [ "$what" = soak ] ||
 dpkg-query -W -f='${Status}' libcmocka-dev:arm64 2>/dev/null | grep -q "ok installed" || arm64_cmocka=no
 
 if [ -z "$missing" ] && [ "$arm64_cmocka" = yes ]; then

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/baton.h - every public baton header at once. Prefer the module
+/**
+ * @file baton/baton.h
+ * every public baton header at once. Prefer the module
  * headers (baton/coro.h, baton/gen.h...) in library code; this one is for
  * programs that use several modules.
  */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/chan.h - channels: tasks hand each other messages, blocking until
+/**
+ * @file baton/chan.h
+ * channels: tasks hand each other messages, blocking until
  * the other side is ready (unbuffered) or the buffer has room (buffered).
  *
  * A message is one pointer, as with coroutines. A channel may be used by
@@ -8,6 +9,7 @@
  * task, never its worker. baton_chan_select() waits for the first of several
  * sends and receives.
  *
+ * @code
  *     static void producer(void *arg)
  *     {
  *         baton_chan_t *ch = arg;
@@ -31,6 +33,7 @@
  *     baton_sched_spawn(s, NULL, consumer, ch);
  *     baton_sched_run(s);
  *     baton_chan_destroy(ch);
+ * @endcode
  *
  * Timeouts: every blocking call takes timeout_ns: < 0 waits forever, 0 only
  * tries (BATON_EAGAIN if it would block), > 0 waits at most that long
@@ -70,54 +73,82 @@
 extern "C" {
 #endif
 
+/** A channel (opaque). */
 typedef struct baton_chan baton_chan_t;
 
+/** The largest capacity baton_chan_create() takes. */
 #define BATON_CHAN_MAX_CAPACITY ((size_t)1 << 30)
 
-/* A channel buffering up to `capacity` messages (0: unbuffered).
- * Errors: BATON_EINVAL (NULL out, capacity > BATON_CHAN_MAX_CAPACITY),
- * BATON_ENOMEM. */
+/** A channel buffering up to `capacity` messages (0: unbuffered).
+ * @param out receives the new channel
+ * @param capacity the messages it buffers (0: unbuffered)
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL out, capacity >
+ * BATON_CHAN_MAX_CAPACITY), BATON_ENOMEM. */
 BATON_API int baton_chan_create(baton_chan_t **out, size_t capacity);
 
-/* Send `value`. Errors: BATON_EINVAL, BATON_ECLOSED, BATON_EAGAIN
+/** Send `value`.
+ * @param ch the channel
+ * @param value the message
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_ECLOSED, BATON_EAGAIN
  * (timeout 0), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
 BATON_API int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns);
 
-/* Receive into *value (which may be NULL to discard). Errors: as send;
- * BATON_ECLOSED once the channel is closed and its buffer empty. */
+/** Receive into *value (which may be NULL to discard).
+ * @param ch the channel
+ * @param value receives the message, or NULL to discard it
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: as send; BATON_ECLOSED once the channel is
+ * closed and its buffer empty. */
 BATON_API int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns);
 
-/* Close: see rule 3. Errors: BATON_EINVAL, BATON_ECLOSED (already). */
+/** Close: see rule 3.
+ * @param ch the channel
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_ECLOSED (already). */
 BATON_API int baton_chan_close(baton_chan_t *ch);
 
-/* Messages buffered now, or BATON_EINVAL. */
+/** Messages buffered now, or BATON_EINVAL.
+ * @param ch the channel
+ * @return the number of messages buffered, or BATON_EINVAL */
 BATON_API long baton_chan_len(baton_chan_t *ch);
 
-/* Free the channel. NULL is a no-op. Errors: BATON_EBUSY (tasks wait). */
+/** Free the channel. NULL is a no-op.
+ * @param ch the channel
+ * @return BATON_OK, or an error: BATON_EBUSY (tasks wait). */
 BATON_API int baton_chan_destroy(baton_chan_t *ch);
 
 /* --- select ---------------------------------------------------------------- */
+/** What a case of baton_chan_select() does. */
 enum baton_chan_dir {
-	BATON_CHAN_SEND = 0,
-	BATON_CHAN_RECV = 1,
+	BATON_CHAN_SEND = 0, /**< send value */
+	BATON_CHAN_RECV = 1, /**< receive into value */
 };
 
+/** One case of baton_chan_select(). */
 struct baton_chan_op {
-	baton_chan_t *chan;
-	int dir;      /* enum baton_chan_dir */
-	void *value;  /* send: the message; recv: set to the message received */
-	int result;   /* set for the completed case: BATON_OK or BATON_ECLOSED */
+	baton_chan_t *chan; /**< the channel */
+	int dir;      /**< enum baton_chan_dir */
+	void *value;  /**< send: the message; recv: set to the message received */
+	int result;   /**< set for the completed case: BATON_OK or BATON_ECLOSED */
 };
 
+/** The most cases one baton_chan_select() takes. */
 #define BATON_CHAN_SELECT_MAX 64
 
-/* Complete exactly one of the n operations, the first that can proceed
+/** Complete exactly one of the n operations, the first that can proceed
  * (several ready at once: one chosen at random, so none starves); store its
  * position in *index and its outcome in ops[*index].result (BATON_OK, or
  * BATON_ECLOSED for a closed channel). A channel may appear in several ops.
- * Errors: BATON_EINVAL (NULL ops or index, n == 0 or > BATON_CHAN_SELECT_MAX,
- * a NULL chan, a bad dir), BATON_EAGAIN (timeout 0, nothing ready),
- * BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+ * @param ops the operations, one per case
+ * @param n how many operations ops holds
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @param index receives the position of the completed operation
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL ops or index, n == 0 or >
+ * BATON_CHAN_SELECT_MAX, a NULL chan, a bad dir), BATON_EAGAIN (timeout 0,
+ * nothing ready), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
 BATON_API int baton_chan_select(struct baton_chan_op *ops, size_t n,
 				int64_t timeout_ns, size_t *index);
 

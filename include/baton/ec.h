@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/ec.h - event counts: a version counter that threads can sleep on
+/**
+ * @file baton/ec.h
+ * event counts: a version counter that threads can sleep on
  * until it changes, without lost wake-ups and without a system call on the
  * increment when nobody sleeps.
  *
@@ -10,6 +11,7 @@
  * a waiter has announced itself (the sleepers flag) does the increment pay
  * for a futex wake.
  *
+ * @code
  *     baton_ec_t ec = BATON_EC_INITIALIZER;
  *
  *     // consumer                              // producer
@@ -19,6 +21,7 @@
  *             break;
  *         baton_ec_wait(&ec, v, -1);
  *     }
+ * @endcode
  *
  * Layout: one 32-bit word. Bit 31 is the sleepers flag, bits 0..30 the
  * version. The version wraps from 0x7fffffff to 0; a waiter only compares
@@ -55,48 +58,65 @@
 extern "C" {
 #endif
 
+/** An event count: one 32-bit word, embedded by value. */
 typedef struct baton_ec {
-	uint32_t word;  /* accessed only with __atomic builtins (or the x86 asm below) */
+	uint32_t word;  /**< accessed only with __atomic builtins (or the x86 asm below) */
 } baton_ec_t;
 
+/** Version 0, no sleepers: a static initialiser. */
 #define BATON_EC_INITIALIZER { 0 }
 
-#define BATON_EC_FLAG    UINT32_C(0x80000000) /* sleepers flag */
-#define BATON_EC_VERSION UINT32_C(0x7fffffff) /* version bits */
+#define BATON_EC_FLAG    UINT32_C(0x80000000) /**< sleepers flag */
+#define BATON_EC_VERSION UINT32_C(0x7fffffff) /**< version bits */
 
-/* Sets `ec` to version 0 with no sleepers. Not concurrent-safe. */
+/** Sets `ec` to version 0 with no sleepers. Not concurrent-safe.
+ * @param ec the event count
+ * @return BATON_OK, or BATON_EINVAL for a NULL ec */
 BATON_API int baton_ec_init(baton_ec_t *ec);
 
-/*
- * Waits until the version differs from `old`. Returns BATON_OK as soon as it
- * does; with timeout_ns < 0 it waits forever, with 0 it only looks
- * (BATON_EAGAIN if the version is still `old`, as a timeout of 0 answers in
- * every module of baton), with > 0 it gives up after that many nanoseconds
- * (BATON_ETIMEDOUT); BATON_EINVAL for a NULL ec or an `old` with bit 31
- * set (not a version). Spins briefly, then sets the sleepers flag and blocks in
- * FUTEX_WAIT. For its first second of blocking it sleeps in growing slices
- * (1 ms, x4 each time) and re-checks, so that a flag lost to a concurrent
- * baton_ec_inc_sp() costs at most one slice; an increment that sees the
- * flag wakes it at once in every case.
- */
+/** Waits until the version differs from `old`. Spins briefly, then sets
+ * the sleepers flag and blocks in FUTEX_WAIT. For its first second of
+ * blocking it sleeps in growing slices (1 ms, x4 each time) and re-checks,
+ * so that a flag lost to a concurrent baton_ec_inc_sp() costs at most one
+ * slice; an increment that sees the flag wakes it at once in every case.
+ * @param ec the event count
+ * @param old the version last seen (bit 31 clear)
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK as soon as it does; with timeout_ns < 0 it waits forever,
+ * with 0 it only looks (BATON_EAGAIN if the version is still `old`, as a
+ * timeout of 0 answers in every module of baton), with > 0 it gives up after
+ * that many nanoseconds (BATON_ETIMEDOUT); BATON_EINVAL for a NULL ec or an
+ * `old` with bit 31 set (not a version). */
 BATON_API int baton_ec_wait(baton_ec_t *ec, uint32_t old, int64_t timeout_ns);
 
-/* As baton_ec_wait() but blocks without the growing slices: for event counts
- * that are only ever incremented with baton_ec_inc() (rule 3). */
+/** As baton_ec_wait() but blocks without the growing slices: for event counts
+ * that are only ever incremented with baton_ec_inc() (rule 3).
+ * @param ec the event count
+ * @param old the version last seen (bit 31 clear)
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return as baton_ec_wait() */
 BATON_API int baton_ec_wait_mp(baton_ec_t *ec, uint32_t old, int64_t timeout_ns);
 
-/* The slow path of an increment that saw the sleepers flag: clears it and
- * wakes every sleeper. Harmless at any time (a spurious wake-up). */
+/** The slow path of an increment that saw the sleepers flag: clears it and
+ * wakes every sleeper. Harmless at any time (a spurious wake-up).
+ * @param ec the event count
+ * @return BATON_OK, or BATON_EINVAL for a NULL ec */
 BATON_API int baton_ec_wake(baton_ec_t *ec);
 
-/* Is the sleepers flag set (someone is, or was about to be, asleep)? */
+/** Is the sleepers flag set (someone is, or was about to be, asleep)?
+ * @param ec the event count
+ * @return non-zero if the flag is set, else 0 (also for NULL) */
 static inline int baton_ec_has_waiters(const baton_ec_t *ec)
 {
 	/* relaxed: a hint; it orders nothing */
 	return ec && (__atomic_load_n(&ec->word, __ATOMIC_RELAXED) & BATON_EC_FLAG);
 }
 
-/* The current version (0 for a NULL ec). */
+/** The current version (0 for a NULL ec).
+ * @param ec the event count
+ * @return the version */
 static inline uint32_t baton_ec_value(const baton_ec_t *ec)
 {
 	if (__builtin_expect(ec == NULL, 0))
@@ -146,6 +166,10 @@ static inline baton_ec_t *baton__ec_nonnull(baton_ec_t *ec, baton_ec_t *sink)
 #define BATON_EC_NONNULL(ec, sink) ((ec) ? (ec) : (sink))
 #endif
 
+/** Increment the version (a release) and wake the sleepers if the flag was
+ * set; any number of threads at once (rule 1).
+ * @param ec the event count
+ * @return BATON_OK, or BATON_EINVAL for a NULL ec */
 static inline int baton_ec_inc(baton_ec_t *ec)
 {
 	static baton_ec_t null_sink;
@@ -166,8 +190,7 @@ static inline int baton_ec_inc(baton_ec_t *ec)
 	return ec ? BATON_OK : BATON_EINVAL;
 }
 
-/*
- * Single-producer increment (rule 2). x86-64: a plain, non-atomic "incl" on
+/** Single-producer increment (rule 2). x86-64: a plain, non-atomic "incl" on
  * the word: x86-TSO keeps stores in order (a release), the single producer
  * always reads its own latest version, and the only thing it can overwrite
  * is a sleepers flag a waiter set between its load and its store; the
@@ -175,7 +198,8 @@ static inline int baton_ec_inc(baton_ec_t *ec)
  * (docs/ec.md has the argument). Elsewhere it is baton_ec_inc(): a plain
  * load/add/store can be preempted between load and store for any time, so
  * no time bound could make a lost flag safe.
- */
+ * @param ec the event count
+ * @return BATON_OK, or BATON_EINVAL for a NULL ec */
 static inline int baton_ec_inc_sp(baton_ec_t *ec)
 {
 #ifdef BATON_EC_X86_SP

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/error.h - error codes shared by every baton module.
+/**
+ * @file baton/error.h
+ * error codes shared by every baton module.
  *
  * Every public baton function that can fail returns an int: BATON_OK (0) on
  * success or one of the negative codes below. baton_strerror() turns a code
  * into a sentence fit for a log line, baton_err_name() into its name.
  *
+ * @code
  *     int rc = baton_coro_resume(co, NULL, &out);
  *     if (rc != BATON_OK)
  *         fprintf(stderr, "resume: %s (%s)\n", baton_strerror(rc), baton_err_name(rc));
+ * @endcode
  *
  * Rules:
  *  - Codes are stable: new ones are appended, none is renumbered.
@@ -35,7 +38,7 @@
 extern "C" {
 #endif
 
-/*
+/**
  * Every code once: X(NAME, value, description). The enum, baton_strerror()
  * and baton_err_name() are generated from this list, so they cannot
  * disagree; a program can expand it too (a table of its own, a binding).
@@ -65,15 +68,20 @@ extern "C" {
 	X(ECANCELED, -19, "the task was cancelled (baton_task_cancel)")
 
 #define BATON_ERROR_ENUM_(name, value, text) BATON_##name = (value),
+/** The codes: BATON_OK, and BATON_E* negative (the list above). */
 enum baton_error { BATON_ERRORS(BATON_ERROR_ENUM_) };
 #undef BATON_ERROR_ENUM_
 
-/* A readable, static description of `code`; never NULL (an unknown code
- * gets "unknown baton error code"). */
+/** A readable, static description of `code`; never NULL (an unknown code
+ * gets "unknown baton error code").
+ * @param code an error code (BATON_OK, BATON_E*)
+ * @return the description, static, never NULL */
 BATON_API const char *baton_strerror(int code);
 
-/* The code's name without the prefix ("EINVAL", "OK"), for logs and
- * bindings; "UNKNOWN" for a code not in the list. Static, never NULL. */
+/** The code's name without the prefix ("EINVAL", "OK"), for logs and
+ * bindings; "UNKNOWN" for a code not in the list. Static, never NULL.
+ * @param code an error code (BATON_OK, BATON_E*)
+ * @return the name, static, never NULL */
 BATON_API const char *baton_err_name(int code);
 
 #ifdef __cplusplus

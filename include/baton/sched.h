@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/sched.h - schedulers: run many coroutines ("tasks") on one thread or
+/**
+ * @file baton/sched.h
+ * schedulers: run many coroutines ("tasks") on one thread or
  * on every core, switching to another task whenever one blocks.
  *
  * A scheduler has N workers, each a thread with its own run queue. With one
@@ -21,6 +22,7 @@
  * from another worker moves to the waker's worker when it can, so tasks
  * that talk to each other end up on one worker.
  *
+ * @code
  *     static void hello(void *arg)
  *     {
  *         printf("task %ld\n", (long)arg);
@@ -37,6 +39,7 @@
  *         baton_sched_spawn(s, NULL, hello, (void *)i);
  *     baton_sched_run(s);                        // returns when all are done
  *     baton_sched_destroy(s);
+ * @endcode
  *
  * Tasks block on the primitives of baton/chan.h and baton/sync.h and on
  * baton_sched_sleep(); every blocking call takes a timeout, and a task that
@@ -77,25 +80,31 @@
 extern "C" {
 #endif
 
+/** A scheduler (opaque). */
 typedef struct baton_sched baton_sched_t;
 
-/* The body of a task. */
+/** The body of a task. */
 typedef void (*baton_task_fn)(void *arg);
 
+/** The most workers a scheduler has. */
 #define BATON_SCHED_MAX_WORKERS 1024
 
+/** Attributes of a scheduler: baton_sched_attr_init() sets the defaults. */
 struct baton_sched_attr {
-	unsigned workers; /* 0 = one per online CPU; 1 = single-thread */
-	int io_backend;	  /* deprecated: use baton_io_set_backend() of
+	unsigned workers; /**< 0 = one per online CPU; 1 = single-thread */
+	int io_backend;	  /**< deprecated: use baton_io_set_backend() of
 			     baton/io.h, which owns the type. Kept so that
 			     existing code compiles: a baton_io_backend_t
 			     value (this header sits below io.h and cannot
 			     name it); 0 = AUTO */
 };
+/** The defaults of struct baton_sched_attr, as an initialiser. */
 #define BATON_SCHED_ATTR_INIT { 1, 0 }
 
-/* The defaults (one worker, the AUTO reactor) in *a: the attribute
- * convention of every module (docs/architecture.md). Errors: BATON_EINVAL
+/** The defaults (one worker, the AUTO reactor) in *a: the attribute
+ * convention of every module (docs/architecture.md).
+ * @param a the attributes to set to the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL
  * (NULL a). */
 static inline int baton_sched_attr_init(struct baton_sched_attr *a)
 {
@@ -108,20 +117,25 @@ static inline int baton_sched_attr_init(struct baton_sched_attr *a)
 }
 
 /* Spawn options: the coroutine to create and where to start it. */
+/** baton_task_attr.worker: no worker chosen. */
 #define BATON_SCHED_ANY_WORKER (-1)
-/* The task stays on the worker it starts on: it is never stolen and does
+/** The task stays on the worker it starts on: it is never stolen and does
  * not follow the task that wakes it (to keep I/O apart from compute). */
 #define BATON_TASK_BOUND 1u
+/** Spawn options: the coroutine to create and where to start it. */
 struct baton_task_attr {
-	struct baton_coro_attr coro; /* model, stack size, name */
-	int worker; /* BATON_SCHED_ANY_WORKER: the spawning task's worker,
+	struct baton_coro_attr coro; /**< model, stack size, name */
+	int worker; /**< BATON_SCHED_ANY_WORKER: the spawning task's worker,
 		       or round-robin when spawned from outside a task */
-	unsigned flags; /* 0 or BATON_TASK_BOUND */
+	unsigned flags; /**< 0 or BATON_TASK_BOUND */
 };
+/** The defaults of struct baton_task_attr, as an initialiser. */
 #define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER, 0 }
 
-/* The defaults (a stackful coroutine with the default stack, any worker,
- * no flags) in *a. Errors: BATON_EINVAL (NULL a). */
+/** The defaults (a stackful coroutine with the default stack, any worker,
+ * no flags) in *a.
+ * @param a the attributes to set to the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL a). */
 static inline int baton_task_attr_init(struct baton_task_attr *a)
 {
 	const struct baton_task_attr d = BATON_TASK_ATTR_INIT;
@@ -132,78 +146,97 @@ static inline int baton_task_attr_init(struct baton_task_attr *a)
 	return BATON_OK;
 }
 
-/* Create a scheduler; attr may be NULL (one worker).
- * Errors: BATON_EINVAL (NULL out, workers > BATON_SCHED_MAX_WORKERS, an
- * io_backend that is not a baton_io_backend_t value), BATON_ENOMEM. */
+/** Create a scheduler; attr may be NULL (one worker).
+ * @param out receives the new scheduler
+ * @param attr the attributes, or NULL for the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL out, workers >
+ * BATON_SCHED_MAX_WORKERS, an io_backend that is not a baton_io_backend_t
+ * value), BATON_ENOMEM. */
 BATON_API int baton_sched_create(baton_sched_t **out,
 				 const struct baton_sched_attr *attr);
 
-/* Create a task running fn(arg); it runs once baton_sched_run() is (or
+/** Create a task running fn(arg); it runs once baton_sched_run() is (or
  * already is) running. May be called from any thread, and from tasks.
- * Errors: BATON_EINVAL (NULL s or fn, worker out of range, unknown flags, bad coroutine
- * attributes), BATON_ESTACK, BATON_ENOMEM, BATON_ESHUTDOWN (the scheduler
- * is being destroyed). */
+ * @param s the scheduler
+ * @param attr the attributes, or NULL for the defaults
+ * @param fn the task's body
+ * @param arg passed to `fn`
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL s or fn, worker out of
+ * range, unknown flags, bad coroutine attributes), BATON_ESTACK, BATON_ENOMEM,
+ * BATON_ESHUTDOWN (the scheduler is being destroyed). */
 BATON_API int baton_sched_spawn(baton_sched_t *s,
 				const struct baton_task_attr *attr,
 				baton_task_fn fn, void *arg);
 
-/* Run the scheduler on the calling thread (worker 0) and its other workers
+/** Run the scheduler on the calling thread (worker 0) and its other workers
  * until every task has finished or baton_sched_stop() is called. May be
  * called again afterwards.
  * A task may run another scheduler: its worker then waits for that run.
- * Errors: BATON_EINVAL, BATON_EBUSY (already running, or called from one of
- * its own tasks), BATON_ETHREAD (called from another thread than the last
- * run while copy-stack tasks that ran on worker 0 are unfinished: their
- * frames live on that thread's shared stack, see rule 2), BATON_ESYS (a worker thread could not be started; the
- * tasks then run on the workers that could). */
+ * @param s the scheduler
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_EBUSY (already running,
+ * or called from one of its own tasks), BATON_ETHREAD (called from another
+ * thread than the last run while copy-stack tasks that ran on worker 0 are
+ * unfinished: their frames live on that thread's shared stack, see rule 2),
+ * BATON_ESYS (a worker thread could not be started; the tasks then run on the
+ * workers that could). */
 BATON_API int baton_sched_run(baton_sched_t *s);
 
-/* Make baton_sched_run() return soon: each worker notices at its next poll
+/** Make baton_sched_run() return soon: each worker notices at its next poll
  * (within 61 dispatches, or at once when idle); tasks not finished stay
  * where they are and a later run continues them. A stop made while the
  * scheduler is not running has no effect on the next run. Any thread.
- * Errors: BATON_EINVAL. */
+ * @param s the scheduler
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_sched_stop(baton_sched_t *s);
 
-/* Free the scheduler and the tasks that never finished (rule 5).
- * Errors: BATON_EBUSY (it is running). NULL is a no-op. */
+/** Free the scheduler and the tasks that never finished (rule 5).
+ * @param s the scheduler
+ * @return BATON_OK, or an error: BATON_EBUSY (it is running). NULL is a no-op. */
 BATON_API int baton_sched_destroy(baton_sched_t *s);
 
-/* Number of workers. Errors: BATON_EINVAL. */
+/** Number of workers.
+ * @param s the scheduler
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_sched_workers(const baton_sched_t *s);
 
-/* What the scheduler did, summed over its workers since it was created.
+/** What the scheduler did, summed over its workers since it was created.
  * A hop is a dispatch: one task switched in to run. */
 struct baton_sched_stats {
-	uint64_t dispatches;  /* tasks switched in (first runs included) */
-	uint64_t handoffs;    /* of those, straight from the task before */
-	uint64_t cross_wakes; /* wake-ups sent to another worker's inbox */
-	uint64_t steals;      /* tasks handed to idle workers */
-	uint64_t fair_turns;  /* woken tasks sent behind the queue by the
+	uint64_t dispatches;  /**< tasks switched in (first runs included) */
+	uint64_t handoffs;    /**< of those, straight from the task before */
+	uint64_t cross_wakes; /**< wake-ups sent to another worker's inbox */
+	uint64_t steals;      /**< tasks handed to idle workers */
+	uint64_t fair_turns;  /**< woken tasks sent behind the queue by the
 				 fairness bound (BATON_SCHED_RUNNEXT_MAX) */
-	uint64_t copied_bytes; /* copy-stack tasks' frames copied off and back
+	uint64_t copied_bytes; /**< copy-stack tasks' frames copied off and back
 				  onto their worker's shared stack */
 };
 
-/* A task woken by a task of its worker runs next, before the queue, but
+/** A task woken by a task of its worker runs next, before the queue, but
  * at most this many times in a row: then the queue's oldest task runs. */
 #define BATON_SCHED_RUNNEXT_MAX 256
 
-/* Read the counters. Only while the scheduler is not running (the workers
+/** Read the counters. Only while the scheduler is not running (the workers
  * write them without synchronisation).
- * Errors: BATON_EINVAL (NULL argument), BATON_EBUSY (it is running). */
+ * @param s the scheduler
+ * @param out filled with the statistics
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL argument), BATON_EBUSY (it
+ * is running). */
 BATON_API int baton_sched_stats(const baton_sched_t *s,
 				struct baton_sched_stats *out);
 
 /* --- calls made from a task ---------------------------------------------- */
 
-/* Let the other runnable tasks of this worker run first; with none, let
+/** Let the other runnable tasks of this worker run first; with none, let
  * the worker poll its I/O, timers and inbox (without blocking) before it
- * runs the caller again. Errors: BATON_ENOSCHED. */
+ * runs the caller again.
+ * @return BATON_OK, or an error: BATON_ENOSCHED. */
 BATON_API int baton_sched_yield(void);
 
-/* Block this task for at least ns nanoseconds (0 yields).
- * Errors: BATON_ENOSCHED, BATON_EINVAL (ns < 0), BATON_ENOMEM. */
+/** Block this task for at least ns nanoseconds (0 yields).
+ * @param ns nanoseconds to sleep at least (0 yields)
+ * @return BATON_OK, or an error: BATON_ENOSCHED, BATON_EINVAL (ns < 0),
+ * BATON_ENOMEM. */
 BATON_API int baton_sched_sleep(int64_t ns);
 
 /* --- cancellation ----------------------------------------------------------
@@ -252,26 +285,32 @@ BATON_API int baton_sched_sleep(int64_t ns);
  *  4. A task that computes without blocking is not interrupted: it can poll
  *     baton_task_cancelled() between steps.
  */
+/** A task's handle (opaque), to cancel it. */
 typedef struct baton_task baton_task_t;
 
-/* The calling task's handle, and from now on it can be cancelled (rule 1).
- * NULL outside a task's own coroutine. */
+/** The calling task's handle, and from now on it can be cancelled (rule 1).
+ * NULL outside a task's own coroutine.
+ * @return the task, or NULL */
 BATON_API baton_task_t *baton_task_handle(void);
 
-/* Cancel `task` (rules above); a second cancel is a no-op. Any thread,
+/** Cancel `task` (rules above); a second cancel is a no-op. Any thread,
  * the task itself included. The task, if blocked, is woken within the
  * time a cross-worker wake-up takes.
- * Errors: BATON_EINVAL (NULL, or a task that never took its handle). */
+ * @param task the task
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL, or a task that never took
+ * its handle). */
 BATON_API int baton_task_cancel(baton_task_t *task);
 
-/* 1 if the calling task was cancelled, 0 if not.
- * Errors: BATON_ENOSCHED (not a task's own coroutine). */
+/** 1 if the calling task was cancelled, 0 if not.
+ * @return BATON_OK, or an error: BATON_ENOSCHED (not a task's own coroutine). */
 BATON_API int baton_task_cancelled(void);
 
-/* The scheduler of the calling task, or NULL outside tasks. */
+/** The scheduler of the calling task, or NULL outside tasks.
+ * @return the scheduler, or NULL */
 BATON_API baton_sched_t *baton_sched_self(void);
 
-/* The index of the worker running the calling task, or -1. */
+/** The index of the worker running the calling task, or -1.
+ * @return the worker's index from 0, or -1 */
 BATON_API int baton_sched_worker_index(void);
 
 #ifdef __cplusplus

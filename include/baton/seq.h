@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/seq.h - the call sequencer: many native threads calling into one
+/**
+ * @file baton/seq.h
+ * the call sequencer: many native threads calling into one
  * single-threaded runtime (CHICKEN Scheme, Lua, ...) that must always run
  * on the same stack, one call at a time.
  *
@@ -11,6 +12,7 @@
  * runtime and no message is serialised: a call costs a lock and a context
  * switch in each direction.
  *
+ * @code
  *     static void *boot(void *arg)  { runtime_init(); return NULL; }
  *     static void *work(void *arg)  { return runtime_eval(arg); }
  *
@@ -23,6 +25,7 @@
  *         abort();
  *     baton_seq_call(seq, work, "(+ 1 2)", &res);   // from any thread
  *     baton_seq_destroy(seq);
+ * @endcode
  *
  * Flat combining. A thread that finds the lock taken publishes its request
  * in a per-thread record of the sequencer and waits (it spins briefly, then
@@ -70,24 +73,29 @@
 extern "C" {
 #endif
 
+/** A call sequencer (opaque). */
 typedef struct baton_seq baton_seq_t;
 
-/* A sequenced function: runs on the dedicated stack with the lock held. */
+/** A sequenced function: runs on the dedicated stack with the lock held. */
 typedef void *(*baton_seq_fn)(void *arg);
 
+/** Attributes of a sequencer: baton_seq_attr_init() sets the defaults. */
 struct baton_seq_attr {
-	size_t stack_size;   /* dedicated stack size; 0 = BATON_SEQ_STACK_DEFAULT */
-	unsigned batch;      /* K: waiting calls a lock holder serves after its own; 0 = no combining */
-	baton_seq_fn init;   /* if not NULL, run once on the dedicated stack by create */
-	void *init_arg;
-	const char *name;    /* for diagnostics; copied (truncated to 31 bytes) */
+	size_t stack_size;   /**< dedicated stack size; 0 = BATON_SEQ_STACK_DEFAULT */
+	unsigned batch;      /**< K: waiting calls a lock holder serves after its own; 0 = no combining */
+	baton_seq_fn init;   /**< if not NULL, run once on the dedicated stack by create */
+	void *init_arg;      /**< init's argument */
+	const char *name;    /**< for diagnostics; copied (truncated to 31 bytes) */
 };
 
+/** The defaults of struct baton_seq_attr, as an initialiser. */
 #define BATON_SEQ_ATTR_INIT { 0, 16, NULL, NULL, NULL }
 
-/* The defaults (a BATON_SEQ_STACK_DEFAULT stack, K = 16, no init, no
+/** The defaults (a BATON_SEQ_STACK_DEFAULT stack, K = 16, no init, no
  * name) in *a: the attribute convention of every module
- * (docs/architecture.md). Errors: BATON_EINVAL (NULL a). */
+ * (docs/architecture.md).
+ * @param a the attributes to set to the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL a). */
 static inline int baton_seq_attr_init(struct baton_seq_attr *a)
 {
 	const struct baton_seq_attr d = BATON_SEQ_ATTR_INIT;
@@ -98,52 +106,68 @@ static inline int baton_seq_attr_init(struct baton_seq_attr *a)
 	return BATON_OK;
 }
 
+/** The dedicated stack's size unless baton_seq_attr.stack_size says. */
 #define BATON_SEQ_STACK_DEFAULT (1024u * 1024u)
 
-/* Waiting threads that can publish requests at the same time; more
+/** Waiting threads that can publish requests at the same time; more
  * concurrent callers still work, the extra ones just wait for the lock
  * without being combined. */
 #define BATON_SEQ_MAX_WAITERS 128u
 
-/* Counters of a sequencer (read with baton_seq_stats). */
+/** Counters of a sequencer (read with baton_seq_stats). */
 struct baton_seq_stats {
-	uint64_t calls;    /* calls run on the dedicated stack (nested ones excluded) */
-	uint64_t switches; /* times a lock holder switched onto the stack */
-	uint64_t combined; /* calls a lock holder ran for a waiting thread */
-	uint64_t sleeps;   /* times a waiting thread blocked on its event count */
-	uint64_t parks;    /* times a waiting scheduler task parked (its worker ran others) */
+	uint64_t calls;    /**< calls run on the dedicated stack (nested ones excluded) */
+	uint64_t switches; /**< times a lock holder switched onto the stack */
+	uint64_t combined; /**< calls a lock holder ran for a waiting thread */
+	uint64_t sleeps;   /**< times a waiting thread blocked on its event count */
+	uint64_t parks;    /**< times a waiting scheduler task parked (its worker ran others) */
 };
 
-/* Create a sequencer: map its stack, store it in *out, then run
+/** Create a sequencer: map its stack, store it in *out, then run
  * attr->init(attr->init_arg) on it if given (init may use *out). `attr` may be NULL for the defaults (1 MiB, K = 16).
- * Errors: BATON_EINVAL (NULL out), BATON_ESTACK (stack size outside the
- * limits of baton/coro.h), BATON_ENOMEM. */
+ * @param out receives the new sequencer
+ * @param attr the attributes, or NULL for the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL out), BATON_ESTACK (stack
+ * size outside the limits of baton/coro.h), BATON_ENOMEM. */
 BATON_API int baton_seq_create(baton_seq_t **out, const struct baton_seq_attr *attr);
 
-/* Run fn(arg) on the dedicated stack under the lock, from any thread; store
+/** Run fn(arg) on the dedicated stack under the lock, from any thread; store
  * its return value in *result if result is not NULL.
- * Errors: BATON_EINVAL (NULL seq or fn), BATON_EDEADLK (see rules 2 and 3;
- * fn was not run). */
+ * @param seq the sequencer
+ * @param fn the function to run on the dedicated stack
+ * @param arg passed to `fn`
+ * @param result receives fn's return value, or NULL
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL seq or fn), BATON_EDEADLK
+ * (see rules 2 and 3; fn was not run). */
 BATON_API int baton_seq_call(baton_seq_t *seq, baton_seq_fn fn, void *arg, void **result);
 
-/* Change K at run time; it applies from the next batch on.
- * Errors: BATON_EINVAL (NULL seq). */
+/** Change K at run time; it applies from the next batch on.
+ * @param seq the sequencer
+ * @param k the new K
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL seq). */
 BATON_API int baton_seq_set_batch(baton_seq_t *seq, unsigned k);
 
-/* 1 if the caller runs on seq's dedicated stack now, else 0 (also for NULL). */
+/** 1 if the caller runs on seq's dedicated stack now, else 0 (also for NULL).
+ * @param seq the sequencer
+ * @return 1 or 0 */
 BATON_API int baton_seq_on_stack(const baton_seq_t *seq);
 
-/* Copy the counters into *st. They are updated under the lock; read them
+/** Copy the counters into *st. They are updated under the lock; read them
  * when the sequencer is idle for exact figures.
- * Errors: BATON_EINVAL (NULL argument). */
+ * @param seq the sequencer
+ * @param st filled with the statistics
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL argument). */
 BATON_API int baton_seq_stats(const baton_seq_t *seq, struct baton_seq_stats *st);
 
-/* The name given at creation ("" if none or NULL). */
+/** The name given at creation ("" if none or NULL).
+ * @param seq the sequencer
+ * @return the name, static for the sequencer's life; never NULL */
 BATON_API const char *baton_seq_name(const baton_seq_t *seq);
 
-/* Free the sequencer and its stack. NULL is a no-op.
- * Errors: BATON_EBUSY (a call is in flight, or the caller runs on its
- * stack); nothing is freed then. */
+/** Free the sequencer and its stack. NULL is a no-op.
+ * @param seq the sequencer
+ * @return BATON_OK, or an error: BATON_EBUSY (a call is in flight, or the
+ * caller runs on its stack); nothing is freed then. */
 BATON_API int baton_seq_destroy(baton_seq_t *seq);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/smr.h - safe memory reclamation: readers that look at shared data
+/**
+ * @file baton/smr.h
+ * safe memory reclamation: readers that look at shared data
  * without locks, and writers that free what they replaced only once no
  * reader can still hold it. Two flavours share a domain:
  *
@@ -17,6 +18,7 @@
  *    slot names. A stalled reader holds back only what its slot names:
  *    unreclaimed objects stay below a bound (baton_smr_stats.hp_bound).
  *
+ * @code
  *     static baton_smr_t *dom;                  // baton_smr_create(&dom)
  *     static struct config *cur;                // shared: __atomic loads/stores
  *
@@ -35,6 +37,7 @@
  *     baton_smr_hp_protect(hp, (void *const *)&cur, &c);
  *     use(c);
  *     baton_smr_hp_clear(hp);                   // writer: baton_smr_hp_retire(dom, old, free)
+ * @endcode
  *
  * The mechanism (baton_smr_barrier_kind, chosen once per process): the
  * writer makes the readers' plain stores visible with an asymmetric
@@ -126,39 +129,51 @@
 extern "C" {
 #endif
 
+/** A reclamation domain (opaque). */
 typedef struct baton_smr baton_smr_t;
+/** A hazard pointer slot (opaque). */
 typedef struct baton_smr_hp baton_smr_hp_t;
+/** Frees a retired object. */
 typedef void (*baton_smr_free_fn)(void *ptr);
 
-/* Objects per retire batch (read sections), and the least hazard scan
+/** Objects per retire batch (read sections), and the least hazard scan
  * threshold. */
 #define BATON_SMR_BATCH 64
 
-/* The asymmetric barrier the process uses (baton_smr_barrier_kind). */
+/** The asymmetric barrier the process uses (baton_smr_barrier_kind). */
 enum baton_smr_barrier {
-	BATON_SMR_BARRIER_FENCE = 0,	  /* none: readers fence */
-	BATON_SMR_BARRIER_MEMBARRIER = 1, /* private expedited membarrier */
-	BATON_SMR_BARRIER_MPROTECT = 2,	  /* mprotect TLB shoot-down (x86-64) */
+	BATON_SMR_BARRIER_FENCE = 0,	  /**< none: readers fence */
+	BATON_SMR_BARRIER_MEMBARRIER = 1, /**< private expedited membarrier */
+	BATON_SMR_BARRIER_MPROTECT = 2,	  /**< mprotect TLB shoot-down (x86-64) */
 };
 
-/* A new domain. Errors: BATON_EINVAL (NULL out), BATON_ENOMEM. */
+/** A new domain.
+ * @param out receives the new reclamation domain
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL out), BATON_ENOMEM. */
 BATON_API int baton_smr_create(baton_smr_t **out);
 
-/* Free the domain and everything still retired (after a grace period).
- * NULL is a no-op. Errors: BATON_EBUSY (a read section open, a hazard
+/** Free the domain and everything still retired (after a grace period).
+ * NULL is a no-op.
+ * @param d the reclamation domain
+ * @return BATON_OK, or an error: BATON_EBUSY (a read section open, a hazard
  * slot held); the domain is then unchanged. */
 BATON_API int baton_smr_destroy(baton_smr_t *d);
 
-/* Begin a read section. Returns the token read_unlock needs (0 or 1),
- * or an error: BATON_EINVAL (NULL d), BATON_ENOMEM (the calling thread's
- * first section in this domain needs its record). */
+/** Begin a read section.
+ * @param d the reclamation domain
+ * @return the token read_unlock needs (0 or 1), or an error: BATON_EINVAL
+ * (NULL d), BATON_ENOMEM (the calling thread's first section in this domain
+ * needs its record). */
 BATON_API int baton_smr_read_lock(baton_smr_t *d);
 
-/* End a read section begun with `token`, on any thread.
- * Errors: BATON_EINVAL (NULL d, a token read_lock did not give). */
+/** End a read section begun with `token`, on any thread.
+ * @param d the reclamation domain
+ * @param token what baton_smr_read_lock() returned
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL d, a token read_lock did
+ * not give). */
 BATON_API int baton_smr_read_unlock(baton_smr_t *d, int token);
 
-/*
+/**
  * The read side inline, on x86-64: the calls above, without the call.
  * What the inline code may read of a domain (its first fields) and of the
  * calling thread (the record of the domain it read last). A thread-local
@@ -170,13 +185,13 @@ BATON_API int baton_smr_read_unlock(baton_smr_t *d, int token);
  * bad argument take the call too. BATON_SMR_NO_INLINE turns this off.
  */
 struct baton_smr_head_ {
-	uint64_t id;	     /* the domain's unique number */
-	unsigned idx;	     /* the index new sections use (atomic) */
-	unsigned char fence; /* readers fence: no asymmetric barrier */
+	uint64_t id;	     /**< the domain's unique number */
+	unsigned idx;	     /**< the index new sections use (atomic) */
+	unsigned char fence; /**< readers fence: no asymmetric barrier */
 };
 struct baton_smr_tls_ {
-	uint64_t id;	/* the domain whose record ctr is, 0 for none */
-	uint64_t *ctr;	/* that record: lock[2], then unlock[2] */
+	uint64_t id;	/**< the domain whose record ctr is, 0 for none */
+	uint64_t *ctr;	/**< that record: lock[2], then unlock[2] */
 };
 #if defined(__x86_64__) && !defined(BATON_SMR_NO_INLINE)
 BATON_API extern __thread struct baton_smr_tls_ baton__smr_tls
@@ -221,72 +236,105 @@ static inline int baton__smr_read_unlock_inline(baton_smr_t *d, int token)
 #define baton_smr_read_unlock(d, token) baton__smr_read_unlock_inline((d), (token))
 #endif
 
-/* Wait for a grace period: every read section that began before the call
+/** Wait for a grace period: every read section that began before the call
  * has ended. Parks the calling task (polling with growing sleeps), or
  * sleeps the calling thread outside tasks. Then frees the retired batches
  * that are due. timeout_ns < 0: no limit; 0: only tries, without
- * sleeping. Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0 and a reader is
- * still in its section), BATON_ETIMEDOUT, BATON_ECANCELED (the task was
- * cancelled). */
+ * sleeping.
+ * @param d the reclamation domain
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_EAGAIN (timeout 0 and a
+ * reader is still in its section), BATON_ETIMEDOUT, BATON_ECANCELED (the task
+ * was cancelled). */
 BATON_API int baton_smr_synchronize(baton_smr_t *d, int64_t timeout_ns);
 
-/* Free `ptr` with free_fn(ptr) after a grace period; never blocks.
- * Errors: BATON_EINVAL (NULL d or free_fn), BATON_ENOMEM (nothing was
- * retired: the caller still owns ptr). */
+/** Free `ptr` with free_fn(ptr) after a grace period; never blocks.
+ * @param d the reclamation domain
+ * @param ptr the object to free
+ * @param free_fn frees it: free_fn(ptr)
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL d or free_fn),
+ * BATON_ENOMEM (nothing was retired: the caller still owns ptr). */
 BATON_API int baton_smr_retire(baton_smr_t *d, void *ptr, baton_smr_free_fn free_fn);
 
-/* Without blocking: close the open batch, advance the grace period as far
- * as the readers allow, free what is due. Errors: BATON_EINVAL. */
+/** Without blocking: close the open batch, advance the grace period as far
+ * as the readers allow, free what is due.
+ * @param d the reclamation domain
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_smr_poll(baton_smr_t *d);
 
-/* For shutdown: wait until everything retired (read-section flavour)
- * before the call is freed. Errors as baton_smr_synchronize. */
+/** For shutdown: wait until everything retired (read-section flavour)
+ * before the call is freed.
+ * @param d the reclamation domain
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error:as baton_smr_synchronize. */
 BATON_API int baton_smr_barrier(baton_smr_t *d, int64_t timeout_ns);
 
 /* --- hazard pointers ------------------------------------------------------ */
 
-/* A hazard slot for the caller (rule 4), naming nothing.
- * Errors: BATON_EINVAL, BATON_ENOMEM. */
+/** A hazard slot for the caller (rule 4), naming nothing.
+ * @param d the reclamation domain
+ * @param out receives the new hazard pointer slot
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_ENOMEM. */
 BATON_API int baton_smr_hp_acquire(baton_smr_t *d, baton_smr_hp_t **out);
 
-/* Load *src and protect what it points to: *out receives a pointer that
+/** Load *src and protect what it points to: *out receives a pointer that
  * *src held while the slot named it, safe to use until the slot is
- * cleared, protects another or is released. Errors: BATON_EINVAL. */
+ * cleared, protects another or is released.
+ * @param hp the hazard pointer slot
+ * @param src where the pointer to protect is loaded from
+ * @param out receives the protected pointer
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_smr_hp_protect(baton_smr_hp_t *hp, void *const *src, void **out);
 
-/* Name nothing. Errors: BATON_EINVAL. */
+/** Name nothing.
+ * @param hp the hazard pointer slot
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_smr_hp_clear(baton_smr_hp_t *hp);
 
-/* Give the slot back (cleared) for reuse. Errors: BATON_EINVAL. */
+/** Give the slot back (cleared) for reuse.
+ * @param hp the hazard pointer slot
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_smr_hp_release(baton_smr_hp_t *hp);
 
-/* Free `ptr` with free_fn(ptr) once no slot names it. Scans the slots
+/** Free `ptr` with free_fn(ptr) once no slot names it. Scans the slots
  * when hp_bound objects are pending (in the calling thread, with the
  * asymmetric barrier), so at most hp_bound objects are ever pending.
- * Errors: BATON_EINVAL, BATON_ENOMEM (nothing retired). */
+ * @param d the reclamation domain
+ * @param ptr the object to free
+ * @param free_fn frees it: free_fn(ptr)
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_ENOMEM (nothing retired). */
 BATON_API int baton_smr_hp_retire(baton_smr_t *d, void *ptr, baton_smr_free_fn free_fn);
 
 /* --- introspection ---------------------------------------------------------- */
 
+/** Counters of a domain (baton_smr_stats()). */
 struct baton_smr_stats {
-	uint64_t grace_periods; /* completed */
-	uint64_t retired;	/* objects retired, both flavours */
-	uint64_t freed;		/* of those, freed */
-	uint64_t pending;	/* read-section flavour: retired, not freed */
-	uint64_t hp_pending;	/* hazard flavour: retired, not freed */
-	uint64_t hp_slots;	/* hazard slots made (H) */
-	uint64_t hp_bound;	/* hp_pending never exceeds this:
+	uint64_t grace_periods; /**< completed */
+	uint64_t retired;	/**< objects retired, both flavours */
+	uint64_t freed;		/**< of those, freed */
+	uint64_t pending;	/**< read-section flavour: retired, not freed */
+	uint64_t hp_pending;	/**< hazard flavour: retired, not freed */
+	uint64_t hp_slots;	/**< hazard slots made (H) */
+	uint64_t hp_bound;	/**< hp_pending never exceeds this:
 				   max(2 H, BATON_SMR_BATCH) */
-	uint64_t readers;	/* threads with a reader record */
+	uint64_t readers;	/**< threads with a reader record */
 };
 
-/* A snapshot of the counters. Errors: BATON_EINVAL. */
+/** A snapshot of the counters.
+ * @param d the reclamation domain
+ * @param out filled with the statistics
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_smr_stats(baton_smr_t *d, struct baton_smr_stats *out);
 
-/* The mechanism chosen (enum baton_smr_barrier); chooses on first use. */
+/** The mechanism chosen (enum baton_smr_barrier); chooses on first use.
+ * @return an enum baton_smr_barrier */
 BATON_API int baton_smr_barrier_kind(void);
 
-/* "fence", "membarrier", "mprotect"; "" for an unknown kind. */
+/** "fence", "membarrier", "mprotect"; "" for an unknown kind.
+ * @param kind an enum baton_smr_barrier value
+ * @return the name, static; "" for an unknown kind */
 BATON_API const char *baton_smr_barrier_name(int kind);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * baton/stage.h - stages and resource pools: a program drawn as explicit
+/**
+ * @file baton/stage.h
+ * stages and resource pools: a program drawn as explicit
  * processing steps, each with its own bounded queue, a concurrency limit and
  * the resources it must hold before a task is spent on an item.
  *
@@ -16,6 +17,7 @@
  * queue length and pool capacities can be changed while items flow, and each
  * stage counts what it did (docs/stages.md draws a server this way).
  *
+ * @code
  *     static void parse(void *item, void *ctx) { ... baton_stage_submit(
  *             (baton_stage_t *)ctx, item, -1); }     // on to the next stage
  *     static void query(void *item, void *ctx) { ... }  // holds a db unit
@@ -40,6 +42,7 @@
  *     baton_stage_drain(s_parse, -1);
  *     baton_stage_close(s_query);
  *     baton_stage_drain(s_query, -1);
+ * @endcode
  *
  * Timeouts, as in baton/sync.h: < 0 waits forever, 0 only tries
  * (BATON_EAGAIN), > 0 waits at most that long (BATON_ETIMEDOUT).
@@ -93,17 +96,20 @@
  * Passing through, when the step's work is best done where the caller
  * already is (a connection task reading its socket), without a hand-off:
  *
+ * @code
  *     struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
  *     if (baton_stage_enter(s_read, &p, timeout) != BATON_OK)
  *         return refuse();                    // full, timed out or closed
  *     read_request(conn);                     // the step's own work
  *     baton_stage_leave(&p, NULL);
+ * @endcode
  *
  * Calling a stage, when the caller needs the handler's work done before it
  * goes on (a connection task that hands a request to compute workers and
  * writes the answer): the item carries the handler's results, and the
  * call returns once the handler has returned.
  *
+ * @code
  *     struct job *j = job_new(req);           // on the heap: see rule 8
  *     struct baton_stage_call c = BATON_STAGE_CALL_INIT;
  *     c.item = j;
@@ -117,6 +123,7 @@
  *         busy(), job_free(j);                // refused: j is still ours
  *     else                                    // ETIMEDOUT, ECANCELED (and
  *         too_late();                         // not ESHUTDOWN): job_free later
+ * @endcode
  *
  * Kept units: a KEEP need's units outlive the step that took them (rule
  * 4). baton_stage_leave() puts them in the pass (p.kept), a token that
@@ -158,93 +165,118 @@
 extern "C" {
 #endif
 
-#define BATON_NAME_MAX 48 /* bytes of a stage or pool name, without NUL */
+#define BATON_NAME_MAX 48 /**< bytes of a stage or pool name, without NUL */
 
 /* --- resource pools -------------------------------------------------------- */
+/** A resource pool (opaque). */
 typedef struct baton_pool baton_pool_t;
 
+/** A snapshot of a pool. */
 struct baton_pool_stats {
-	const char *name; /* the pool's, valid until it is destroyed */
-	long capacity;	  /* units it may hand out now */
-	long in_use;	  /* units held now (may exceed a shrunk capacity) */
-	long waiters;	  /* acquirers blocked now */
-	uint64_t acquired; /* successful acquisitions so far */
-	uint64_t refused;  /* acquisitions that timed out or would block */
+	const char *name; /**< the pool's, valid until it is destroyed */
+	long capacity;	  /**< units it may hand out now */
+	long in_use;	  /**< units held now (may exceed a shrunk capacity) */
+	long waiters;	  /**< acquirers blocked now */
+	uint64_t acquired; /**< successful acquisitions so far */
+	uint64_t refused;  /**< acquisitions that timed out or would block */
 };
 
-/* A pool of `capacity` units named `name` (1..BATON_NAME_MAX bytes).
- * Errors: BATON_EINVAL (NULL out or name, bad name, capacity < 0),
- * BATON_ENOMEM. */
+/** A pool of `capacity` units named `name` (1..BATON_NAME_MAX bytes).
+ * @param out receives the new pool
+ * @param name the pool's name (1..BATON_NAME_MAX bytes, copied)
+ * @param capacity its units (>= 0)
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL out or name, bad name,
+ * capacity < 0), BATON_ENOMEM. */
 BATON_API int baton_pool_create(baton_pool_t **out, const char *name,
 				long capacity);
 
-/* Take n units (n >= 1) at once, behind earlier acquirers (FIFO). n may
+/** Take n units (n >= 1) at once, behind earlier acquirers (FIFO). n may
  * exceed the capacity now: it is served if the capacity grows enough.
- * Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0, not grantable now),
- * BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+ * @param p the pool
+ * @param n units to take (>= 1)
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_EAGAIN (timeout 0, not
+ * grantable now), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
 BATON_API int baton_pool_acquire(baton_pool_t *p, long n, int64_t timeout_ns);
 
-/* Give back n units and serve the waiters that now fit.
- * Errors: BATON_EINVAL (NULL p, n < 1), BATON_EPERM (n exceeds the units
- * in use; nothing is released). */
+/** Give back n units and serve the waiters that now fit.
+ * @param p the pool
+ * @param n units to give back (>= 1)
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL p, n < 1), BATON_EPERM (n
+ * exceeds the units in use; nothing is released). */
 BATON_API int baton_pool_release(baton_pool_t *p, long n);
 
-/* Change the capacity (>= 0). Growing serves waiters at once; shrinking
+/** Change the capacity (>= 0). Growing serves waiters at once; shrinking
  * below the units in use takes nothing back: new acquisitions wait until
- * enough have been released. Errors: BATON_EINVAL. */
+ * enough have been released.
+ * @param p the pool
+ * @param capacity the new capacity (>= 0)
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_pool_set_capacity(baton_pool_t *p, long capacity);
 
-/* Fill *out; every field from the same instant. Errors: BATON_EINVAL. */
+/** Fill *out; every field from the same instant.
+ * @param p the pool
+ * @param out filled with the statistics
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_pool_snapshot(baton_pool_t *p, struct baton_pool_stats *out);
 
-/* Free it. NULL is a no-op. Errors: BATON_EBUSY (units in use, waiters, or
- * a stage lists it). */
+/** Free it. NULL is a no-op.
+ * @param p the pool
+ * @return BATON_OK, or an error: BATON_EBUSY (units in use, waiters, or a
+ * stage lists it). */
 BATON_API int baton_pool_destroy(baton_pool_t *p);
 
 /* --- stages ---------------------------------------------------------------- */
+/** A stage (opaque). */
 typedef struct baton_stage baton_stage_t;
 
-/* The step: runs in its own task, once per item. */
+/** The step: runs in its own task, once per item. */
 typedef void (*baton_stage_fn)(void *item, void *ctx);
 
-/* Keep the units after the handler returns (rule 4). */
+/** Keep the units after the handler returns (rule 4). */
 #define BATON_STAGE_KEEP 1u
+/** The most needs a stage has. */
 #define BATON_STAGE_MAX_NEEDS 8
 
-/* A resource the stage holds while (KEEP: from before) its handler runs. */
+/** A resource the stage holds while (KEEP: from before) its handler runs. */
 struct baton_stage_need {
-	baton_pool_t *pool;
-	long units;	/* >= 1 */
-	unsigned flags; /* 0 or BATON_STAGE_KEEP */
+	baton_pool_t *pool; /**< the pool */
+	long units;	/**< >= 1 */
+	unsigned flags; /**< 0 or BATON_STAGE_KEEP */
 };
 
+/** Attributes of a stage: baton_stage_attr_init() sets the defaults. */
 struct baton_stage_attr {
-	const char *name;	/* 1..BATON_NAME_MAX bytes, copied */
-	baton_stage_fn fn;	/* the handler */
-	void *ctx;		/* its second argument */
-	size_t queue_capacity;	/* items waiting at most (>= 1) */
-	unsigned concurrency;	/* handlers running at most (>= 1) */
-	const struct baton_stage_need *needs; /* nneeds of them, copied */
-	size_t nneeds;		/* <= BATON_STAGE_MAX_NEEDS, distinct pools */
-	struct baton_task_attr task; /* dispatcher and handler tasks */
-	int first_worker;	/* with nworkers > 0: handlers run on workers */
-	unsigned nworkers;	/* [first_worker, first_worker + nworkers), each
+	const char *name;	/**< 1..BATON_NAME_MAX bytes, copied */
+	baton_stage_fn fn;	/**< the handler */
+	void *ctx;		/**< its second argument */
+	size_t queue_capacity;	/**< items waiting at most (>= 1) */
+	unsigned concurrency;	/**< handlers running at most (>= 1) */
+	const struct baton_stage_need *needs; /**< nneeds of them, copied */
+	size_t nneeds;		/**< <= BATON_STAGE_MAX_NEEDS, distinct pools */
+	struct baton_task_attr task; /**< dispatcher and handler tasks */
+	int first_worker;	/**< with nworkers > 0: handlers run on workers */
+	unsigned nworkers;	/**< [first_worker, first_worker + nworkers), each
 				   item on the one with the fewest handlers
 				   busy; 0 for a stage without handler (rule 6) */
-	unsigned flags;		/* 0 or BATON_STAGE_CANCEL_ABANDONED */
+	unsigned flags;		/**< 0 or BATON_STAGE_CANCEL_ABANDONED */
 };
+/** The defaults of struct baton_stage_attr, as an initialiser. */
 #define BATON_STAGE_ATTR_INIT \
 	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0, 0 }
 
-/* A called item's handler whose caller leaves (rule 8) is cancelled
+/** A called item's handler whose caller leaves (rule 8) is cancelled
  * (baton_task_cancel): its blocking calls return BATON_ECANCELED. The
  * stage's handler tasks take their handles for it, and one whose handler
  * was cancelled ends after that item. */
 #define BATON_STAGE_CANCEL_ABANDONED 1u
 
-/* The defaults (queue 64, concurrency 1, no needs, default tasks; name
+/** The defaults (queue 64, concurrency 1, no needs, default tasks; name
  * and fn still to set) in *a: the attribute convention of every module
- * (docs/architecture.md). Errors: BATON_EINVAL (NULL a). */
+ * (docs/architecture.md).
+ * @param a the attributes to set to the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL a). */
 static inline int baton_stage_attr_init(struct baton_stage_attr *a)
 {
 	const struct baton_stage_attr d = BATON_STAGE_ATTR_INIT;
@@ -255,12 +287,13 @@ static inline int baton_stage_attr_init(struct baton_stage_attr *a)
 	return BATON_OK;
 }
 
-/* A handler task that finds no item waits this long for one, then ends. */
+/** A handler task that finds no item waits this long for one, then ends. */
 #define BATON_STAGE_RUNNER_IDLE_NS 2000000LL
 
+/** The largest queue_capacity a stage takes. */
 #define BATON_STAGE_MAX_CAPACITY ((size_t)1 << 24)
 
-/* Counters of one stage. A snapshot is taken under the stage's lock, so its
+/** Counters of one stage. A snapshot is taken under the stage's lock, so its
  * fields belong to one instant: submitted == completed + running + queued
  * (an item whose resources are being acquired is still queued), and the
  * submit calls that returned == submitted + rejected (+ failures that are
@@ -271,120 +304,152 @@ static inline int baton_stage_attr_init(struct baton_stage_attr *a)
  * for a slot counts as queued and submitted; if its wait is refused it
  * moves from submitted to rejected. */
 struct baton_stage_stats {
-	const char *name;      /* the stage's, valid until it is destroyed */
-	size_t queued;	       /* items in the queue now */
-	size_t queue_limit;    /* items it may hold now */
-	unsigned running;      /* handlers running now */
-	unsigned concurrency;  /* handlers that may run at once now */
-	int closed;	       /* 1 once baton_stage_close() was called */
-	uint64_t submitted;    /* items accepted */
-	uint64_t rejected;     /* submits refused: full, timed out or closed */
-	uint64_t completed;    /* handlers returned */
-	uint64_t handler_ns;   /* sum of handler times (call..return) */
-	uint64_t wait_ns;      /* sum of queue waits (accepted..handed to its
+	const char *name;      /**< the stage's, valid until it is destroyed */
+	size_t queued;	       /**< items in the queue now */
+	size_t queue_limit;    /**< items it may hold now */
+	unsigned running;      /**< handlers running now */
+	unsigned concurrency;  /**< handlers that may run at once now */
+	int closed;	       /**< 1 once baton_stage_close() was called */
+	uint64_t submitted;    /**< items accepted */
+	uint64_t rejected;     /**< submits refused: full, timed out or closed */
+	uint64_t completed;    /**< handlers returned */
+	uint64_t handler_ns;   /**< sum of handler times (call..return) */
+	uint64_t wait_ns;      /**< sum of queue waits (accepted..handed to its
 				  task), resource waits included */
-	unsigned runners;      /* handler tasks alive now (busy or idle) */
-	uint64_t runners_started; /* handler tasks spawned so far */
+	unsigned runners;      /**< handler tasks alive now (busy or idle) */
+	uint64_t runners_started; /**< handler tasks spawned so far */
 };
 
-/* Create a stage whose tasks run on scheduler s; without attr.fn, a stage
- * that tasks pass through (rule 6). Errors: BATON_EINVAL (NULL argument,
- * bad name, capacity 0 or above BATON_STAGE_MAX_CAPACITY, concurrency 0,
- * too many needs, a NULL pool, units < 1, unknown flags, a pool listed
- * twice, workers or attr.flags given without fn), BATON_ENOMEM. */
+/** Create a stage whose tasks run on scheduler s; without attr.fn, a stage
+ * that tasks pass through (rule 6).
+ * @param out receives the new stage
+ * @param s the scheduler
+ * @param attr the attributes, or NULL for the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL argument, bad name,
+ * capacity 0 or above BATON_STAGE_MAX_CAPACITY, concurrency 0, too many needs,
+ * a NULL pool, units < 1, unknown flags, a pool listed twice, workers or
+ * attr.flags given without fn), BATON_ENOMEM. */
 BATON_API int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 				 const struct baton_stage_attr *attr);
 
-/* Queue `item` (any pointer, NULL too). With the queue full, wait up to
+/** Queue `item` (any pointer, NULL too). With the queue full, wait up to
  * timeout_ns for room; waiting submitters are admitted in arrival order.
- * Errors: BATON_EINVAL (also a stage without handler), BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
- * BATON_ESHUTDOWN (closed, before or while waiting), BATON_ENOSCHED,
- * BATON_ENOMEM (no dispatcher task could be started; nothing queued).
- * EAGAIN, ETIMEDOUT and ESHUTDOWN count as rejected. */
+ * @param st the stage
+ * @param item the item for the handler (any pointer, NULL too)
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL (also a stage without handler),
+ * BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT, BATON_ESHUTDOWN (closed,
+ * before or while waiting), BATON_ENOSCHED, BATON_ENOMEM (no dispatcher task
+ * could be started; nothing queued). EAGAIN, ETIMEDOUT and ESHUTDOWN count as
+ * rejected. */
 BATON_API int baton_stage_submit(baton_stage_t *st, void *item,
 				 int64_t timeout_ns);
 
-/* Stop taking items: later submits and those waiting return
+/** Stop taking items: later submits and those waiting return
  * BATON_ESHUTDOWN; queued items are still processed. Any thread.
- * Errors: BATON_EINVAL, BATON_ESHUTDOWN (already closed). */
+ * @param st the stage
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_ESHUTDOWN (already
+ * closed). */
 BATON_API int baton_stage_close(baton_stage_t *st);
 
-/* Wait until nothing is queued or running (the stage is idle; after close
- * it stays so). Errors: BATON_EINVAL, BATON_EAGAIN (timeout 0, not idle),
- * BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+/** Wait until nothing is queued or running (the stage is idle; after close
+ * it stays so).
+ * @param st the stage
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_EAGAIN (timeout 0, not
+ * idle), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
 BATON_API int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns);
 
-/* Change how many handlers may run at once (>= 1). Raising starts queued
- * items at once; lowering lets running handlers finish. Errors: EINVAL. */
+/** Change how many handlers may run at once (>= 1). Raising starts queued
+ * items at once; lowering lets running handlers finish.
+ * @param st the stage
+ * @param n handlers that may run at once (>= 1)
+ * @return BATON_OK, or an error: EINVAL. */
 BATON_API int baton_stage_set_concurrency(baton_stage_t *st, unsigned n);
 
-/* Change how many items the queue may hold (1..queue_capacity given at
+/** Change how many items the queue may hold (1..queue_capacity given at
  * creation). Lowering below the items queued refuses new ones until the
- * queue is shorter. Errors: BATON_EINVAL. */
+ * queue is shorter.
+ * @param st the stage
+ * @param n items the queue may hold
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_stage_set_queue_limit(baton_stage_t *st, size_t n);
 
-/* A task's passage through a stage without handler (rule 6), from enter
+/** Units of a stage's KEEP needs, held on after its step: a token that is
+ * released once (baton_stage_kept_release) or handed to a call. */
+struct baton_stage_kept {
+	baton_stage_t *stage; /**< whose KEEP needs are held; NULL: none */
+};
+/** An empty token, as an initialiser. */
+#define BATON_STAGE_KEPT_INIT { NULL }
+
+/** A task's passage through a stage without handler (rule 6), from enter
  * to leave. Initialise it with BATON_STAGE_PASS_INIT; t0 may instead be
  * set to when the step began (a CLOCK_MONOTONIC reading in ns, such as the
  * end a previous leave returned), which saves the clock read. */
-/* Units of a stage's KEEP needs, held on after its step: a token that is
- * released once (baton_stage_kept_release) or handed to a call. */
-struct baton_stage_kept {
-	baton_stage_t *stage; /* whose KEEP needs are held; NULL: none */
-};
-#define BATON_STAGE_KEPT_INIT { NULL }
-
 struct baton_stage_pass {
-	baton_stage_t *stage; /* set by enter, cleared by leave */
-	int64_t t0;	      /* when the step began; 0: now, at enter */
-	struct baton_stage_kept kept; /* set by leave if the stage has KEEP
+	baton_stage_t *stage; /**< set by enter, cleared by leave */
+	int64_t t0;	      /**< when the step began; 0: now, at enter */
+	struct baton_stage_kept kept; /**< set by leave if the stage has KEEP
 					 needs: their units, to hand on */
 };
+/** A passage not entered, t0 0, as an initialiser. */
 #define BATON_STAGE_PASS_INIT { NULL, 0, BATON_STAGE_KEPT_INIT }
 
-/* Take a concurrency slot of st and then its needs (in the pools' global
+/** Take a concurrency slot of st and then its needs (in the pools' global
  * order), and count the calling task as running. With every slot taken,
  * wait for one behind the tasks already waiting (FIFO), at most timeout_ns
  * in all, needs included; at most queue_limit tasks wait (they count as
  * queued): with that many waiting, enter is refused at once, whatever the
  * timeout. Closing the stage refuses the tasks that wait too. A task that
  * holds the slot while it waits for a pool counts as running.
- * Errors: BATON_EINVAL (NULL, p in use, a stage with a handler),
- * BATON_EAGAIN (timeout 0 and no slot or unit now, or the queue full),
- * BATON_ETIMEDOUT, BATON_ESHUTDOWN, BATON_ENOSCHED (timeout not 0 outside
- * a task), BATON_ENOMEM. EAGAIN, ETIMEDOUT and ESHUTDOWN count as
+ * @param st the stage
+ * @param p the passage, zeroed or left
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL, p in use, a stage with a
+ * handler), BATON_EAGAIN (timeout 0 and no slot or unit now, or the queue
+ * full), BATON_ETIMEDOUT, BATON_ESHUTDOWN, BATON_ENOSCHED (timeout not 0
+ * outside a task), BATON_ENOMEM. EAGAIN, ETIMEDOUT and ESHUTDOWN count as
  * rejected. */
 BATON_API int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p,
 				int64_t timeout_ns);
 
-/* End the passage: give back the needs that are not KEEP and the slot
+/** End the passage: give back the needs that are not KEEP and the slot
  * (the first waiting task gets it), count the step completed with its time
  * since p->t0. The KEEP needs' units stay held, in p->kept (release or
  * hand on that token before p enters again: a second leave overwrites
  * it). *end_ns (if not NULL) receives the clock reading taken as
- * the step's end. Any thread. Errors: BATON_EINVAL (NULL p, or p not
- * entered: a second leave). */
+ * the step's end. Any thread.
+ * @param p the passage entered
+ * @param end_ns receives the step's end on the clock, or NULL
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL p, or p not entered: a
+ * second leave). */
 BATON_API int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns);
 
-/* Give back the units the token holds and empty it; an empty token is a
+/** Give back the units the token holds and empty it; an empty token is a
  * no-op, so they are released exactly once. Any thread.
- * Errors: BATON_EINVAL (NULL k). */
+ * @param k the token of kept units
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL k). */
 BATON_API int baton_stage_kept_release(struct baton_stage_kept *k);
 
-/* A call of a stage (rules 7 and 8). The caller's, in its frame if it
+/** A call of a stage (rules 7 and 8). The caller's, in its frame if it
  * likes: the stage keeps its own record of the call. */
 struct baton_stage_call {
-	void *item;		     /* in: the handler's argument */
-	void (*abandon)(void *item); /* in: ends an item its caller left
+	void *item;		     /**< in: the handler's argument */
+	void (*abandon)(void *item); /**< in: ends an item its caller left
 					(rule 8); NULL: nothing to do */
-	int64_t deadline;	     /* in: for the result; < 0: none */
-	struct baton_stage_kept kept; /* in: units to release where the item
+	int64_t deadline;	     /**< in: for the result; < 0: none */
+	struct baton_stage_kept kept; /**< in: units to release where the item
 					 finishes; emptied once it is queued */
-	int queued;		     /* out: 1 once the item was queued */
+	int queued;		     /**< out: 1 once the item was queued */
 };
+/** A call with no item, no deadline, as an initialiser. */
 #define BATON_STAGE_CALL_INIT { NULL, NULL, -1, BATON_STAGE_KEPT_INIT, 0 }
 
-/* Queue c->item as baton_stage_submit() does (timeout_ns for room) and
+/** Queue c->item as baton_stage_submit() does (timeout_ns for room) and
  * wait until its handler has returned, at most until c->deadline.
  * BATON_OK: the handler returned, the item is the caller's again, the
  * kept units are released. Errors, with c->queued 0 (the item and the
@@ -396,11 +461,16 @@ struct baton_stage_call {
  * was cancelled), and BATON_ESHUTDOWN: the stage's scheduler was destroyed
  * with the item queued (rule 5; it then is the caller's again, not
  * handled). Without memory for the deadline's timer the call waits for the
- * handler without it. */
+ * handler without it.
+ * @param st the stage
+ * @param c the call: its item, deadline and outcome
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error as above */
 BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
 			       int64_t timeout_ns);
 
-/* In the handler of a called item: have the caller, waiting in
+/** In the handler of a called item: have the caller, waiting in
  * baton_stage_call(), run fn(arg) in its own task, and return what fn
  * returns (a streamed answer whose pieces the caller writes: the caller's
  * socket is its worker's). The handler waits for it without a timeout;
@@ -408,17 +478,27 @@ BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
  * after it: the call then ends as rule 8 says and the question gets
  * BATON_ECANCELED. arg must stay valid and addressable from the caller's
  * task while it waits (not in a copy-stack handler's frame). One question
- * at a time per call. Errors: BATON_EINVAL (NULL st or fn, item not a
- * called item whose handler runs now), BATON_ENOSCHED, BATON_ECANCELED
- * (the caller left), BATON_EBUSY (a question is already waiting). */
+ * at a time per call.
+ * @param st the stage
+ * @param item the called item being handled
+ * @param fn the function the caller runs
+ * @param arg its argument
+ * @return what fn returns, or an error: BATON_EINVAL (NULL st or fn, item not a
+ * called item whose handler runs now), BATON_ENOSCHED, BATON_ECANCELED (the
+ * caller left), BATON_EBUSY (a question is already waiting). */
 BATON_API int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg),
 			      void *arg);
 
-/* Fill *out (see struct baton_stage_stats). Errors: BATON_EINVAL. */
+/** Fill *out (see struct baton_stage_stats).
+ * @param st the stage
+ * @param out filled with the statistics
+ * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_stage_snapshot(baton_stage_t *st,
 				   struct baton_stage_stats *out);
 
-/* Free an idle stage (rule 5). NULL is a no-op. Errors: BATON_EBUSY. */
+/** Free an idle stage (rule 5). NULL is a no-op.
+ * @param st the stage
+ * @return BATON_OK, or an error: BATON_EBUSY. */
 BATON_API int baton_stage_destroy(baton_stage_t *st);
 
 #ifdef __cplusplus

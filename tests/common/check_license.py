@@ -38,7 +38,7 @@ BY_SUFFIX = {
 }
 BY_NAME = {
     "CMakeLists.txt": HASH, "Makefile": HASH, "rules": HASH,
-    "go.mod": SLASH, "config.h.in": C_STYLE,
+    "go.mod": SLASH, "config.h.in": C_STYLE, "Doxyfile.in": HASH,
 }
 # Generated or data files that carry no comment of their own.
 SKIP_NAMES = {"Cargo.lock"}

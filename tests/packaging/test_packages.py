@@ -78,6 +78,21 @@ def test_dev_package_contents(root, libdir):
     assert (root / "usr/share/baton/chicken/baton-chicken.scm").is_file()
 
 
+def test_dev_package_man_pages(root):
+    """libbaton-dev ships a section-3 page for every public function and
+    type (the tree's test manpages checks the set), and man finds a
+    function's page through its link to the header's page."""
+    need("man")
+    man3 = root / "usr/share/man/man3"
+    for name in ("baton_chan_send", "baton_chan_t", "baton_coro_attr",
+                 "baton_strerror", "baton_chan.h"):
+        assert (man3 / f"{name}.3.gz").is_file(), name
+    env = dict(os.environ, MANPATH=str(root / "usr/share/man"), MANWIDTH="80")
+    page = run(["man", "3", "baton_chan_send"], env=env)
+    assert "baton_chan_send" in page and "BATON_ECLOSED" in page
+    assert "Rules a caller must keep" in page
+
+
 def cmake_consumer(tmp_path, root, src, name, env):
     b = tmp_path / f"cmake-{name}"
     run(["cmake", "-S", src, "-B", str(b), f"-DCMAKE_PREFIX_PATH={root}/usr"], env=env)
