@@ -39,3 +39,23 @@ execute_process(
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "BatonManPages: sed failed (${_rc})")
 endif()
+
+# A function's, type's or macro's page is a symbolic link to its header's
+# page rather than a ".so" request: man -l reads either path then, from any
+# directory (a .so request is resolved against the manual's root), and
+# packages ship links for aliases.
+file(GLOB _pages "${MAN_DIR}/*.3")
+foreach(_page IN LISTS _pages)
+  if(IS_SYMLINK "${_page}")
+    continue()
+  endif()
+  file(STRINGS "${_page}" _first LIMIT_COUNT 1)
+  if(_first MATCHES "^\\.so man3/(baton_[a-z0-9_]+\\.h\\.3)$")
+    set(_target "${CMAKE_MATCH_1}")
+    if(NOT EXISTS "${MAN_DIR}/${_target}")
+      message(FATAL_ERROR "BatonManPages: ${_page} names ${_target}, which is not there")
+    endif()
+    file(REMOVE "${_page}")
+    file(CREATE_LINK "${_target}" "${_page}" SYMBOLIC)
+  endif()
+endforeach()
