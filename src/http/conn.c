@@ -81,15 +81,16 @@ static bool out_reserve(struct http_conn *c, size_t more)
 static int write_step(struct http_conn *c, const void *buf, size_t len)
 {
 	struct baton_http_server *srv = c->srv;
-	struct baton_stage_pass pass = { NULL, c->t_queued, BATON_STAGE_KEPT_INIT };
+	struct http_pass pass = HTTP_PASS_INIT;
+	int64_t t0 = c->t_queued;
 	int rc;
 
 	c->t_queued = 0;
-	rc = baton_stage_enter(srv->stage[HTTP_WRITE], &pass, srv->a.write_timeout_ns);
+	rc = baton__http_step_enter(srv, HTTP_WRITE, &pass, t0, srv->a.write_timeout_ns);
 	if (rc != BATON_OK)
 		return rc;
 	rc = baton_io_write(c->io, buf, len, srv->a.write_timeout_ns, NULL);
-	baton_stage_leave(&pass, NULL);
+	baton__http_step_leave(srv, &pass, NULL);
 	return rc;
 }
 
@@ -198,7 +199,7 @@ static void linger_close(struct http_conn *c)
  * request's first byte the task is in the read stage (*pass): a full read
  * stage, or no in-flight unit within the head's time, is a 503. */
 static long read_head(struct http_conn *c, struct baton_http_request *req,
-		      struct baton_stage_pass *pass)
+		      struct http_pass *pass)
 {
 	struct baton_http_server *srv = c->srv;
 	size_t limit = srv->lim.max_target + srv->lim.max_header_bytes + 1024;
@@ -209,8 +210,8 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 		size_t got;
 		int rc;
 
-		if (c->in_len && pass->stage == NULL &&
-		    baton_stage_enter(srv->stage[HTTP_READ], pass, srv->a.header_timeout_ns) !=
+		if (c->in_len && pass->step < 0 &&
+		    baton__http_step_enter(srv, HTTP_READ, pass, 0, srv->a.header_timeout_ns) !=
 			    BATON_OK)
 			return -503;
 		if (c->in_len) {
@@ -767,7 +768,7 @@ static int handle_view(struct http_conn *c, const struct baton_http_request *req
 		       struct http_stream *st, int64_t start, char **decoded)
 {
 	struct baton_http_server *srv = c->srv;
-	struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
+	struct http_pass pass = HTTP_PASS_INIT;
 	int rc;
 
 	/* CONNECT asks for a tunnel, which no handler can give (it answers a
@@ -788,14 +789,13 @@ static int handle_view(struct http_conn *c, const struct baton_http_request *req
 	}
 	if (srv->compute)
 		return handle_on_stage(c, view, resp, st, decoded);
-	pass.t0 = start;
 	watch(c, view->deadline);
-	rc = baton_stage_enter(srv->handle, &pass, srv->a.queue_timeout_ns);
+	rc = baton__http_step_enter(srv, HTTP_HANDLE, &pass, start, srv->a.queue_timeout_ns);
 	if (rc != BATON_OK)
 		return unwatch(c, view->deadline) ? HANDLER_TIMED_OUT : -503;
 	rc = call_handler(srv, view, resp);
 	/* Its end is when the response is queued: the write step's start. */
-	baton_stage_leave(&pass, &c->t_queued);
+	baton__http_step_leave(srv, &pass, &c->t_queued);
 	if (unwatch(c, view->deadline))
 		return HANDLER_TIMED_OUT; /* the response, if any, is dropped */
 	if (rc == BATON_OK && resp->status == 0)
@@ -902,11 +902,12 @@ enum { REQ_NEXT, REQ_CLOSE, REQ_FINISH /* flush, then close */ };
  * One request: read (in the read step, *rd), handle, queue the response.
  * Returns what the connection does next; *answer (0: none) is an error
  * status to answer before it closes, *head_only whether that answer is to
- * HEAD. The read step's in-flight unit (KEEP) is the caller's to give back
- * once this returns, whichever way the request ended: in rd->kept, or
- * still in the step (rd->stage) if the request failed while being read.
+ * HEAD. The read step's in-flight unit is the caller's to give back once
+ * this returns, whichever way the request ended
+ * (baton__http_pass_release_unit), and so is the step itself if the
+ * request failed while being read (rd->step >= 0).
  */
-static int serve_request(struct http_conn *c, struct baton_stage_pass *rd, int *answer,
+static int serve_request(struct http_conn *c, struct http_pass *rd, int *answer,
 			 bool *head_only)
 {
 	struct baton_http_server *srv = c->srv;
@@ -939,7 +940,7 @@ static int serve_request(struct http_conn *c, struct baton_stage_pass *rd, int *
 	 * which has the same bytes. */
 	if ((uintptr_t)c->in != in_before)
 		baton__http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
-	baton_stage_leave(rd, &t0); /* its end is handle's start */
+	baton__http_step_leave(srv, rd, &t0); /* its end is handle's start */
 	rc = handle(c, &req, body, body_len, &resp, c->work->scratch, HTTP_WORK_SCRATCH, t0,
 		    &st);
 	keep = req.keep_alive && !baton__http_shutting(srv);
@@ -987,7 +988,7 @@ bool baton__http_conn_main(struct http_conn *c)
 	if (srv->a.handler_timeout_ns > 0 && !srv->compute)
 		c->task = baton_task_handle();
 	for (;;) {
-		struct baton_stage_pass rd = BATON_STAGE_PASS_INIT;
+		struct http_pass rd = HTTP_PASS_INIT;
 		int answer = 0;
 		bool head_only = false;
 		int next = serve_request(c, &rd, &answer, &head_only);
@@ -996,11 +997,11 @@ bool baton__http_conn_main(struct http_conn *c)
 		 * the next one write it, in turn on one worker. */
 		if (__atomic_load_n(&c->parked, __ATOMIC_RELAXED))
 			return true; /* idle between requests: nothing held */
-		if (rd.stage != NULL) /* it failed while being read */
-			baton_stage_leave(&rd, NULL);
+		if (rd.step >= 0) /* it failed while being read */
+			baton__http_step_leave(srv, &rd, NULL);
 		/* The request is over, its response queued or refused: the
 		 * in-flight unit its read step kept goes back, once. */
-		baton_stage_kept_release(&rd.kept);
+		baton__http_pass_release_unit(srv, &rd);
 		if (answer != 0) {
 			linger = answer_error(c, answer, head_only);
 			break;

@@ -19,28 +19,21 @@
 #include "server_internal.h"
 
 /* --- buffers ------------------------------------------------------------------ */
-static struct http_bufs *my_bufs(struct baton_http_server *srv)
-{
-	int w = baton_sched_worker_index();
-
-	return w >= 0 && (unsigned)w < srv->nbufs ? &srv->bufs[w] : NULL;
-}
-
 /* A buffer of HTTP_BUF_SIZE bytes: this worker's last given back, or new. */
 void *baton__http_buf_get(struct baton_http_server *srv)
 {
-	struct http_bufs *b = my_bufs(srv);
+	struct http_worker *w = baton__http_my_worker(srv);
 
-	return b && b->n ? b->item[--b->n] : baton__malloc(HTTP_BUF_SIZE);
+	return w && w->nbuf ? w->buf[--w->nbuf] : baton__malloc(HTTP_BUF_SIZE);
 }
 
 /* Give back a buffer of cap bytes (NULL: nothing). */
 void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap)
 {
-	struct http_bufs *b = my_bufs(srv);
+	struct http_worker *w = baton__http_my_worker(srv);
 
-	if (p != NULL && cap == HTTP_BUF_SIZE && b && b->n < HTTP_BUF_CACHE)
-		b->item[b->n++] = p;
+	if (p != NULL && cap == HTTP_BUF_SIZE && w && w->nbuf < HTTP_BUF_CACHE)
+		w->buf[w->nbuf++] = p;
 	else
 		baton__free(p);
 }
@@ -292,11 +285,12 @@ static void acceptor(void *arg)
 		/* No reactor here (out of memory, or no backend works): the
 		 * server accepts nothing. /_stats shows the accept stage closed. */
 		baton_stage_close(srv->stage[HTTP_ACCEPT]);
+		baton__http_steps_update(srv); /* accept: through the closed stage */
 		close(srv->lfd);
 		goto out;
 	}
 	while (!baton__http_shutting(srv)) {
-		struct baton_stage_pass pass = BATON_STAGE_PASS_INIT;
+		struct http_pass pass = HTTP_PASS_INIT;
 
 		if (!watchdog_started)
 			watchdog_started = start_watchdog(srv);
@@ -320,7 +314,7 @@ static void acceptor(void *arg)
 		}
 		/* The accept step: from a connection to its task. One
 		 * acceptor, so the slot is free: timeout 0. */
-		if (baton_stage_enter(srv->stage[HTTP_ACCEPT], &pass, 0) != BATON_OK) {
+		if (baton__http_step_enter(srv, HTTP_ACCEPT, &pass, 0, 0) != BATON_OK) {
 			close(fd);
 			baton_pool_release(srv->conns, 1);
 			continue;
@@ -330,7 +324,7 @@ static void acceptor(void *arg)
 		if (c == NULL) {
 			close(fd);
 			baton_pool_release(srv->conns, 1);
-			baton_stage_leave(&pass, NULL);
+			baton__http_step_leave(srv, &pass, NULL);
 			continue;
 		}
 		c->srv = srv;
@@ -342,10 +336,10 @@ static void acceptor(void *arg)
 			close(fd);
 			baton__free(c);
 			baton_pool_release(srv->conns, 1);
-			baton_stage_leave(&pass, NULL);
+			baton__http_step_leave(srv, &pass, NULL);
 			continue;
 		}
-		baton_stage_leave(&pass, NULL);
+		baton__http_step_leave(srv, &pass, NULL);
 		/* Let the new connection's task run before the next accept:
 		 * it reads, answers and parks (its stack back to the pool) in
 		 * one turn, so a burst of connections takes a few stacks at a
@@ -418,10 +412,12 @@ static void server_free(struct baton_http_server *srv)
 	}
 	for (int i = 0; i < HTTP_NSTAGES; i++)
 		baton_stage_destroy(srv->stage[i]);
-	for (unsigned i = 0; srv->bufs && i < srv->nbufs; i++)
-		while (srv->bufs[i].n)
-			baton__free(srv->bufs[i].item[--srv->bufs[i].n]);
-	baton__free(srv->bufs);
+	for (unsigned i = 0; srv->workers && i < srv->nworkers; i++) {
+		while (srv->workers[i].nbuf)
+			baton__free(srv->workers[i].buf[--srv->workers[i].nbuf]);
+		baton__http_inflight_flush(srv, &srv->workers[i]);
+	}
+	baton__free(srv->workers);
 	baton_pool_destroy(srv->conns);
 	baton_pool_destroy(srv->inflight);
 	pthread_mutex_destroy(&srv->lock);
@@ -517,13 +513,13 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 		goto fail;
 	}
 	*srv->handler = (struct http_handler){ attr->handler, attr->ctx, NULL, NULL };
-	srv->nbufs = (unsigned)baton_sched_workers(s);
-	if ((srv->bufs = baton__aligned(64, srv->nbufs * sizeof(*srv->bufs))) == NULL) {
-		srv->bufs = NULL;
+	srv->nworkers = (unsigned)baton_sched_workers(s);
+	if ((srv->workers = baton__aligned(64, srv->nworkers * sizeof(*srv->workers))) == NULL) {
+		srv->workers = NULL;
 		rc = BATON_ENOMEM;
 		goto fail;
 	}
-	memset(srv->bufs, 0, srv->nbufs * sizeof(*srv->bufs));
+	memset(srv->workers, 0, srv->nworkers * sizeof(*srv->workers));
 	srv->lim = (struct baton_http_limits){ attr->max_target, attr->max_header_bytes,
 					       attr->max_fields, attr->max_body };
 	rc = BATON_ENOMEM;
@@ -539,6 +535,7 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	srv->compute = attr->compute_workers > 0;
 	if ((rc = make_stages(srv, s)) != BATON_OK)
 		goto fail;
+	baton__http_steps_update(srv);
 	rc = listen_socket(srv);
 	if (rc != BATON_OK)
 		goto fail;
@@ -636,6 +633,7 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 		rc = baton_pool_set_capacity(srv->inflight, max_inflight);
 	if (rc == BATON_OK && max_connections > 0)
 		rc = baton_pool_set_capacity(srv->conns, max_connections);
+	baton__http_steps_update(srv);
 	return rc;
 }
 
@@ -664,6 +662,7 @@ int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
 		rc = baton_stage_set_queue_limit(st, queue);
 	if (rc == BATON_OK && concurrency > 0)
 		rc = baton_stage_set_concurrency(st, concurrency);
+	baton__http_steps_update(srv);
 	return rc;
 }
 
@@ -671,10 +670,7 @@ int baton_http_server_snapshot(baton_http_server_t *srv, struct baton_http_serve
 {
 	if (srv == NULL || out == NULL)
 		return BATON_EINVAL;
-	for (int i = 0; i < HTTP_NSTAGES; i++)
-		baton_stage_snapshot(srv->stage[i], &out->stages[i]);
-	baton_pool_snapshot(srv->conns, &out->pools[0]);
-	baton_pool_snapshot(srv->inflight, &out->pools[1]);
+	baton__http_steps_snapshot(srv, out);
 	return BATON_OK;
 }
 

@@ -2,22 +2,25 @@
 /*
  * src/http/server_internal.h - what the server's files share.
  *
- *   server.c   create / shutdown / destroy, the acceptor, the statistics
+ *   server.c   create / shutdown / destroy, the acceptor, the sweeper,
+ *              the statistics, connections parking and waking
  *   conn.c     one connection: read and parse, body, handle, write
+ *   step.c     the steps' counters per worker, in-flight units' reserves
  *   static.c   files from the static directory
  *
  * The steps of a request are stages (docs/stages.md), each with its queue,
  * concurrency limit and counters: accept (from a connection to its task),
  * read (a request's head and body, from its first byte; it takes a unit of
  * the "in-flight" pool and keeps it until the response is written), handle
- * and write. The connection's task passes through the stages after accept
- * itself (baton_stage_enter/leave): a hand-off per step would cost more
- * than most steps. Only with compute workers is "handle" a stage with
+ * and write. The connection's task passes through the steps after accept
+ * itself: a hand-off per step would cost more than most steps. A step
+ * whose bound cannot bind is counted per worker instead of passed through
+ * its stage (step.c), so the keep-alive path takes no lock that another
+ * worker takes. Only with compute workers is "handle" a stage with
  * tasks of its own, bound to the compute workers; the connection task then
  * calls it with its request's job (struct http_job, baton_stage_call) and
- * waits, at most until the handler timeout. The read step's in-flight unit
- * travels in its pass (kept) and goes back once the request is over. The
- * "connections" pool makes the acceptor pause.
+ * waits, at most until the handler timeout. The "connections" pool makes
+ * the acceptor pause.
  */
 #ifndef BATON_SRC_HTTP_SERVER_INTERNAL_H
 #define BATON_SRC_HTTP_SERVER_INTERNAL_H
@@ -33,20 +36,49 @@
 
 #include "http_parse.h"
 
-/* Connection buffers of HTTP_BUF_SIZE that idle connections gave back,
- * kept per worker (only its thread touches its cache) so that a busy
- * keep-alive connection does not pay malloc and free per request. */
 #define HTTP_BUF_SIZE 8192
 #define HTTP_BUF_CACHE 32
-struct http_bufs {
-	void *item[HTTP_BUF_CACHE];
-	unsigned n;
-} __attribute__((aligned(64)));
-
-struct http_conn;
+/* In-flight units a worker takes from the pool at once (step.c). */
+#define HTTP_INFLIGHT_BATCH 8
 
 enum { HTTP_ACCEPT, HTTP_READ, HTTP_HANDLE, HTTP_WRITE, HTTP_NSTAGES };
 _Static_assert(HTTP_NSTAGES == BATON_HTTP_NSTAGES, "the public snapshot's size");
+
+/* A step's figures where its bound cannot bind (step.c). */
+struct http_step_count {
+	uint64_t submitted, completed, rejected, handler_ns;
+	int64_t running;
+};
+
+/*
+ * What a worker keeps of a server, written by that worker's thread alone
+ * (its own cache lines), so that the keep-alive path takes no lock another
+ * worker takes: connection buffers of HTTP_BUF_SIZE that idle connections
+ * gave back (a busy keep-alive connection does not pay malloc and free per
+ * request), the steps' counters and the reserve of in-flight units.
+ * Snapshots read the counters from other threads (relaxed atomics).
+ */
+struct http_worker {
+	void *buf[HTTP_BUF_CACHE];
+	unsigned nbuf;
+	struct http_step_count step[HTTP_NSTAGES];
+	long spare;		/* in-flight units held for the next requests */
+	uint64_t from_spare;	/* units handed out of the reserve */
+	uint64_t tries_failed;	/* pool acquisitions tried and refused on the
+				   way to a wait, not refusals of a request */
+} __attribute__((aligned(64)));
+
+/* A request's pass through a step: its stage's pass, or counted. */
+struct http_pass {
+	struct baton_stage_pass stage;
+	int64_t t0;		/* counted: when the step began */
+	signed char step;	/* HTTP_*, -1: in none */
+	bool counted;		/* entered through the counters */
+	bool unit;		/* holds an in-flight unit of the reserve's */
+};
+#define HTTP_PASS_INIT { BATON_STAGE_PASS_INIT, 0, -1, false, false }
+
+struct http_conn;
 
 /* A handler and its context, replaced whole by a reload. */
 struct http_handler {
@@ -76,8 +108,13 @@ struct baton_http_server {
 	bool compute;		/* handle has tasks on the compute workers */
 	unsigned io_workers;	/* connections are bound to [0, io_workers) */
 	unsigned next_io;	/* the acceptor's round robin over them */
-	struct http_bufs *bufs;	/* one per worker */
-	unsigned nbufs;
+	struct http_worker *workers; /* one per worker of the scheduler */
+	unsigned nworkers;
+	/* Per step: no bound of its can bind now, so it is counted per
+	 * worker, not passed through its stage (step.c; atomic). */
+	bool step_free[HTTP_NSTAGES];
+	long inflight_waiting;	/* requests waiting for an in-flight unit
+				   while reserves may hold some (atomic) */
 
 	pthread_mutex_t lock;	/* guards the list */
 	struct http_conn *list; /* open connections */
@@ -185,6 +222,25 @@ bool baton__http_conn_park(struct http_conn *c, int64_t idle_until);
 void *baton__http_buf_get(struct baton_http_server *srv);
 void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
 bool baton__http_shutting(struct baton_http_server *srv);
+
+/* step.c */
+struct http_worker *baton__http_my_worker(struct baton_http_server *srv);
+/* Enter a step, counted where its bound cannot bind, else through its
+ * stage; the read step takes the request's in-flight unit too. The step
+ * begins at t0 (0: now). Errors as baton_stage_enter's. */
+int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_pass *p,
+			   int64_t t0, int64_t timeout_ns);
+void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
+			    int64_t *end_ns);
+/* The request is over: its in-flight unit goes back, once. */
+void baton__http_pass_release_unit(struct baton_http_server *srv, struct http_pass *p);
+int baton__http_inflight_take(struct baton_http_server *srv, int64_t timeout_ns);
+void baton__http_inflight_give(struct baton_http_server *srv);
+void baton__http_inflight_flush(struct baton_http_server *srv, struct http_worker *w);
+/* After a limit changed: which steps are counted from now on. */
+void baton__http_steps_update(struct baton_http_server *srv);
+void baton__http_steps_snapshot(struct baton_http_server *srv,
+				struct baton_http_server_stats *out);
 
 /* conn.c: serve c until it closes (false) or parks (true); the caller
  * closes its handle. */
