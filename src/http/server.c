@@ -412,14 +412,15 @@ static void server_free(struct baton_http_server *srv)
 	}
 	for (int i = 0; i < HTTP_NSTAGES; i++)
 		baton_stage_destroy(srv->stage[i]);
-	for (unsigned i = 0; srv->workers && i < srv->nworkers; i++) {
+	if (srv->workers)
+		baton__http_reserves_flush(srv);
+	for (unsigned i = 0; srv->workers && i < srv->nworkers; i++)
 		while (srv->workers[i].nbuf)
 			baton__free(srv->workers[i].buf[--srv->workers[i].nbuf]);
-		baton__http_inflight_flush(srv, &srv->workers[i]);
-	}
 	baton__free(srv->workers);
 	baton_pool_destroy(srv->conns);
 	baton_pool_destroy(srv->inflight);
+	baton_pool_destroy(srv->slots);
 	pthread_mutex_destroy(&srv->lock);
 	baton__free(srv->host);
 	baton__free(srv->static_dir);
@@ -533,6 +534,13 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 		goto fail;
 	srv->io_workers = (unsigned)baton_sched_workers(s) - attr->compute_workers;
 	srv->compute = attr->compute_workers > 0;
+	/* Handlers inline: their concurrency is the slots' pool (step.c). */
+	if (!srv->compute &&
+	    (rc = baton_pool_create(&srv->slots, "handler slots",
+				    clamp_conc(attr->handler_concurrency))) != BATON_OK)
+		goto fail;
+	srv->res_pool[HTTP_RES_INFLIGHT] = srv->inflight;
+	srv->res_pool[HTTP_RES_SLOTS] = srv->slots;
 	if ((rc = make_stages(srv, s)) != BATON_OK)
 		goto fail;
 	baton__http_steps_update(srv);
@@ -629,6 +637,8 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 		return BATON_EINVAL;
 	if (handler_concurrency > 0)
 		rc = baton_stage_set_concurrency(srv->handle, clamp_conc(handler_concurrency));
+	if (rc == BATON_OK && handler_concurrency > 0 && srv->slots)
+		rc = baton_pool_set_capacity(srv->slots, clamp_conc(handler_concurrency));
 	if (rc == BATON_OK && max_inflight > 0)
 		rc = baton_pool_set_capacity(srv->inflight, max_inflight);
 	if (rc == BATON_OK && max_connections > 0)
@@ -639,9 +649,13 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 
 int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n)
 {
+	int rc;
+
 	if (srv == NULL)
 		return BATON_EINVAL;
-	return baton_stage_set_queue_limit(srv->handle, n);
+	rc = baton_stage_set_queue_limit(srv->handle, n);
+	baton__http_steps_update(srv);
+	return rc;
 }
 
 int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
@@ -662,6 +676,8 @@ int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
 		rc = baton_stage_set_queue_limit(st, queue);
 	if (rc == BATON_OK && concurrency > 0)
 		rc = baton_stage_set_concurrency(st, concurrency);
+	if (rc == BATON_OK && concurrency > 0 && i == HTTP_HANDLE && srv->slots)
+		rc = baton_pool_set_capacity(srv->slots, concurrency);
 	baton__http_steps_update(srv);
 	return rc;
 }

@@ -38,8 +38,10 @@
 
 #define HTTP_BUF_SIZE 8192
 #define HTTP_BUF_CACHE 32
-/* In-flight units a worker takes from the pool at once (step.c). */
-#define HTTP_INFLIGHT_BATCH 8
+/* Units a worker takes from a pool at once, at most (step.c). */
+#define HTTP_RESERVE_BATCH 8
+/* The pools whose units workers keep reserves of (step.c). */
+enum { HTTP_RES_INFLIGHT, HTTP_RES_SLOTS, HTTP_NRES };
 
 enum { HTTP_ACCEPT, HTTP_READ, HTTP_HANDLE, HTTP_WRITE, HTTP_NSTAGES };
 _Static_assert(HTTP_NSTAGES == BATON_HTTP_NSTAGES, "the public snapshot's size");
@@ -48,6 +50,15 @@ _Static_assert(HTTP_NSTAGES == BATON_HTTP_NSTAGES, "the public snapshot's size")
 struct http_step_count {
 	uint64_t submitted, completed, rejected, handler_ns;
 	int64_t running;
+};
+
+/* A worker's reserve of a pool's units (step.c). */
+struct http_reserve {
+	long spare;		/* units held for the next requests (atomic) */
+	uint64_t from_spare;	/* units handed out of the reserve */
+	uint64_t tries_failed;	/* acquisitions tried and refused on the way
+				   to a wait, not refusals of a request */
+	uint64_t wait_ns;	/* time requests waited for a unit */
 };
 
 /*
@@ -62,10 +73,7 @@ struct http_worker {
 	void *buf[HTTP_BUF_CACHE];
 	unsigned nbuf;
 	struct http_step_count step[HTTP_NSTAGES];
-	long spare;		/* in-flight units held for the next requests */
-	uint64_t from_spare;	/* units handed out of the reserve */
-	uint64_t tries_failed;	/* pool acquisitions tried and refused on the
-				   way to a wait, not refusals of a request */
+	struct http_reserve res[HTTP_NRES];
 } __attribute__((aligned(64)));
 
 /* A request's pass through a step: its stage's pass, or counted. */
@@ -113,8 +121,15 @@ struct baton_http_server {
 	/* Per step: no bound of its can bind now, so it is counted per
 	 * worker, not passed through its stage (step.c; atomic). */
 	bool step_free[HTTP_NSTAGES];
-	long inflight_waiting;	/* requests waiting for an in-flight unit
-				   while reserves may hold some (atomic) */
+	/* Pools workers keep reserves of: in-flight units and (handlers
+	 * inline) handler slots; NULL: none. Per pool: requests waiting for
+	 * a unit, the batch a reserve takes, the waiters allowed (0: no
+	 * limit); all atomic. */
+	baton_pool_t *res_pool[HTTP_NRES];
+	long res_waiting[HTTP_NRES];
+	long res_batch[HTTP_NRES];
+	long res_queue_limit[HTTP_NRES];
+	baton_pool_t *slots;	/* handler slots (inline handlers) */
 
 	pthread_mutex_t lock;	/* guards the list */
 	struct http_conn *list; /* open connections */
@@ -234,9 +249,13 @@ void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
 			    int64_t *end_ns);
 /* The request is over: its in-flight unit goes back, once. */
 void baton__http_pass_release_unit(struct baton_http_server *srv, struct http_pass *p);
-int baton__http_inflight_take(struct baton_http_server *srv, int64_t timeout_ns);
-void baton__http_inflight_give(struct baton_http_server *srv);
-void baton__http_inflight_flush(struct baton_http_server *srv, struct http_worker *w);
+/* A unit of res_pool[kind], from the worker's reserve if it has one:
+ * BATON_OK, BATON_EAGAIN (timeout 0, or the waiters' limit reached), or
+ * baton_pool_acquire's errors. */
+int baton__http_reserve_take(struct baton_http_server *srv, int kind, int64_t timeout_ns);
+void baton__http_reserve_give(struct baton_http_server *srv, int kind);
+/* Every reserve back to its pool. */
+void baton__http_reserves_flush(struct baton_http_server *srv);
 /* After a limit changed: which steps are counted from now on. */
 void baton__http_steps_update(struct baton_http_server *srv);
 void baton__http_steps_snapshot(struct baton_http_server *srv,

@@ -17,16 +17,21 @@
  * (/_limits), the step goes through its stage again from the next request
  * on; a pass remembers which way it entered, and leaves the same way.
  *
- * In-flight units (the pool a request holds from its first byte until its
- * response is written) come from a reserve per worker: a worker that has
- * none takes HTTP_INFLIGHT_BATCH from the pool at once, keeps what it does
- * not use, and gives back what exceeds twice that. The refill is fair:
- * when a request finds neither a reserve nor a free unit, it counts itself
- * in `inflight_waiting` and waits in the pool's queue, and from then on
- * every worker gives its reserve back at its next release, so no unit
- * idles in one reserve while a request waits on another worker. The pool's
- * snapshot is corrected for the reserves (they are in no request's hands)
- * and for the tries a batch cost.
+ * The bounds that do bind are units of a pool: a request's in-flight unit
+ * (held from its first byte until its response is written) and, for
+ * handlers run inline, a handler slot (a pool of --handler-concurrency
+ * units standing for the handle stage's concurrency). Both come from a
+ * reserve per worker: a worker that has none takes a batch from the pool
+ * at once (up to HTTP_RESERVE_BATCH, less for a small pool), keeps what it
+ * does not use, and gives back what exceeds twice that. The refill is
+ * fair: a request that finds neither a reserve nor a free unit counts
+ * itself in `res_waiting`, empties every worker's reserve into the pool
+ * and waits in the pool's queue (up to the handle stage's queue limit);
+ * while anyone waits, no reserve is filled again and every release goes
+ * straight back. So no unit idles in one worker's reserve while a request
+ * waits on another. The in-flight pool's snapshot is corrected for the
+ * reserves (in no request's hands) and for the tries a batch cost; the
+ * handle stage's shows the slots' waiters as its queue.
  */
 #include "../common/prelude.h"
 #include "server_internal.h"
@@ -94,14 +99,18 @@ int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_
 	if (step_free(srv, step) && (w = baton__http_my_worker(srv)) != NULL) {
 		p->t0 = t0 > 0 ? t0 : baton__clock_now();
 		count_in(w, step);
-		if (step == HTTP_READ) {
-			/* The request's in-flight unit, from the reserve. */
-			rc = baton__http_inflight_take(srv, timeout_ns);
+		/* The read step takes the request's in-flight unit, the
+		 * handle step a handler slot: each from a reserve. */
+		int kind = step == HTTP_READ ? HTTP_RES_INFLIGHT
+			 : step == HTTP_HANDLE ? HTTP_RES_SLOTS : -1;
+
+		if (kind >= 0) {
+			rc = baton__http_reserve_take(srv, kind, timeout_ns);
 			if (rc != BATON_OK) {
 				count_out(baton__http_my_worker(srv), step, false, 0, 0);
-				return rc == BATON_EAGAIN && timeout_ns != 0 ? BATON_ETIMEDOUT : rc;
+				return rc;
 			}
-			p->unit = true;
+			p->unit = kind == HTTP_RES_INFLIGHT;
 		}
 		p->step = (signed char)step;
 		p->counted = true;
@@ -124,6 +133,8 @@ void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
 	if (p->counted) {
 		int64_t end = baton__clock_now();
 
+		if (p->step == HTTP_HANDLE)
+			baton__http_reserve_give(srv, HTTP_RES_SLOTS);
 		count_out(baton__http_my_worker(srv), p->step, true, p->t0, end);
 		if (end_ns)
 			*end_ns = end;
@@ -137,7 +148,7 @@ void baton__http_pass_release_unit(struct baton_http_server *srv, struct http_pa
 {
 	if (p->unit) {
 		p->unit = false;
-		baton__http_inflight_give(srv);
+		baton__http_reserve_give(srv, HTTP_RES_INFLIGHT);
 	} else {
 		baton_stage_kept_release(&p->stage.kept);
 	}
@@ -164,77 +175,121 @@ static void add_counts(const struct baton_http_server *srv, int step,
 	st->running = running > 0 ? (unsigned)running : 0;
 }
 
-/* --- in-flight units ---------------------------------------------------------- */
-/* The reserve's size: read plainly by its worker, whole by snapshots. */
-static inline void set_spare(struct http_worker *w, long n)
+/* --- reserves of units ------------------------------------------------------ */
+/*
+ * A reserve's count is a worker's, but a waiter elsewhere may empty it
+ * (steal_all), so it changes by atomic read-modify-writes; relaxed, for
+ * it publishes nothing: the units themselves go back and forth through
+ * the pool, under its lock.
+ */
+static bool spare_take(struct http_reserve *r)
 {
-	__atomic_store_n(&w->spare, n, __ATOMIC_RELAXED);
+	long n = __atomic_load_n(&r->spare, __ATOMIC_RELAXED);
+
+	while (n > 0 && !__atomic_compare_exchange_n(&r->spare, &n, n - 1, true,
+						     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return n > 0;
 }
 
-int baton__http_inflight_take(struct baton_http_server *srv, int64_t timeout_ns)
+static void spare_flush(baton_pool_t *pool, struct http_reserve *r)
+{
+	long n = __atomic_exchange_n(&r->spare, 0, __ATOMIC_RELAXED);
+
+	if (n > 0)
+		baton_pool_release(pool, n);
+}
+
+/* Every worker's reserve back to the pool: someone is about to wait. */
+static void steal_all(struct baton_http_server *srv, int kind)
+{
+	for (unsigned i = 0; i < srv->nworkers; i++)
+		spare_flush(srv->res_pool[kind], &srv->workers[i].res[kind]);
+}
+
+int baton__http_reserve_take(struct baton_http_server *srv, int kind, int64_t timeout_ns)
 {
 	struct http_worker *w = baton__http_my_worker(srv);
+	baton_pool_t *pool = srv->res_pool[kind];
+	struct http_reserve *r;
+	/* Relaxed: sizes set when a limit changes, read per request. */
+	long batch = __atomic_load_n(&srv->res_batch[kind], __ATOMIC_RELAXED);
+	long limit = __atomic_load_n(&srv->res_queue_limit[kind], __ATOMIC_RELAXED);
+	int64_t t0;
 	int rc;
 
 	if (w == NULL)
-		return baton_pool_acquire(srv->inflight, 1, timeout_ns);
-	if (w->spare > 0) {
-		set_spare(w, w->spare - 1);
-		bump(&w->from_spare, 1);
+		return baton_pool_acquire(pool, 1, timeout_ns);
+	r = &w->res[kind];
+	if (spare_take(r)) {
+		bump(&r->from_spare, 1);
 		return BATON_OK;
 	}
-	/* Relaxed: while someone waits, reserves are not filled again. */
-	if (__atomic_load_n(&srv->inflight_waiting, __ATOMIC_RELAXED) == 0) {
-		if (baton_pool_acquire(srv->inflight, HTTP_INFLIGHT_BATCH, 0) == BATON_OK) {
-			set_spare(w, HTTP_INFLIGHT_BATCH - 1);
+	/* Relaxed: while someone waits, reserves are not filled again (and
+	 * a waiter's count is all this reads). */
+	if (batch > 1 && __atomic_load_n(&srv->res_waiting[kind], __ATOMIC_RELAXED) == 0) {
+		if (baton_pool_acquire(pool, batch, 0) == BATON_OK) {
+			__atomic_add_fetch(&r->spare, batch - 1, __ATOMIC_RELAXED);
 			return BATON_OK;
 		}
-		bump(&w->tries_failed, 1);
+		bump(&r->tries_failed, 1);
 	}
-	if (timeout_ns == 0)
-		return baton_pool_acquire(srv->inflight, 1, 0);
-	rc = baton_pool_acquire(srv->inflight, 1, 0);
-	if (rc != BATON_EAGAIN)
+	rc = baton_pool_acquire(pool, 1, 0);
+	if (rc != BATON_EAGAIN || timeout_ns == 0)
 		return rc;
-	bump(&w->tries_failed, 1);
-	/* Relaxed: a count others look at to give their reserves back; the
-	 * units themselves pass through the pool's lock. */
-	__atomic_add_fetch(&srv->inflight_waiting, 1, __ATOMIC_RELAXED);
-	baton__http_inflight_flush(srv, w);
-	rc = baton_pool_acquire(srv->inflight, 1, timeout_ns);
-	__atomic_sub_fetch(&srv->inflight_waiting, 1, __ATOMIC_RELAXED);
+	bump(&r->tries_failed, 1);
+	/* Relaxed: the count of waiters is a figure and a queue limit. */
+	if (limit > 0 && __atomic_load_n(&srv->res_waiting[kind], __ATOMIC_RELAXED) >= limit)
+		return BATON_EAGAIN; /* the queue is full: refused at once */
+	__atomic_add_fetch(&srv->res_waiting[kind], 1, __ATOMIC_RELAXED);
+	steal_all(srv, kind);
+	t0 = baton__clock_now();
+	rc = baton_pool_acquire(pool, 1, timeout_ns);
+	/* The task may be on another worker now: count where it is. */
+	w = baton__http_my_worker(srv);
+	if (w != NULL)
+		bump(&w->res[kind].wait_ns, (uint64_t)(baton__clock_now() - t0));
+	__atomic_sub_fetch(&srv->res_waiting[kind], 1, __ATOMIC_RELAXED);
 	return rc;
 }
 
-void baton__http_inflight_flush(struct baton_http_server *srv, struct http_worker *w)
-{
-	if (w != NULL && w->spare > 0) {
-		long n = w->spare;
-
-		set_spare(w, 0);
-		baton_pool_release(srv->inflight, n);
-	}
-}
-
-void baton__http_inflight_give(struct baton_http_server *srv)
+void baton__http_reserve_give(struct baton_http_server *srv, int kind)
 {
 	struct http_worker *w = baton__http_my_worker(srv);
+	long batch = __atomic_load_n(&srv->res_batch[kind], __ATOMIC_RELAXED);
+	long n;
 
-	if (w == NULL) {
-		baton_pool_release(srv->inflight, 1);
+	if (w == NULL || batch <= 1) {
+		baton_pool_release(srv->res_pool[kind], 1);
 		return;
 	}
-	set_spare(w, w->spare + 1);
-	/* Relaxed: see take; a waiter also flushed its own reserve. */
-	if (__atomic_load_n(&srv->inflight_waiting, __ATOMIC_RELAXED) > 0 ||
-	    w->spare > 2 * HTTP_INFLIGHT_BATCH)
-		baton__http_inflight_flush(srv, w);
+	n = __atomic_add_fetch(&w->res[kind].spare, 1, __ATOMIC_RELAXED);
+	/* Relaxed: see take; a waiter emptied every reserve already, this
+	 * one filled again meanwhile. */
+	if (__atomic_load_n(&srv->res_waiting[kind], __ATOMIC_RELAXED) > 0 || n > 2 * batch)
+		spare_flush(srv->res_pool[kind], &w->res[kind]);
+}
+
+void baton__http_reserves_flush(struct baton_http_server *srv)
+{
+	for (int k = 0; k < HTTP_NRES; k++)
+		if (srv->res_pool[k] != NULL)
+			steal_all(srv, k);
 }
 
 /* --- limits and snapshots ------------------------------------------------- */
+/* Units a worker takes at once: none while the pool is small (a reserve
+ * would hide a good part of it), else up to HTTP_RESERVE_BATCH. */
+static long batch_for(const struct baton_http_server *srv, long capacity)
+{
+	long b = capacity / (4 * (long)srv->nworkers);
+
+	return b < 2 ? 1 : b > HTTP_RESERVE_BATCH ? HTTP_RESERVE_BATCH : b;
+}
+
 void baton__http_steps_update(struct baton_http_server *srv)
 {
-	struct baton_pool_stats conns;
+	struct baton_pool_stats conns, ps;
 
 	baton_pool_snapshot(srv->conns, &conns);
 	for (int i = 0; i < HTTP_NSTAGES; i++) {
@@ -244,17 +299,36 @@ void baton__http_steps_update(struct baton_http_server *srv)
 		baton_stage_snapshot(srv->stage[i], &st);
 		if (i == HTTP_ACCEPT)
 			free = true; /* one acceptor: its concurrency of 1 never binds */
-		else if (i == HTTP_HANDLE && srv->compute)
-			free = false; /* a stage with tasks of its own */
+		else if (i == HTTP_HANDLE)
+			/* Inline, the bound binds but is kept by the slots'
+			 * pool and its reserves; with compute workers, a
+			 * stage with tasks of its own. */
+			free = !srv->compute;
 		else
 			free = (long)st.concurrency >= conns.capacity;
+		if (i == HTTP_HANDLE)
+			/* Relaxed: read per request (reserve_take). */
+			__atomic_store_n(&srv->res_queue_limit[HTTP_RES_SLOTS], (long)st.queue_limit,
+					 __ATOMIC_RELAXED);
 		/* Relaxed: read as a hint per request (step_free). */
 		__atomic_store_n(&srv->step_free[i], free && !st.closed, __ATOMIC_RELAXED);
 	}
+	for (int k = 0; k < HTTP_NRES; k++) {
+		if (srv->res_pool[k] == NULL)
+			continue;
+		baton_pool_snapshot(srv->res_pool[k], &ps);
+		/* Relaxed: read per request; a reserve filled at the old size
+		 * drains at its next releases. */
+		__atomic_store_n(&srv->res_batch[k], batch_for(srv, ps.capacity), __ATOMIC_RELAXED);
+	}
+	/* A lowered capacity applies at once to what reserves hold. */
+	baton__http_reserves_flush(srv);
 }
 
 void baton__http_steps_snapshot(struct baton_http_server *srv, struct baton_http_server_stats *out)
 {
+	struct baton_pool_stats *in = &out->pools[1];
+	struct baton_stage_stats *h = &out->stages[HTTP_HANDLE];
 	uint64_t from_spare = 0, tries = 0;
 	long spare = 0;
 
@@ -263,18 +337,24 @@ void baton__http_steps_snapshot(struct baton_http_server *srv, struct baton_http
 		add_counts(srv, i, &out->stages[i]);
 	}
 	baton_pool_snapshot(srv->conns, &out->pools[0]);
-	baton_pool_snapshot(srv->inflight, &out->pools[1]);
+	baton_pool_snapshot(srv->inflight, in);
 	for (unsigned i = 0; i < srv->nworkers; i++) {
-		const struct http_worker *w = &srv->workers[i];
+		const struct http_reserve *r = &srv->workers[i].res[HTTP_RES_INFLIGHT];
 
-		from_spare += peek(&w->from_spare);
-		tries += peek(&w->tries_failed);
-		/* Relaxed: a figure, written by its worker alone. */
-		spare += __atomic_load_n(&w->spare, __ATOMIC_RELAXED);
+		from_spare += peek(&r->from_spare);
+		tries += peek(&r->tries_failed);
+		spare += __atomic_load_n(&r->spare, __ATOMIC_RELAXED); /* a figure */
+		h->wait_ns += peek(&srv->workers[i].res[HTTP_RES_SLOTS].wait_ns);
 	}
-	out->pools[1].in_use -= spare;
-	if (out->pools[1].in_use < 0)
-		out->pools[1].in_use = 0;
-	out->pools[1].acquired += from_spare;
-	out->pools[1].refused -= tries < out->pools[1].refused ? tries : out->pools[1].refused;
+	/* The in-flight pool as requests hold it: reserves are in none's
+	 * hands, and a batch or a try on the way to a wait is no request's
+	 * acquisition or refusal. */
+	in->in_use = in->in_use > spare ? in->in_use - spare : 0;
+	in->acquired += from_spare;
+	in->refused -= tries < in->refused ? tries : in->refused;
+	/* Inline handlers wait for a slot in the slots' pool, the stage's
+	 * queue as /_stats shows it. Relaxed: a figure. */
+	if (!srv->compute)
+		h->queued += (size_t)__atomic_load_n(&srv->res_waiting[HTTP_RES_SLOTS],
+						     __ATOMIC_RELAXED);
 }
