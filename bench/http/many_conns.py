@@ -81,6 +81,9 @@ def main():
     p.add_argument("--many", type=int, default=10000)
     p.add_argument("--no-rss", dest="rss", action="store_false",
                    help="skip the idle-connection memory (idle_conns.py measures it)")
+    p.add_argument("--limit", type=int, default=0, metavar="S",
+                   help="seconds for the whole run (the driver's timeout less room); "
+                        "at the limit the servers are stopped and the rounds so far reported")
     args = p.parse_args()
     args.build = os.path.abspath(args.build)
     os.sched_setaffinity(0, {int(run_http.CLIENT_CPU)})   # our idle clients: CPU 0
@@ -100,9 +103,10 @@ def main():
         else:
             todo.append(server)
     per_run = 15 + 2 * (args.duration + 31) + (30 + args.many / 1000 if args.rss else 0)
-    connlib.bound(per_run * args.runs * max(1, len(todo)) + 30)
+    connlib.bound(min(per_run * args.runs * max(1, len(todo)) + 30, args.limit or 1 << 30))
     results = {str(s): [] for s in todo}
     failures = {}
+    interrupted = False
     try:
         for r, order in connlib.rounds(todo, args.runs):
             for server in order:
@@ -117,8 +121,10 @@ def main():
                 time.sleep(0.5)
     except connlib.Interrupted as err:
         print(f"many_conns.py: interrupted ({err})", file=sys.stderr)
+        interrupted = True
         failures.update({str(s): f"interrupted ({err})" for s in todo if not results[str(s)]})
-    status = 0
+    signal.alarm(0)
+    status = 1 if interrupted else 0
     for server in todo:
         runs = results[str(server)]
         if str(server) in failures:
@@ -138,7 +144,6 @@ def main():
             connlib.emit(connlib.line(server, "rss_bytes_per_conn", "bytes",
                                       {"connections": args.many, "state": "idle keep-alive"},
                                       [r[2] for r in runs]))
-    signal.alarm(0)
     return status
 
 

@@ -65,6 +65,9 @@ def main():
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--port", type=int, default=18467)
+    p.add_argument("--limit", type=int, default=0, metavar="S",
+                   help="seconds for the whole run (the driver's timeout less room); "
+                        "at the limit the servers are stopped and the rounds so far reported")
     args = p.parse_args()
     args.build = os.path.abspath(args.build)
     connlib.raise_nofile()
@@ -79,9 +82,10 @@ def main():
         else:
             todo.append(server)
     per_run = 15 + args.warmup + args.duration + 2 * 30
-    connlib.bound(per_run * args.runs * max(1, len(todo)) + 30)
+    connlib.bound(min(per_run * args.runs * max(1, len(todo)) + 30, args.limit or 1 << 30))
     results = {str(s): [] for s in todo}
     failures = {}
+    interrupted = False
     try:
         for r, order in connlib.rounds(todo, args.runs):
             for server in order:
@@ -96,8 +100,10 @@ def main():
                 time.sleep(0.3)
     except connlib.Interrupted as err:
         print(f"pipeline.py: interrupted ({err})", file=sys.stderr)
+        interrupted = True
         failures.update({str(s): f"interrupted ({err})" for s in todo if not results[str(s)]})
-    status = 0
+    signal.alarm(0)
+    status = 1 if interrupted else 0
     for server in todo:
         runs = results[str(server)]
         if str(server) in failures:
@@ -108,7 +114,6 @@ def main():
             continue
         connlib.emit(connlib.line(server, "req_per_s", "req/s", params, [r[0] for r in runs]))
         connlib.emit(connlib.line(server, "p99_ms", "ms", params, [r[1] for r in runs]))
-    signal.alarm(0)
     return status
 
 
