@@ -143,7 +143,11 @@ def start(server, port, tmp, build, max_conns=10000):
     else:
         argv, env = run_http.server_command(argparse.Namespace(
             impl=server.name, cores=1, port=port, build=build, src=REPO, httpd=None,
-            worker_connections=max(16384, room)), tmp)
+            # Twice the connections held: nginx closes idle keep-alive
+            # connections to make room once fewer than 1/16 of its
+            # worker_connections are free (ngx_drain_connections), which at
+            # 19,000 held and wrk's 100 beside them it did to 192 of them.
+            worker_connections=max(16384, 2 * room)), tmp)
     if run_http.port_in_use(port):
         raise run_http.Failed(f"port {port} on 127.0.0.1 is already in use")
     proc = run_http.Server(argv, env if env is not None else dict(os.environ), tmp, pin=True)
