@@ -219,6 +219,14 @@ def estimate(config: Config, suites: list[Suite], timings: Timings) -> tuple[flo
     return least, most, unknown
 
 
+def once_timeout(entry: dict[str, Any], timeout: float) -> float:
+    """The seconds a ``once`` command may run: ``--timeout``, or the entry's
+    own ``timeout`` when that is longer (a command that alternates several
+    servers in one process needs more than one run's worth)."""
+    own = entry.get("timeout")
+    return max(timeout, float(own)) if isinstance(own, (int, float)) else timeout
+
+
 def _once_key(entry: dict[str, Any]) -> str:
     """A ``once`` command's name in the timings."""
     return "once " + " ".join(str(word) for word in entry.get("cmd") or [])
@@ -394,7 +402,7 @@ class SuiteRunner:
             self.say(f"   once {' '.join(argv)}: {MISSING} ({reason})")
             return
         started = time.monotonic()
-        result = run_command(argv, self.config.timeout)
+        result = run_command(argv, once_timeout(entry, self.config.timeout))
         self.timings.record(self.suite.name, _once_key(entry), params,
                             time.monotonic() - started)
         for line in result.lines:

@@ -57,6 +57,7 @@ SERVER_CPU, CLIENT_CPU = "1", "0"
 NGINX_MODULE_DIRS = ("/usr/share/nginx/modules", "/usr/lib/nginx/modules")
 SBIN = ("/usr/sbin", "/usr/local/sbin", "/sbin")
 HTTPD_DIRS = (".", "bin", "httpd", "apps/httpd")   # where under --build to look
+NGINX_WORKER_CONNECTIONS = 16384   # room for many_conns.py's 10,000 beside the rest
 
 
 class Missing(Exception):
@@ -156,8 +157,12 @@ def server_command(args: argparse.Namespace, tmp: str) -> tuple[list[str], Optio
             modules = _lua_modules()
             content = 'content_by_lua_block { ngx.say("Hello, World!") }'
         conf = os.path.join(tmp, "nginx.conf")
+        # Connections one worker may hold: the suite's default, or more for
+        # the idle-connection rows (bench/http/idle_conns.py).
+        conns = int(getattr(args, "worker_connections", None) or NGINX_WORKER_CONNECTIONS)
         write(conf, fill("nginx.conf.in", {"LOAD_MODULES": modules, "WORKERS": workers,
-                                           "TMP": tmp, "PORT": port, "CONTENT": content}))
+                                           "TMP": tmp, "PORT": port, "CONTENT": content,
+                                           "WORKER_CONNECTIONS": conns}))
         return [nginx, "-p", tmp, "-c", conf, "-e", "stderr"], None
     if args.impl == "h2o":
         h2o = need_tool("h2o", "h2o")

@@ -187,6 +187,11 @@ def load_suite(path: str | Path) -> Suite:
                                  or need <= 0):
             raise ManifestError(f"{path}: once: memory_gib must be a positive number, "
                                 f"got {need!r}")
+        limit = entry.get("timeout") if isinstance(entry, dict) else None
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                                  or limit <= 0):
+            raise ManifestError(f"{path}: once: timeout must be a positive number of "
+                                f"seconds, got {limit!r}")
     return Suite(
         name=name, metric=_require(data, "metric", str, path), better=better,
         impls=impls, params=data.get("params") or {},

@@ -343,6 +343,37 @@ def test_the_driver_reports_a_once_command_past_the_memory_as_missing(tmp_path, 
     assert "fake: missing (needs 1e+06 GiB of memory" in capsys.readouterr().out
 
 
+def test_a_once_entry_may_allow_itself_more_than_the_run_timeout(tmp_path):
+    # The http suite's connection rows alternate several servers in one
+    # process: one such command takes longer than one run of an impl.
+    src, build, path = _one_value_suite(tmp_path, {
+        "suite": "t", "metric": "x", "impls": {"a": {"cmd": ["{fake}"]}}, "pairs": [],
+        "once": [{"impl": "slow", "cmd": ["{slow}"]},
+                 {"impl": "slow-allowed", "cmd": ["{slow}"], "timeout": 30}]})
+    slow = build / "slow"
+    slow.write_text("#!/bin/sh\nsleep 1.5\necho '{\"metric\": \"y\", \"value\": 2}'\n")
+    slow.chmod(0o755)
+    path.write_text(path.read_text().replace("{slow}", str(slow)))
+    bad = json.loads(path.read_text())
+    bad["once"][1]["timeout"] = "long"
+    broken = tmp_path / "bad.json"
+    broken.write_text(json.dumps(bad))
+    with pytest.raises(ManifestError, match="timeout must be a positive number"):
+        load_suite(broken)
+    config = Config(src=src, build=build, out=build / "results.jsonl",
+                    report=build / "report", timeout=1.0, mode="quick", minutes=0.2, budget=3)
+    lines = run(config)
+    once = [line for line in lines if line.get("kind") == "once"]
+    assert once[0]["impl"] == "slow" and once[0]["status"] == "failed"
+    assert "timed out after 1 s" in once[0]["error"]
+    assert [line.get("value") for line in once[1:]] == [2]
+    # Never shorter than --timeout: the entry's own figure only adds time.
+    from baton_bench.driver import once_timeout
+    assert once_timeout({"timeout": 30}, 120.0) == 120.0
+    assert once_timeout({"timeout": 300}, 120.0) == 300.0
+    assert once_timeout({}, 120.0) == 120.0
+
+
 def test_a_parameter_set_kept_to_medians_decides_no_target(tmp_path, capsys):
     src, build, _ = _one_value_suite(tmp_path, {
         "suite": "p", "metric": "x",
