@@ -4,7 +4,9 @@
  *
  *   server.c   create / shutdown / destroy, the acceptor, the sweeper,
  *              the statistics, connections parking and waking
- *   conn.c     one connection: read and parse, body, handle, write
+ *   conn.c     one connection's loop: read and parse, body, handle, queue
+ *   respond.c  its responses: output buffer, write step, heads, streams
+ *   job.c      the handler's call, inline or as a job on compute workers
  *   step.c     the steps' counters per worker, in-flight units' reserves
  *   static.c   files from the static directory
  *
@@ -260,6 +262,58 @@ void baton__http_reserves_flush(struct baton_http_server *srv);
 void baton__http_steps_update(struct baton_http_server *srv);
 void baton__http_steps_snapshot(struct baton_http_server *srv,
 				struct baton_http_server_stats *out);
+
+/* Bodies up to this size are copied behind their head; larger ones are
+ * written from where the handler keeps them. */
+#define HTTP_INLINE_BODY_MAX (64 * 1024)
+
+/* What handling a request gives for one past its handler timeout. */
+#define HTTP_HANDLER_TIMED_OUT (-504)
+
+/*
+ * A streamed response (baton_http_resp_write): one per request, in the
+ * connection task's frame. In the I/O-worker shape the handler runs in
+ * the connection's task and writes its pieces itself; on a compute worker
+ * a piece travels through the job (http_job.piece): the handler asks the
+ * connection's task, waiting for the job in baton_stage_call, to write it
+ * on its own worker (baton_stage_ask), and only then goes on. Either way one
+ * piece at most is between the handler and the kernel's socket buffer,
+ * which is the back-pressure: a slow reader slows the handler.
+ */
+struct http_stream {
+	unsigned char kind;	/* HTTP_STREAM_LOCAL (resp->stream_ may be a job) */
+	struct http_conn *c;
+	const struct baton_http_request *req;
+	struct http_job *job;	/* compute shape: the finished job, freed
+				   once its response is written */
+	bool keep;		/* the head says keep-alive */
+	bool chunked;		/* HTTP/1.1: chunks; 1.0: until the close */
+	bool started;		/* the head is queued */
+	int err;		/* the first write error, returned from then on */
+	int64_t deadline;	/* the handler's (< 0: none): no piece after it */
+};
+
+/* respond.c */
+bool baton__http_out_reserve(struct http_conn *c, size_t more);
+/* Write len bytes through the write step, which starts when the response
+ * was queued (c->t_queued) if known, else now. */
+int baton__http_write_step(struct http_conn *c, const void *buf, size_t len);
+/* Write what c->out holds. */
+int baton__http_flush(struct http_conn *c);
+int baton__http_respond(struct http_conn *c, const struct baton_http_request *req,
+			struct baton_http_resp *resp, bool keep);
+int baton__http_stream_put(struct http_stream *st, struct baton_http_resp *resp,
+			   const void *data, size_t len);
+int baton__http_end_stream(struct http_stream *st, int rc);
+
+/* job.c */
+int baton__http_call_handler(struct baton_http_server *srv, const struct baton_http_req *view,
+			     struct baton_http_resp *resp);
+int baton__http_job_piece(struct http_job *job, const void *data, size_t len);
+void baton__http_job_put(struct http_conn *c, struct http_job *job);
+int baton__http_handle_on_stage(struct http_conn *c, const struct baton_http_req *view,
+				struct baton_http_resp *resp, struct http_stream *st,
+				char **decoded);
 
 /* conn.c: serve c until it closes (false) or parks (true); the caller
  * closes its handle. */

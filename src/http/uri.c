@@ -2,13 +2,15 @@
 /*
  * The parts of a request-target a handler reads (include/baton/http.h):
  * the path and the query split off the target, percent-decoding, and the
- * query's arguments one by one. No allocation: the caller owns every
- * buffer.
+ * query's arguments one by one; and the request's accessors (its header
+ * fields, whether its deadline passed). No allocation: the caller owns
+ * every buffer.
  */
 #include <string.h>
 
 #include <baton/http.h>
 
+#include "../common/prelude.h"
 #include "http_ctype.h"
 #include "http_parse.h"
 
@@ -106,4 +108,43 @@ void baton__http_split_target(const char *target, size_t len, int form, const ch
 	}
 	*path = p;
 	*path_len = (size_t)(end - p);
+}
+
+/* --- the request's accessors (baton/http.h) ----------------------------- */
+int baton_http_req_expired(const struct baton_http_req *req)
+{
+	if (req == NULL)
+		return BATON_EINVAL;
+	return req->deadline >= 0 && baton__clock_now() >= req->deadline;
+}
+
+const char *baton_http_req_header(const struct baton_http_req *req, const char *name,
+				  size_t *len)
+{
+	const struct baton_http_field *f;
+
+	if (req == NULL || req->head_ == NULL || name == NULL)
+		return NULL;
+	f = baton__http_find_field(req->head_, name);
+	if (f && len)
+		*len = f->value_len;
+	return f ? f->value : NULL;
+}
+
+int baton_http_req_field(const struct baton_http_req *req, size_t i, const char **name,
+			 size_t *name_len, const char **value, size_t *value_len)
+{
+	const struct baton_http_request *r;
+
+	if (req == NULL || req->head_ == NULL || name == NULL || name_len == NULL ||
+	    value == NULL || value_len == NULL)
+		return BATON_EINVAL;
+	r = req->head_;
+	if (i >= r->nfields)
+		return BATON_EINVAL;
+	*name = r->fields[i].name;
+	*name_len = r->fields[i].name_len;
+	*value = r->fields[i].value;
+	*value_len = r->fields[i].value_len;
+	return BATON_OK;
 }
