@@ -42,6 +42,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -183,19 +184,20 @@ static void cancel_later(struct uring_poller *p, uint64_t ud)
 
 /* The setups to try, best first.
  *
- * SINGLE_ISSUER | DEFER_TASKRUN (6.1): completions are posted only when
- * the ring's thread asks for them, in io_uring_enter(GETEVENTS), in a
- * batch, instead of as task work that interrupts whatever system call
- * the worker makes next (a read, a send). In exchange only the thread
- * that set the ring up may enter it: worker 0 runs on whichever thread
- * calls baton_sched_run(), so a worker found on another thread gets a
- * new ring (ring_here); and a peek must enter the kernel to see anything
- * (TASKRUN_FLAG says when there is something, see ur_poll).
+ * COOP_TASKRUN | TASKRUN_FLAG (5.19): completions are posted when the
+ * worker next enters the kernel (any system call: the read or send of a
+ * task, on its way out), not by interrupting it; a worker asleep in
+ * io_uring_enter is still woken, and TASKRUN_FLAG tells a peek when it
+ * must enter. Any thread may enter such a ring.
  *
- * COOP_TASKRUN | TASKRUN_FLAG (5.19), the fallback: completions are
- * posted when the worker next enters the kernel, not by interrupting it;
- * a worker asleep in io_uring_enter is still woken, and TASKRUN_FLAG
- * tells a peek when it must enter. Any thread may enter such a ring.
+ * SINGLE_ISSUER | DEFER_TASKRUN (6.1), only where BATON_IO_URING_DEFER=1
+ * asks for it: completions are posted only when the ring's thread asks,
+ * in io_uring_enter(GETEVENTS), in a batch. Measured on baton-httpd it
+ * cost more than it saved (docs/io.md): every peek that would have found
+ * completions posted by the task's own read or send has to enter the
+ * kernel instead. In exchange only the thread that set the ring up may
+ * enter it: worker 0 runs on whichever thread calls baton_sched_run(), so
+ * a worker found on another thread gets a new ring (ring_here).
  *
  * A kernel that does not know a flag says EINVAL: the next set is tried. */
 #define UR_BASIC (IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL)
@@ -210,18 +212,24 @@ static int ring_init(struct io_uring *ring, unsigned *setup)
 		IORING_SETUP_CQSIZE,
 		0,
 	};
+	const char *env = getenv("BATON_IO_URING_DEFER");
 	/* Relaxed: a test's knob, set while no worker creates a ring. */
 	unsigned refused = __atomic_load_n(&baton__uring_setup_refused, __ATOMIC_RELAXED);
 	int rc = -ENOSYS;
 
+	if (env == NULL || strcmp(env, "1") != 0)
+		refused |= IORING_SETUP_DEFER_TASKRUN; /* not asked for */
 	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		struct io_uring_params params = {
 			.flags = tries[i],
 			.cq_entries = UR_CQ_ENTRIES,
 		};
 
-		rc = (tries[i] & refused) ? -EINVAL :
-			io_uring_queue_init_params(UR_SQ_ENTRIES, ring, &params);
+		if (tries[i] & refused) {
+			rc = -EINVAL; /* as a kernel without the flag says */
+			continue;
+		}
+		rc = io_uring_queue_init_params(UR_SQ_ENTRIES, ring, &params);
 		if (rc == 0) {
 			/* Multishot poll needs 5.13, which brought RSRC_TAGS;
 			 * timed waits need EXT_ARG (5.11). */
@@ -417,13 +425,13 @@ static void cancel(struct uring_poller *p, struct baton_io *io)
 	io->pending |= UR_CANCELLED;
 	if ((io->pending & UR_COUNT) == 0)
 		return; /* no request names it (a re-arm still to retry) */
-	if (!queue_cancel(p, (uintptr_t)io)) {
+	if (!queue_cancel(p, (uintptr_t)io))
 		retry_later(p, io);
-		return;
-	}
-	/* Now, not at the next poll: the request holds the descriptor's
-	 * file open, and the peer of a socket is waiting for our close. */
-	io_uring_submit(&p->ring);
+	/* Submitted by the worker's next poll, not at once: the request
+	 * holds the descriptor's file open until then (the peer of a socket
+	 * waits for our close), but that poll comes soon, within
+	 * BATON_POLL_TICKS dispatches of a busy worker or when it idles, and
+	 * a close then costs no io_uring_enter of its own. */
 }
 
 static void ur_del(struct baton_worker *w, struct baton_io *io)
@@ -592,17 +600,16 @@ static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 			timeout_ns = 1000000;
 	}
 
-	if (io_uring_cq_ready(ring)) {
-		/* Already something to do: only hand over what is queued. */
-		if (io_uring_sq_ready(ring))
-			io_uring_submit(ring);
-	} else if (timeout_ns == 0) {
-		/* Peek: enter the kernel only if there is something to
-		 * submit, completions to run (TASKRUN) or an overflow.
-		 * Under DEFER_TASKRUN nothing reaches the CQ ring without
-		 * an io_uring_enter(GETEVENTS), and TASKRUN_FLAG (always
-		 * set with it, see ring_init) is what says one would find
-		 * something. */
+	/* One io_uring_enter at most per poll: it submits what is queued
+	 * (new handles' requests, re-arms, cancellations) and gets or waits
+	 * for completions, in the same call. */
+	if (timeout_ns == 0 || io_uring_cq_ready(ring)) {
+		/* Peek (or already something to do): enter the kernel only
+		 * if there is something to submit, completions to run
+		 * (TASKRUN) or an overflow. Under DEFER_TASKRUN nothing
+		 * reaches the CQ ring without an io_uring_enter(GETEVENTS),
+		 * and TASKRUN_FLAG (always set with it, see ring_init) is
+		 * what says one would find something. */
 		if (io_uring_sq_ready(ring) ||
 		    (IO_URING_READ_ONCE(*ring->sq.kflags) &
 		     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)))
@@ -619,10 +626,12 @@ static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 		 * looks at its clock and inbox either way. */
 		io_uring_submit_and_wait_timeout(ring, &cqe, 1, &ts, NULL);
 	}
+	/* What this queues (re-arms of ended multishots, the wake-up poll)
+	 * goes with the next poll's io_uring_enter: a busy worker peeks
+	 * within BATON_POLL_TICKS dispatches, an idle one at once; a poll
+	 * request looks at its descriptor when it is armed, so no edge is
+	 * lost meanwhile. */
 	reap(p, true);
-	/* Re-armed requests go now rather than at the next poll. */
-	if (io_uring_sq_ready(ring))
-		io_uring_submit(ring);
 }
 
 /* Tests: the setup flags of the calling task's worker's ring; 0 without
