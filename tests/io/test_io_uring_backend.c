@@ -422,6 +422,7 @@ static void *write_later(void *arg)
 
 struct peek {
 	unsigned refused;	/* the setup flags the kernel "refused" */
+	bool defer;		/* DEFER_TASKRUN asked for */
 	int done;		/* (atomic) the reader has its byte */
 	struct later_write lw;	/* not on a task's stack: a copy-stack
 				   task's is overwritten while it waits */
@@ -469,6 +470,8 @@ static void peek_reader(void *arg)
 				(setup & IORING_SETUP_TASKRUN_FLAG));
 		if (!(pk->refused & IORING_SETUP_COOP_TASKRUN))
 			T_CHECK(setup & IORING_SETUP_COOP_TASKRUN);
+		if (!pk->defer)
+			T_CHECK(!(setup & IORING_SETUP_DEFER_TASKRUN));
 	}
 #endif
 	pk->lw.fd = sv[1];
@@ -486,27 +489,37 @@ static void peek_reader(void *arg)
 
 static void test_setup_fallback(void **state)
 {
-#if BATON_EXPECT_URING
 	/* What older kernels refuse, newest first: DEFER_TASKRUN (< 6.1),
-	 * COOP_TASKRUN (< 5.19), and so on down to no flags at all. */
-	static const unsigned refusals[] = {
-		0,
-		IORING_SETUP_DEFER_TASKRUN,
-		IORING_SETUP_SINGLE_ISSUER,
-		IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN,
-		IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE,
-	};
-#else
-	static const unsigned refusals[] = { 0 };
+	 * SINGLE_ISSUER (< 6.0), COOP_TASKRUN (< 5.19), and so on down to no
+	 * flags at all; with DEFER_TASKRUN asked for (BATON_IO_URING_DEFER)
+	 * and without. */
+	static const struct {
+		bool defer;
+		unsigned refused;
+	} cases[] = {
+		{ false, 0 },
+#if BATON_EXPECT_URING
+		{ true, 0 },
+		{ true, IORING_SETUP_DEFER_TASKRUN },
+		{ true, IORING_SETUP_SINGLE_ISSUER },
+		{ true, IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN },
+		{ false, IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE },
 #endif
+	};
 
-	for (unsigned i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
-		struct peek pk = { .refused = refusals[i] };
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct peek pk = { .refused = cases[i].refused };
 		baton_sched_t *s = make_sched(1);
 
+		/* No worker runs now: nothing reads the environment. */
+		if (cases[i].defer)
+			setenv("BATON_IO_URING_DEFER", "1", 1);
+		else
+			unsetenv("BATON_IO_URING_DEFER");
 #if BATON_EXPECT_URING
 		/* Relaxed: read by the worker's ring set-up, in the run below. */
-		__atomic_store_n(&baton__uring_setup_refused, refusals[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&baton__uring_setup_refused, cases[i].refused, __ATOMIC_RELAXED);
+		pk.defer = cases[i].defer;
 #endif
 		harness_watchdog(20);
 		spawn_on(s, state, 0, peek_reader, &pk);
@@ -514,6 +527,7 @@ static void test_setup_fallback(void **state)
 		run_and_destroy(s);
 		alarm(0);
 	}
+	unsetenv("BATON_IO_URING_DEFER");
 #if BATON_EXPECT_URING
 	__atomic_store_n(&baton__uring_setup_refused, 0, __ATOMIC_RELAXED);
 #endif
@@ -585,6 +599,9 @@ static void test_run_on_another_thread(void **state)
 	pthread_t th;
 	void *rc;
 
+	/* A SINGLE_ISSUER ring where the kernel has it: the one that must
+	 * move. No worker runs now: nothing reads the environment. */
+	setenv("BATON_IO_URING_DEFER", "1", 1);
 	harness_watchdog(20);
 	spawn_on(s, state, 0, open_for_later, NULL);
 	assert_int_equal(pthread_create(&th, NULL, run_elsewhere, s), 0);
@@ -592,6 +609,7 @@ static void test_run_on_another_thread(void **state)
 	assert_int_equal((int)(intptr_t)rc, BATON_OK);
 	spawn_on(s, state, 0, use_after_move, NULL);
 	run_and_destroy(s);
+	unsetenv("BATON_IO_URING_DEFER");
 	close(moved.kept_peer);
 	alarm(0);
 }
