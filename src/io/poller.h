@@ -46,7 +46,8 @@ struct baton_io {
 	unsigned pending;	   /* io_uring: requests in flight + flags */
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 	struct baton_io *retry_next; /* io_uring: the poller's retry list */
-	struct baton_io *live_prev, *live_next; /* its reactor's open handles */
+	struct baton_io *live_prev, *live_next; /* its reactor's open handles
+						   (io_uring: then its limbo) */
 };
 
 /* A worker's reactor: its hook_data. */

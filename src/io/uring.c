@@ -11,15 +11,22 @@
  * must outlive its request. Per handle, and only on the home thread:
  * io->pending counts the poll requests in flight (0 or 1) and carries two
  * flags. UR_CANCELLED: the handle was closed and its request's
- * cancellation queued; its edges are ignored from then on. del() on the
- * home thread cancels at once (the request keeps the descriptor's file
- * alive, so the peer of a socket would not see the close); del() on
- * another thread leaves the ring alone, and release(), which io.c calls
+ * cancellation queued, for the next poll to submit; its edges are ignored
+ * from then on. del() on the home thread cancels at once (the request
+ * keeps the descriptor's file alive, so the peer of a socket would not
+ * see the close); del() on another thread leaves the ring alone, and release(), which io.c calls
  * on the home thread for a handle closed elsewhere (its dead list),
  * cancels then. UR_DEAD: io.c released the handle to us; the completion
- * that ends its request (no IORING_CQE_F_MORE) frees it. A live handle
- * whose multishot request ended (a full completion queue, a cancellation
- * by the kernel) gets a new one.
+ * that ends its request (no IORING_CQE_F_MORE) frees it; until then it
+ * is on the poller's limbo list, so that closing the ring (destroy, or a
+ * move to another thread) can free it too. A live handle whose multishot
+ * request ended (a full completion queue, a cancellation by the kernel)
+ * gets a new one.
+ *
+ * A poll makes one io_uring_enter at most, submitting what is queued and
+ * getting or waiting for completions in the same call. The ring's setup
+ * flags, their fall-back and the thread a SINGLE_ISSUER ring belongs to:
+ * see ring_init and ring_move.
  *
  * A full submission queue is submitted to make room, a bounded number of
  * times (UR_SUBMIT_TRIES). If the kernel keeps refusing (EBUSY while its
