@@ -52,7 +52,8 @@ struct baton_io {
 	void *notify_arg;
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 	struct baton_io *retry_next; /* io_uring: the poller's retry list */
-	struct baton_io *live_prev, *live_next; /* its reactor's open handles */
+	struct baton_io *live_prev, *live_next; /* its reactor's open handles
+						   (io_uring: then its limbo) */
 };
 
 _Static_assert(sizeof(struct baton_io) <= 136 || sizeof(void *) != 8,

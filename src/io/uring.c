@@ -11,15 +11,22 @@
  * must outlive its request. Per handle, and only on the home thread:
  * io->pending counts the poll requests in flight (0 or 1) and carries two
  * flags. UR_CANCELLED: the handle was closed and its request's
- * cancellation queued; its edges are ignored from then on. del() on the
- * home thread cancels at once (the request keeps the descriptor's file
- * alive, so the peer of a socket would not see the close); del() on
- * another thread leaves the ring alone, and release(), which io.c calls
+ * cancellation queued, for the next poll to submit; its edges are ignored
+ * from then on. del() on the home thread cancels at once (the request
+ * keeps the descriptor's file alive, so the peer of a socket would not
+ * see the close); del() on another thread leaves the ring alone, and release(), which io.c calls
  * on the home thread for a handle closed elsewhere (its dead list),
  * cancels then. UR_DEAD: io.c released the handle to us; the completion
- * that ends its request (no IORING_CQE_F_MORE) frees it. A live handle
- * whose multishot request ended (a full completion queue, a cancellation
- * by the kernel) gets a new one.
+ * that ends its request (no IORING_CQE_F_MORE) frees it; until then it
+ * is on the poller's limbo list, so that closing the ring (destroy, or a
+ * move to another thread) can free it too. A live handle whose multishot
+ * request ended (a full completion queue, a cancellation by the kernel)
+ * gets a new one.
+ *
+ * A poll makes one io_uring_enter at most, submitting what is queued and
+ * getting or waiting for completions in the same call. The ring's setup
+ * flags, their fall-back and the thread a SINGLE_ISSUER ring belongs to:
+ * see ring_init and ring_move.
  *
  * A full submission queue is submitted to make room, a bounded number of
  * times (UR_SUBMIT_TRIES). If the kernel keeps refusing (EBUSY while its
@@ -40,7 +47,10 @@
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,8 +74,11 @@
 
 struct uring_poller {
 	struct io_uring ring;
+	unsigned setup;	 /* the IORING_SETUP_* flags the kernel took */
+	pthread_t owner; /* the thread that set the ring up (SINGLE_ISSUER) */
 	int evfd;
-	unsigned limbo; /* dead handles still waiting for their last CQE */
+	unsigned limbo; /* dead handles still waiting for their last CQE... */
+	struct baton_io *limbo_list; /* ...linked through live_next/prev */
 	bool wake_unarmed; /* the wake-up poll is to be armed again */
 	struct baton_io *retry; /* handles whose re-arm or cancel found no SQE */
 	uint64_t *cancels;	/* cancellations to queue again, by number only */
@@ -74,6 +87,8 @@ struct uring_poller {
 
 /* Tests: make the next this many SQE requests fail (internal). */
 unsigned baton__uring_sqe_failures;
+/* Tests: setup flags to refuse as an older kernel would (EINVAL). */
+unsigned baton__uring_setup_refused;
 
 /* An SQE, submitting what is queued to make room if the submission queue
  * is full, a bounded number of times; NULL if the kernel keeps refusing. */
@@ -174,34 +189,62 @@ static void cancel_later(struct uring_poller *p, uint64_t ud)
 	p->cancels[p->ncancels++] = ud;
 }
 
-/* The setups to try, best first. COOP_TASKRUN: completions are posted when
- * the worker enters the kernel, not by interrupting it; a worker asleep in
- * io_uring_enter is still woken (and TASKRUN_FLAG tells a peek when it
- * must enter). Not SINGLE_ISSUER/DEFER_TASKRUN: worker 0 runs on whichever
- * thread calls baton_sched_run, which may differ from run to run. */
-static int ring_init(struct io_uring *ring)
+/* The setups to try, best first.
+ *
+ * COOP_TASKRUN | TASKRUN_FLAG (5.19): completions are posted when the
+ * worker next enters the kernel (any system call: the read or send of a
+ * task, on its way out), not by interrupting it; a worker asleep in
+ * io_uring_enter is still woken, and TASKRUN_FLAG tells a peek when it
+ * must enter. Any thread may enter such a ring.
+ *
+ * SINGLE_ISSUER | DEFER_TASKRUN (6.1), only where BATON_IO_URING_DEFER=1
+ * asks for it: completions are posted only when the ring's thread asks,
+ * in io_uring_enter(GETEVENTS), in a batch. Measured on baton-httpd it
+ * cost more than it saved (docs/io.md): every peek that would have found
+ * completions posted by the task's own read or send has to enter the
+ * kernel instead. In exchange only the thread that set the ring up may
+ * enter it: worker 0 runs on whichever thread calls baton_sched_run(), so
+ * a worker found on another thread gets a new ring (ring_here).
+ *
+ * A kernel that does not know a flag says EINVAL: the next set is tried. */
+#define UR_BASIC (IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL)
+#define UR_COOP (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG)
+#define UR_DEFER (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
+
+static int ring_init(struct io_uring *ring, unsigned *setup)
 {
 	static const unsigned tries[] = {
-		IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN |
-			IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
+		UR_BASIC | UR_COOP | UR_DEFER,
+		UR_BASIC | UR_COOP,
 		IORING_SETUP_CQSIZE,
 		0,
 	};
+	const char *env = getenv("BATON_IO_URING_DEFER");
+	/* Relaxed: a test's knob, set while no worker creates a ring. */
+	unsigned refused = __atomic_load_n(&baton__uring_setup_refused, __ATOMIC_RELAXED);
 	int rc = -ENOSYS;
 
+	if (env == NULL || strcmp(env, "1") != 0)
+		refused |= IORING_SETUP_DEFER_TASKRUN; /* not asked for */
 	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		struct io_uring_params params = {
 			.flags = tries[i],
 			.cq_entries = UR_CQ_ENTRIES,
 		};
 
+		if (tries[i] & refused) {
+			rc = -EINVAL; /* as a kernel without the flag says */
+			continue;
+		}
 		rc = io_uring_queue_init_params(UR_SQ_ENTRIES, ring, &params);
 		if (rc == 0) {
 			/* Multishot poll needs 5.13, which brought RSRC_TAGS;
 			 * timed waits need EXT_ARG (5.11). */
 			if ((params.features & IORING_FEAT_RSRC_TAGS) &&
-			    (params.features & IORING_FEAT_EXT_ARG))
+			    (params.features & IORING_FEAT_EXT_ARG)) {
+				*setup = tries[i];
 				return 0;
+			}
 			io_uring_queue_exit(ring);
 			return -ENOSYS;
 		}
@@ -225,6 +268,100 @@ static void ring_unpoison(struct io_uring *ring)
 	(void)ring;
 }
 
+/* Released handles waiting for their last completion: a list through
+ * live_next/live_prev, which io.c no longer uses once it released them. */
+static void limbo_add(struct uring_poller *p, struct baton_io *io)
+{
+	io->live_prev = NULL;
+	io->live_next = p->limbo_list;
+	if (io->live_next)
+		io->live_next->live_prev = io;
+	p->limbo_list = io;
+	p->limbo++;
+}
+
+static void limbo_free(struct uring_poller *p, struct baton_io *io)
+{
+	if (io->live_prev)
+		io->live_prev->live_next = io->live_next;
+	else
+		p->limbo_list = io->live_next;
+	if (io->live_next)
+		io->live_next->live_prev = io->live_prev;
+	p->limbo--;
+	retry_forget(p, io);
+	baton__free(io);
+}
+
+/* May this thread enter p's ring? Any thread may, unless it was set up
+ * with SINGLE_ISSUER: then only the one that set it up. */
+static bool ring_mine(const struct uring_poller *p)
+{
+	return !(p->setup & IORING_SETUP_SINGLE_ISSUER) ||
+	       pthread_equal(p->owner, pthread_self());
+}
+
+/*
+ * Worker w runs on another thread than the one its SINGLE_ISSUER ring
+ * belongs to (worker 0 in a later baton_sched_run): give it a new ring,
+ * set up on this thread. Closing the old ring ends all its requests, and
+ * their completions are never read: the handles in limbo are freed, and
+ * the open ones get a new poll request each (one that is ready reports an
+ * edge at once, perhaps one already seen: edges are hints, a spare one
+ * costs a system call that says EAGAIN). Handles on the dead list (closed
+ * on another thread, not released yet) get none: their descriptor is
+ * closed, its number perhaps reused. Returns 0 or -errno (the old ring is
+ * kept, unused; the next call tries again).
+ */
+static int ring_move(struct baton_worker *w, struct uring_poller *p)
+{
+	struct baton_reactor *r = baton__reactor_of(w);
+	struct baton_io *io, *next;
+	struct io_uring fresh;
+	unsigned setup;
+	int rc = ring_init(&fresh, &setup);
+
+	if (rc < 0)
+		return rc;
+	ring_unpoison(&fresh);
+	io_uring_queue_exit(&p->ring);
+	p->ring = fresh;
+	p->setup = setup;
+	p->owner = pthread_self();
+	while (p->limbo_list)
+		limbo_free(p, p->limbo_list);
+	p->ncancels = 0;
+	for (io = p->retry; io; io = next) {
+		next = io->retry_next;
+		io->pending &= ~UR_RETRY;
+	}
+	p->retry = NULL;
+	/* Acquire: pairs with the closer's release CAS (its dead_next). */
+	for (io = __atomic_load_n(&r->dead_ios, __ATOMIC_ACQUIRE); io; io = io->dead_next)
+		io->pending |= UR_CANCELLED;
+	for (io = r->live; io; io = io->live_next) {
+		io->pending &= ~(UR_COUNT | UR_MORE | UR_BARE);
+		if (!(io->pending & UR_CANCELLED) && !arm(p, io))
+			retry_later(p, io);
+	}
+	arm_wake(p);
+	return 0;
+}
+
+/* On w's thread, before anything that may enter the ring: false (errno
+ * set) if the ring is another thread's and no new one could be set up. */
+static bool ring_here(struct baton_worker *w, struct uring_poller *p)
+{
+	int rc;
+
+	if (BATON_LIKELY(ring_mine(p)))
+		return true;
+	rc = ring_move(w, p);
+	if (rc < 0)
+		errno = -rc;
+	return rc == 0;
+}
+
 static int ur_create(struct baton_worker *w)
 {
 	struct uring_poller *p = baton__calloc(1, sizeof(*p));
@@ -232,13 +369,14 @@ static int ur_create(struct baton_worker *w)
 
 	if (p == NULL)
 		return BATON_ENOMEM;
-	rc = ring_init(&p->ring);
+	rc = ring_init(&p->ring, &p->setup);
 	if (rc < 0) {
 		baton__free(p);
 		errno = -rc;
 		return BATON_ESYS;
 	}
 	ring_unpoison(&p->ring);
+	p->owner = pthread_self();
 	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->evfd < 0) {
 		int e = errno;
@@ -266,6 +404,7 @@ static int ur_create(struct baton_worker *w)
  * caller's EAGAIN and the submission is not lost. */
 static int ur_add(struct baton_worker *w, struct baton_io *io)
 {
+	struct uring_poller *p = baton__reactor_of(w)->poller;
 	struct stat st;
 
 	/* What epoll refuses (EPERM), refuse too: these never wait, and the
@@ -276,7 +415,9 @@ static int ur_add(struct baton_worker *w, struct baton_io *io)
 		errno = EPERM;
 		return BATON_ESYS;
 	}
-	if (!arm(baton__reactor_of(w)->poller, io)) {
+	if (!ring_here(w, p))
+		return BATON_ESYS;
+	if (!arm(p, io)) {
 		errno = EBUSY; /* the kernel takes no submission now */
 		return BATON_ESYS;
 	}
@@ -291,19 +432,21 @@ static void cancel(struct uring_poller *p, struct baton_io *io)
 	io->pending |= UR_CANCELLED;
 	if ((io->pending & UR_COUNT) == 0)
 		return; /* no request names it (a re-arm still to retry) */
-	if (!queue_cancel(p, (uintptr_t)io)) {
+	if (!queue_cancel(p, (uintptr_t)io))
 		retry_later(p, io);
-		return;
-	}
-	/* Now, not at the next poll: the request holds the descriptor's
-	 * file open, and the peer of a socket is waiting for our close. */
-	io_uring_submit(&p->ring);
+	/* Submitted by the worker's next poll, not at once: the request
+	 * holds the descriptor's file open until then (the peer of a socket
+	 * waits for our close), but that poll comes soon, within
+	 * BATON_POLL_TICKS dispatches of a busy worker or when it idles, and
+	 * a close then costs no io_uring_enter of its own. */
 }
 
 static void ur_del(struct baton_worker *w, struct baton_io *io)
 {
-	if (baton__worker_get() == w)
-		cancel(baton__reactor_of(w)->poller, io);
+	struct uring_poller *p = baton__reactor_of(w)->poller;
+
+	if (baton__worker_get() == w && ring_here(w, p))
+		cancel(p, io);
 	/* else another thread's: the ring is not ours, release() cancels */
 }
 
@@ -312,13 +455,17 @@ static bool ur_release(struct baton_worker *w, struct baton_io *io)
 {
 	struct uring_poller *p = baton__reactor_of(w)->poller;
 
-	cancel(p, io);
+	/* Not the ring's thread nor w's (destroy's, for a helper worker):
+	 * no entering it; the request ends with the ring, and destroy frees
+	 * the handle. */
+	if (ring_mine(p) || (baton__worker_get() == w && ring_here(w, p)))
+		cancel(p, io);
 	if ((io->pending & UR_COUNT) == 0) {
 		retry_forget(p, io);
 		return true; /* no request names it: io.c frees it */
 	}
 	io->pending |= UR_DEAD;
-	p->limbo++;
+	limbo_add(p, io);
 	return false;
 }
 
@@ -334,11 +481,8 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
 	if (io->pending & UR_CANCELLED) {
 		/* Closed: no more edges. Released, and this was the last
 		 * completion naming it: free it. */
-		if ((io->pending & UR_DEAD) && (io->pending & UR_COUNT) == 0) {
-			p->limbo--;
-			retry_forget(p, io);
-			baton__free(io);
-		}
+		if ((io->pending & UR_DEAD) && (io->pending & UR_COUNT) == 0)
+			limbo_free(p, io);
 		return;
 	}
 	if (!edges)
@@ -446,6 +590,15 @@ static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 	struct io_uring *ring = &p->ring;
 	struct io_uring_cqe *cqe;
 
+	if (BATON_UNLIKELY(!ring_here(w, p))) {
+		/* No ring this thread may use (no memory for a new one):
+		 * sleep a short slice, try again at the next poll. */
+		struct timespec ts = { 0, 1000000 };
+
+		if (timeout_ns != 0)
+			nanosleep(&ts, NULL);
+		return;
+	}
 	if (BATON_UNLIKELY(p->retry || p->ncancels || p->wake_unarmed)) {
 		retry_pending(p);
 		/* Without the wake-up poll, another thread's wake could not
@@ -454,13 +607,16 @@ static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 			timeout_ns = 1000000;
 	}
 
-	if (io_uring_cq_ready(ring)) {
-		/* Already something to do: only hand over what is queued. */
-		if (io_uring_sq_ready(ring))
-			io_uring_submit(ring);
-	} else if (timeout_ns == 0) {
-		/* Peek: enter the kernel only if there is something to
-		 * submit, completions to run (TASKRUN) or an overflow. */
+	/* One io_uring_enter at most per poll: it submits what is queued
+	 * (new handles' requests, re-arms, cancellations) and gets or waits
+	 * for completions, in the same call. */
+	if (timeout_ns == 0 || io_uring_cq_ready(ring)) {
+		/* Peek (or already something to do): enter the kernel only
+		 * if there is something to submit, completions to run
+		 * (TASKRUN) or an overflow. Under DEFER_TASKRUN nothing
+		 * reaches the CQ ring without an io_uring_enter(GETEVENTS),
+		 * and TASKRUN_FLAG (always set with it, see ring_init) is
+		 * what says one would find something. */
 		if (io_uring_sq_ready(ring) ||
 		    (IO_URING_READ_ONCE(*ring->sq.kflags) &
 		     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)))
@@ -477,10 +633,25 @@ static void ur_poll(struct baton_worker *w, int64_t timeout_ns)
 		 * looks at its clock and inbox either way. */
 		io_uring_submit_and_wait_timeout(ring, &cqe, 1, &ts, NULL);
 	}
+	/* What this queues (re-arms of ended multishots, the wake-up poll)
+	 * goes with the next poll's io_uring_enter: a busy worker peeks
+	 * within BATON_POLL_TICKS dispatches, an idle one at once; a poll
+	 * request looks at its descriptor when it is armed, so no edge is
+	 * lost meanwhile. */
 	reap(p, true);
-	/* Re-armed requests go now rather than at the next poll. */
-	if (io_uring_sq_ready(ring))
-		io_uring_submit(ring);
+}
+
+/* Tests: the setup flags of the calling task's worker's ring; 0 without
+ * one (internal). */
+unsigned baton__uring_setup_of_self(void);
+unsigned baton__uring_setup_of_self(void)
+{
+	struct baton_worker *w = baton__worker_get();
+	struct baton_reactor *r = w && w->current ? baton__reactor_of(w) : NULL;
+
+	if (r == NULL || r->pops != &baton__poller_uring)
+		return 0;
+	return ((struct uring_poller *)r->poller)->setup;
 }
 
 static void ur_wake(struct baton_worker *w)
@@ -497,9 +668,11 @@ static void ur_destroy(struct baton_worker *w)
 	struct uring_poller *p = baton__reactor_of(w)->poller;
 
 	/* Dead handles whose removal is under way: their last CQEs come
-	 * promptly (the removals are submitted); wait a little for them
-	 * so they can be freed, then give up on stragglers (none known). */
-	for (int i = 0; i < 100 && p->limbo; i++) {
+	 * promptly (the removals are submitted); wait a little for them, so
+	 * that their descriptors' files are let go before we return. Only
+	 * on a thread that may enter the ring (SINGLE_ISSUER: destroy runs
+	 * on the run's thread, not on a helper worker's). */
+	for (int i = 0; ring_mine(p) && i < 100 && p->limbo; i++) {
 		struct __kernel_timespec ts = { .tv_nsec = 10000000 };
 		struct io_uring_cqe *cqe;
 
@@ -508,6 +681,10 @@ static void ur_destroy(struct baton_worker *w)
 		reap(p, false);
 	}
 	io_uring_queue_exit(&p->ring);
+	/* The ring is gone with its requests: no completion can name the
+	 * stragglers any more. */
+	while (p->limbo_list)
+		limbo_free(p, p->limbo_list);
 	close(p->evfd);
 	baton__free(p->cancels);
 	baton__free(p);

@@ -7,8 +7,11 @@
  * freed by their home worker while completions for them may still be in
  * flight, open/close churn, descriptors that cannot be polled, and
  * multishot polls that the kernel ended because the completion queue was
- * full are re-armed. Under epoll (no
- * liburing) the same checks hold and the test still runs.
+ * full are re-armed; the ring's setup flags and their fall-back where a
+ * kernel refuses them, edges seen by a worker that never sleeps (only
+ * peeks), and a worker whose thread changes between runs (worker 0: a
+ * SINGLE_ISSUER ring belongs to one thread). Under epoll (no liburing)
+ * the same checks hold and the test still runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +20,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+#if BATON_EXPECT_URING
+#include <linux/io_uring.h>
+#endif
 
 #include "check.h"
 
@@ -391,6 +399,221 @@ static void test_refused_submissions(void **state)
 #endif
 }
 
+/* --- setup flags, their fall-back, and peeks ------------------------------- */
+#if BATON_EXPECT_URING
+extern unsigned baton__uring_setup_refused; /* src/io/uring.c's test knobs */
+unsigned baton__uring_setup_of_self(void);
+#endif
+
+struct later_write {
+	int fd;
+	long delay_ns;
+};
+
+static void *write_later(void *arg)
+{
+	struct later_write *lw = arg;
+	struct timespec ts = { 0, lw->delay_ns };
+
+	nanosleep(&ts, NULL);
+	(void)!write(lw->fd, "p", 1);
+	return NULL;
+}
+
+struct peek {
+	unsigned refused;	/* the setup flags the kernel "refused" */
+	bool defer;		/* DEFER_TASKRUN asked for */
+	int done;		/* (atomic) the reader has its byte */
+	struct later_write lw;	/* not on a task's stack: a copy-stack
+				   task's is overwritten while it waits */
+};
+
+/* Keeps the worker busy until the reader is done: the worker never
+ * sleeps in its poller, only peeks (poll with timeout 0). */
+static void spinner(void *arg)
+{
+	struct peek *pk = arg;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* Acquire: pairs with the reader's release (nothing else to see). */
+	while (!__atomic_load_n(&pk->done, __ATOMIC_ACQUIRE)) {
+		baton_sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 5)
+			break;
+	}
+	T_CHECK(__atomic_load_n(&pk->done, __ATOMIC_ACQUIRE));
+}
+
+static void peek_reader(void *arg)
+{
+	struct peek *pk = arg;
+	int sv[2];
+	baton_io_t *io;
+	pthread_t th;
+	char c = 0;
+	size_t n = 0;
+
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	T_CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
+#if BATON_EXPECT_URING
+	{
+		unsigned setup = baton__uring_setup_of_self();
+
+		T_CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
+		T_CHECK((setup & pk->refused) == 0);
+		/* The best set the kernel takes: DEFER_TASKRUN comes only
+		 * with SINGLE_ISSUER and TASKRUN_FLAG (what a peek reads). */
+		if (setup & IORING_SETUP_DEFER_TASKRUN)
+			T_CHECK((setup & IORING_SETUP_SINGLE_ISSUER) &&
+				(setup & IORING_SETUP_TASKRUN_FLAG));
+		if (!(pk->refused & IORING_SETUP_COOP_TASKRUN))
+			T_CHECK(setup & IORING_SETUP_COOP_TASKRUN);
+		if (!pk->defer)
+			T_CHECK(!(setup & IORING_SETUP_DEFER_TASKRUN));
+	}
+#endif
+	pk->lw.fd = sv[1];
+	pk->lw.delay_ns = 20000000;
+	T_CHECK(pthread_create(&th, NULL, write_later, &pk->lw) == 0);
+	/* Parks; the spinner keeps the worker busy, so the edge must come
+	 * through a peek. */
+	T_CHECK(baton_io_read(io, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 && c == 'p');
+	/* Release: the spinner stops. */
+	__atomic_store_n(&pk->done, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	T_CHECK(baton_io_close(io) == BATON_OK);
+	close(sv[1]);
+}
+
+static void test_setup_fallback(void **state)
+{
+	/* What older kernels refuse, newest first: DEFER_TASKRUN (< 6.1),
+	 * SINGLE_ISSUER (< 6.0), COOP_TASKRUN (< 5.19), and so on down to no
+	 * flags at all; with DEFER_TASKRUN asked for (BATON_IO_URING_DEFER)
+	 * and without. */
+	static const struct {
+		bool defer;
+		unsigned refused;
+	} cases[] = {
+		{ false, 0 },
+#if BATON_EXPECT_URING
+		{ true, 0 },
+		{ true, IORING_SETUP_DEFER_TASKRUN },
+		{ true, IORING_SETUP_SINGLE_ISSUER },
+		{ true, IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN },
+		{ false, IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE },
+#endif
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct peek pk = { .refused = cases[i].refused };
+		baton_sched_t *s = make_sched(1);
+
+		/* No worker runs now: nothing reads the environment. */
+		if (cases[i].defer)
+			setenv("BATON_IO_URING_DEFER", "1", 1);
+		else
+			unsetenv("BATON_IO_URING_DEFER");
+#if BATON_EXPECT_URING
+		/* Relaxed: read by the worker's ring set-up, in the run below. */
+		__atomic_store_n(&baton__uring_setup_refused, cases[i].refused, __ATOMIC_RELAXED);
+		pk.defer = cases[i].defer;
+#endif
+		harness_watchdog(20);
+		spawn_on(s, state, 0, peek_reader, &pk);
+		spawn_on(s, state, 0, spinner, &pk);
+		run_and_destroy(s);
+		alarm(0);
+	}
+	unsetenv("BATON_IO_URING_DEFER");
+#if BATON_EXPECT_URING
+	__atomic_store_n(&baton__uring_setup_refused, 0, __ATOMIC_RELAXED);
+#endif
+}
+
+/* --- worker 0 on another thread in a later run ----------------------------- */
+static struct {
+	baton_io_t *kept, *dropped; /* opened in run 1, used in run 2 */
+	int kept_peer, dropped_peer;
+	unsigned setup;
+	struct later_write lw; /* not on the copy-stack task's stack */
+} moved;
+
+static void open_for_later(void *arg)
+{
+	int a[2], b[2];
+
+	(void)arg;
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+	T_CHECK(baton_io_open(&moved.kept, a[0], true) == BATON_OK);
+	T_CHECK(baton_io_open(&moved.dropped, b[0], true) == BATON_OK);
+	moved.kept_peer = a[1];
+	moved.dropped_peer = b[1];
+#if BATON_EXPECT_URING
+	moved.setup = baton__uring_setup_of_self();
+#endif
+}
+
+static void use_after_move(void *arg)
+{
+	pthread_t th;
+	char c = 0;
+	size_t n = 0;
+	ssize_t r = -1;
+
+	(void)arg;
+	moved.lw.fd = moved.kept_peer;
+	moved.lw.delay_ns = 20000000;
+	T_CHECK(pthread_create(&th, NULL, write_later, &moved.lw) == 0);
+	/* The edge comes from the worker's ring, set up again on this
+	 * thread if the first was a SINGLE_ISSUER one. */
+	T_CHECK(baton_io_read(moved.kept, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 && c == 'p');
+	pthread_join(th, NULL);
+#if BATON_EXPECT_URING
+	T_CHECK(baton_io_backend() && strcmp(baton_io_backend(), "io_uring") == 0);
+	T_CHECK(baton__uring_setup_of_self() == moved.setup);
+#endif
+	/* Closing lets the peer see the end (no request of the old ring
+	 * keeps the file alive). */
+	T_CHECK(baton_io_close(moved.dropped) == BATON_OK);
+	for (int i = 0; i < 200 && r != 0; i++) {
+		baton_sched_sleep(1000000);
+		r = recv(moved.dropped_peer, &c, 1, MSG_DONTWAIT);
+	}
+	T_CHECK(r == 0);
+	close(moved.dropped_peer);
+	/* moved.kept stays open: destroy closes and frees it. */
+}
+
+static void *run_elsewhere(void *arg)
+{
+	return (void *)(intptr_t)baton_sched_run(arg);
+}
+
+static void test_run_on_another_thread(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+	pthread_t th;
+	void *rc;
+
+	/* A SINGLE_ISSUER ring where the kernel has it: the one that must
+	 * move. No worker runs now: nothing reads the environment. */
+	setenv("BATON_IO_URING_DEFER", "1", 1);
+	harness_watchdog(20);
+	spawn_on(s, state, 0, open_for_later, NULL);
+	assert_int_equal(pthread_create(&th, NULL, run_elsewhere, s), 0);
+	assert_int_equal(pthread_join(th, &rc), 0);
+	assert_int_equal((int)(intptr_t)rc, BATON_OK);
+	spawn_on(s, state, 0, use_after_move, NULL);
+	run_and_destroy(s);
+	unsetenv("BATON_IO_URING_DEFER");
+	close(moved.kept_peer);
+	alarm(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,6 +623,8 @@ int main(void)
 		MODEL_TESTS(test_unpollable),
 		MODEL_TESTS(test_overflow_rearm),
 		MODEL_TESTS(test_refused_submissions),
+		MODEL_TESTS(test_setup_fallback),
+		MODEL_TESTS(test_run_on_another_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
