@@ -24,12 +24,8 @@ JOBS    ?= 2
 # Each configuration is a preset of CMakePresets.json, built in build/NAME.
 PRESET   = cmake --preset $(1) >/dev/null && cmake --build $(BUILD)/$(1)
 
-<<<<<<< HEAD
-.PHONY: test bench results httpd soak soak-http soak-smr deb deps-test deps-httpd deps-bench deps-deb \
-        deps-soak venv-test venv clean
-=======
-.PHONY: test bench results httpd soak deb docs deps-test deps-httpd deps-bench deps-deb deps-docs venv-test venv clean
->>>>>>> helper-man
+.PHONY: test bench results httpd soak soak-http soak-smr deb docs deps-test deps-httpd deps-bench \
+        deps-deb deps-docs deps-soak venv-test venv clean
 
 deps-test:
 	@tools/install-deps.sh test
@@ -39,13 +35,10 @@ deps-bench:
 	@tools/install-deps.sh bench
 deps-deb:
 	@tools/install-deps.sh deb
-<<<<<<< HEAD
 deps-soak:
 	@tools/install-deps.sh soak
-=======
 deps-docs:
 	@tools/install-deps.sh docs
->>>>>>> helper-man
 
 # The venv's packages: tools/pyproject.toml's dependencies and the groups
 # named (the one list of them; the package itself is not built).
