@@ -330,23 +330,23 @@ static int make_view(struct http_conn *c, const struct baton_http_request *req,
 	return BATON_OK;
 }
 
-/* I/O-worker shape: the handler runs in this task, which the watchdog
+/* I/O-worker shape: the handler runs in this task, which the sweeper
  * (server.c) cancels once `deadline` (< 0: none) passes. */
 static void watch(struct http_conn *c, int64_t deadline)
 {
 	if (deadline < 0)
 		return;
-	/* Release: c->task, stored at the start, to the watchdog's acquire. */
+	/* Release: c->task, stored at the start, to the sweeper's acquire. */
 	__atomic_store_n(&c->deadline, deadline, __ATOMIC_RELEASE);
 }
 
-/* The handler is done: true if the watchdog cancelled this task (it is
+/* The handler is done: true if the sweeper cancelled this task (it is
  * then cancelled for good: the connection closes after its 504). */
 static bool unwatch(struct http_conn *c, int64_t deadline)
 {
 	if (deadline < 0)
 		return false;
-	/* Acq_rel: our claim against the watchdog's compare-and-swap. */
+	/* Acq_rel: our claim against the sweeper's compare-and-swap. */
 	return __atomic_exchange_n(&c->deadline, 0, __ATOMIC_ACQ_REL) == -1;
 }
 
@@ -558,7 +558,7 @@ bool baton__http_conn_main(struct http_conn *c)
 
 	if (c->served == 0)
 		remote_of(c);
-	/* The watchdog cancels this task at a handler's deadline. */
+	/* The sweeper cancels this task at a handler's deadline. */
 	if (srv->a.handler_timeout_ns > 0 && !srv->compute)
 		c->task = baton_task_handle();
 	for (;;) {

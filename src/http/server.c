@@ -231,7 +231,7 @@ static void sweep(struct baton_http_server *srv, int64_t now)
  * deadline (baton/sched.h). It ends once the server is shut down and every
  * connection is gone.
  */
-static void watchdog(void *arg)
+static void sweeper(void *arg)
 {
 	struct baton_http_server *srv = arg;
 	int64_t tick = sweeper_tick(srv);
@@ -242,7 +242,7 @@ static void watchdog(void *arg)
 		pthread_mutex_lock(&srv->lock);
 		sweep(srv, baton__clock_now());
 		end = baton__http_shutting(srv) && srv->nconns == 0 && srv->acceptor_done;
-		srv->watchdog_done = end;
+		srv->sweeper_done = end;
 		pthread_mutex_unlock(&srv->lock);
 		if (end)
 			return;
@@ -251,12 +251,12 @@ static void watchdog(void *arg)
 	}
 }
 
-/* Spawn the watchdog; false without memory for it (try again later). */
-static bool start_watchdog(struct baton_http_server *srv)
+/* Spawn the sweeper; false without memory for it (try again later). */
+static bool start_sweeper(struct baton_http_server *srv)
 {
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
-	return baton_sched_spawn(srv->sched, &ta, watchdog, srv) == BATON_OK;
+	return baton_sched_spawn(srv->sched, &ta, sweeper, srv) == BATON_OK;
 }
 
 /* --- the acceptor --------------------------------------------------------- */
@@ -279,7 +279,7 @@ static void acceptor(void *arg)
 	struct baton_http_server *srv = arg;
 	baton_io_t *lis;
 	int one = 1;
-	bool watchdog_started = false;
+	bool sweeper_started = false;
 
 	if (open_listener(srv, &lis) != BATON_OK) {
 		/* No reactor here (out of memory, or no backend works): the
@@ -292,8 +292,8 @@ static void acceptor(void *arg)
 	while (!baton__http_shutting(srv)) {
 		struct http_pass pass = HTTP_PASS_INIT;
 
-		if (!watchdog_started)
-			watchdog_started = start_watchdog(srv);
+		if (!sweeper_started)
+			sweeper_started = start_sweeper(srv);
 		struct http_conn *c;
 		int fd, rc;
 
@@ -351,8 +351,8 @@ static void acceptor(void *arg)
 out:
 	pthread_mutex_lock(&srv->lock);
 	srv->acceptor_done = true;
-	if (!watchdog_started) /* never got memory for it */
-		srv->watchdog_done = true;
+	if (!sweeper_started) /* never got memory for it */
+		srv->sweeper_done = true;
 	pthread_mutex_unlock(&srv->lock);
 }
 
@@ -539,8 +539,6 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	    (rc = baton_pool_create(&srv->slots, "handler slots",
 				    clamp_conc(attr->handler_concurrency))) != BATON_OK)
 		goto fail;
-	srv->res_pool[HTTP_RES_INFLIGHT] = srv->inflight;
-	srv->res_pool[HTTP_RES_SLOTS] = srv->slots;
 	if ((rc = make_stages(srv, s)) != BATON_OK)
 		goto fail;
 	baton__http_steps_update(srv);
@@ -557,8 +555,8 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 		close(srv->lfd);
 		goto fail;
 	}
-	/* The sweeper is the acceptor's to start (it retries on ENOMEM). */
-	srv->watchdog_done = false;
+	/* The sweeper is the acceptor's to start (it retries on ENOMEM);
+	 * sweeper_done stays false (calloc) until it ends. */
 	/* From here the context is ours to release (at destroy). */
 	srv->handler->release = attr->release;
 	*out = srv;
@@ -697,7 +695,7 @@ int baton_http_server_destroy(baton_http_server_t *srv)
 	if (srv == NULL)
 		return BATON_OK;
 	pthread_mutex_lock(&srv->lock);
-	busy = srv->nconns > 0 || !srv->acceptor_done || !srv->watchdog_done;
+	busy = srv->nconns > 0 || !srv->acceptor_done || !srv->sweeper_done;
 	pthread_mutex_unlock(&srv->lock);
 	if (busy)
 		return BATON_EBUSY;

@@ -123,22 +123,21 @@ struct baton_http_server {
 	/* Per step: no bound of its can bind now, so it is counted per
 	 * worker, not passed through its stage (step.c; atomic). */
 	bool step_free[HTTP_NSTAGES];
-	/* Pools workers keep reserves of: in-flight units and (handlers
-	 * inline) handler slots; NULL: none. Per pool: requests waiting for
-	 * a unit, the batch a reserve takes, the waiters allowed (0: no
-	 * limit); all atomic. */
-	baton_pool_t *res_pool[HTTP_NRES];
+	/* Per pool workers keep reserves of (HTTP_RES_*: `inflight`, and
+	 * `slots` with handlers inline): requests waiting for a unit, the
+	 * batch a reserve takes, the waiters allowed (0: no limit); all
+	 * atomic. */
 	long res_waiting[HTTP_NRES];
 	long res_batch[HTTP_NRES];
 	long res_queue_limit[HTTP_NRES];
-	baton_pool_t *slots;	/* handler slots (inline handlers) */
+	baton_pool_t *slots;	/* handler slots (inline handlers); else NULL */
 
 	pthread_mutex_t lock;	/* guards the list */
 	struct http_conn *list; /* open connections */
 	long nconns;
 	bool shutting;		/* (atomic) */
 	bool acceptor_done;
-	bool watchdog_done;	/* true also when there is none */
+	bool sweeper_done;	/* the sweeper ended (or never got memory) */
 };
 
 struct http_conn {
@@ -162,11 +161,11 @@ struct http_conn {
 	struct http_work *work;
 	char remote[46];	/* the peer's address as text (INET6_ADDRSTRLEN) */
 	unsigned short remote_port;
-	/* I/O-worker shape with a handler timeout: the watchdog cancels
+	/* I/O-worker shape with a handler timeout: the sweeper cancels
 	 * `task` once `deadline` passes while the handler runs. */
 	baton_task_t *task;	/* this connection's task (its handle) */
 	int64_t deadline;	/* 0: not in a handler; -1: cancelled by the
-				   watchdog; else when (atomic) */
+				   sweeper; else when (atomic) */
 	/* Parked: idle with no task at all (docs/httpd.md, "Where an idle
 	 * connection lives"); a notification on `io` starts a task again
 	 * when bytes arrive, and the sweeper shuts the read side down once
@@ -251,7 +250,7 @@ void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
 			    int64_t *end_ns);
 /* The request is over: its in-flight unit goes back, once. */
 void baton__http_pass_release_unit(struct baton_http_server *srv, struct http_pass *p);
-/* A unit of res_pool[kind], from the worker's reserve if it has one:
+/* A unit of the pool `kind` names (HTTP_RES_*), from the worker's reserve if it has one:
  * BATON_OK, BATON_EAGAIN (timeout 0, or the waiters' limit reached), or
  * baton_pool_acquire's errors. */
 int baton__http_reserve_take(struct baton_http_server *srv, int kind, int64_t timeout_ns);

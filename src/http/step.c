@@ -176,6 +176,13 @@ static void add_counts(const struct baton_http_server *srv, int step,
 }
 
 /* --- reserves of units ------------------------------------------------------ */
+/* The pool a reserve's units come from; NULL: none (no slots' pool with
+ * compute workers). */
+static baton_pool_t *res_pool(const struct baton_http_server *srv, int kind)
+{
+	return kind == HTTP_RES_INFLIGHT ? srv->inflight : srv->slots;
+}
+
 /*
  * A reserve's count is a worker's, but a waiter elsewhere may empty it
  * (steal_all), so it changes by atomic read-modify-writes; relaxed, for
@@ -204,13 +211,13 @@ static void spare_flush(baton_pool_t *pool, struct http_reserve *r)
 static void steal_all(struct baton_http_server *srv, int kind)
 {
 	for (unsigned i = 0; i < srv->nworkers; i++)
-		spare_flush(srv->res_pool[kind], &srv->workers[i].res[kind]);
+		spare_flush(res_pool(srv, kind), &srv->workers[i].res[kind]);
 }
 
 int baton__http_reserve_take(struct baton_http_server *srv, int kind, int64_t timeout_ns)
 {
 	struct http_worker *w = baton__http_my_worker(srv);
-	baton_pool_t *pool = srv->res_pool[kind];
+	baton_pool_t *pool = res_pool(srv, kind);
 	struct http_reserve *r;
 	/* Relaxed: sizes set when a limit changes, read per request. */
 	long batch = __atomic_load_n(&srv->res_batch[kind], __ATOMIC_RELAXED);
@@ -260,20 +267,20 @@ void baton__http_reserve_give(struct baton_http_server *srv, int kind)
 	long n;
 
 	if (w == NULL || batch <= 1) {
-		baton_pool_release(srv->res_pool[kind], 1);
+		baton_pool_release(res_pool(srv, kind), 1);
 		return;
 	}
 	n = __atomic_add_fetch(&w->res[kind].spare, 1, __ATOMIC_RELAXED);
 	/* Relaxed: see take; a waiter emptied every reserve already, this
 	 * one filled again meanwhile. */
 	if (__atomic_load_n(&srv->res_waiting[kind], __ATOMIC_RELAXED) > 0 || n > 2 * batch)
-		spare_flush(srv->res_pool[kind], &w->res[kind]);
+		spare_flush(res_pool(srv, kind), &w->res[kind]);
 }
 
 void baton__http_reserves_flush(struct baton_http_server *srv)
 {
 	for (int k = 0; k < HTTP_NRES; k++)
-		if (srv->res_pool[k] != NULL)
+		if (res_pool(srv, k) != NULL)
 			steal_all(srv, k);
 }
 
@@ -314,9 +321,9 @@ void baton__http_steps_update(struct baton_http_server *srv)
 		__atomic_store_n(&srv->step_free[i], free && !st.closed, __ATOMIC_RELAXED);
 	}
 	for (int k = 0; k < HTTP_NRES; k++) {
-		if (srv->res_pool[k] == NULL)
+		if (res_pool(srv, k) == NULL)
 			continue;
-		baton_pool_snapshot(srv->res_pool[k], &ps);
+		baton_pool_snapshot(res_pool(srv, k), &ps);
 		/* Relaxed: read per request; a reserve filled at the old size
 		 * drains at its next releases. */
 		__atomic_store_n(&srv->res_batch[k], batch_for(srv, ps.capacity), __ATOMIC_RELAXED);

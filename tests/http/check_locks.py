@@ -35,7 +35,7 @@ NAMED = re.compile(r"^c?fn=\((\d+)\)(?: (.*))?$")
 
 # Callers whose calls are timed, not per request: the acceptor waits for a
 # connection unit and an accept 200 ms at a time, the sweeper ticks.
-TIMED_CALLERS = ("acceptor", "watchdog", "open_listener", "start_watchdog")
+TIMED_CALLERS = ("acceptor", "sweeper", "open_listener", "start_sweeper")
 
 
 def calls_by_function(path):
