@@ -20,6 +20,7 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 import time
 
 # The runner (tools/baton_bench/httpbench.py): server handling and parsers.
@@ -171,6 +172,36 @@ def rounds(items, runs):
     for r in range(runs):
         k = r % len(items)
         yield r, items[k:] + items[:k]
+
+
+def run_rounds(todo, runs, measure, prog, prefix, pause, keep_going=False):
+    """Measure every server of ``todo`` in ``runs`` alternating rounds
+    (rounds()), each in a scratch directory: ``measure(server, tmp)`` gives
+    one run's result or raises run_http.Failed. A failed server is left out
+    of the later rounds, unless ``keep_going`` (its other rounds still
+    count). Returns (results: str(server) -> runs, failures: str(server) ->
+    "round R: reason; ...", interrupted: bool); an Interrupted (the alarm
+    of bound()) ends the rounds and fails every server with no run."""
+    results = {str(s): [] for s in todo}
+    failures = {}
+    try:
+        for r, order in rounds(todo, runs):
+            for server in order:
+                if str(server) in failures and not keep_going:
+                    continue
+                with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+                    try:
+                        results[str(server)].append(measure(server, tmp))
+                    except run_http.Failed as err:
+                        failures[str(server)] = "; ".join(
+                            filter(None, (failures.get(str(server)), f"round {r + 1}: {err}")))
+                        print(f"{prog}: {server}: round {r + 1}: {err}", file=sys.stderr)
+                time.sleep(pause)
+    except Interrupted as err:
+        print(f"{prog}: interrupted ({err})", file=sys.stderr)
+        failures.update({str(s): f"interrupted ({err})" for s in todo if not results[str(s)]})
+        return results, failures, True
+    return results, failures, False
 
 
 def _read_answers(pending, buffers, deadline, answered, closed):

@@ -38,7 +38,6 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import time
 
 import connlib
@@ -125,25 +124,9 @@ def main():
         return 1
     per_run = 15 + n / 1000 + 2 * (n / 2000 + 10) + args.load + 30
     connlib.bound(min(per_run * args.runs * max(1, len(todo)) + 30, args.limit or 1 << 30))
-    results = {str(s): [] for s in todo}
-    failures = {}
-    interrupted = False
-    try:
-        for r, order in connlib.rounds(todo, args.runs):
-            for server in order:
-                if str(server) in failures:
-                    continue
-                with tempfile.TemporaryDirectory(prefix="baton-idle-") as tmp:
-                    try:
-                        results[str(server)].append(measure_one(server, args, n, tmp))
-                    except run_http.Failed as err:
-                        failures[str(server)] = f"round {r + 1}: {err}"
-                        print(f"idle_conns.py: {server}: {err}", file=sys.stderr)
-                time.sleep(0.5)
-    except connlib.Interrupted as err:
-        print(f"idle_conns.py: interrupted ({err})", file=sys.stderr)
-        interrupted = True
-        failures.update({str(s): f"interrupted ({err})" for s in todo if not results[str(s)]})
+    results, failures, interrupted = connlib.run_rounds(
+        todo, args.runs, lambda server, tmp: measure_one(server, args, n, tmp),
+        "idle_conns.py", "baton-idle-", 0.5)
     signal.alarm(0)
     status = 1 if interrupted else 0
     params = {"connections": n, "state": "idle keep-alive"}

@@ -36,7 +36,6 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import time
 
 import connlib
@@ -113,26 +112,9 @@ def main():
             todo.append(server)
     per_run = 15 + args.duration + args.many_duration + 62 + (30 + args.many / 1000 if args.rss else 0)
     connlib.bound(min(per_run * args.runs * max(1, len(todo)) + 30, args.limit or 1 << 30))
-    results = {str(s): [] for s in todo}
-    failures = {}   # server -> the failed rounds, "round R: reason; ..."
-    interrupted = False
-    try:
-        for r, order in connlib.rounds(todo, args.runs):
-            for server in order:
-                with tempfile.TemporaryDirectory(prefix="baton-many-") as tmp:
-                    try:
-                        results[str(server)].append(measure_one(server, args, tmp))
-                    except run_http.Failed as err:
-                        # The burst of N connects can lose a whole round on a
-                        # loaded machine; the other rounds still count.
-                        failures[str(server)] = "; ".join(
-                            filter(None, (failures.get(str(server)), f"round {r + 1}: {err}")))
-                        print(f"many_conns.py: {server}: round {r + 1}: {err}", file=sys.stderr)
-                time.sleep(0.5)
-    except connlib.Interrupted as err:
-        print(f"many_conns.py: interrupted ({err})", file=sys.stderr)
-        interrupted = True
-        failures.update({str(s): f"interrupted ({err})" for s in todo if not results[str(s)]})
+    results, failures, interrupted = connlib.run_rounds(
+        todo, args.runs, lambda server, tmp: measure_one(server, args, tmp),
+        "many_conns.py", "baton-many-", 0.5, keep_going=True)
     signal.alarm(0)
     status = 1 if interrupted else 0
     for server in todo:

@@ -22,8 +22,6 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
-import time
 
 import connlib
 from connlib import run_http
@@ -83,25 +81,9 @@ def main():
             todo.append(server)
     per_run = 15 + args.warmup + args.duration + 2 * 30
     connlib.bound(min(per_run * args.runs * max(1, len(todo)) + 30, args.limit or 1 << 30))
-    results = {str(s): [] for s in todo}
-    failures = {}
-    interrupted = False
-    try:
-        for r, order in connlib.rounds(todo, args.runs):
-            for server in order:
-                if str(server) in failures:
-                    continue
-                with tempfile.TemporaryDirectory(prefix="baton-pipe-") as tmp:
-                    try:
-                        results[str(server)].append(measure_one(server, args, tmp))
-                    except run_http.Failed as err:
-                        failures[str(server)] = f"round {r + 1}: {err}"
-                        print(f"pipeline.py: {server}: {err}", file=sys.stderr)
-                time.sleep(0.3)
-    except connlib.Interrupted as err:
-        print(f"pipeline.py: interrupted ({err})", file=sys.stderr)
-        interrupted = True
-        failures.update({str(s): f"interrupted ({err})" for s in todo if not results[str(s)]})
+    results, failures, interrupted = connlib.run_rounds(
+        todo, args.runs, lambda server, tmp: measure_one(server, args, tmp),
+        "pipeline.py", "baton-pipe-", 0.3)
     signal.alarm(0)
     status = 1 if interrupted else 0
     for server in todo:
