@@ -62,8 +62,10 @@
  * (a 413 to a client still sending its body, a 431 to a long head).
  *
  * Rules a caller must keep:
- *  1. A handler returns BATON_OK with resp filled in, or an error code
- *     (answered with 500). It may block (it runs in a task), but holds a
+ *  1. A handler returns BATON_OK with resp filled in, or an error code,
+ *     answered with 500 (BATON_ETIMEDOUT with 503, the answer to a request
+ *     that waited queue_timeout_ns for a slot; rule 8's timeout with 504).
+ *     It may block (it runs in a task), but holds a
  *     handler slot meanwhile.
  *  2. resp->body, the header strings and resp->headers must stay valid
  *     until the response is written: static memory, resp->scratch

@@ -344,13 +344,3 @@ size_t baton__arena_trim(void)
 	pthread_mutex_unlock(&arena_lock);
 	return released;
 }
-
-long baton__arena_guarded_live(void)
-{
-	long n;
-
-	pthread_mutex_lock(&arena_lock);
-	n = guarded_live;
-	pthread_mutex_unlock(&arena_lock);
-	return n;
-}

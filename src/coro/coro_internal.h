@@ -184,7 +184,6 @@ int baton__arena_take(size_t slot_size, bool want_guard, void **map,
 		     struct baton_arena **arena, bool *guarded);
 void baton__arena_give(struct baton_arena *a, void *map);
 size_t baton__arena_trim(void);
-long baton__arena_guarded_live(void);
 
 /* stack.c */
 int baton__stack_map(size_t usable, size_t top_reserve, void **map,

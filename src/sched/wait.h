@@ -30,8 +30,11 @@
  *  3. A waker, holding the primitive's lock, unlinks a waiter and calls
  *     baton__wait_claim(): exactly one claimant (a waker, the timer, another
  *     case of a select) wins; the winner sets task->wait_index to the
- *     index of the waiter it unlinked (baton__waitq_claim_first does both), stores the result and
- *     calls baton__task_ready(). A waker that loses the claim skips that waiter.
+ *     index of the waiter it unlinked (baton__waitq_claim_first does both),
+ *     stores the result and queues the task on a wake list
+ *     (baton__waiter_wake); baton__wakelist_run() makes the tasks ready
+ *     after the lock is released. A waker that loses the claim skips that
+ *     waiter.
  *  4. Back from park, the task unlinks the waiters still linked (timeout,
  *     the other cases of a select) under their primitives' locks.
  *  5. Cancellation (baton_task_cancel) is one more claimant, the only one

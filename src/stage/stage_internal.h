@@ -4,7 +4,7 @@
  * share: the pool's layout (a stage reads its creation order and counts
  * itself as a user) and the stage's (stage.c queues items, runner.c hands
  * them to tasks, pass.c lets tasks through; all block with the wait
- * protocol of src/sched/sched_internal.h).
+ * protocol of src/sched/wait.h).
  */
 #ifndef BATON_SRC_STAGE_INTERNAL_H
 #define BATON_SRC_STAGE_INTERNAL_H
