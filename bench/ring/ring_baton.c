@@ -9,6 +9,9 @@
  *
  *   --impl 1t-stackful | 1t-copystack   one worker (the calling thread)
  *          mt-stackful | mt-copystack   one worker per online CPU
+ *          any of them + "-single"      the inboxes are single-receiver
+ *                                       channels (baton_chan_create_single);
+ *                                       the impl name ends in "-single"
  *
  *   --stack-kib K   stack size of stackful tasks (default 16, the minimum)
  *   --shared-fpenv  tasks share the FP control state (BATON_CORO_SHARED_FPENV);
@@ -64,6 +67,7 @@ static unsigned coro_flags;	/* --shared-fpenv: BATON_CORO_SHARED_FPENV */
 static long depth;		/* --depth: live stack bytes per task */
 static double copied_per_hop;	/* copy-stack bytes copied per hop, last run */
 static long depth_errors;	/* tasks whose --depth bytes changed (atomic) */
+static bool single;		/* --impl ...-single: single-receiver inboxes */
 
 static void note_failure(int rc)
 {
@@ -179,7 +183,8 @@ static double run_once(const char *impl, unsigned workers,
 	if (members == NULL)
 		fail(impl, "calloc", 0, BATON_ENOMEM);
 	for (long i = 0; i < c; i++) {
-		rc = baton_chan_create(&members[i].in, 0);
+		rc = single ? baton_chan_create_single(&members[i].in, 0)
+			    : baton_chan_create(&members[i].in, 0);
 		if (rc != BATON_OK)
 			fail(impl, "baton_chan_create", i, rc);
 	}
@@ -308,21 +313,31 @@ int main(int argc, char **argv)
 	rest[nrest] = NULL;
 	rc_parse_args(nrest, rest, &opts);
 	if (impl_arg == NULL)
-		rc_bad(argv[0], "--impl 1t-stackful|1t-copystack|mt-stackful|mt-copystack is required");
-	if (strcmp(impl_arg, "1t-stackful") == 0 || strcmp(impl_arg, "mt-stackful") == 0)
-		model = BATON_CORO_STACKFUL;
-	else if (strcmp(impl_arg, "1t-copystack") == 0 || strcmp(impl_arg, "mt-copystack") == 0)
-		model = BATON_CORO_COPYSTACK;
-	else
-		rc_bad(argv[0], "unknown --impl");
-	workers = impl_arg[0] == 'm' ? 0 : 1;
+		rc_bad(argv[0], "--impl 1t-stackful|1t-copystack|mt-stackful|mt-copystack"
+			"[-single] is required");
 	{
+		char base[32];
+		size_t len = strlen(impl_arg);
+
+		/* "-single": the same ring on single-receiver channels. */
+		single = len > 7 && strcmp(impl_arg + len - 7, "-single") == 0;
+		snprintf(base, sizeof(base), "%.*s", (int)(single ? len - 7 : len), impl_arg);
+		if (strcmp(base, "1t-stackful") == 0 || strcmp(base, "mt-stackful") == 0)
+			model = BATON_CORO_STACKFUL;
+		else if (strcmp(base, "1t-copystack") == 0 || strcmp(base, "mt-copystack") == 0)
+			model = BATON_CORO_COPYSTACK;
+		else
+			rc_bad(argv[0], "unknown --impl");
+		workers = base[0] == 'm' ? 0 : 1;
+
 		char dsuffix[24] = "";
 
 		if (depth > 0)
 			snprintf(dsuffix, sizeof(dsuffix), "-d%ld", depth);
-		snprintf(impl, sizeof(impl), "baton-%s%s%s", impl_arg,
-			 coro_flags & BATON_CORO_SHARED_FPENV ? "-nofp" : "", dsuffix);
+		/* The shape last: baton-1t-stackful-nofp-single. */
+		snprintf(impl, sizeof(impl), "baton-%s%s%s%s", base,
+			 coro_flags & BATON_CORO_SHARED_FPENV ? "-nofp" : "", dsuffix,
+			 single ? "-single" : "");
 	}
 	/* A stackful task's stack must hold the --depth bytes as well. */
 	if (model == BATON_CORO_STACKFUL &&

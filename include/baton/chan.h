@@ -35,6 +35,28 @@
  *     baton_chan_destroy(ch);
  * @endcode
  *
+ * Single-receiver channels (baton_chan_create_single): any task or thread
+ * sends, one task - the owner, the first task that receives from it -
+ * receives, as with Erlang's and Pony's mailboxes, Rust's std::sync::mpsc
+ * and tokio's mpsc. Everything else is as above: capacity and
+ * back-pressure, timeouts, close, select (the owner's receive may be a
+ * case), cancellation. A receive by any other task, or from outside a task
+ * with timeout 0, returns BATON_ENOTOWNER. What it buys is the hop: the
+ * owner waits in one slot (the channel's receive side is its alone), so a
+ * send to a parked owner needs no search of a waiter queue, and a receive
+ * that must wait parks with a few plain stores.
+ *
+ * Which channel to use:
+ *  - a task's inbox (an actor, a ring member, a server's request queue,
+ *    a reply channel): single-receiver; the error on a stray receive
+ *    catches a design mistake early;
+ *  - a work queue that several consumers drain, or a channel whose
+ *    receiver changes over time (handed from task to task): ordinary;
+ *  - one value, one waiter (a reply): either, capacity 1, so that the
+ *    replier never blocks;
+ *  - unbuffered (capacity 0) where the sender should wait for the
+ *    receiver (a rendezvous); buffered where bursts should not block it.
+ *
  * Timeouts: every blocking call takes timeout_ns: < 0 waits forever, 0 only
  * tries (BATON_EAGAIN if it would block), > 0 waits at most that long
  * (BATON_ETIMEDOUT).
@@ -86,6 +108,19 @@ typedef struct baton_chan baton_chan_t;
  * BATON_CHAN_MAX_CAPACITY), BATON_ENOMEM. */
 BATON_API int baton_chan_create(baton_chan_t **out, size_t capacity);
 
+/** A single-receiver channel buffering up to `capacity` messages (0:
+ * unbuffered): any task or thread sends, and only its owner - the first
+ * task that receives from it (baton_chan_recv, or a receive case of
+ * baton_chan_select), bound for good - receives; any other receiver gets
+ * BATON_ENOTOWNER. Closed, sent to, selected on and destroyed as any
+ * channel. The owner is a task's record: a channel that outlives its owner
+ * can still be sent to and closed, but not received from (destroy it).
+ * @param out receives the new channel
+ * @param capacity the messages it buffers (0: unbuffered)
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL out, capacity >
+ * BATON_CHAN_MAX_CAPACITY), BATON_ENOMEM. */
+BATON_API int baton_chan_create_single(baton_chan_t **out, size_t capacity);
+
 /** Send `value`.
  * @param ch the channel
  * @param value the message
@@ -101,7 +136,8 @@ BATON_API int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
  * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
  * that many nanoseconds
  * @return BATON_OK, or an error: as send; BATON_ECLOSED once the channel is
- * closed and its buffer empty. */
+ * closed and its buffer empty; BATON_ENOTOWNER (a single-receiver channel,
+ * and the caller is not its owner task). */
 BATON_API int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns);
 
 /** Close: see rule 3.
@@ -148,7 +184,9 @@ struct baton_chan_op {
  * @param index receives the position of the completed operation
  * @return BATON_OK, or an error: BATON_EINVAL (NULL ops or index, n == 0 or >
  * BATON_CHAN_SELECT_MAX, a NULL chan, a bad dir), BATON_EAGAIN (timeout 0,
- * nothing ready), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+ * nothing ready), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM,
+ * BATON_ENOTOWNER (a receive case on a single-receiver channel the caller
+ * does not own; nothing was done). */
 BATON_API int baton_chan_select(struct baton_chan_op *ops, size_t n,
 				int64_t timeout_ns, size_t *index);
 

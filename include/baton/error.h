@@ -65,7 +65,9 @@ extern "C" {
 	X(EDEADLK, -16, "the call would deadlock")                                   \
 	X(ESYS, -17, "a system call failed (see errno)")                             \
 	X(ESHUTDOWN, -18, "shutting down: no new work is accepted")                 \
-	X(ECANCELED, -19, "the task was cancelled (baton_task_cancel)")
+	X(ECANCELED, -19, "the task was cancelled (baton_task_cancel)")             \
+	X(ENOTOWNER, -20, "only the channel's owner task may receive from it "       \
+			  "(a single-receiver channel)")
 
 #define BATON_ERROR_ENUM_(name, value, text) BATON_##name = (value),
 /** The codes: BATON_OK, and BATON_E* negative (the list above). */

@@ -16,7 +16,7 @@
 #include "../common/alloc.h"
 #include "chan_internal.h"
 
-int baton_chan_create(baton_chan_t **out, size_t capacity)
+static int chan_new(baton_chan_t **out, size_t capacity, bool single)
 {
 	struct baton_chan *ch;
 
@@ -33,11 +33,24 @@ int baton_chan_create(baton_chan_t **out, size_t capacity)
 		}
 	}
 	ch->cap = capacity;
+	ch->single = single;
+	/* No coroutine's address: owner_recv's test fails until bound. */
+	ch->owner_co = (baton_coro_t *)(uintptr_t)1;
 	/* The worker that uses it alone first takes the bias (chan_internal.h),
 	 * not its creator: a task often makes channels for others. */
 	ch->bias = baton__barrier_available() ? BATON_CHAN_UNSET : BATON_CHAN_SHARED;
 	*out = ch;
 	return BATON_OK;
+}
+
+int baton_chan_create(baton_chan_t **out, size_t capacity)
+{
+	return chan_new(out, capacity, false);
+}
+
+int baton_chan_create_single(baton_chan_t **out, size_t capacity)
+{
+	return chan_new(out, capacity, true);
 }
 
 /* Spin, then give the CPU away (the other side may be preempted). */
@@ -260,8 +273,13 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	void *v = NULL;
-	int rc = baton__chan_try_recv_locked(ch, &v, &wl);
+	int rc = baton__chan_owner_check(ch, t);
 
+	if (rc != BATON_OK) {
+		baton__spin_unlock(held);
+		return rc;
+	}
+	rc = baton__chan_try_recv_locked(ch, &v, &wl);
 	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
 		return baton__wait_one_held(t, &ch->recvq, &ch->lock, held,
 					    &(struct baton_wait_carry){ .received = value },
@@ -341,15 +359,93 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 	return BATON_OK;
 }
 
-int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
+/* The owner of a single-receiver channel parks in its one slot: the
+ * channel's receive queue, which only the owner ever waits in, so it is
+ * empty now and the owner's first inline waiter becomes its head and tail
+ * with plain stores (no link to follow, no count to read). Otherwise a
+ * solo wait as baton__wait_one_inline's: one claimant, the sender (or a
+ * close) that takes the waiter out under the lock, so no wait state is
+ * published (nothing reads it: the task is not cancellable) and the claim
+ * is the sender's plain store. The waiter stays a real one, so a
+ * scheduler's destroy unlinks it as any other. Returns with `held`
+ * released; the message lands in *value (if not NULL) on success. */
+static inline __attribute__((always_inline)) int
+owner_park(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t,
+	   void **value)
+{
+	struct baton_waiter *w = &t->inline_waiters[0];
+	int rc;
+
+	/* At rest the first inline waiter's task and index are t and 0, and
+	 * t->waiters is the inline array (see baton__wait_one_inline). */
+	t->nwaiters = 1;
+	t->wait_result = BATON_OK;
+	t->wait_index = -1;
+	t->wait_solo = true;
+	w->queue = &ch->recvq;
+	w->lock = &ch->lock;
+	w->next = w->prev = NULL;
+	w->linked = true;
+	ch->recvq.head = ch->recvq.tail = w;
+	ch->recvq.len = 1;
+	baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
+	/* Resumed, perhaps on another worker: t->owner runs us now. */
+	baton__after_switch(t->owner);
+	rc = t->wait_result;
+	if (rc == BATON_OK && value)
+		*value = w->value;
+	t->nwaiters = 0;
+	return rc;
+}
+
+/* A single-receiver channel's receive but the hop's case: the general
+ * step, which checks (or binds) the owner first. */
+static __attribute__((noinline)) int recv_slow(struct baton_chan *ch,
+					       void **value, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	struct baton_worker *w;
+	int rc;
+
+	if ((rc = baton__task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
+		return rc;
+	return recv_general(ch, baton__chan_lock(ch, w), t, value, timeout_ns);
+}
+
+/* A single-receiver channel's receive. The hop's case, its owner waiting
+ * with no timeout, finds the owner from the channel: the running
+ * coroutine is the owner's (compared before anything of the task is
+ * read), whose task's worker is the one running it. Everything else is
+ * recv_slow, which also binds the owner. */
+static inline __attribute__((always_inline)) int owner_recv(struct baton_chan *ch,
+						void **value, int64_t timeout_ns)
+{
+	struct baton_task *t;
+	baton_spinlock_t *held;
+
+	/* Relaxed: a match is our own store (baton__chan_owner_check). */
+	if (BATON_UNLIKELY(__atomic_load_n(&ch->owner_co, __ATOMIC_RELAXED) !=
+			   baton__coro_running() || timeout_ns >= 0))
+		return recv_slow(ch, value, timeout_ns);
+	t = ch->owner;
+	if (BATON_UNLIKELY(t->cancellable ||
+			   (held = baton__chan_lock_try(ch, t->owner)) == NULL))
+		return recv_slow(ch, value, timeout_ns);
+	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL &&
+			 !ch->closed))
+		return owner_park(ch, held, t, value);
+	return recv_general(ch, held, t, value, timeout_ns);
+}
+
+/* An ordinary channel's receive. */
+static inline __attribute__((always_inline)) int
+recv_any(struct baton_chan *ch, void **value, int64_t timeout_ns)
 {
 	struct baton_task *t;
 	struct baton_worker *w;
 	baton_spinlock_t *held;
 	int rc;
 
-	if (ch == NULL)
-		return BATON_EINVAL;
 	if ((rc = baton__task_for_wait_on(&t, &w, timeout_ns)) != BATON_OK)
 		return rc;
 	held = baton__chan_lock(ch, w);
@@ -425,4 +521,14 @@ int baton_chan_destroy(baton_chan_t *ch)
 	baton__free(ch->buf);
 	baton__free(ch);
 	return BATON_OK;
+}
+
+int baton_chan_recv(baton_chan_t *ch, void **value, int64_t timeout_ns)
+{
+	if (ch == NULL)
+		return BATON_EINVAL;
+	/* Immutable: read without the lock. */
+	if (BATON_UNLIKELY(ch->single))
+		return owner_recv(ch, value, timeout_ns);
+	return recv_any(ch, value, timeout_ns);
 }

@@ -67,11 +67,37 @@ struct baton_chan {
 	uintptr_t bias;			/* BATON_CHAN_* or the worker (atomic) */
 	unsigned bias_uses;		/* a candidate's uses so far (lock) */
 	bool closed;
+	bool single;			/* baton_chan_create_single (immutable) */
 	size_t len;			/* messages in buf */
 	struct baton_waitq sendq, recvq;
 	size_t cap, head;		/* ring buffer of cap messages */
 	void **buf;
+	/* A single-receiver channel's owner: the one task that may receive,
+	 * bound by its first receive (under the lock), never changed; and
+	 * its coroutine, which the owner's receive compares with the running
+	 * one before it reads anything of the task (atomic: read unlocked). */
+	struct baton_task *owner;
+	baton_coro_t *owner_co;
 } __attribute__((aligned(BATON_CACHELINE)));
+
+/* Under the lock: may task t (NULL: not a task's own coroutine) receive
+ * from ch? A single-receiver channel is bound to its first receiver here.
+ * BATON_OK or BATON_ENOTOWNER. */
+static inline int baton__chan_owner_check(struct baton_chan *ch,
+					  struct baton_task *t)
+{
+	if (BATON_LIKELY(!ch->single))
+		return BATON_OK;
+	if (t == NULL)
+		return BATON_ENOTOWNER;
+	if (ch->owner == NULL) {
+		ch->owner = t;
+		/* Relaxed: only the owner's own receive acts on a match, and
+		 * it is the thread that stores it here. */
+		__atomic_store_n(&ch->owner_co, t->co, __ATOMIC_RELAXED);
+	}
+	return ch->owner == t ? BATON_OK : BATON_ENOTOWNER;
+}
 
 /* For tests: 0 unset, 1 biased to a worker, 2 being revoked, 3 shared,
  * 4 a worker's candidate. */

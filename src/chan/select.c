@@ -112,6 +112,13 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	 * alone excludes everybody else. */
 	for (size_t i = 0; i < m; i++)
 		baton__chan_lock_spin(chans[i], baton__worker_get());
+	/* A single-receiver channel's receive is its owner's case only. */
+	for (size_t i = 0; i < n; i++)
+		if (ops[i].dir == BATON_CHAN_RECV &&
+		    (rc = baton__chan_owner_check(ops[i].chan, t)) != BATON_OK) {
+			unlock_all(chans, m);
+			return rc;
+		}
 	done = try_all(ops, n, &wl);
 	if (done < n || timeout_ns == 0) {
 		unlock_all(chans, m);

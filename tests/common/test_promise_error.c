@@ -34,12 +34,13 @@ static void test_values_pinned(void **state)
 	assert_int_equal(BATON_ESYS, -17);
 	assert_int_equal(BATON_ESHUTDOWN, -18);
 	assert_int_equal(BATON_ECANCELED, -19);
+	assert_int_equal(BATON_ENOTOWNER, -20);
 }
 
 static void test_static_texts(void **state)
 {
 	(void)state;
-	for (int c = 0; c >= BATON_ECANCELED; c--) {
+	for (int c = 0; c >= BATON_ENOTOWNER; c--) {
 		assert_ptr_equal(baton_strerror(c), baton_strerror(c));
 		assert_ptr_equal(baton_err_name(c), baton_err_name(c));
 	}
@@ -47,7 +48,7 @@ static void test_static_texts(void **state)
 
 static void test_extreme_unknown(void **state)
 {
-	const int odd[] = { INT_MIN, INT_MIN + 1, INT_MAX, -20, 1, -1000000 };
+	const int odd[] = { INT_MIN, INT_MIN + 1, INT_MAX, -21, 1, -1000000 };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
