@@ -33,7 +33,7 @@ static inline unsigned chunk_of(uint32_t idx, uint32_t *off)
 	return k;
 }
 
-static struct baton_tslot *slot_at(uint32_t idx)
+static inline struct baton_tslot *slot_at(uint32_t idx)
 {
 	uint32_t off;
 	unsigned k = chunk_of(idx, &off);
@@ -47,17 +47,9 @@ static struct baton_tslot *slot_at(uint32_t idx)
 	return c ? &c[off] : NULL;
 }
 
-static uint32_t slot_index(const struct baton_tslot *sl)
+static inline uint32_t slot_index(const struct baton_tslot *sl)
 {
-	for (unsigned k = 0; k < NCHUNKS; k++) {
-		/* Relaxed: the slot is ours, so its chunk is published to us. */
-		const struct baton_tslot *c = __atomic_load_n(&chunks[k], __ATOMIC_RELAXED);
-		size_t n = (size_t)1 << (k + CHUNK0_SHIFT);
-
-		if (c && sl >= c && sl < c + n)
-			return (uint32_t)((n - (1u << CHUNK0_SHIFT)) + (size_t)(sl - c));
-	}
-	return UINT32_MAX;
+	return sl->index;
 }
 
 uint64_t baton__tslot_id(const struct baton_tslot *sl)
@@ -85,8 +77,10 @@ static struct baton_tslot *slot_fresh(void)
 
 		if (c != NULL) {
 			memset(c, 0, n * sizeof(*c));
-			for (size_t i = 0; i < n; i++)
+			for (size_t i = 0; i < n; i++) {
 				c[i].gen = 1;
+				c[i].index = (uint32_t)(n - (1u << CHUNK0_SHIFT) + i);
+			}
 			/* Release: see slot_at. */
 			__atomic_store_n(&chunks[k], c, __ATOMIC_RELEASE);
 		}
@@ -131,24 +125,31 @@ static struct baton_tslot *slot_pop_free(void)
 	return sl;
 }
 
-struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
+/* A slot for a new task. No lock: nobody holds an id of this generation
+ * yet, and a stale id's lookup reads only `gen` (which stays) before it
+ * gives up. Spawning publishes the fields to the task (its release). */
+static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg)
 {
-	struct baton_tslot *sl = slot_pop_free();
+	struct baton_worker *w = baton__worker_get();
+	struct baton_tslot *sl;
 
-	if (sl == NULL && (sl = slot_fresh()) == NULL)
+	if (BATON_LIKELY(w != NULL && w->ntslots != 0))
+		sl = w->tslots[--w->ntslots];
+	else if ((sl = slot_pop_free()) == NULL && (sl = slot_fresh()) == NULL)
 		return NULL;
-	baton__spin_lock(&sl->lock);
 	sl->state = BATON_TSLOT_LIVE;
 	sl->detached = false;
 	sl->cancel_pending = false;
 	sl->task = NULL;
 	sl->fn = fn;
 	sl->arg = arg;
-	sl->status = 0;
-	sl->result = NULL;
 	sl->group = NULL;
-	baton__spin_unlock(&sl->lock);
 	return sl;
+}
+
+struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
+{
+	return tslot_alloc(fn, arg);
 }
 
 /* Its result taken, or detached and ended: the id goes stale. Lock held;
@@ -160,11 +161,23 @@ void baton__tslot_free_locked(struct baton_tslot *sl)
 		sl->gen = 1;
 	sl->result = NULL;
 	baton__spin_unlock(&sl->lock);
-	slot_push_free(sl);
+	struct baton_worker *w = baton__worker_get();
+
+	if (BATON_LIKELY(w != NULL && w->ntslots < sizeof(w->tslots) / sizeof(w->tslots[0])))
+		w->tslots[w->ntslots++] = sl;
+	else
+		slot_push_free(sl);
+}
+
+/* The scheduler's destroy: w's spare slots go back to everybody. */
+void baton__tslot_cache_flush(struct baton_worker *w)
+{
+	while (w->ntslots != 0)
+		slot_push_free(w->tslots[--w->ntslots]);
 }
 
 /* The id's slot, locked, if the id still names its task; else NULL. */
-static struct baton_tslot *slot_lock_id(baton_tid_t id)
+static inline struct baton_tslot *slot_lock_id(baton_tid_t id)
 {
 	struct baton_tslot *sl;
 
@@ -237,7 +250,8 @@ static void slot_end(struct baton_tslot *sl, int status, void *result, bool wake
 void baton__tslot_main(void *arg)
 {
 	struct baton_tslot *sl = arg;
-	struct baton_task *t = baton__task_self();
+	/* Its own coroutine runs: the worker's current task is it. */
+	struct baton_task *t = baton__worker_get()->current;
 	void *result = NULL;
 	int status;
 
@@ -289,10 +303,10 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 
 	if (s == NULL || fn == NULL || tid == NULL)
 		return BATON_EINVAL;
-	if ((sl = baton__tslot_alloc(fn, arg)) == NULL)
+	if ((sl = tslot_alloc(fn, arg)) == NULL)
 		return BATON_ENOMEM;
 	id = baton__tslot_id(sl);
-	if ((rc = baton__tslot_spawn(s, attr, sl)) != BATON_OK) {
+	if ((rc = baton_sched_spawn(s, attr, baton__tslot_main, sl)) != BATON_OK) {
 		baton__spin_lock(&sl->lock);
 		baton__tslot_free_locked(sl);
 		return rc;
@@ -301,66 +315,78 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	return BATON_OK;
 }
 
+/* Take an ended task's status and result (lock held; released). */
+static int join_take(struct baton_tslot *sl, int *status, void **result)
+{
+	if (status)
+		*status = sl->status;
+	if (result)
+		*result = sl->result;
+	if (BATON_LIKELY(sl->group == NULL)) {
+		baton__tslot_free_locked(sl);
+	} else { /* its end frees it once its group let go (slot_end) */
+		sl->detached = true;
+		baton__spin_unlock(&sl->lock);
+	}
+	return BATON_OK;
+}
+
+/* Wait for the end of sl's task (lock held; released): the calling task
+ * parks, a plain thread blocks on the slot's event count. */
+static int join_wait(struct baton_tslot *sl, struct baton_task *self, int64_t timeout_ns)
+{
+	int rc;
+
+	if (self != NULL) /* woken by the end (OK) or not */
+		return baton__wait_one(self, &sl->joiners, &sl->lock, timeout_ns);
+	uint32_t v = baton_ec_value(&sl->ec);
+
+	sl->nthreads++;
+	baton__spin_unlock(&sl->lock);
+	rc = baton_ec_wait_mp(&sl->ec, v, timeout_ns);
+	baton__spin_lock(&sl->lock);
+	sl->nthreads--;
+	baton__spin_unlock(&sl->lock);
+	return rc == BATON_ETIMEDOUT ? BATON_OK : rc; /* the caller's deadline says */
+}
+
 int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
 {
-	struct baton_task *self = baton__task_self();
-	int64_t deadline = timeout_ns > 0 ? baton__deadline_after(timeout_ns) : 0;
+	struct baton_task *self = NULL;
+	int64_t deadline = 0;
 	struct baton_tslot *sl;
 	int rc;
 
-	if (self == NULL && timeout_ns != 0 && baton_sched_self() != NULL)
-		return BATON_ENOSCHED; /* a plain coroutine a task resumed */
-	for (;;) {
+	for (bool first = true;; first = false) {
 		if ((sl = slot_lock_id(tid)) == NULL)
 			return BATON_EDEAD;
-		if (sl->detached) {
+		if (BATON_UNLIKELY(sl->detached)) {
 			baton__spin_unlock(&sl->lock);
 			return BATON_EDEAD;
 		}
-		if (sl->state == BATON_TSLOT_ENDED) {
-			if (status)
-				*status = sl->status;
-			if (result)
-				*result = sl->result;
-			if (sl->group == NULL) {
-				baton__tslot_free_locked(sl);
-			} else { /* its end frees it (slot_end) */
-				sl->detached = true;
-				baton__spin_unlock(&sl->lock);
-			}
-			return BATON_OK;
-		}
-		if (self != NULL && sl->task == self) {
-			baton__spin_unlock(&sl->lock);
-			return BATON_EDEADLK;
-		}
+		if (sl->state == BATON_TSLOT_ENDED)
+			return join_take(sl, status, result);
 		if (timeout_ns == 0) {
 			baton__spin_unlock(&sl->lock);
 			return BATON_EAGAIN;
 		}
-		if (timeout_ns > 0) {
-			timeout_ns = deadline - baton__clock_now();
-			if (timeout_ns <= 0) {
+		if (first) {
+			self = baton__task_self();
+			if (self == NULL && baton_sched_self() != NULL) {
 				baton__spin_unlock(&sl->lock);
-				return BATON_ETIMEDOUT;
+				return BATON_ENOSCHED; /* a plain coroutine a task resumed */
 			}
-		}
-		if (self != NULL) {
-			/* Woken by the end (OK) or not: look again. */
-			rc = baton__wait_one(self, &sl->joiners, &sl->lock, timeout_ns);
-		} else {
-			uint32_t v = baton_ec_value(&sl->ec);
-
-			sl->nthreads++;
+			if (self != NULL && sl->task == self) {
+				baton__spin_unlock(&sl->lock);
+				return BATON_EDEADLK;
+			}
+			if (timeout_ns > 0)
+				deadline = baton__deadline_after(timeout_ns);
+		} else if (timeout_ns > 0 && (timeout_ns = deadline - baton__clock_now()) <= 0) {
 			baton__spin_unlock(&sl->lock);
-			rc = baton_ec_wait_mp(&sl->ec, v, timeout_ns);
-			baton__spin_lock(&sl->lock);
-			sl->nthreads--;
-			baton__spin_unlock(&sl->lock);
-			if (rc == BATON_ETIMEDOUT)
-				rc = BATON_OK; /* the deadline above says */
+			return BATON_ETIMEDOUT;
 		}
-		if (rc != BATON_OK)
+		if ((rc = join_wait(sl, self, timeout_ns)) != BATON_OK)
 			return rc; /* ETIMEDOUT, ECANCELED, ENOMEM: still joinable */
 	}
 }

@@ -45,6 +45,7 @@ struct baton_tslot {
 	struct baton_waitq joiners; /* tasks waiting in join */
 	baton_ec_t ec;		    /* bumped at the end when nthreads > 0 */
 	uint32_t next_free;	    /* free list link: index + 1 (atomic) */
+	uint32_t index;		    /* its place in the table (constant) */
 	/* The group it was spawned into (until it ends), and its place in
 	 * the group's list of live children (under the group's lock). */
 	struct baton_group *group;
@@ -54,6 +55,7 @@ struct baton_tslot {
 /* handle.c */
 struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg);
 void baton__tslot_free_locked(struct baton_tslot *sl);
+void baton__tslot_cache_flush(struct baton_worker *w);
 uint64_t baton__tslot_id(const struct baton_tslot *sl);
 int baton__tslot_spawn(struct baton_sched *s, const struct baton_task_attr *attr,
 		       struct baton_tslot *sl);

@@ -141,6 +141,7 @@ void baton__task_free_queued(struct baton_worker *w)
 {
 	struct baton_task *t;
 
+	baton__tslot_cache_flush(w); /* its spare task-id slots */
 	baton__inbox_take(w);
 	if (w->runnext) {
 		baton__runq_push(w, w->runnext);
