@@ -43,7 +43,10 @@
  *
  * Tasks block on the primitives of baton/chan.h and baton/sync.h and on
  * baton_sched_sleep(); every blocking call takes a timeout, and a task that
- * gave out its handle can be cancelled (baton_task_cancel, below).
+ * gave out its handle can be cancelled (baton_task_cancel, below). A task
+ * spawned with an id (baton_task_spawn) can be joined for its result,
+ * cancelled by whoever holds the id, and put in a group that waits for its
+ * children and cancels the rest on a failure ("tasks you can hold").
  *
  * Rules a caller must keep:
  *  1. The in-task calls (yield, sleep, and every blocking primitive) are made
@@ -271,7 +274,9 @@ BATON_API int baton_sched_sleep(int64_t ns);
  *  1. Only a task that took its own handle (baton_task_handle) can be
  *     cancelled; taking it makes that task's wake-ups claim with a
  *     compare-and-swap instead of a plain store (the scheduler's wait
- *     protocol), which is why it is not the default.
+ *     protocol), which is why it is not the default. (A task spawned with
+ *     an id, below, is cancellable by whoever holds the id, without this
+ *     opt-in and without rule 2's race.)
  *  2. The handle is valid until the task's function returns, and then
  *     never again (its record is reused): the canceller must know that the
  *     task has not returned, e.g. with a lock or flag the task clears before

@@ -170,8 +170,10 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr,
 	if ((sl = baton__tslot_alloc(fn, arg)) == NULL)
 		return BATON_ENOMEM;
 	id = baton__tslot_id(sl);
-	sl->detached = tid == NULL; /* not spawned yet: nobody else sees it */
+	baton__spin_lock(&sl->lock); /* as baton__tslot_alloc's writes */
+	sl->detached = tid == NULL;
 	sl->group = g;
+	baton__spin_unlock(&sl->lock);
 	baton__spin_lock(&g->lock);
 	if (g->cancelled) {
 		baton__spin_unlock(&g->lock);

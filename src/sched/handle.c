@@ -125,9 +125,9 @@ static struct baton_tslot *slot_pop_free(void)
 	return sl;
 }
 
-/* A slot for a new task. No lock: nobody holds an id of this generation
- * yet, and a stale id's lookup reads only `gen` (which stays) before it
- * gives up. Spawning publishes the fields to the task (its release). */
+/* A slot for a new task. Under its lock although nobody was given the new
+ * id yet: the id may reach a thread by a path that orders nothing (a
+ * relaxed store), and that thread's lookup must still see the slot set. */
 static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg)
 {
 	struct baton_worker *w = baton__worker_get();
@@ -137,6 +137,7 @@ static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg
 		sl = w->tslots[--w->ntslots];
 	else if ((sl = slot_pop_free()) == NULL && (sl = slot_fresh()) == NULL)
 		return NULL;
+	baton__spin_lock(&sl->lock);
 	sl->state = BATON_TSLOT_LIVE;
 	sl->detached = false;
 	sl->cancel_pending = false;
@@ -144,6 +145,7 @@ static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg
 	sl->fn = fn;
 	sl->arg = arg;
 	sl->group = NULL;
+	baton__spin_unlock(&sl->lock);
 	return sl;
 }
 
