@@ -85,7 +85,8 @@ static void child_gone_locked(struct baton_group *g, struct baton_wakelist *wl,
 void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl,
 			    uint64_t id, int status, void *result, bool wake)
 {
-	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_wakelist wl = BATON_WAKELIST_INIT; /* the cancelled */
+	struct baton_wakelist waiters = BATON_WAKELIST_INIT;
 
 	baton__spin_lock(&g->lock);
 	unlink_child(g, sl);
@@ -97,9 +98,10 @@ void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl,
 		if ((g->flags & BATON_GROUP_FAIL_FAST) && !g->cancelled && wake)
 			cancel_locked(g, &wl);
 	}
-	child_gone_locked(g, &wl, wake);
+	child_gone_locked(g, &waiters, wake);
 	baton__spin_unlock(&g->lock);
 	baton__wakelist_run(&wl);
+	baton__wakelist_run_back(&waiters);
 }
 
 /* The owner's list, under its glock. */

@@ -217,7 +217,8 @@ static void slot_end(struct baton_tslot *sl, int status, void *result, bool wake
 	bool bump;
 
 	baton__spin_lock(&sl->lock);
-	id = baton__tslot_id(sl);
+	g = sl->group;
+	id = g ? baton__tslot_id(sl) : 0; /* the group reports it */
 	sl->status = status;
 	sl->result = result;
 	sl->task = NULL;
@@ -225,7 +226,6 @@ static void slot_end(struct baton_tslot *sl, int status, void *result, bool wake
 	if (wake)
 		baton__waitq_wake_all(&sl->joiners, &wl, BATON_OK);
 	bump = sl->nthreads != 0;
-	g = sl->group;
 	if (g == NULL && sl->detached)
 		baton__tslot_free_locked(sl);
 	else
@@ -241,12 +241,7 @@ static void slot_end(struct baton_tslot *sl, int status, void *result, bool wake
 		else
 			baton__spin_unlock(&sl->lock);
 	}
-	/* A task's end readies its joiners behind the tasks already
-	 * runnable: a joiner of many then collects them in one go. */
-	for (struct baton_task *t = wl.head, *next; t; t = next) {
-		next = t->next;
-		baton__task_ready_back(t);
-	}
+	baton__wakelist_run_back(&wl);
 }
 
 void baton__tslot_main(void *arg)

@@ -52,6 +52,18 @@ struct baton_tslot {
 	struct baton_tslot *gprev, *gnext;
 } __attribute__((aligned(BATON_CACHELINE)));
 
+/* Ready the tasks of wl behind the tasks already runnable: what a task's
+ * end does to its joiners and its group's waiters, so that one that waits
+ * for many collects them in one go. */
+static inline void baton__wakelist_run_back(struct baton_wakelist *wl)
+{
+	for (struct baton_task *t = wl->head, *next; t; t = next) {
+		next = t->next;
+		baton__task_ready_back(t);
+	}
+	wl->head = NULL;
+}
+
 /* handle.c */
 struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg);
 void baton__tslot_free_locked(struct baton_tslot *sl);
