@@ -156,7 +156,7 @@ struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
 
 /* Its result taken, or detached and ended: the id goes stale. Lock held;
  * released here. */
-void baton__tslot_free_locked(struct baton_tslot *sl)
+static inline void tslot_free_locked(struct baton_tslot *sl)
 {
 	sl->state = BATON_TSLOT_FREE;
 	if (++sl->gen == 0)
@@ -169,6 +169,11 @@ void baton__tslot_free_locked(struct baton_tslot *sl)
 		w->tslots[w->ntslots++] = sl;
 	else
 		slot_push_free(sl);
+}
+
+void baton__tslot_free_locked(struct baton_tslot *sl)
+{
+	tslot_free_locked(sl);
 }
 
 /* The scheduler's destroy: w's spare slots go back to everybody. */
@@ -209,7 +214,8 @@ void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *w
 /* The end: the slot records it and wakes its joiners, then its group
  * hears. A slot still in a group's list is freed only once the group has
  * unlinked it (a join or detach meanwhile leaves that to us). */
-static void slot_end(struct baton_tslot *sl, int status, void *result, bool wake)
+static inline __attribute__((always_inline)) void
+slot_end(struct baton_tslot *sl, int status, void *result, bool wake)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_group *g;
@@ -227,7 +233,7 @@ static void slot_end(struct baton_tslot *sl, int status, void *result, bool wake
 		baton__waitq_wake_all(&sl->joiners, &wl, BATON_OK);
 	bump = sl->nthreads != 0;
 	if (g == NULL && sl->detached)
-		baton__tslot_free_locked(sl);
+		tslot_free_locked(sl);
 	else
 		baton__spin_unlock(&sl->lock);
 	if (bump)
@@ -237,7 +243,7 @@ static void slot_end(struct baton_tslot *sl, int status, void *result, bool wake
 		baton__spin_lock(&sl->lock);
 		sl->group = NULL;
 		if (sl->detached)
-			baton__tslot_free_locked(sl);
+			tslot_free_locked(sl);
 		else
 			baton__spin_unlock(&sl->lock);
 	}
@@ -305,7 +311,7 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	id = baton__tslot_id(sl);
 	if ((rc = baton_sched_spawn(s, attr, baton__tslot_main, sl)) != BATON_OK) {
 		baton__spin_lock(&sl->lock);
-		baton__tslot_free_locked(sl);
+		tslot_free_locked(sl);
 		return rc;
 	}
 	*tid = id;
@@ -320,7 +326,7 @@ static int join_take(struct baton_tslot *sl, int *status, void **result)
 	if (result)
 		*result = sl->result;
 	if (BATON_LIKELY(sl->group == NULL)) {
-		baton__tslot_free_locked(sl);
+		tslot_free_locked(sl);
 	} else { /* its end frees it once its group let go (slot_end) */
 		sl->detached = true;
 		baton__spin_unlock(&sl->lock);
@@ -408,7 +414,7 @@ int baton_task_detach(baton_tid_t tid)
 	if (sl == NULL)
 		return BATON_EDEAD;
 	if (sl->state == BATON_TSLOT_ENDED && sl->group == NULL) {
-		baton__tslot_free_locked(sl); /* its result is dropped */
+		tslot_free_locked(sl); /* its result is dropped */
 		return BATON_OK;
 	}
 	sl->detached = true; /* freed at its end (slot_end) */
