@@ -43,7 +43,10 @@
  *
  * Tasks block on the primitives of baton/chan.h and baton/sync.h and on
  * baton_sched_sleep(); every blocking call takes a timeout, and a task that
- * gave out its handle can be cancelled (baton_task_cancel, below).
+ * gave out its handle can be cancelled (baton_task_cancel, below). A task
+ * spawned with an id (baton_task_spawn) can be joined for its result,
+ * cancelled by whoever holds the id, and put in a group that waits for its
+ * children and cancels the rest on a failure ("tasks you can hold").
  *
  * Rules a caller must keep:
  *  1. The in-task calls (yield, sleep, and every blocking primitive) are made
@@ -271,7 +274,9 @@ BATON_API int baton_sched_sleep(int64_t ns);
  *  1. Only a task that took its own handle (baton_task_handle) can be
  *     cancelled; taking it makes that task's wake-ups claim with a
  *     compare-and-swap instead of a plain store (the scheduler's wait
- *     protocol), which is why it is not the default.
+ *     protocol), which is why it is not the default. (A task spawned with
+ *     an id, below, is cancellable by whoever holds the id, without this
+ *     opt-in and without rule 2's race.)
  *  2. The handle is valid until the task's function returns, and then
  *     never again (its record is reused): the canceller must know that the
  *     task has not returned, e.g. with a lock or flag the task clears before
@@ -304,6 +309,208 @@ BATON_API int baton_task_cancel(baton_task_t *task);
 /** 1 if the calling task was cancelled, 0 if not.
  * @return BATON_OK, or an error: BATON_ENOSCHED (not a task's own coroutine). */
 BATON_API int baton_task_cancelled(void);
+
+/* --- tasks you can hold: task ids, join, groups ------------------------------
+ *
+ * baton_task_spawn() gives the new task an id (baton_tid_t): a number, not
+ * a pointer. The id names a slot of one process-wide table - its index and
+ * the slot's generation - and the slot outlives the task: it keeps the
+ * task's result until someone joins it (or, detached, until the task
+ * ends), and is then reused under the next generation. So an id can be
+ * copied, stored and used from any thread at any time, and an id whose task
+ * is gone is refused with BATON_EDEAD - a checked integer, as libdill's
+ * handles are - never a read of freed memory. (A reference-counted record
+ * would do the same only as long as every holder remembered to release its
+ * reference; an integer needs no release, and a use after the last one
+ * costs an error code, not memory.) The table's memory is never given back.
+ *
+ * Three patterns (tokio and Trio beside each):
+ *
+ *     // 1. join one         tokio: let h = spawn(f); h.await   Trio: (none; a nursery of one)
+ *     baton_tid_t id;
+ *     baton_task_spawn(s, NULL, fetch, url, &id);
+ *     int status; void *page;
+ *     if (baton_task_join(id, 5000000000, &status, &page) == BATON_ETIMEDOUT)
+ *         baton_task_abort(id);                 // h.abort(); join later or detach
+ *
+ *     // 2. fail fast        tokio: JoinSet + abort_all on the first Err
+ *     //                     Trio: async with open_nursery() as n: n.start_soon(...)
+ *     //                     (Go: errgroup.WithContext)
+ *     baton_group_t *g;
+ *     struct baton_task_end first;
+ *     baton_group_create(&g, s, BATON_GROUP_FAIL_FAST);
+ *     for (int i = 0; i < n; i++)
+ *         baton_group_spawn(g, NULL, shard, &shards[i], NULL);
+ *     baton_group_wait(g, -1, &first);          // all ended; the rest were
+ *     baton_group_close(g, NULL);               // cancelled at the first failure
+ *     if (first.tid != BATON_TID_NONE)
+ *         report(first.status);
+ *
+ *     // 3. collect all      tokio: while let Some(r) = set.join_next().await
+ *     //                     Trio: a nursery whose tasks store their results
+ *     baton_group_create(&g, s, 0);
+ *     for (int i = 0; i < n; i++)
+ *         baton_group_spawn(g, NULL, fetch, urls[i], &ids[i]);
+ *     for (int i = 0; i < n; i++)
+ *         baton_task_join(ids[i], -1, &status[i], &pages[i]);
+ *     baton_group_close(g, NULL);
+ *
+ * Rules:
+ *  1. A task spawned with an id can be cancelled by whoever holds the id
+ *     (baton_task_abort), with no opt-in of its own: its waits always
+ *     claim their wake-ups with the compare-and-swap of the cancellation
+ *     protocol (the cancellation section above). Tasks spawned with
+ *     baton_sched_spawn keep the plain path; docs/sched.md gives both
+ *     figures.
+ *  2. Every id is joined once or detached (baton_task_detach), or its slot
+ *     and result are kept for ever. A join takes the result: a second
+ *     join, like every call on a joined id, gets BATON_EDEAD. A detached
+ *     task's slot goes when it ends.
+ *  3. A group's children are tasks with ids (given to the spawner only if
+ *     it asks for them; those must be joined or detached as in rule 2).
+ *     The group is owned by the task that created it (none when a plain
+ *     thread did): cancelling that task - by its id, by baton_task_cancel,
+ *     or by cancelling a group it is a child of - cancels the group and so
+ *     on down. A task's groups are closed (cancelled and waited for) when
+ *     its function returns, if it did not close them itself.
+ *  4. baton_group_close() cancels what still runs, waits for it even when
+ *     the closing task is itself cancelled, and frees the group: once,
+ *     by the owner (or another, while the owner has not returned).
+ *  5. A task's end readies its joiner (or the group's waiter) behind the
+ *     tasks already runnable on its worker, so that a task that joins many
+ *     collects them in one go.
+ *  6. The waits (join, group wait) work from tasks and from plain threads
+ *     (which block); timeout < 0 waits, 0 tries once (BATON_EAGAIN if
+ *     not yet), > 0 waits at most that many nanoseconds.
+ *  7. baton_sched_destroy() ends the ids of the tasks it frees with status
+ *     BATON_ESHUTDOWN (a plain thread's join then returns).
+ */
+/** A task's id: 0 (BATON_TID_NONE) names nothing. */
+typedef uint64_t baton_tid_t;
+/** The id of no task. */
+#define BATON_TID_NONE ((baton_tid_t)0)
+
+/** The body of a task spawned with an id: returns its status (0 for
+ * success; anything else is a failure, e.g. a baton error code) and may
+ * leave a result in *result (NULL at entry), both for its joiner. */
+typedef int (*baton_task_result_fn)(void *arg, void **result);
+
+/** baton_task_status: the task has not ended. */
+#define BATON_TASK_RUNNING 1
+/** baton_task_status: the task has ended; its result waits for a join. */
+#define BATON_TASK_ENDED 2
+
+/** Create a task running fn(arg, &result) and give its id (rules above).
+ * Any thread, and tasks.
+ * @param s the scheduler
+ * @param attr the attributes, or NULL for the defaults
+ * @param fn the task's body
+ * @param arg passed to `fn`
+ * @param tid receives the id
+ * @return BATON_OK, or an error: those of baton_sched_spawn, BATON_EINVAL
+ * (NULL tid), BATON_ENOMEM. */
+BATON_API int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
+			       baton_task_result_fn fn, void *arg, baton_tid_t *tid);
+
+/** Wait for the task to end and take its status and result (rule 2).
+ * From a task (which parks) or a plain thread (which blocks).
+ * @param tid the task's id
+ * @param timeout_ns < 0 waits, 0 tries once, > 0 waits at most that long
+ * @param status receives the body's return (may be NULL)
+ * @param result receives the body's result (may be NULL)
+ * @return BATON_OK (joined: the id is spent), or an error: BATON_EDEAD (no
+ * such task: joined already, detached, never spawned), BATON_EAGAIN (timeout
+ * 0, not ended), BATON_ETIMEDOUT, BATON_ECANCELED (the calling task was
+ * cancelled), BATON_EDEADLK (a task joining itself), BATON_ENOSCHED (a plain
+ * coroutine resumed by a task); the id stays joinable after each but
+ * EDEAD. */
+BATON_API int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status,
+			      void **result);
+
+/** Cancel the task (the cancellation rules above), and the groups it
+ * owns. A second abort, or an abort of a task that ended and waits for
+ * its join, does nothing and returns BATON_OK. Any thread.
+ * @param tid the task's id
+ * @return BATON_OK, or an error: BATON_EDEAD (no such task). */
+BATON_API int baton_task_abort(baton_tid_t tid);
+
+/** Nobody will join the task: its slot goes when it ends (now, dropping the
+ * result, if it has ended). The id still aborts it and tells its status
+ * until then.
+ * @param tid the task's id
+ * @return BATON_OK, or an error: BATON_EDEAD (no such task). */
+BATON_API int baton_task_detach(baton_tid_t tid);
+
+/** Whether the task has ended. A getter of one number: negative is an
+ * error.
+ * @param tid the task's id
+ * @return BATON_TASK_RUNNING, BATON_TASK_ENDED (not joined yet), or an
+ * error: BATON_EDEAD (no such task: joined, detached and ended, never
+ * spawned). */
+BATON_API int baton_task_status(baton_tid_t tid);
+
+/** The calling task's id, or BATON_TID_NONE (not a task spawned with one,
+ * or not a task).
+ * @return the id, or BATON_TID_NONE */
+BATON_API baton_tid_t baton_task_id(void);
+
+/** A group of tasks (opaque). */
+typedef struct baton_group baton_group_t;
+/** The group's first failure cancels the rest of it. */
+#define BATON_GROUP_FAIL_FAST 1u
+
+/** How a task ended: its id, its status and its result. */
+struct baton_task_end {
+	baton_tid_t tid; /**< BATON_TID_NONE: no task (no failure) */
+	int status;	 /**< the body's return */
+	void *result;	 /**< the body's result */
+};
+
+/** Create a group of tasks of `s`, owned by the calling task (rule 3).
+ * @param out receives the group
+ * @param s the scheduler its children run on
+ * @param flags 0 or BATON_GROUP_FAIL_FAST
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL out or s, unknown
+ * flags), BATON_ENOMEM. */
+BATON_API int baton_group_create(baton_group_t **out, baton_sched_t *s,
+				 unsigned flags);
+
+/** Spawn fn(arg, &result) as a child of the group.
+ * @param g the group
+ * @param attr the attributes, or NULL for the defaults
+ * @param fn the task's body
+ * @param arg passed to `fn`
+ * @param tid receives the child's id (join or detach it), or NULL: then
+ * only the group hears of its end
+ * @return BATON_OK, or an error: those of baton_task_spawn, BATON_ECANCELED
+ * (the group was cancelled: nothing spawned). */
+BATON_API int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr,
+				baton_task_result_fn fn, void *arg, baton_tid_t *tid);
+
+/** Wait until every child has ended; then *failure (if not NULL) is the
+ * first child that ended with a nonzero status (tid BATON_TID_NONE if
+ * none did). From a task or a plain thread (rule 6).
+ * @param g the group
+ * @param timeout_ns < 0 waits, 0 tries once, > 0 waits at most that long
+ * @param failure receives the first failure, or NULL
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_EAGAIN, BATON_ETIMEDOUT,
+ * BATON_ECANCELED (the calling task was cancelled), BATON_ENOSCHED. */
+BATON_API int baton_group_wait(baton_group_t *g, int64_t timeout_ns,
+			       struct baton_task_end *failure);
+
+/** Cancel every child, and the groups they own; later spawns into the
+ * group return BATON_ECANCELED. Any thread.
+ * @param g the group
+ * @return BATON_OK, or an error: BATON_EINVAL. */
+BATON_API int baton_group_cancel(baton_group_t *g);
+
+/** Cancel what still runs, wait for it (rule 4), report the first failure
+ * as baton_group_wait does, and free the group. NULL is a no-op.
+ * @param g the group
+ * @param failure receives the first failure, or NULL
+ * @return BATON_OK, or an error: BATON_ENOSCHED (a plain coroutine resumed
+ * by a task). */
+BATON_API int baton_group_close(baton_group_t *g, struct baton_task_end *failure);
 
 /** The scheduler of the calling task, or NULL outside tasks.
  * @return the scheduler, or NULL */

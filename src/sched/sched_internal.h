@@ -17,6 +17,9 @@
  *   timer.c     the per-worker timer heap and the clock (timeouts, sleep)
  *   queue.h     the local run queue and the multi-producer inbox
  *   watch.c     what a higher layer hears of a destroy (watches)
+ *   handle.h    task ids and groups: the slot table, the lock order
+ *   handle.c    task ids: spawn with one, a task's end, join, abort, detach
+ *   group.c     task groups: spawn into, wait, cancel, close, nesting
  */
 #ifndef BATON_SRC_SCHED_INTERNAL_H
 #define BATON_SRC_SCHED_INTERNAL_H
@@ -149,6 +152,11 @@ struct baton_task {
 	 * linked when it first stops running (baton__switch_away); one that
 	 * runs to its end without stopping never takes the lock. */
 	struct baton_task *all_prev, *all_next;
+	/* The groups it created and has not closed (group.c): written by the
+	 * task under glock, walked under glock by whoever cancels it. Both
+	 * zero at rest (closed at its end): a reused record needs no reset. */
+	struct baton_group *groups;
+	baton_spinlock_t glock;
 };
 
 /* The hop's fields fill the first line; the first waiter is the second. */
@@ -183,6 +191,10 @@ struct baton_worker {
 	struct baton_sched *sched;
 	pthread_t thread;
 	bool has_thread;
+	/* Free task-id slots kept for this worker's spawns (handle.c): no
+	 * atomic on a spawn's or a join's slot. Given back at destroy. */
+	unsigned ntslots;
+	struct baton_tslot *tslots[32];
 
 /* Read by other workers. */
 	size_t runq_len_pub __attribute__((aligned(BATON_CACHELINE)));
@@ -334,6 +346,8 @@ void baton__runnext_displace(struct baton_worker *w, struct baton_task *prev);
 void baton__task_finish(struct baton_worker *w, struct baton_task *t);
 void baton__task_free_queued(struct baton_worker *w);
 void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only);
+/* Ready t behind the tasks already runnable (a joiner, by a task's end). */
+void baton__task_ready_back(struct baton_task *t);
 
 /* Make a claimed task runnable. Inline, the hop's case: woken by a running
  * task of its own worker, it takes the runnext slot (owner-only fields,

@@ -8,6 +8,7 @@
  */
 #include "../common/alloc.h"
 #include "dispatch.h"
+#include "handle.h"
 #include "queue.h"
 #include "sched_internal.h"
 #include "wait.h"
@@ -140,6 +141,7 @@ void baton__task_free_queued(struct baton_worker *w)
 {
 	struct baton_task *t;
 
+	baton__tslot_cache_flush(w); /* its spare task-id slots */
 	baton__inbox_take(w);
 	if (w->runnext) {
 		baton__runq_push(w, w->runnext);
@@ -148,6 +150,7 @@ void baton__task_free_queued(struct baton_worker *w)
 	while ((t = baton__runq_pop(w)) != NULL) {
 		if (t->timeout.index != SIZE_MAX)
 			baton__timer_heap_remove(&w->timers, &t->timeout);
+		baton__task_abandon(t); /* its id and groups */
 		task_free(t);
 		/* Relaxed: destroy reads it after joining every worker. */
 		__atomic_sub_fetch(&w->sched->live, 1, __ATOMIC_RELAXED);
@@ -184,6 +187,7 @@ void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only)
 		if (t->pinned)
 			t->owner->npinned--;
 		t->linked = false; /* unlinked above */
+		baton__task_abandon(t); /* its id and groups */
 		task_free(t);
 		/* Relaxed: destroy reads it after joining every worker. */
 		__atomic_sub_fetch(&s->live, 1, __ATOMIC_RELAXED);
@@ -255,6 +259,11 @@ void baton__task_ready_slow(struct baton_task *t)
 	task_enqueue(t, true);
 }
 
+void baton__task_ready_back(struct baton_task *t)
+{
+	task_enqueue(t, false);
+}
+
 /* --- spawn ----------------------------------------------------------------- */
 static void *task_main(void *arg, void *in)
 {
@@ -267,6 +276,8 @@ static void *task_main(void *arg, void *in)
 		t->owner->npinned++;
 	}
 	t->fn(t->arg);
+	if (BATON_UNLIKELY(t->groups != NULL))
+		baton__task_close_groups(t); /* its groups end before it does */
 	baton__switch_away(t, BATON_AFTER_DONE);
 	return NULL;
 }

@@ -13,6 +13,7 @@
 
 #include "../common/alloc.h"
 #include "dispatch.h"
+#include "handle.h"
 #include "sched_internal.h"
 #include "wait.h"
 
@@ -192,16 +193,16 @@ baton_task_t *baton_task_handle(void)
 	return t;
 }
 
-int baton_task_cancel(baton_task_t *t)
+/* Set t's cancel flag and claim its wait; t goes on wl if readying it is
+ * ours (handle.h). */
+bool baton__task_cancel_claim(struct baton_task *t, struct baton_wakelist *wl)
 {
 	uint32_t expected = BATON_WAIT_WAITING;
 
-	if (t == NULL || !t->cancellable)
-		return BATON_EINVAL;
 	/* Relaxed: the fence below orders it before the claim. Sticky: a
 	 * second cancel has nothing more to do. */
 	if (__atomic_exchange_n(&t->cancel, 1, __ATOMIC_RELAXED))
-		return BATON_OK;
+		return false;
 	/* Seq_cst fence: pairs with the task's fence between WAITING and its
 	 * load of the flag (cancelled_before_park). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -210,13 +211,24 @@ int baton_task_cancel(baton_task_t *t)
 	if (!__atomic_compare_exchange_n(&t->wait_state, &expected,
 					 BATON_WAIT_CLAIMED, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return BATON_OK;
+		return true;
 	t->wait_result = BATON_ECANCELED;
 	t->wait_index = -1;
 	/* Acq_rel: our result before the worker's ready, or its switch before
 	 * ours (see baton__wait_parked_cancellable). */
 	if (__atomic_exchange_n(&t->cancel_park, 1, __ATOMIC_ACQ_REL))
-		baton__task_ready(t);
+		baton__wakelist_add(wl, t);
+	return true;
+}
+
+int baton_task_cancel(baton_task_t *t)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+	if (t == NULL || !t->cancellable)
+		return BATON_EINVAL;
+	baton__task_cancel_tree(t, &wl); /* and the groups it owns */
+	baton__wakelist_run(&wl);
 	return BATON_OK;
 }
 

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Task ids (include/baton/sched.h, "tasks you can hold"): the process-wide
+ * slot table, spawning with an id, a task's end as its slot records it,
+ * and join, abort, detach and status on an id. See handle.h for the id's
+ * shape and the lock order.
+ *
+ * The table is a list of chunks of growing size (chunk k holds 1024 << k
+ * slots), allocated on demand and never freed: a stale id is looked up in
+ * memory that is still a slot, and its generation says it is stale. Free
+ * slots are a lock-free stack whose head carries a tag against ABA.
+ */
+#include <pthread.h>
+
+#include "../common/alloc.h"
+#include "handle.h"
+#include "queue.h"
+
+#define CHUNK0_SHIFT 10
+#define NCHUNKS 22 /* 1024 * (2^22 - 1) slots: more than 32 bits of index */
+
+static struct baton_tslot *chunks[NCHUNKS];
+static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t fresh;	   /* slots handed out of the chunks so far (atomic) */
+static uint64_t free_head; /* tag << 32 | (index + 1), 0 = empty (atomic) */
+
+static inline unsigned chunk_of(uint32_t idx, uint32_t *off)
+{
+	uint64_t j = (uint64_t)idx + (1u << CHUNK0_SHIFT);
+	unsigned k = 63u - (unsigned)__builtin_clzll(j) - CHUNK0_SHIFT;
+
+	*off = (uint32_t)(j - ((uint64_t)1 << (k + CHUNK0_SHIFT)));
+	return k;
+}
+
+static inline struct baton_tslot *slot_at(uint32_t idx)
+{
+	uint32_t off;
+	unsigned k = chunk_of(idx, &off);
+	struct baton_tslot *c;
+
+	if (k >= NCHUNKS)
+		return NULL;
+	/* Acquire: pairs with the release that publishes a chunk, so its
+	 * slots read as initialised. */
+	c = __atomic_load_n(&chunks[k], __ATOMIC_ACQUIRE);
+	return c ? &c[off] : NULL;
+}
+
+static inline uint32_t slot_index(const struct baton_tslot *sl)
+{
+	return sl->index;
+}
+
+uint64_t baton__tslot_id(const struct baton_tslot *sl)
+{
+	return (uint64_t)sl->gen << 32 | slot_index(sl);
+}
+
+/* A slot never used: make sure its chunk exists. */
+static struct baton_tslot *slot_fresh(void)
+{
+	/* Relaxed: a unique number is all we need of it. */
+	uint32_t idx = __atomic_fetch_add(&fresh, 1, __ATOMIC_RELAXED);
+	uint32_t off;
+	unsigned k = chunk_of(idx, &off);
+	struct baton_tslot *sl;
+
+	if (k >= NCHUNKS || idx == UINT32_MAX)
+		return NULL;
+	if ((sl = slot_at(idx)) != NULL)
+		return sl;
+	pthread_mutex_lock(&grow_lock);
+	if (chunks[k] == NULL) {
+		size_t n = (size_t)1 << (k + CHUNK0_SHIFT);
+		struct baton_tslot *c = baton__aligned(BATON_CACHELINE, n * sizeof(*c));
+
+		if (c != NULL) {
+			memset(c, 0, n * sizeof(*c));
+			for (size_t i = 0; i < n; i++) {
+				c[i].gen = 1;
+				c[i].index = (uint32_t)(n - (1u << CHUNK0_SHIFT) + i);
+			}
+			/* Release: see slot_at. */
+			__atomic_store_n(&chunks[k], c, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&grow_lock);
+	/* A number lost to a failed allocation stays unused: a later caller
+	 * of a higher number retries the chunk. */
+	return slot_at(idx);
+}
+
+static void slot_push_free(struct baton_tslot *sl)
+{
+	uint32_t idx = slot_index(sl);
+	/* Relaxed: the CAS below orders. */
+	uint64_t head = __atomic_load_n(&free_head, __ATOMIC_RELAXED), next;
+
+	do {
+		/* Relaxed: published by the release CAS below. */
+		__atomic_store_n(&sl->next_free, (uint32_t)head, __ATOMIC_RELAXED);
+		next = ((head >> 32) + 1) << 32 | (idx + 1u);
+		/* Release: the slot's reset is visible to whoever pops it. */
+	} while (!__atomic_compare_exchange_n(&free_head, &head, next, true,
+					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+static struct baton_tslot *slot_pop_free(void)
+{
+	/* Acquire: pairs with the pushes' release CAS. */
+	uint64_t head = __atomic_load_n(&free_head, __ATOMIC_ACQUIRE), next;
+	struct baton_tslot *sl;
+
+	do {
+		if ((uint32_t)head == 0)
+			return NULL;
+		sl = slot_at((uint32_t)head - 1u);
+		/* Relaxed: a stale link fails the tagged CAS below. */
+		next = ((head >> 32) + 1) << 32 |
+		       __atomic_load_n(&sl->next_free, __ATOMIC_RELAXED);
+		/* Acquire: as the load above. */
+	} while (!__atomic_compare_exchange_n(&free_head, &head, next, true,
+					      __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE));
+	return sl;
+}
+
+/* A slot for a new task. Under its lock although nobody was given the new
+ * id yet: the id may reach a thread by a path that orders nothing (a
+ * relaxed store), and that thread's lookup must still see the slot set. */
+static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg)
+{
+	struct baton_worker *w = baton__worker_get();
+	struct baton_tslot *sl;
+
+	if (BATON_LIKELY(w != NULL && w->ntslots != 0))
+		sl = w->tslots[--w->ntslots];
+	else if ((sl = slot_pop_free()) == NULL && (sl = slot_fresh()) == NULL)
+		return NULL;
+	baton__spin_lock(&sl->lock);
+	sl->state = BATON_TSLOT_LIVE;
+	sl->detached = false;
+	sl->cancel_pending = false;
+	sl->task = NULL;
+	sl->fn = fn;
+	sl->arg = arg;
+	sl->group = NULL;
+	baton__spin_unlock(&sl->lock);
+	return sl;
+}
+
+struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
+{
+	return tslot_alloc(fn, arg);
+}
+
+/* Its result taken, or detached and ended: the id goes stale. Lock held;
+ * released here. */
+static inline void tslot_free_locked(struct baton_tslot *sl)
+{
+	sl->state = BATON_TSLOT_FREE;
+	if (++sl->gen == 0)
+		sl->gen = 1;
+	sl->result = NULL;
+	baton__spin_unlock(&sl->lock);
+	struct baton_worker *w = baton__worker_get();
+
+	if (BATON_LIKELY(w != NULL && w->ntslots < sizeof(w->tslots) / sizeof(w->tslots[0])))
+		w->tslots[w->ntslots++] = sl;
+	else
+		slot_push_free(sl);
+}
+
+void baton__tslot_free_locked(struct baton_tslot *sl)
+{
+	tslot_free_locked(sl);
+}
+
+/* The scheduler's destroy: w's spare slots go back to everybody. */
+void baton__tslot_cache_flush(struct baton_worker *w)
+{
+	while (w->ntslots != 0)
+		slot_push_free(w->tslots[--w->ntslots]);
+}
+
+/* The id's slot, locked, if the id still names its task; else NULL. */
+static inline struct baton_tslot *slot_lock_id(baton_tid_t id)
+{
+	struct baton_tslot *sl;
+
+	if ((uint32_t)(id >> 32) == 0 || (sl = slot_at((uint32_t)id)) == NULL)
+		return NULL;
+	baton__spin_lock(&sl->lock);
+	/* Detached and ended: only its group's bookkeeping keeps it. */
+	if (sl->gen != (uint32_t)(id >> 32) || sl->state == BATON_TSLOT_FREE ||
+	    (sl->state == BATON_TSLOT_ENDED && sl->detached)) {
+		baton__spin_unlock(&sl->lock);
+		return NULL;
+	}
+	return sl;
+}
+
+/* --- a task's life, as its slot sees it ------------------------------------ */
+void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *wl)
+{
+	if (sl->state != BATON_TSLOT_LIVE)
+		return;
+	if (sl->task == NULL)
+		sl->cancel_pending = true; /* its start sees it */
+	else
+		baton__task_cancel_tree(sl->task, wl);
+}
+
+/* The end: the slot records it and wakes its joiners, then its group
+ * hears. A slot still in a group's list is freed only once the group has
+ * unlinked it (a join or detach meanwhile leaves that to us). */
+static inline __attribute__((always_inline)) void
+slot_end(struct baton_tslot *sl, int status, void *result, bool wake)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_group *g;
+	uint64_t id;
+	bool bump;
+
+	baton__spin_lock(&sl->lock);
+	g = sl->group;
+	id = g ? baton__tslot_id(sl) : 0; /* the group reports it */
+	sl->status = status;
+	sl->result = result;
+	sl->task = NULL;
+	sl->state = BATON_TSLOT_ENDED;
+	if (wake)
+		baton__waitq_wake_all(&sl->joiners, &wl, BATON_OK);
+	bump = sl->nthreads != 0;
+	if (g == NULL && sl->detached)
+		tslot_free_locked(sl);
+	else
+		baton__spin_unlock(&sl->lock);
+	if (bump)
+		baton_ec_inc(&sl->ec);
+	if (g) {
+		baton__group_child_end(g, sl, id, status, result, wake);
+		baton__spin_lock(&sl->lock);
+		sl->group = NULL;
+		if (sl->detached)
+			tslot_free_locked(sl);
+		else
+			baton__spin_unlock(&sl->lock);
+	}
+	baton__wakelist_run_back(&wl);
+}
+
+void baton__tslot_main(void *arg)
+{
+	struct baton_tslot *sl = arg;
+	/* Its own coroutine runs: the worker's current task is it. */
+	struct baton_task *t = baton__worker_get()->current;
+	void *result = NULL;
+	int status;
+
+	baton__spin_lock(&sl->lock);
+	sl->task = t;
+	t->cancellable = true; /* only this task reads it, in its waits */
+	if (sl->cancel_pending) {
+		struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+		baton__task_cancel_claim(t, &wl); /* not waiting: claims nothing */
+	}
+	baton__spin_unlock(&sl->lock);
+	status = sl->fn(sl->arg, &result);
+	/* Its groups end before it does. */
+	if (BATON_UNLIKELY(t->groups != NULL))
+		baton__task_close_groups(t);
+	slot_end(sl, status, result, true);
+}
+
+int baton__tslot_spawn(struct baton_sched *s, const struct baton_task_attr *attr,
+		       struct baton_tslot *sl)
+{
+	return baton_sched_spawn(s, attr, baton__tslot_main, sl);
+}
+
+/* The scheduler's destroy frees t unfinished. Nothing may be readied now
+ * (no worker runs): joiner tasks are being freed too; plain threads hear
+ * it through the slot's event count. */
+void baton__task_abandon(struct baton_task *t)
+{
+	if (t->fn == baton__tslot_main)
+		slot_end(t->arg, BATON_ESHUTDOWN, NULL, false);
+	if (t->groups != NULL) {
+		baton__spin_lock(&t->glock);
+		for (struct baton_group *g = t->groups; g; g = baton__group_forget_owner(g))
+			;
+		t->groups = NULL;
+		baton__spin_unlock(&t->glock);
+	}
+}
+
+/* --- the public calls -------------------------------------------------------- */
+int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
+		     baton_task_result_fn fn, void *arg, baton_tid_t *tid)
+{
+	struct baton_tslot *sl;
+	uint64_t id;
+	int rc;
+
+	if (s == NULL || fn == NULL || tid == NULL)
+		return BATON_EINVAL;
+	if ((sl = tslot_alloc(fn, arg)) == NULL)
+		return BATON_ENOMEM;
+	id = baton__tslot_id(sl);
+	if ((rc = baton_sched_spawn(s, attr, baton__tslot_main, sl)) != BATON_OK) {
+		baton__spin_lock(&sl->lock);
+		tslot_free_locked(sl);
+		return rc;
+	}
+	*tid = id;
+	return BATON_OK;
+}
+
+/* Take an ended task's status and result (lock held; released). */
+static int join_take(struct baton_tslot *sl, int *status, void **result)
+{
+	if (status)
+		*status = sl->status;
+	if (result)
+		*result = sl->result;
+	if (BATON_LIKELY(sl->group == NULL)) {
+		tslot_free_locked(sl);
+	} else { /* its end frees it once its group let go (slot_end) */
+		sl->detached = true;
+		baton__spin_unlock(&sl->lock);
+	}
+	return BATON_OK;
+}
+
+/* Wait for the end of sl's task (lock held; released): the calling task
+ * parks, a plain thread blocks on the slot's event count. */
+static int join_wait(struct baton_tslot *sl, struct baton_task *self, int64_t timeout_ns)
+{
+	int rc;
+
+	if (self != NULL) /* woken by the end (OK) or not */
+		return baton__wait_one(self, &sl->joiners, &sl->lock, timeout_ns);
+	uint32_t v = baton_ec_value(&sl->ec);
+
+	sl->nthreads++;
+	baton__spin_unlock(&sl->lock);
+	rc = baton_ec_wait_mp(&sl->ec, v, timeout_ns);
+	baton__spin_lock(&sl->lock);
+	sl->nthreads--;
+	baton__spin_unlock(&sl->lock);
+	return rc == BATON_ETIMEDOUT ? BATON_OK : rc; /* the caller's deadline says */
+}
+
+int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
+{
+	struct baton_task *self = NULL;
+	int64_t deadline = 0;
+	struct baton_tslot *sl;
+	int rc;
+
+	for (bool first = true;; first = false) {
+		if ((sl = slot_lock_id(tid)) == NULL)
+			return BATON_EDEAD;
+		if (BATON_UNLIKELY(sl->detached)) {
+			baton__spin_unlock(&sl->lock);
+			return BATON_EDEAD;
+		}
+		if (sl->state == BATON_TSLOT_ENDED)
+			return join_take(sl, status, result);
+		if (timeout_ns == 0) {
+			baton__spin_unlock(&sl->lock);
+			return BATON_EAGAIN;
+		}
+		if (first) {
+			self = baton__task_self();
+			if (self == NULL && baton_sched_self() != NULL) {
+				baton__spin_unlock(&sl->lock);
+				return BATON_ENOSCHED; /* a plain coroutine a task resumed */
+			}
+			if (self != NULL && sl->task == self) {
+				baton__spin_unlock(&sl->lock);
+				return BATON_EDEADLK;
+			}
+			if (timeout_ns > 0)
+				deadline = baton__deadline_after(timeout_ns);
+		} else if (timeout_ns > 0 && (timeout_ns = deadline - baton__clock_now()) <= 0) {
+			baton__spin_unlock(&sl->lock);
+			return BATON_ETIMEDOUT;
+		}
+		if ((rc = join_wait(sl, self, timeout_ns)) != BATON_OK)
+			return rc; /* ETIMEDOUT, ECANCELED, ENOMEM: still joinable */
+	}
+}
+
+int baton_task_abort(baton_tid_t tid)
+{
+	struct baton_wakelist wl = BATON_WAKELIST_INIT;
+	struct baton_tslot *sl = slot_lock_id(tid);
+
+	if (sl == NULL)
+		return BATON_EDEAD;
+	baton__tslot_cancel_locked(sl, &wl);
+	baton__spin_unlock(&sl->lock);
+	baton__wakelist_run(&wl);
+	return BATON_OK;
+}
+
+int baton_task_detach(baton_tid_t tid)
+{
+	struct baton_tslot *sl = slot_lock_id(tid);
+
+	if (sl == NULL)
+		return BATON_EDEAD;
+	if (sl->state == BATON_TSLOT_ENDED && sl->group == NULL) {
+		tslot_free_locked(sl); /* its result is dropped */
+		return BATON_OK;
+	}
+	sl->detached = true; /* freed at its end (slot_end) */
+	baton__spin_unlock(&sl->lock);
+	return BATON_OK;
+}
+
+int baton_task_status(baton_tid_t tid)
+{
+	struct baton_tslot *sl = slot_lock_id(tid);
+	int st;
+
+	if (sl == NULL)
+		return BATON_EDEAD;
+	st = sl->state == BATON_TSLOT_ENDED ? BATON_TASK_ENDED : BATON_TASK_RUNNING;
+	baton__spin_unlock(&sl->lock);
+	return st;
+}
+
+baton_tid_t baton_task_id(void)
+{
+	struct baton_task *t = baton__task_self();
+	baton_tid_t id = BATON_TID_NONE;
+
+	if (t != NULL && t->fn == baton__tslot_main) {
+		struct baton_tslot *sl = t->arg;
+
+		baton__spin_lock(&sl->lock);
+		id = baton__tslot_id(sl);
+		baton__spin_unlock(&sl->lock);
+	}
+	return id;
+}
