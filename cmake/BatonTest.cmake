@@ -21,7 +21,8 @@
 #     [VALGRIND]            also valgrind_NAME, under memcheck (label valgrind)
 #     [ASAN_REPEAT n])      under ASan also NAME_asan_repeat: n runs in a row
 #
-# A program links libbaton, cmocka and libm, sees tests/ (check.h) and is
+# A program links libbaton, cmocka, libm and baton_check (tests/check.c,
+# the state behind tests/check.h), sees tests/ (check.h) and is
 # compiled with BATON_TEST_DEBUG (debug checks on) and BATON_TEST_UCONTEXT
 # (the portable switch) set to 0 or 1. Cross-compiled runs (qemu) get the
 # light loops and a longer time scale (its variants too).
@@ -29,6 +30,11 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
 find_program(VALGRIND valgrind)
 option(BATON_TEST_VALGRIND "also run tests under valgrind memcheck" ON)
+
+# tests/check.c, compiled once and linked into every test program.
+add_library(baton_check STATIC ${PROJECT_SOURCE_DIR}/tests/check.c)
+target_include_directories(baton_check PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_link_libraries(baton_check PRIVATE baton PkgConfig::CMOCKA)
 
 function(baton_add_test name)
   cmake_parse_arguments(T "VALGRIND;NO_UNIT_LABEL" "TIMEOUT;PASS_REGEX;ASAN_REPEAT"
@@ -65,7 +71,7 @@ function(baton_add_test name)
     target_compile_definitions(${name} PRIVATE BATON_TEST_DEBUG=$<BOOL:${BATON_DEBUG}>
       BATON_TEST_UCONTEXT=$<BOOL:${BATON_SWITCH_UCONTEXT}> ${T_DEFINES})
     target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${T_INCLUDES})
-    target_link_libraries(${name} PRIVATE baton PkgConfig::CMOCKA m ${T_LIBS})
+    target_link_libraries(${name} PRIVATE baton_check baton PkgConfig::CMOCKA m ${T_LIBS})
     add_test(NAME ${name} COMMAND ${name} ${T_ARGS})
   endif()
 

@@ -18,6 +18,11 @@
  *
  * Helpers for one module only stay beside its tests (sync/sync_test.h,
  * stage/stage_test.h, fault/fault_test.h).
+ *
+ * Declarations only for what has state: the watchdog's phase, the models'
+ * attributes and the failure count live in tests/check.c, linked into
+ * every test program by baton_add_test (cmake/BatonTest.cmake), so that a
+ * program has one copy of them whatever number of its files include this.
  */
 #ifndef BATON_TESTS_CHECK_H
 #define BATON_TESTS_CHECK_H
@@ -70,42 +75,19 @@ static inline long harness_scale(long normal, long light)
 
 /* --- the watchdog ------------------------------------------------------ */
 
-static const char *volatile st_phase;
-
-static inline void harness_on_alarm(int sig)
-{
-	char buf[320];
-	int n;
-
-	(void)sig;
-	if (st_phase)
-		n = snprintf(buf, sizeof(buf), "FAIL: watchdog expired in \"%s\": a hang, "
-			     "probably a lost wake-up\n", st_phase);
-	else
-		n = snprintf(buf, sizeof(buf), "FAIL: test timed out (watchdog), probably a hang\n");
-	(void)!write(STDERR_FILENO, buf, (size_t)n);
-	_exit(124);
-}
+/* The phase the watchdog names when it fires (NULL: none). */
+extern const char *volatile st_phase;
 
 /* Kill the test binary with a message after `seconds` (times the scale). */
-static inline void harness_watchdog(unsigned seconds)
-{
-	st_phase = NULL;
-	signal(SIGALRM, harness_on_alarm);
-	alarm(seconds * (unsigned)st_time_scale());
-}
+void harness_watchdog(unsigned seconds);
 
 /* The same, naming the phase the test is in. */
-static inline void st_watchdog(unsigned seconds, const char *phase)
-{
-	harness_watchdog(seconds);
-	st_phase = phase;
-}
+void st_watchdog(unsigned seconds, const char *phase);
 
 /* --- the coroutine models and worker counts ---------------------------- */
 
-static struct baton_coro_attr harness_stackful = { BATON_CORO_STACKFUL, 0, "stackful", 0 };
-static struct baton_coro_attr harness_copystack = { BATON_CORO_COPYSTACK, 0, "copystack", 0 };
+extern struct baton_coro_attr harness_stackful;
+extern struct baton_coro_attr harness_copystack;
 
 /* A cmocka test run once per model: the state is the attr to create with. */
 #define MODEL_TESTS(fn) \
@@ -120,10 +102,7 @@ struct cfg {
 	unsigned workers;
 };
 
-static UNUSED struct cfg cfg_sf1 = { &harness_stackful, 1 };
-static UNUSED struct cfg cfg_sf2 = { &harness_stackful, 2 };
-static UNUSED struct cfg cfg_cs1 = { &harness_copystack, 1 };
-static UNUSED struct cfg cfg_cs2 = { &harness_copystack, 2 };
+extern struct cfg cfg_sf1, cfg_sf2, cfg_cs1, cfg_cs2;
 
 /* One cmocka test per model and worker count, named after both. */
 #define CFG_TESTS(fn)                                           \
@@ -134,22 +113,13 @@ static UNUSED struct cfg cfg_cs2 = { &harness_copystack, 2 };
 
 /* --- checks inside tasks ----------------------------------------------- */
 
-static char st_fail_msg[256];
-static int st_failed;
+/* The first failure's message, and the count of failures of this run. */
+extern char st_fail_msg[256];
+extern int st_failed;
 
 /* Print a failure (the first 20 of a run) and count it; the first is kept
  * for T_VERDICT's message. */
-static inline void st_record(const char *file, int line, const char *what)
-{
-	/* Relaxed: a count; the test reads it after run returned (which
-	 * orders the tasks' effects). */
-	int n = __atomic_fetch_add(&st_failed, 1, __ATOMIC_RELAXED);
-
-	if (n == 0)
-		snprintf(st_fail_msg, sizeof(st_fail_msg), "%s:%d: %s", file, line, what);
-	if (n < 20)
-		fprintf(stderr, "%s:%d: %s\n", file, line, what);
-}
+void st_record(const char *file, int line, const char *what);
 
 #define T_CHECK(cond)                                                     \
 	do {                                                              \
@@ -170,12 +140,8 @@ static inline void st_record(const char *file, int line, const char *what)
 
 #define T_FAIL(msg) st_record(__FILE__, __LINE__, msg)
 
-static inline void st_reset(void)
-{
-	/* Relaxed: no task of the next run has started. */
-	__atomic_store_n(&st_failed, 0, __ATOMIC_RELAXED);
-	st_fail_msg[0] = 0;
-}
+/* Forget the failures of the previous run. */
+void st_reset(void);
 
 #define T_VERDICT()                                                       \
 	do {                                                              \
