@@ -7,64 +7,64 @@
  */
 #include "check.h"
 
-const char *volatile st_phase;
+const char *volatile tc_phase;
 
-struct baton_coro_attr harness_stackful = { BATON_CORO_STACKFUL, 0, "stackful", 0 };
-struct baton_coro_attr harness_copystack = { BATON_CORO_COPYSTACK, 0, "copystack", 0 };
+struct baton_coro_attr tc_stackful = { BATON_CORO_STACKFUL, 0, "stackful", 0 };
+struct baton_coro_attr tc_copystack = { BATON_CORO_COPYSTACK, 0, "copystack", 0 };
 
-struct cfg cfg_sf1 = { &harness_stackful, 1 };
-struct cfg cfg_sf2 = { &harness_stackful, 2 };
-struct cfg cfg_cs1 = { &harness_copystack, 1 };
-struct cfg cfg_cs2 = { &harness_copystack, 2 };
+struct tc_cfg tc_cfg_sf1 = { &tc_stackful, 1 };
+struct tc_cfg tc_cfg_sf2 = { &tc_stackful, 2 };
+struct tc_cfg tc_cfg_cs1 = { &tc_copystack, 1 };
+struct tc_cfg tc_cfg_cs2 = { &tc_copystack, 2 };
 
-char st_fail_msg[256];
-int st_failed;
+char tc_fail_msg[256];
+int tc_failed;
 
 /* SIGALRM: say what the test waited for and exit (async-signal-safe:
  * snprintf of a string, write, _exit). */
-static void harness_on_alarm(int sig)
+static void tc_on_alarm(int sig)
 {
 	char buf[320];
 	int n;
 
 	(void)sig;
-	if (st_phase)
+	if (tc_phase)
 		n = snprintf(buf, sizeof(buf), "FAIL: watchdog expired in \"%s\": a hang, "
-			     "probably a lost wake-up\n", st_phase);
+			     "probably a lost wake-up\n", tc_phase);
 	else
 		n = snprintf(buf, sizeof(buf), "FAIL: test timed out (watchdog), probably a hang\n");
 	(void)!write(STDERR_FILENO, buf, (size_t)n);
 	_exit(124);
 }
 
-void harness_watchdog(unsigned seconds)
+void tc_watchdog(unsigned seconds)
 {
-	st_phase = NULL;
-	signal(SIGALRM, harness_on_alarm);
-	alarm(seconds * (unsigned)st_time_scale());
+	tc_phase = NULL;
+	signal(SIGALRM, tc_on_alarm);
+	alarm(seconds * (unsigned)tc_time_scale());
 }
 
-void st_watchdog(unsigned seconds, const char *phase)
+void tc_watchdog_phase(unsigned seconds, const char *phase)
 {
-	harness_watchdog(seconds);
-	st_phase = phase;
+	tc_watchdog(seconds);
+	tc_phase = phase;
 }
 
-void st_record(const char *file, int line, const char *what)
+void tc_record(const char *file, int line, const char *what)
 {
 	/* Relaxed: a count; the test reads it after run returned (which
 	 * orders the tasks' effects). */
-	int n = __atomic_fetch_add(&st_failed, 1, __ATOMIC_RELAXED);
+	int n = __atomic_fetch_add(&tc_failed, 1, __ATOMIC_RELAXED);
 
 	if (n == 0)
-		snprintf(st_fail_msg, sizeof(st_fail_msg), "%s:%d: %s", file, line, what);
+		snprintf(tc_fail_msg, sizeof(tc_fail_msg), "%s:%d: %s", file, line, what);
 	if (n < 20)
 		fprintf(stderr, "%s:%d: %s\n", file, line, what);
 }
 
-void st_reset(void)
+void tc_reset(void)
 {
 	/* Relaxed: no task of the next run has started. */
-	__atomic_store_n(&st_failed, 0, __ATOMIC_RELAXED);
-	st_fail_msg[0] = 0;
+	__atomic_store_n(&tc_failed, 0, __ATOMIC_RELAXED);
+	tc_fail_msg[0] = 0;
 }

@@ -5,16 +5,19 @@
  *
  * - A watchdog, so that a test that hangs fails with a message naming what
  *   it waited for instead of waiting for CTest's timeout.
- * - The two coroutine models as cmocka states (MODEL_TESTS), and models
- *   times worker counts (CFG_TESTS).
+ * - The two coroutine models as cmocka states (TC_MODEL_TESTS), and models
+ *   times worker counts (TC_CFG_TESTS).
  * - Checks inside tasks. Tasks run on worker threads and on coroutine
  *   stacks, where a cmocka assertion (a longjmp to the test's frame) must
- *   not be made: they check with T_CHECK() and T_CHECK_RC(), which print
- *   the failure and count it; the test asserts T_VERDICT() once the
- *   scheduler has returned (st_reset() before the next run).
- * - Time: st_now(), MS(n) nanoseconds, the slowness allowed for this run
- *   (st_time_scale(), harness_scale() for the light loops under valgrind
+ *   not be made: they check with TC_CHECK() and TC_CHECK_RC(), which print
+ *   the failure and count it; the test asserts TC_VERDICT() once the
+ *   scheduler has returned (tc_reset() before the next run).
+ * - Time: tc_now(), TC_MS(n) nanoseconds, the slowness allowed for this run
+ *   (tc_time_scale(), tc_scale() for the light loops under valgrind
  *   and qemu), and small helpers to make a scheduler and spawn on it.
+ *
+ * One prefix for all it defines: tc_ (functions, state, struct tc_cfg)
+ * and TC_ (macros).
  *
  * Helpers for one module only stay beside its tests (sync/sync_test.h,
  * stage/stage_test.h, fault/fault_test.h).
@@ -45,11 +48,11 @@
 #include <baton/coro.h>
 #include <baton/sched.h>
 
-#define UNUSED __attribute__((unused))
+#define TC_UNUSED __attribute__((unused))
 
 /* --- time ------------------------------------------------------------- */
 
-static inline int64_t st_now(void)
+static inline int64_t tc_now(void)
 {
 	struct timespec ts;
 
@@ -58,17 +61,17 @@ static inline int64_t st_now(void)
 }
 
 /* How much slower than native this run is allowed to be (valgrind, qemu). */
-static inline int64_t st_time_scale(void)
+static inline int64_t tc_time_scale(void)
 {
 	const char *s = getenv("BATON_TEST_TIME_SCALE");
 
 	return s && atoi(s) > 0 ? atoi(s) : 1;
 }
 
-#define MS(x) ((int64_t)(x) * 1000000)
+#define TC_MS(x) ((int64_t)(x) * 1000000)
 
 /* Heavy loops are cut down under valgrind/qemu (BATON_TEST_LIGHT=1). */
-static inline long harness_scale(long normal, long light)
+static inline long tc_scale(long normal, long light)
 {
 	return getenv("BATON_TEST_LIGHT") ? light : normal;
 }
@@ -76,93 +79,93 @@ static inline long harness_scale(long normal, long light)
 /* --- the watchdog ------------------------------------------------------ */
 
 /* The phase the watchdog names when it fires (NULL: none). */
-extern const char *volatile st_phase;
+extern const char *volatile tc_phase;
 
 /* Kill the test binary with a message after `seconds` (times the scale). */
-void harness_watchdog(unsigned seconds);
+void tc_watchdog(unsigned seconds);
 
 /* The same, naming the phase the test is in. */
-void st_watchdog(unsigned seconds, const char *phase);
+void tc_watchdog_phase(unsigned seconds, const char *phase);
 
 /* --- the coroutine models and worker counts ---------------------------- */
 
-extern struct baton_coro_attr harness_stackful;
-extern struct baton_coro_attr harness_copystack;
+extern struct baton_coro_attr tc_stackful;
+extern struct baton_coro_attr tc_copystack;
 
 /* A cmocka test run once per model: the state is the attr to create with. */
-#define MODEL_TESTS(fn) \
-	cmocka_unit_test_prestate(fn, &harness_stackful), \
-	cmocka_unit_test_prestate(fn, &harness_copystack)
+#define TC_MODEL_TESTS(fn) \
+	cmocka_unit_test_prestate(fn, &tc_stackful), \
+	cmocka_unit_test_prestate(fn, &tc_copystack)
 
-#define ATTR(state) ((const struct baton_coro_attr *)*(state))
+#define TC_ATTR(state) ((const struct baton_coro_attr *)*(state))
 
-/* A model and a worker count: the state of CFG_TESTS. */
-struct cfg {
+/* A model and a worker count: the state of TC_CFG_TESTS. */
+struct tc_cfg {
 	const struct baton_coro_attr *attr;
 	unsigned workers;
 };
 
-extern struct cfg cfg_sf1, cfg_sf2, cfg_cs1, cfg_cs2;
+extern struct tc_cfg tc_cfg_sf1, tc_cfg_sf2, tc_cfg_cs1, tc_cfg_cs2;
 
 /* One cmocka test per model and worker count, named after both. */
-#define CFG_TESTS(fn)                                           \
-	{ #fn " stackful 1w", fn, NULL, NULL, &cfg_sf1 },       \
-	{ #fn " stackful 2w", fn, NULL, NULL, &cfg_sf2 },       \
-	{ #fn " copystack 1w", fn, NULL, NULL, &cfg_cs1 },      \
-	{ #fn " copystack 2w", fn, NULL, NULL, &cfg_cs2 }
+#define TC_CFG_TESTS(fn)                                           \
+	{ #fn " stackful 1w", fn, NULL, NULL, &tc_cfg_sf1 },       \
+	{ #fn " stackful 2w", fn, NULL, NULL, &tc_cfg_sf2 },       \
+	{ #fn " copystack 1w", fn, NULL, NULL, &tc_cfg_cs1 },      \
+	{ #fn " copystack 2w", fn, NULL, NULL, &tc_cfg_cs2 }
 
 /* --- checks inside tasks ----------------------------------------------- */
 
 /* The first failure's message, and the count of failures of this run. */
-extern char st_fail_msg[256];
-extern int st_failed;
+extern char tc_fail_msg[256];
+extern int tc_failed;
 
 /* Print a failure (the first 20 of a run) and count it; the first is kept
- * for T_VERDICT's message. */
-void st_record(const char *file, int line, const char *what);
+ * for TC_VERDICT's message. */
+void tc_record(const char *file, int line, const char *what);
 
-#define T_CHECK(cond)                                                     \
+#define TC_CHECK(cond)                                                     \
 	do {                                                              \
 		if (!(cond))                                              \
-			st_record(__FILE__, __LINE__, "check failed: " #cond); \
+			tc_record(__FILE__, __LINE__, "check failed: " #cond); \
 	} while (0)
 
-#define T_CHECK_RC(expr, want)                                            \
+#define TC_CHECK_RC(expr, want)                                            \
 	do {                                                              \
 		int rc_ = (expr);                                         \
 		if (rc_ != (want)) {                                      \
 			char m_[200];                                     \
 			snprintf(m_, sizeof(m_), "%s returned %d (%s), want %s", \
 				 #expr, rc_, baton_strerror(rc_), #want); \
-			st_record(__FILE__, __LINE__, m_);                \
+			tc_record(__FILE__, __LINE__, m_);                \
 		}                                                         \
 	} while (0)
 
-#define T_FAIL(msg) st_record(__FILE__, __LINE__, msg)
+#define TC_FAIL(msg) tc_record(__FILE__, __LINE__, msg)
 
 /* Forget the failures of the previous run. */
-void st_reset(void);
+void tc_reset(void);
 
-#define T_VERDICT()                                                       \
+#define TC_VERDICT()                                                       \
 	do {                                                              \
-		if (__atomic_load_n(&st_failed, __ATOMIC_RELAXED))        \
+		if (__atomic_load_n(&tc_failed, __ATOMIC_RELAXED))        \
 			fail_msg("%d failure(s) in tasks, first: %s",     \
-				 st_failed, st_fail_msg);                 \
+				 tc_failed, tc_fail_msg);                 \
 	} while (0)
 
 /* --- schedulers and tasks ---------------------------------------------- */
 
 /* A task attribute for the model of the cmocka state. */
-static inline struct baton_task_attr st_tattr(void **state, int worker)
+static inline struct baton_task_attr tc_tattr(void **state, int worker)
 {
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
 
-	a.coro = *ATTR(state);
+	a.coro = *TC_ATTR(state);
 	a.worker = worker;
 	return a;
 }
 
-static inline baton_sched_t *st_sched(unsigned workers)
+static inline baton_sched_t *tc_sched(unsigned workers)
 {
 	struct baton_sched_attr a = BATON_SCHED_ATTR_INIT;
 	baton_sched_t *s = NULL;
@@ -172,10 +175,10 @@ static inline baton_sched_t *st_sched(unsigned workers)
 	return s;
 }
 
-static inline void st_spawn(baton_sched_t *s, void **state, int worker,
+static inline void tc_spawn(baton_sched_t *s, void **state, int worker,
 			    baton_task_fn fn, void *arg)
 {
-	struct baton_task_attr a = st_tattr(state, worker);
+	struct baton_task_attr a = tc_tattr(state, worker);
 
 	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
 }
@@ -183,16 +186,16 @@ static inline void st_spawn(baton_sched_t *s, void **state, int worker,
 /* Run fn(arg) as the one first task of a one-worker scheduler (default
  * attributes), under a 60 s watchdog named `phase`, and fail the test if
  * a task recorded a failure. */
-static inline void st_run_one(const char *phase, baton_task_fn fn, void *arg)
+static inline void tc_run_one(const char *phase, baton_task_fn fn, void *arg)
 {
 	baton_sched_t *s;
 
-	st_reset();
-	st_watchdog(60, phase);
-	s = st_sched(1);
+	tc_reset();
+	tc_watchdog_phase(60, phase);
+	s = tc_sched(1);
 	assert_int_equal(baton_sched_spawn(s, NULL, fn, arg), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 }
@@ -200,18 +203,18 @@ static inline void st_run_one(const char *phase, baton_task_fn fn, void *arg)
 /* TSan gives every coroutine a fiber with its own trace mapping: tens of
  * thousands of live tasks exhaust the address space it reserves. */
 #if defined(__SANITIZE_THREAD__)
-#define ST_TSAN 1
+#define TC_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define ST_TSAN 1
+#define TC_TSAN 1
 #endif
 #endif
-#ifndef ST_TSAN
-#define ST_TSAN 0
+#ifndef TC_TSAN
+#define TC_TSAN 0
 #endif
 
 /* Tiny per-thread PRNG for the stress tests (xorshift64*). */
-static inline uint64_t st_rand(uint64_t *x)
+static inline uint64_t tc_rand(uint64_t *x)
 {
 	*x ^= *x >> 12;
 	*x ^= *x << 25;

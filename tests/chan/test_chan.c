@@ -28,7 +28,7 @@ static void test_chan_args(void **state)
 	assert_int_equal(baton_chan_create(&ch, 0), BATON_OK);
 	/* Blocking calls outside a task. */
 	assert_int_equal(baton_chan_send(ch, NULL, -1), BATON_ENOSCHED);
-	assert_int_equal(baton_chan_recv(ch, &v, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_chan_recv(ch, &v, TC_MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_chan_destroy(ch), BATON_OK);
 }
 
@@ -86,11 +86,11 @@ static void handoff_producer(void *arg)
 	struct pc *p = arg;
 
 	for (long i = 1; i <= p->n; i++) {
-		T_CHECK_RC(baton_chan_send(p->ch, (void *)(intptr_t)i, MS(5000)),
+		TC_CHECK_RC(baton_chan_send(p->ch, (void *)(intptr_t)i, TC_MS(5000)),
 			   BATON_OK);
 		/* Unbuffered: the receiver has taken it, so it has counted
 		 * every earlier one; buffered: all but cap of them. */
-		T_CHECK(__atomic_load_n(&p->received, __ATOMIC_ACQUIRE) >=
+		TC_CHECK(__atomic_load_n(&p->received, __ATOMIC_ACQUIRE) >=
 			i - 1 - p->cap);
 	}
 }
@@ -101,13 +101,13 @@ static void handoff_consumer(void *arg)
 	void *v;
 
 	for (long i = 1; i <= p->n; i++) {
-		int rc = baton_chan_recv(p->ch, &v, MS(5000));
+		int rc = baton_chan_recv(p->ch, &v, TC_MS(5000));
 
 		if (rc != BATON_OK) {
-			T_FAIL("hand-off: recv failed (lost wake-up?)");
+			TC_FAIL("hand-off: recv failed (lost wake-up?)");
 			return;
 		}
-		T_CHECK((intptr_t)v == i);
+		TC_CHECK((intptr_t)v == i);
 		p->sum += (intptr_t)v;
 		__atomic_store_n(&p->received, i, __ATOMIC_RELEASE);
 		if (i % 7 == 0)
@@ -117,19 +117,19 @@ static void handoff_consumer(void *arg)
 
 static void check_handoff(void **state, unsigned workers, size_t cap)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 	/* Cross-worker hand-offs cost a futex wake each on a loaded box. */
-	struct pc p = { NULL, workers > 1 ? harness_scale(1000, 200) :
-			harness_scale(5000, 500), (long)cap, 0, 0 };
+	struct pc p = { NULL, workers > 1 ? tc_scale(1000, 200) :
+			tc_scale(5000, 500), (long)cap, 0, 0 };
 
-	st_reset();
-	st_watchdog(30, "handoff");
+	tc_reset();
+	tc_watchdog_phase(30, "handoff");
 	assert_int_equal(baton_chan_create(&p.ch, cap), BATON_OK);
 	/* On 2 workers, put them on different workers. */
-	st_spawn(s, state, 0, handoff_consumer, &p);
-	st_spawn(s, state, (int)workers - 1, handoff_producer, &p);
+	tc_spawn(s, state, 0, handoff_consumer, &p);
+	tc_spawn(s, state, (int)workers - 1, handoff_producer, &p);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(p.sum, p.n * (p.n + 1) / 2);
 	assert_int_equal(baton_chan_len(p.ch), 0);
 	assert_int_equal(baton_chan_destroy(p.ch), BATON_OK);
@@ -150,14 +150,14 @@ static void buf_sender(void *arg)
 {
 	(void)arg;
 	for (intptr_t i = 1; i <= 4; i++)
-		T_CHECK_RC(baton_chan_send(bch, (void *)i, 0), BATON_OK);
-	T_CHECK_RC(baton_chan_send(bch, (void *)5, 0), BATON_EAGAIN);
-	T_CHECK(baton_chan_len(bch) == 4);
+		TC_CHECK_RC(baton_chan_send(bch, (void *)i, 0), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(bch, (void *)5, 0), BATON_EAGAIN);
+	TC_CHECK(baton_chan_len(bch) == 4);
 	__atomic_store_n(&buf_filled, 1, __ATOMIC_RELEASE);
 	/* Blocks until the receiver makes room; 5 and 6 come after 1..4. */
-	T_CHECK_RC(baton_chan_send(bch, (void *)5, MS(5000)), BATON_OK);
-	T_CHECK_RC(baton_chan_send(bch, (void *)6, MS(5000)), BATON_OK);
-	T_CHECK_RC(baton_chan_close(bch), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(bch, (void *)5, TC_MS(5000)), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(bch, (void *)6, TC_MS(5000)), BATON_OK);
+	TC_CHECK_RC(baton_chan_close(bch), BATON_OK);
 }
 
 static void buf_receiver(void *arg)
@@ -168,25 +168,25 @@ static void buf_receiver(void *arg)
 	(void)arg;
 	while (!__atomic_load_n(&buf_filled, __ATOMIC_ACQUIRE))
 		baton_sched_sleep(100000);
-	baton_sched_sleep(MS(1)); /* the sender blocks meanwhile, or not */
-	while ((rc = baton_chan_recv(bch, &v, MS(5000))) == BATON_OK)
+	baton_sched_sleep(TC_MS(1)); /* the sender blocks meanwhile, or not */
+	while ((rc = baton_chan_recv(bch, &v, TC_MS(5000))) == BATON_OK)
 		buf_log[buf_len++] = (int)(intptr_t)v;
-	T_CHECK_RC(rc, BATON_ECLOSED);
+	TC_CHECK_RC(rc, BATON_ECLOSED);
 }
 
 static void check_buffered_fifo(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 
-	st_reset();
-	st_watchdog(20, "buffered_fifo");
+	tc_reset();
+	tc_watchdog_phase(20, "buffered_fifo");
 	buf_len = 0;
 	buf_filled = 0;
 	assert_int_equal(baton_chan_create(&bch, 4), BATON_OK);
-	st_spawn(s, state, 0, buf_sender, NULL);
-	st_spawn(s, state, (int)workers - 1, buf_receiver, NULL);
+	tc_spawn(s, state, 0, buf_sender, NULL);
+	tc_spawn(s, state, (int)workers - 1, buf_receiver, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(buf_len, 6);
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(buf_log[i], i + 1);
@@ -202,32 +202,32 @@ static void test_buffered_fifo_2(void **state) { check_buffered_fifo(state, 2); 
 static void timeout_task(void *arg)
 {
 	baton_chan_t *ch = arg;
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 	void *v = (void *)7;
 
-	T_CHECK_RC(baton_chan_recv(ch, &v, MS(5)), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(5));
-	T_CHECK(v == (void *)7);
-	t0 = st_now();
-	T_CHECK_RC(baton_chan_send(ch, (void *)1, MS(5)), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(5));
+	TC_CHECK_RC(baton_chan_recv(ch, &v, TC_MS(5)), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(5));
+	TC_CHECK(v == (void *)7);
+	t0 = tc_now();
+	TC_CHECK_RC(baton_chan_send(ch, (void *)1, TC_MS(5)), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(5));
 	/* The timed-out message is gone: nothing to receive. */
-	T_CHECK_RC(baton_chan_recv(ch, &v, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_chan_recv(ch, &v, MS(1)), BATON_ETIMEDOUT);
-	T_CHECK(baton_chan_len(ch) == 0);
+	TC_CHECK_RC(baton_chan_recv(ch, &v, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_recv(ch, &v, TC_MS(1)), BATON_ETIMEDOUT);
+	TC_CHECK(baton_chan_len(ch) == 0);
 }
 
 static void test_timeouts(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	baton_chan_t *ch;
 
-	st_reset();
-	st_watchdog(20, "timeouts");
+	tc_reset();
+	tc_watchdog_phase(20, "timeouts");
 	assert_int_equal(baton_chan_create(&ch, 0), BATON_OK);
-	st_spawn(s, state, 0, timeout_task, ch);
+	tc_spawn(s, state, 0, timeout_task, ch);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	/* No waiter left behind by the timeouts. */
 	assert_int_equal(baton_chan_send(ch, NULL, 0), BATON_EAGAIN);
 	assert_int_equal(baton_chan_destroy(ch), BATON_OK);
@@ -259,13 +259,13 @@ static void to_sender(void *arg)
 	for (long i = 0; i < tor.n; i++) {
 		long m = id * TO_MSGS + i;
 		int rc = baton_chan_send(tor.ch, (void *)(intptr_t)(m + 1),
-					 1 + (int64_t)(st_rand(&x) % 200000));
+					 1 + (int64_t)(tc_rand(&x) % 200000));
 
-		T_CHECK(rc == BATON_OK || rc == BATON_ETIMEDOUT);
+		TC_CHECK(rc == BATON_OK || rc == BATON_ETIMEDOUT);
 		tor.sent[m] = rc == BATON_OK ? 1 : 2;
 	}
 	if (__atomic_sub_fetch(&tor.senders_left, 1, __ATOMIC_ACQ_REL) == 0)
-		T_CHECK_RC(baton_chan_close(tor.ch), BATON_OK);
+		TC_CHECK_RC(baton_chan_close(tor.ch), BATON_OK);
 }
 
 static void to_receiver(void *arg)
@@ -275,9 +275,9 @@ static void to_receiver(void *arg)
 	int rc;
 
 	for (;;) {
-		int64_t to = 1 + (int64_t)(st_rand(&x) % 150000);
+		int64_t to = 1 + (int64_t)(tc_rand(&x) % 150000);
 
-		if (st_rand(&x) & 1) {
+		if (tc_rand(&x) & 1) {
 			rc = baton_chan_recv(tor.ch, &v, to);
 		} else { /* a select's claim races the timer the same way */
 			struct baton_chan_op ops[2] = {
@@ -288,7 +288,7 @@ static void to_receiver(void *arg)
 
 			rc = baton_chan_select(ops, 2, to, &idx);
 			if (rc == BATON_OK) {
-				T_CHECK(idx == 1);
+				TC_CHECK(idx == 1);
 				rc = ops[1].result;
 				v = ops[1].value;
 			}
@@ -297,11 +297,11 @@ static void to_receiver(void *arg)
 			return;
 		if (rc == BATON_ETIMEDOUT)
 			continue;
-		T_CHECK_RC(rc, BATON_OK);
+		TC_CHECK_RC(rc, BATON_OK);
 		if (rc == BATON_OK) {
 			long m = (long)(intptr_t)v - 1;
 
-			T_CHECK(m >= 0 && m < TO_SENDERS * TO_MSGS);
+			TC_CHECK(m >= 0 && m < TO_SENDERS * TO_MSGS);
 			if (m >= 0 && m < TO_SENDERS * TO_MSGS)
 				__atomic_add_fetch(&tor.got[m], 1, __ATOMIC_RELAXED);
 		}
@@ -310,22 +310,22 @@ static void to_receiver(void *arg)
 
 static void check_timeout_race(void **state, size_t cap)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	long ok = 0, got = 0;
 
-	st_reset();
-	st_watchdog(60, "timeout_race");
+	tc_reset();
+	tc_watchdog_phase(60, "timeout_race");
 	memset(&tor, 0, sizeof(tor));
-	tor.n = harness_scale(TO_MSGS, 60);
+	tor.n = tc_scale(TO_MSGS, 60);
 	tor.senders_left = TO_SENDERS;
 	assert_int_equal(baton_chan_create(&tor.ch, cap), BATON_OK);
 	assert_int_equal(baton_chan_create(&tor.never, 0), BATON_OK);
 	for (intptr_t i = 0; i < TO_SENDERS; i++) {
-		st_spawn(s, state, (int)(i & 1), to_sender, (void *)i);
-		st_spawn(s, state, (int)(~i & 1), to_receiver, (void *)i);
+		tc_spawn(s, state, (int)(i & 1), to_sender, (void *)i);
+		tc_spawn(s, state, (int)(~i & 1), to_receiver, (void *)i);
 	}
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	for (long m = 0; m < TO_SENDERS * TO_MSGS; m++) {
 		if (tor.got[m] > 1)
 			fail_msg("message %ld received %d times", m, tor.got[m]);
@@ -363,7 +363,7 @@ static void cl_receiver(void *arg)
 
 	(void)arg;
 	__atomic_add_fetch(&cl.waiting, 1, __ATOMIC_RELAXED);
-	T_CHECK_RC(baton_chan_recv(cl.rch, &v, MS(10000)), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_recv(cl.rch, &v, TC_MS(10000)), BATON_ECLOSED);
 	__atomic_add_fetch(&cl.eclosed, 1, __ATOMIC_RELAXED);
 }
 
@@ -371,7 +371,7 @@ static void cl_sender(void *arg)
 {
 	(void)arg;
 	__atomic_add_fetch(&cl.waiting, 1, __ATOMIC_RELAXED);
-	T_CHECK_RC(baton_chan_send(cl.sch, (void *)1, MS(10000)), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_send(cl.sch, (void *)1, TC_MS(10000)), BATON_ECLOSED);
 	__atomic_add_fetch(&cl.eclosed, 1, __ATOMIC_RELAXED);
 }
 
@@ -380,25 +380,25 @@ static void cl_closer(void *arg)
 	(void)arg;
 	while (__atomic_load_n(&cl.waiting, __ATOMIC_RELAXED) < 12)
 		baton_sched_sleep(100000);
-	baton_sched_sleep(MS(2)); /* they are parked by now */
+	baton_sched_sleep(TC_MS(2)); /* they are parked by now */
 	/* Destroy refuses while tasks wait. */
 	if (cl.all_parked) {
-		T_CHECK_RC(baton_chan_destroy(cl.rch), BATON_EBUSY);
-		T_CHECK_RC(baton_chan_destroy(cl.sch), BATON_EBUSY);
+		TC_CHECK_RC(baton_chan_destroy(cl.rch), BATON_EBUSY);
+		TC_CHECK_RC(baton_chan_destroy(cl.sch), BATON_EBUSY);
 	}
-	T_CHECK_RC(baton_chan_close(cl.rch), BATON_OK);
-	T_CHECK_RC(baton_chan_close(cl.sch), BATON_OK);
-	T_CHECK_RC(baton_chan_close(cl.sch), BATON_ECLOSED);
-	T_CHECK_RC(baton_chan_send(cl.rch, NULL, MS(1)), BATON_ECLOSED);
-	T_CHECK_RC(baton_chan_recv(cl.rch, NULL, MS(1)), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_close(cl.rch), BATON_OK);
+	TC_CHECK_RC(baton_chan_close(cl.sch), BATON_OK);
+	TC_CHECK_RC(baton_chan_close(cl.sch), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_send(cl.rch, NULL, TC_MS(1)), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_recv(cl.rch, NULL, TC_MS(1)), BATON_ECLOSED);
 }
 
 static void check_close_wakes_all(void **state, unsigned workers, size_t cap)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 
-	st_reset();
-	st_watchdog(30, "close_wakes_all");
+	tc_reset();
+	tc_watchdog_phase(30, "close_wakes_all");
 	memset(&cl, 0, sizeof(cl));
 	cl.all_parked = workers == 1;
 	assert_int_equal(baton_chan_create(&cl.rch, cap), BATON_OK);
@@ -407,12 +407,12 @@ static void check_close_wakes_all(void **state, unsigned workers, size_t cap)
 	for (size_t i = 0; i < cap; i++)
 		assert_int_equal(baton_chan_send(cl.sch, NULL, 0), BATON_OK);
 	for (int i = 0; i < 6; i++) {
-		st_spawn(s, state, i % (int)workers, cl_receiver, NULL);
-		st_spawn(s, state, (i + 1) % (int)workers, cl_sender, NULL);
+		tc_spawn(s, state, i % (int)workers, cl_receiver, NULL);
+		tc_spawn(s, state, (i + 1) % (int)workers, cl_sender, NULL);
 	}
-	st_spawn(s, state, 0, cl_closer, NULL);
+	tc_spawn(s, state, 0, cl_closer, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(cl.eclosed, 12);
 	/* The buffered messages are still there after close. */
 	assert_int_equal(baton_chan_len(cl.sch), (long)cap);
@@ -447,15 +447,15 @@ static void mp_producer(void *arg)
 
 	for (long i = 0; i < mp.per; i++) {
 		if (baton_chan_send(mp.ch, (void *)(intptr_t)(base + i + 1),
-				    MS(10000)) != BATON_OK) {
-			T_FAIL("producer: send failed (lost wake-up?)");
+				    TC_MS(10000)) != BATON_OK) {
+			TC_FAIL("producer: send failed (lost wake-up?)");
 			break;
 		}
 		if ((i & 15) == 0)
 			baton_sched_yield();
 	}
 	if (__atomic_sub_fetch(&mp.left, 1, __ATOMIC_ACQ_REL) == 0)
-		T_CHECK_RC(baton_chan_close(mp.ch), BATON_OK);
+		TC_CHECK_RC(baton_chan_close(mp.ch), BATON_OK);
 }
 
 static void mp_consumer(void *arg)
@@ -464,42 +464,42 @@ static void mp_consumer(void *arg)
 	int rc;
 
 	(void)arg;
-	while ((rc = baton_chan_recv(mp.ch, &v, MS(10000))) == BATON_OK) {
+	while ((rc = baton_chan_recv(mp.ch, &v, TC_MS(10000))) == BATON_OK) {
 		long m = (long)(intptr_t)v - 1;
 
 		if (m < 0 || m >= MP_PROD * mp.per) {
-			T_FAIL("consumer: value out of range");
+			TC_FAIL("consumer: value out of range");
 			continue;
 		}
 		if (__atomic_fetch_add(&mp.seen[m], 1, __ATOMIC_RELAXED))
-			T_FAIL("a message was received twice");
+			TC_FAIL("a message was received twice");
 		__atomic_add_fetch(&mp.count, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&mp.sum, m + 1, __ATOMIC_RELAXED);
 	}
 	if (rc != BATON_ECLOSED)
-		T_FAIL("consumer: recv timed out (lost wake-up?)");
+		TC_FAIL("consumer: recv timed out (lost wake-up?)");
 }
 
 static void check_mpmc(void **state, size_t cap)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	long n;
 
-	st_reset();
-	st_watchdog(60, "mpmc");
+	tc_reset();
+	tc_watchdog_phase(60, "mpmc");
 	memset(&mp, 0, sizeof(mp));
-	mp.per = harness_scale(20000, 1000);
+	mp.per = tc_scale(20000, 1000);
 	mp.left = MP_PROD;
 	n = MP_PROD * mp.per;
 	mp.seen = calloc((size_t)n, 1);
 	assert_non_null(mp.seen);
 	assert_int_equal(baton_chan_create(&mp.ch, cap), BATON_OK);
 	for (intptr_t i = 0; i < MP_PROD; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, mp_producer, (void *)i);
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, mp_producer, (void *)i);
 	for (intptr_t i = 0; i < MP_CONS; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, mp_consumer, NULL);
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, mp_consumer, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(mp.count, n);
 	assert_int_equal(mp.sum, n * (n + 1) / 2);
 	free(mp.seen);
@@ -515,19 +515,19 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chan_args),
 		cmocka_unit_test(test_chan_try_plain_thread),
-		MODEL_TESTS(test_handoff_1),
-		MODEL_TESTS(test_handoff_2),
-		MODEL_TESTS(test_buffered_2),
-		MODEL_TESTS(test_buffered_fifo_1),
-		MODEL_TESTS(test_buffered_fifo_2),
-		MODEL_TESTS(test_timeouts),
-		MODEL_TESTS(test_timeout_race_unbuffered),
-		MODEL_TESTS(test_timeout_race_buffered),
-		MODEL_TESTS(test_close_wakes_all_1),
-		MODEL_TESTS(test_close_wakes_all_2),
-		MODEL_TESTS(test_close_wakes_all_buf),
-		MODEL_TESTS(test_mpmc_unbuffered),
-		MODEL_TESTS(test_mpmc_buffered),
+		TC_MODEL_TESTS(test_handoff_1),
+		TC_MODEL_TESTS(test_handoff_2),
+		TC_MODEL_TESTS(test_buffered_2),
+		TC_MODEL_TESTS(test_buffered_fifo_1),
+		TC_MODEL_TESTS(test_buffered_fifo_2),
+		TC_MODEL_TESTS(test_timeouts),
+		TC_MODEL_TESTS(test_timeout_race_unbuffered),
+		TC_MODEL_TESTS(test_timeout_race_buffered),
+		TC_MODEL_TESTS(test_close_wakes_all_1),
+		TC_MODEL_TESTS(test_close_wakes_all_2),
+		TC_MODEL_TESTS(test_close_wakes_all_buf),
+		TC_MODEL_TESTS(test_mpmc_unbuffered),
+		TC_MODEL_TESTS(test_mpmc_buffered),
 	};
 
 	return cmocka_run_group_tests_name("chan", tests, NULL, NULL);

@@ -28,7 +28,7 @@ static int want_after_local_use(void)
 
 static struct baton_task_attr bound(void **state, int worker)
 {
-	struct baton_task_attr a = st_tattr(state, worker);
+	struct baton_task_attr a = tc_tattr(state, worker);
 
 	a.flags = BATON_TASK_BOUND;
 	return a;
@@ -39,9 +39,9 @@ static struct baton_task_attr bound(void **state, int worker)
 static void warm(baton_chan_t *ch)
 {
 	for (int i = 0; i < 100; i++)
-		T_CHECK_RC(baton_chan_recv(ch, NULL, 0), BATON_EAGAIN);
+		TC_CHECK_RC(baton_chan_recv(ch, NULL, 0), BATON_EAGAIN);
 	if (baton__barrier_available())
-		T_CHECK(baton__chan_bias_state(ch) == BIASED);
+		TC_CHECK(baton__chan_bias_state(ch) == BIASED);
 }
 
 /* --- a second user before the bias: shared, no barrier -------------------- */
@@ -50,16 +50,16 @@ static baton_chan_t *early_ch;
 static void early_user(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_chan_recv(early_ch, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_recv(early_ch, NULL, 0), BATON_EAGAIN);
 }
 
 static void test_second_user_early(void **state)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	struct baton_task_attr a0 = bound(state, 0), a1 = bound(state, 1);
 
-	st_reset();
-	st_watchdog(60, "a second user before the bias");
+	tc_reset();
+	tc_watchdog_phase(60, "a second user before the bias");
 	assert_int_equal(baton_chan_create(&early_ch, 0), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, &a0, early_user, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
@@ -67,7 +67,7 @@ static void test_second_user_early(void **state)
 			 baton__barrier_available() ? CANDIDATE : SHARED);
 	assert_int_equal(baton_sched_spawn(s, &a1, early_user, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton__chan_bias_state(early_ch), SHARED);
 	assert_int_equal(baton_chan_destroy(early_ch), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
@@ -83,9 +83,9 @@ static void lc_ping(void *arg)
 
 	(void)arg;
 	for (long i = 0; i < lc_rounds; i++) {
-		T_CHECK_RC(baton_chan_send(lc_a, (void *)(intptr_t)(i + 1), MS(10000)), BATON_OK);
-		T_CHECK_RC(baton_chan_recv(lc_b, &v, MS(10000)), BATON_OK);
-		T_CHECK((intptr_t)v == i + 2);
+		TC_CHECK_RC(baton_chan_send(lc_a, (void *)(intptr_t)(i + 1), TC_MS(10000)), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(lc_b, &v, TC_MS(10000)), BATON_OK);
+		TC_CHECK((intptr_t)v == i + 2);
 	}
 }
 
@@ -95,19 +95,19 @@ static void lc_pong(void *arg)
 
 	(void)arg;
 	for (long i = 0; i < lc_rounds; i++) {
-		T_CHECK_RC(baton_chan_recv(lc_a, &v, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_send(lc_b, (void *)((intptr_t)v + 1), -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(lc_a, &v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(lc_b, (void *)((intptr_t)v + 1), -1), BATON_OK);
 	}
 }
 
 static void test_local_keeps_bias(void **state)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	struct baton_task_attr a = bound(state, 0);
 
-	st_reset();
-	st_watchdog(60, "local ping-pong");
-	lc_rounds = harness_scale(20000, 500);
+	tc_reset();
+	tc_watchdog_phase(60, "local ping-pong");
+	lc_rounds = tc_scale(20000, 500);
 	assert_int_equal(baton_chan_create(&lc_a, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&lc_b, 0), BATON_OK);
 	assert_int_equal(baton__chan_bias_state(lc_a),
@@ -115,7 +115,7 @@ static void test_local_keeps_bias(void **state)
 	assert_int_equal(baton_sched_spawn(s, &a, lc_ping, NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, &a, lc_pong, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton__chan_bias_state(lc_a), want_after_local_use());
 	assert_int_equal(baton__chan_bias_state(lc_b), want_after_local_use());
 	/* Destroyed from the main thread: no revocation needed for that. */
@@ -143,11 +143,11 @@ static void ho_receiver(void *arg)
 	for (long i = 0; i < ho_msgs; i++) {
 		if (i == 0)
 			__atomic_store_n(&ho_recv_parked, 1, __ATOMIC_RELEASE);
-		if (baton_chan_recv(ho_shared, &v, MS(10000)) != BATON_OK) {
-			T_FAIL("receiver: recv failed (lost wake-up?)");
+		if (baton_chan_recv(ho_shared, &v, TC_MS(10000)) != BATON_OK) {
+			TC_FAIL("receiver: recv failed (lost wake-up?)");
 			return;
 		}
-		T_CHECK((intptr_t)v == i + 1); /* one sender: in order */
+		TC_CHECK((intptr_t)v == i + 1); /* one sender: in order */
 	}
 }
 
@@ -156,14 +156,14 @@ static void ho_sender(void *arg)
 	(void)arg;
 	/* Let the receiver take the bias and park first, most runs. */
 	while (!__atomic_load_n(&ho_recv_parked, __ATOMIC_ACQUIRE))
-		baton_sched_sleep(MS(1) / 10);
+		baton_sched_sleep(TC_MS(1) / 10);
 	for (long i = 0; i < ho_msgs; i++) {
-		if (baton_chan_send(ho_shared, (void *)(intptr_t)(i + 1), MS(10000)) != BATON_OK) {
-			T_FAIL("sender: send failed (lost wake-up?)");
+		if (baton_chan_send(ho_shared, (void *)(intptr_t)(i + 1), TC_MS(10000)) != BATON_OK) {
+			TC_FAIL("sender: send failed (lost wake-up?)");
 			return;
 		}
 		if (i == ho_msgs / 2)
-			T_CHECK_RC(baton_chan_send(ho_local, (void *)(intptr_t)-1, MS(10000)),
+			TC_CHECK_RC(baton_chan_send(ho_local, (void *)(intptr_t)-1, TC_MS(10000)),
 				   BATON_OK);
 	}
 }
@@ -172,8 +172,8 @@ static void ho_local_a(void *arg)
 {
 	(void)arg;
 	for (long i = 0; i < ho_msgs; i++)
-		if (baton_chan_send(ho_local, (void *)(intptr_t)(i + 1), MS(10000)) != BATON_OK) {
-			T_FAIL("local sender: send failed");
+		if (baton_chan_send(ho_local, (void *)(intptr_t)(i + 1), TC_MS(10000)) != BATON_OK) {
+			TC_FAIL("local sender: send failed");
 			return;
 		}
 }
@@ -184,8 +184,8 @@ static void ho_local_b(void *arg)
 
 	(void)arg;
 	for (long i = 0; i < ho_msgs + 1; i++) {
-		if (baton_chan_recv(ho_local, &v, MS(10000)) != BATON_OK) {
-			T_FAIL("local receiver: recv failed (lost wake-up?)");
+		if (baton_chan_recv(ho_local, &v, TC_MS(10000)) != BATON_OK) {
+			TC_FAIL("local receiver: recv failed (lost wake-up?)");
 			return;
 		}
 		__atomic_add_fetch(&ho_local_seen, (intptr_t)v, __ATOMIC_RELAXED);
@@ -194,15 +194,15 @@ static void ho_local_b(void *arg)
 
 static void test_handover(void **state)
 {
-	int reps = (int)harness_scale(20, 4);
+	int reps = (int)tc_scale(20, 4);
 
 	for (int rep = 0; rep < reps; rep++) {
-		baton_sched_t *s = st_sched(2);
+		baton_sched_t *s = tc_sched(2);
 		struct baton_task_attr a0 = bound(state, 0), a1 = bound(state, 1);
 
-		st_reset();
-		st_watchdog(60, "hand-over to another worker");
-		ho_msgs = harness_scale(2000, 200);
+		tc_reset();
+		tc_watchdog_phase(60, "hand-over to another worker");
+		ho_msgs = tc_scale(2000, 200);
 		ho_recv_parked = 0;
 		ho_local_seen = 0;
 		assert_int_equal(baton_chan_create(&ho_shared, 0), BATON_OK);
@@ -212,7 +212,7 @@ static void test_handover(void **state)
 		assert_int_equal(baton_sched_spawn(s, &a0, ho_local_a, NULL), BATON_OK);
 		assert_int_equal(baton_sched_spawn(s, &a1, ho_sender, NULL), BATON_OK);
 		assert_int_equal(baton_sched_run(s), BATON_OK);
-		T_VERDICT();
+		TC_VERDICT();
 		assert_int_equal(ho_local_seen, ho_msgs * (ho_msgs + 1) / 2 - 1);
 		assert_int_equal(baton__chan_bias_state(ho_shared), SHARED);
 		assert_int_equal(baton__chan_bias_state(ho_local), SHARED);
@@ -228,15 +228,15 @@ static int pt_parked; /* atomic */
 
 static void *pt_thread(void *arg)
 {
-	int64_t give_up = st_now() + MS(20000) * st_time_scale();
+	int64_t give_up = tc_now() + TC_MS(20000) * tc_time_scale();
 
 	(void)arg;
 	while (!__atomic_load_n(&pt_parked, __ATOMIC_ACQUIRE))
 		sched_yield();
 	/* The receiver parks right after it says so: retry until it has. */
 	while (baton_chan_send(pt_ch, (void *)(intptr_t)42, 0) == BATON_EAGAIN) {
-		if (st_now() > give_up) {
-			T_FAIL("plain thread: try-send never found the receiver");
+		if (tc_now() > give_up) {
+			TC_FAIL("plain thread: try-send never found the receiver");
 			break;
 		}
 		sched_yield();
@@ -254,13 +254,13 @@ static void pt_receiver(void *arg)
 	warm(sel_ch);
 	warm(cl_ch);
 	__atomic_store_n(&pt_parked, 1, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_recv(pt_ch, &v, MS(20000)), BATON_OK);
-	T_CHECK((intptr_t)v == 42);
+	TC_CHECK_RC(baton_chan_recv(pt_ch, &v, TC_MS(20000)), BATON_OK);
+	TC_CHECK((intptr_t)v == 42);
 	/* sel_ch: biased here by a receive that waits for the select. */
-	T_CHECK_RC(baton_chan_recv(sel_ch, &v, MS(20000)), BATON_OK);
-	T_CHECK((intptr_t)v == 7);
+	TC_CHECK_RC(baton_chan_recv(sel_ch, &v, TC_MS(20000)), BATON_OK);
+	TC_CHECK((intptr_t)v == 7);
 	/* cl_ch: biased here, closed from worker 1 while we wait. */
-	T_CHECK_RC(baton_chan_recv(cl_ch, &v, MS(20000)), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_recv(cl_ch, &v, TC_MS(20000)), BATON_ECLOSED);
 }
 
 static void other_worker(void *arg)
@@ -271,22 +271,22 @@ static void other_worker(void *arg)
 	(void)arg;
 	/* After the receiver biased the channels (most runs). */
 	while (!__atomic_load_n(&pt_parked, __ATOMIC_ACQUIRE))
-		baton_sched_sleep(MS(1) / 10);
-	T_CHECK_RC(baton_chan_select(ops, 1, MS(20000), &index), BATON_OK);
-	T_CHECK(index == 0);
-	T_CHECK(ops[0].result == BATON_OK);
-	baton_sched_sleep(MS(5));
-	T_CHECK_RC(baton_chan_close(cl_ch), BATON_OK);
+		baton_sched_sleep(TC_MS(1) / 10);
+	TC_CHECK_RC(baton_chan_select(ops, 1, TC_MS(20000), &index), BATON_OK);
+	TC_CHECK(index == 0);
+	TC_CHECK(ops[0].result == BATON_OK);
+	baton_sched_sleep(TC_MS(5));
+	TC_CHECK_RC(baton_chan_close(cl_ch), BATON_OK);
 }
 
 static void test_foreign_users(void **state)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	struct baton_task_attr a0 = bound(state, 0), a1 = bound(state, 1);
 	pthread_t th;
 
-	st_reset();
-	st_watchdog(60, "plain thread, select and close from elsewhere");
+	tc_reset();
+	tc_watchdog_phase(60, "plain thread, select and close from elsewhere");
 	pt_parked = 0;
 	assert_int_equal(baton_chan_create(&pt_ch, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&sel_ch, 0), BATON_OK);
@@ -296,7 +296,7 @@ static void test_foreign_users(void **state)
 	assert_int_equal(baton_sched_spawn(s, &a1, other_worker, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton__chan_bias_state(pt_ch), SHARED);
 	assert_int_equal(baton__chan_bias_state(sel_ch), SHARED);
 	assert_int_equal(baton__chan_bias_state(cl_ch), SHARED);
@@ -309,10 +309,10 @@ static void test_foreign_users(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_local_keeps_bias),
-		MODEL_TESTS(test_second_user_early),
-		MODEL_TESTS(test_handover),
-		MODEL_TESTS(test_foreign_users),
+		TC_MODEL_TESTS(test_local_keeps_bias),
+		TC_MODEL_TESTS(test_second_user_early),
+		TC_MODEL_TESTS(test_handover),
+		TC_MODEL_TESTS(test_foreign_users),
 	};
 
 	return cmocka_run_group_tests_name("chan_bias", tests, NULL, NULL);

@@ -43,17 +43,17 @@ static void test_single_args(void **state)
 
 static baton_sched_t *pair_sched(void **state, const char *phase)
 {
-	struct cfg *c = *state;
+	struct tc_cfg *c = *state;
 
-	st_reset();
-	st_watchdog(30, phase);
-	return st_sched(c->workers);
+	tc_reset();
+	tc_watchdog_phase(30, phase);
+	return tc_sched(c->workers);
 }
 
 static void pair_spawn(baton_sched_t *s, void **state, bool last,
 		       baton_task_fn fn, void *arg)
 {
-	struct cfg *c = *state;
+	struct tc_cfg *c = *state;
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
 
 	a.coro = *c->attr;
@@ -68,7 +68,7 @@ static void run_pair(baton_sched_t *s, void **state, baton_task_fn first,
 	pair_spawn(s, state, false, first, arg);
 	pair_spawn(s, state, true, second, arg);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 }
 
 static void pair_done(baton_sched_t *s, baton_chan_t *ch)
@@ -106,12 +106,12 @@ static void own_owner(void *arg)
 	struct own *o = arg;
 	void *v;
 
-	T_CHECK_RC(baton_chan_recv(o->ch, &v, 0), BATON_EAGAIN); /* binds */
+	TC_CHECK_RC(baton_chan_recv(o->ch, &v, 0), BATON_EAGAIN); /* binds */
 	__atomic_store_n(&o->stage, 1, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_recv(o->ch, &v, MS(10000)), BATON_OK);
-	T_CHECK(v == (void *)42);
-	T_CHECK_RC(baton_chan_recv(o->ch, &v, -1), BATON_OK);
-	T_CHECK(v == (void *)43);
+	TC_CHECK_RC(baton_chan_recv(o->ch, &v, TC_MS(10000)), BATON_OK);
+	TC_CHECK(v == (void *)42);
+	TC_CHECK_RC(baton_chan_recv(o->ch, &v, -1), BATON_OK);
+	TC_CHECK(v == (void *)43);
 }
 
 static void own_stranger(void *arg)
@@ -123,22 +123,22 @@ static void own_stranger(void *arg)
 
 	while (!__atomic_load_n(&o->stage, __ATOMIC_ACQUIRE))
 		baton_sched_yield();
-	T_CHECK_RC(baton_chan_recv(o->ch, &v, 0), BATON_ENOTOWNER);
-	T_CHECK_RC(baton_chan_recv(o->ch, &v, -1), BATON_ENOTOWNER);
-	T_CHECK_RC(baton_chan_recv(o->ch, &v, MS(1)), BATON_ENOTOWNER);
+	TC_CHECK_RC(baton_chan_recv(o->ch, &v, 0), BATON_ENOTOWNER);
+	TC_CHECK_RC(baton_chan_recv(o->ch, &v, -1), BATON_ENOTOWNER);
+	TC_CHECK_RC(baton_chan_recv(o->ch, &v, TC_MS(1)), BATON_ENOTOWNER);
 	/* A select with the stranger's receive case does nothing at all, even
 	 * with another case ready. */
-	T_CHECK_RC(baton_chan_send(o->other, (void *)5, 0), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(o->other, (void *)5, 0), BATON_OK);
 	ops[0] = (struct baton_chan_op){ o->other, BATON_CHAN_RECV, NULL, 0 };
 	ops[1] = (struct baton_chan_op){ o->ch, BATON_CHAN_RECV, NULL, 0 };
-	T_CHECK_RC(baton_chan_select(ops, 2, -1, &idx), BATON_ENOTOWNER);
-	T_CHECK(idx == 99);
-	T_CHECK(baton_chan_len(o->other) == 1);
+	TC_CHECK_RC(baton_chan_select(ops, 2, -1, &idx), BATON_ENOTOWNER);
+	TC_CHECK(idx == 99);
+	TC_CHECK(baton_chan_len(o->other) == 1);
 	/* Sending is anybody's. */
-	T_CHECK_RC(baton_chan_send(o->ch, (void *)42, -1), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(o->ch, (void *)42, -1), BATON_OK);
 	ops[0] = (struct baton_chan_op){ o->ch, BATON_CHAN_SEND, (void *)43, 0 };
-	T_CHECK_RC(baton_chan_select(ops, 1, -1, &idx), BATON_OK);
-	T_CHECK(idx == 0 && ops[0].result == BATON_OK);
+	TC_CHECK_RC(baton_chan_select(ops, 1, -1, &idx), BATON_OK);
+	TC_CHECK(idx == 0 && ops[0].result == BATON_OK);
 }
 
 static void test_single_owner(void **state)
@@ -163,16 +163,16 @@ static void bp_sender(void *arg)
 	while (!__atomic_load_n(&b->go, __ATOMIC_ACQUIRE))
 		baton_sched_yield();
 	for (long i = 1; i <= 3; i++) {
-		T_CHECK_RC(baton_chan_send(b->ch, (void *)i, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(b->ch, (void *)i, -1), BATON_OK);
 		__atomic_store_n(&b->sent, i, __ATOMIC_RELEASE);
 	}
 	/* Once the owner filled the buffer (2) again: a try fails, a timed
 	 * send times out, and a blocked one is woken by the close. */
 	while (!__atomic_load_n(&b->full, __ATOMIC_ACQUIRE))
 		baton_sched_yield();
-	T_CHECK_RC(baton_chan_send(b->ch, (void *)9, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_chan_send(b->ch, (void *)9, MS(2)), BATON_ETIMEDOUT);
-	T_CHECK_RC(baton_chan_send(b->ch, (void *)9, -1), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_send(b->ch, (void *)9, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_send(b->ch, (void *)9, TC_MS(2)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_chan_send(b->ch, (void *)9, -1), BATON_ECLOSED);
 	__atomic_add_fetch(&b->closed_seen, 1, __ATOMIC_RELEASE);
 }
 
@@ -181,35 +181,35 @@ static void bp_owner(void *arg)
 	struct bp *b = arg;
 	void *v;
 
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_EAGAIN);   /* empty */
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, MS(2)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_EAGAIN);   /* empty */
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, TC_MS(2)), BATON_ETIMEDOUT);
 	__atomic_store_n(&b->go, 1, __ATOMIC_RELEASE);
 	/* Back-pressure: the sender gets 2 ahead and then waits. */
 	while (__atomic_load_n(&b->sent, __ATOMIC_ACQUIRE) < 2)
 		baton_sched_yield();
 	for (int i = 0; i < 20; i++)
 		baton_sched_yield();
-	T_CHECK(__atomic_load_n(&b->sent, __ATOMIC_ACQUIRE) == 2);
-	T_CHECK(baton_chan_len(b->ch) == 2);
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
-	T_CHECK(v == (void *)1);
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
-	T_CHECK(v == (void *)2);
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
-	T_CHECK(v == (void *)3);
+	TC_CHECK(__atomic_load_n(&b->sent, __ATOMIC_ACQUIRE) == 2);
+	TC_CHECK(baton_chan_len(b->ch) == 2);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
+	TC_CHECK(v == (void *)1);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
+	TC_CHECK(v == (void *)2);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
+	TC_CHECK(v == (void *)3);
 	/* Refill to full with two of ours, let the sender block, close. */
-	T_CHECK_RC(baton_chan_send(b->ch, (void *)10, 0), BATON_OK);
-	T_CHECK_RC(baton_chan_send(b->ch, (void *)11, 0), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(b->ch, (void *)10, 0), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(b->ch, (void *)11, 0), BATON_OK);
 	__atomic_store_n(&b->full, 1, __ATOMIC_RELEASE);
-	baton_sched_sleep(MS(20));
-	T_CHECK_RC(baton_chan_close(b->ch), BATON_OK);
+	baton_sched_sleep(TC_MS(20));
+	TC_CHECK_RC(baton_chan_close(b->ch), BATON_OK);
 	/* Buffered messages first, then ECLOSED for good. */
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
-	T_CHECK(v == (void *)10);
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_OK);
-	T_CHECK(v == (void *)11);
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_ECLOSED);
-	T_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_OK);
+	TC_CHECK(v == (void *)10);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_OK);
+	TC_CHECK(v == (void *)11);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, -1), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_ECLOSED);
 }
 
 static void test_single_backpressure(void **state)
@@ -234,10 +234,10 @@ static void cw_owner(void *arg)
 	struct cw *w = arg;
 	void *v = (void *)1;
 
-	T_CHECK_RC(baton_chan_recv(w->ch, &v, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_recv(w->ch, &v, 0), BATON_EAGAIN);
 	__atomic_store_n(&w->parked, 1, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_recv(w->ch, &v, -1), BATON_ECLOSED);
-	T_CHECK(v == (void *)1);
+	TC_CHECK_RC(baton_chan_recv(w->ch, &v, -1), BATON_ECLOSED);
+	TC_CHECK(v == (void *)1);
 }
 
 static void cw_closer(void *arg)
@@ -246,8 +246,8 @@ static void cw_closer(void *arg)
 
 	while (!__atomic_load_n(&w->parked, __ATOMIC_ACQUIRE))
 		baton_sched_yield();
-	baton_sched_sleep(MS(5));
-	T_CHECK_RC(baton_chan_close(w->ch), BATON_OK);
+	baton_sched_sleep(TC_MS(5));
+	TC_CHECK_RC(baton_chan_close(w->ch), BATON_OK);
 }
 
 static void test_single_close_owner(void **state)
@@ -272,9 +272,9 @@ static void cx_owner(void *arg)
 	struct cx *x = arg;
 	void *v;
 
-	T_CHECK_RC(baton_chan_recv(x->ch, &v, 0), BATON_EAGAIN); /* binds */
+	TC_CHECK_RC(baton_chan_recv(x->ch, &v, 0), BATON_EAGAIN); /* binds */
 	__atomic_store_n(&x->owner, baton_task_handle(), __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_recv(x->ch, &v, -1), BATON_ECANCELED);
+	TC_CHECK_RC(baton_chan_recv(x->ch, &v, -1), BATON_ECANCELED);
 }
 
 static void cx_sender(void *arg)
@@ -283,7 +283,7 @@ static void cx_sender(void *arg)
 
 	__atomic_store_n(&x->sender, baton_task_handle(), __ATOMIC_RELEASE);
 	/* Unbuffered, and the owner is gone by now or cancelled: blocks. */
-	T_CHECK_RC(baton_chan_send(x->ch, (void *)1, -1), BATON_ECANCELED);
+	TC_CHECK_RC(baton_chan_send(x->ch, (void *)1, -1), BATON_ECANCELED);
 }
 
 /* Wait for *slot's handle, give its task time to park, cancel it. */
@@ -293,8 +293,8 @@ static void cancel_when_published(baton_task_t **slot)
 
 	while ((t = __atomic_load_n(slot, __ATOMIC_ACQUIRE)) == NULL)
 		baton_sched_yield();
-	baton_sched_sleep(MS(5));
-	T_CHECK_RC(baton_task_cancel(t), BATON_OK);
+	baton_sched_sleep(TC_MS(5));
+	TC_CHECK_RC(baton_task_cancel(t), BATON_OK);
 }
 
 static void cx_cancel_owner(void *arg)
@@ -330,15 +330,15 @@ static void sl_owner(void *arg)
 	};
 	size_t idx = 99;
 
-	T_CHECK_RC(baton_chan_select(ops, 2, 0, &idx), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_select(ops, 2, 0, &idx), BATON_EAGAIN);
 	__atomic_store_n(&l->stage, 1, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_select(ops, 2, MS(10000), &idx), BATON_OK);
-	T_CHECK(idx == 1 && ops[1].result == BATON_OK && ops[1].value == (void *)77);
+	TC_CHECK_RC(baton_chan_select(ops, 2, TC_MS(10000), &idx), BATON_OK);
+	TC_CHECK(idx == 1 && ops[1].result == BATON_OK && ops[1].value == (void *)77);
 	/* And the plain receive after a select. */
-	T_CHECK_RC(baton_chan_recv(l->ch, &ops[1].value, -1), BATON_OK);
-	T_CHECK(ops[1].value == (void *)78);
-	T_CHECK_RC(baton_chan_select(ops, 2, -1, &idx), BATON_OK);
-	T_CHECK(idx == 1 && ops[1].result == BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_recv(l->ch, &ops[1].value, -1), BATON_OK);
+	TC_CHECK(ops[1].value == (void *)78);
+	TC_CHECK_RC(baton_chan_select(ops, 2, -1, &idx), BATON_OK);
+	TC_CHECK(idx == 1 && ops[1].result == BATON_ECLOSED);
 }
 
 static void sl_sender(void *arg)
@@ -347,10 +347,10 @@ static void sl_sender(void *arg)
 
 	while (!__atomic_load_n(&l->stage, __ATOMIC_ACQUIRE))
 		baton_sched_yield();
-	baton_sched_sleep(MS(2));
-	T_CHECK_RC(baton_chan_send(l->ch, (void *)77, -1), BATON_OK);
-	T_CHECK_RC(baton_chan_send(l->ch, (void *)78, -1), BATON_OK);
-	T_CHECK_RC(baton_chan_close(l->ch), BATON_OK);
+	baton_sched_sleep(TC_MS(2));
+	TC_CHECK_RC(baton_chan_send(l->ch, (void *)77, -1), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(l->ch, (void *)78, -1), BATON_OK);
+	TC_CHECK_RC(baton_chan_close(l->ch), BATON_OK);
 }
 
 static void test_single_select(void **state)
@@ -374,7 +374,7 @@ static void many_task(void *arg)
 	struct many *m = arg;
 
 	for (long i = 1; i <= m->per; i++)
-		T_CHECK_RC(baton_chan_send(m->ch, (void *)(intptr_t)i, MS(10000)),
+		TC_CHECK_RC(baton_chan_send(m->ch, (void *)(intptr_t)i, TC_MS(10000)),
 			   BATON_OK);
 }
 
@@ -390,7 +390,7 @@ static void *many_thread(void *arg)
 		else if (rc == BATON_EAGAIN)
 			sched_yield();
 		else {
-			T_FAIL("plain thread's send failed");
+			TC_FAIL("plain thread's send failed");
 			break;
 		}
 	}
@@ -404,10 +404,10 @@ static void many_owner(void *arg)
 	void *v;
 
 	for (long i = 0; i < total; i++) {
-		int rc = baton_chan_recv(m->ch, &v, MS(10000));
+		int rc = baton_chan_recv(m->ch, &v, TC_MS(10000));
 
 		if (rc != BATON_OK) {
-			T_FAIL("owner's receive failed (lost wake-up?)");
+			TC_FAIL("owner's receive failed (lost wake-up?)");
 			return;
 		}
 		m->got++;
@@ -417,14 +417,14 @@ static void many_owner(void *arg)
 
 static void test_single_many_senders(void **state)
 {
-	struct cfg *c = *state;
-	baton_sched_t *s = st_sched(c->workers);
-	struct many m = { NULL, harness_scale(2000, 200), 0, 0 };
+	struct tc_cfg *c = *state;
+	baton_sched_t *s = tc_sched(c->workers);
+	struct many m = { NULL, tc_scale(2000, 200), 0, 0 };
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
 	pthread_t th[MANY_THREADS];
 
-	st_reset();
-	st_watchdog(60, "single many senders");
+	tc_reset();
+	tc_watchdog_phase(60, "single many senders");
 	a.coro = *c->attr;
 	assert_int_equal(baton_chan_create_single(&m.ch, 4), BATON_OK);
 	a.worker = 0;
@@ -438,7 +438,7 @@ static void test_single_many_senders(void **state)
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	for (int i = 0; i < MANY_THREADS; i++)
 		assert_int_equal(pthread_join(th[i], NULL), 0);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(m.got, m.per * (MANY_TASKS + MANY_THREADS));
 	assert_int_equal(m.sum, (MANY_TASKS + MANY_THREADS) * m.per * (m.per + 1) / 2);
 	assert_int_equal(baton_chan_destroy(m.ch), BATON_OK);
@@ -464,29 +464,29 @@ static void ring_member(void *arg)
 
 	if (m->index == 0) {
 		for (long r = 0; r < m->rounds; r++) {
-			T_CHECK_RC(baton_chan_send(m->right, (void *)(r * 100), -1), BATON_OK);
-			T_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
+			TC_CHECK_RC(baton_chan_send(m->right, (void *)(r * 100), -1), BATON_OK);
+			TC_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
 			if ((long)v != r * 100 + RING_N - 1)
 				__atomic_add_fetch(m->bad, 1, __ATOMIC_RELAXED);
 		}
 		return;
 	}
 	for (long r = 0; r < m->rounds; r++) {
-		T_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_send(m->right, (void *)((long)v + 1), -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(m->right, (void *)((long)v + 1), -1), BATON_OK);
 	}
 }
 
 static void test_single_ring(void **state)
 {
-	struct cfg *c = *state;
-	baton_sched_t *s = st_sched(c->workers);
+	struct tc_cfg *c = *state;
+	baton_sched_t *s = tc_sched(c->workers);
 	struct rmember m[RINGS * RING_N];
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
 	long bad = 0;
 
-	st_reset();
-	st_watchdog(60, "single ring");
+	tc_reset();
+	tc_watchdog_phase(60, "single ring");
 	a.coro = *c->attr;
 	for (int i = 0; i < RINGS * RING_N; i++)
 		assert_int_equal(baton_chan_create_single(&m[i].in, 0), BATON_OK);
@@ -494,13 +494,13 @@ static void test_single_ring(void **state)
 		int ring = i / RING_N, pos = i % RING_N;
 
 		m[i] = (struct rmember){ m[i].in, m[ring * RING_N + (pos + 1) % RING_N].in,
-					 pos, harness_scale(3000, 300), &bad };
+					 pos, tc_scale(3000, 300), &bad };
 		/* Ring 0 across the workers, the others each on one. */
 		a.worker = (ring == 0 ? pos : ring) % (int)c->workers;
 		assert_int_equal(baton_sched_spawn(s, &a, ring_member, &m[i]), BATON_OK);
 	}
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(bad, 0);
 	for (int i = 0; i < RINGS * RING_N; i++)
 		assert_int_equal(baton_chan_destroy(m[i].in), BATON_OK);
@@ -514,14 +514,14 @@ static void parked_owner(void *arg)
 {
 	void *v;
 
-	T_CHECK_RC(baton_chan_recv(arg, &v, -1), BATON_OK);
-	T_FAIL("the parked owner ran again");
+	TC_CHECK_RC(baton_chan_recv(arg, &v, -1), BATON_OK);
+	TC_FAIL("the parked owner ran again");
 }
 
 static void stopper(void *arg)
 {
-	baton_sched_sleep(MS(5));
-	T_CHECK_RC(baton_sched_stop(arg), BATON_OK);
+	baton_sched_sleep(TC_MS(5));
+	TC_CHECK_RC(baton_sched_stop(arg), BATON_OK);
 }
 
 static void test_single_destroy_parked(void **state)
@@ -538,7 +538,7 @@ static void test_single_destroy_parked(void **state)
 	/* The owner's waiter was taken out: a send now finds nobody. */
 	assert_int_equal(baton_chan_send(ch, NULL, 0), BATON_EAGAIN);
 	assert_int_equal(baton_chan_destroy(ch), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	alarm(0);
 }
 
@@ -546,14 +546,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_args),
-		CFG_TESTS(test_single_owner),
-		CFG_TESTS(test_single_backpressure),
-		CFG_TESTS(test_single_close_owner),
-		CFG_TESTS(test_single_cancel),
-		CFG_TESTS(test_single_select),
-		CFG_TESTS(test_single_many_senders),
-		CFG_TESTS(test_single_ring),
-		CFG_TESTS(test_single_destroy_parked),
+		TC_CFG_TESTS(test_single_owner),
+		TC_CFG_TESTS(test_single_backpressure),
+		TC_CFG_TESTS(test_single_close_owner),
+		TC_CFG_TESTS(test_single_cancel),
+		TC_CFG_TESTS(test_single_select),
+		TC_CFG_TESTS(test_single_many_senders),
+		TC_CFG_TESTS(test_single_ring),
+		TC_CFG_TESTS(test_single_destroy_parked),
 	};
 
 	return cmocka_run_group_tests_name("chan_single", tests, NULL, NULL);

@@ -67,7 +67,7 @@ static void *plain_thread(void *arg)
 	bad += baton_chan_recv(ch, &v, 0) != BATON_EAGAIN;
 	bad += baton_chan_send(ch, (void *)8, 0) != BATON_OK;
 	bad += baton_chan_send(ch, (void *)9, 0) != BATON_EAGAIN;
-	bad += baton_chan_recv(ch, &v, MS(1)) != BATON_ENOSCHED;
+	bad += baton_chan_recv(ch, &v, TC_MS(1)) != BATON_ENOSCHED;
 	return (void *)bad;
 }
 
@@ -95,9 +95,9 @@ static void test_outside_tasks(void **state)
 	/* unbuffered, nobody on the other side: timeout 0 says EAGAIN */
 	assert_int_equal(baton_chan_send(un, (void *)1, 0), BATON_EAGAIN);
 	assert_int_equal(baton_chan_recv(un, &v, 0), BATON_EAGAIN);
-	assert_int_equal(baton_chan_recv(un, &v, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_chan_recv(un, &v, TC_MS(1)), BATON_ENOSCHED);
 	op = (struct baton_chan_op){ un, BATON_CHAN_RECV, NULL, 0 };
-	assert_int_equal(baton_chan_select(&op, 1, MS(1), &idx), BATON_ENOSCHED);
+	assert_int_equal(baton_chan_select(&op, 1, TC_MS(1), &idx), BATON_ENOSCHED);
 	assert_int_equal(baton_chan_select(&op, 1, 0, &idx), BATON_EAGAIN);
 	assert_int_equal(baton_chan_destroy(ch), BATON_OK);
 	assert_int_equal(baton_chan_destroy(un), BATON_OK);
@@ -136,14 +136,14 @@ static int woke;
 static void pc_recv_waiter(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_chan_recv(w_un, NULL, -1), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_recv(w_un, NULL, -1), BATON_ECLOSED);
 	woke++;
 }
 
 static void pc_send_waiter(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_chan_send(w_full, (void *)2, -1), BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_send(w_full, (void *)2, -1), BATON_ECLOSED);
 	woke++;
 }
 
@@ -152,21 +152,21 @@ static void pc_closer(void *arg)
 	int64_t t0;
 
 	(void)arg;
-	T_CHECK_RC(baton_chan_send(w_full, (void *)1, 0), BATON_OK);
-	t0 = st_now();
-	T_CHECK_RC(baton_chan_send(w_full, (void *)1, MS(10)), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(10));
-	T_CHECK_RC(baton_chan_recv(w_un, NULL, MS(1)), BATON_ETIMEDOUT);
-	T_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pc_recv_waiter, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pc_send_waiter, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(5)), BATON_OK);
-	T_CHECK_RC(baton_chan_destroy(w_un), BATON_EBUSY);
-	T_CHECK_RC(baton_chan_destroy(w_full), BATON_EBUSY);
-	T_CHECK(woke == 0);
-	T_CHECK_RC(baton_chan_close(w_un), BATON_OK);
-	T_CHECK_RC(baton_chan_close(w_full), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(5)), BATON_OK);
-	T_CHECK(woke == 2);
+	TC_CHECK_RC(baton_chan_send(w_full, (void *)1, 0), BATON_OK);
+	t0 = tc_now();
+	TC_CHECK_RC(baton_chan_send(w_full, (void *)1, TC_MS(10)), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(10));
+	TC_CHECK_RC(baton_chan_recv(w_un, NULL, TC_MS(1)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pc_recv_waiter, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pc_send_waiter, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(5)), BATON_OK);
+	TC_CHECK_RC(baton_chan_destroy(w_un), BATON_EBUSY);
+	TC_CHECK_RC(baton_chan_destroy(w_full), BATON_EBUSY);
+	TC_CHECK(woke == 0);
+	TC_CHECK_RC(baton_chan_close(w_un), BATON_OK);
+	TC_CHECK_RC(baton_chan_close(w_full), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(5)), BATON_OK);
+	TC_CHECK(woke == 2);
 }
 
 static void test_close_wakes_waiters(void **state)
@@ -177,7 +177,7 @@ static void test_close_wakes_waiters(void **state)
 	woke = 0;
 	assert_int_equal(baton_chan_create(&w_un, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&w_full, 1), BATON_OK);
-	st_run_one("chan close wakes waiters", pc_closer, NULL);
+	tc_run_one("chan close wakes waiters", pc_closer, NULL);
 	assert_int_equal(woke, 2);
 	/* the message buffered before the close is still there */
 	assert_int_equal(baton_chan_recv(w_full, &v, 0), BATON_OK);
@@ -244,10 +244,10 @@ static void pc_select_timeout(void *arg)
 {
 	struct baton_chan_op op = { arg, BATON_CHAN_RECV, NULL, 0 };
 	size_t idx;
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 
-	T_CHECK_RC(baton_chan_select(&op, 1, MS(10), &idx), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(10));
+	TC_CHECK_RC(baton_chan_select(&op, 1, TC_MS(10), &idx), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(10));
 }
 
 static void test_select_timeout(void **state)
@@ -256,7 +256,7 @@ static void test_select_timeout(void **state)
 
 	(void)state;
 	assert_int_equal(baton_chan_create(&ch, 0), BATON_OK);
-	st_run_one("select timeout", pc_select_timeout, ch);
+	tc_run_one("select timeout", pc_select_timeout, ch);
 	assert_int_equal(baton_chan_destroy(ch), BATON_OK);
 }
 

@@ -45,7 +45,7 @@ static void test_select_args(void **state)
 	/* Blocking outside a task. */
 	ops[1] = op(a, BATON_CHAN_RECV, NULL);
 	assert_int_equal(baton_chan_select(ops, 2, -1, &idx), BATON_ENOSCHED);
-	assert_int_equal(baton_chan_select(ops, 2, MS(1), &idx), BATON_ENOSCHED);
+	assert_int_equal(baton_chan_select(ops, 2, TC_MS(1), &idx), BATON_ENOSCHED);
 	assert_int_equal(idx, 99);
 	/* A try-select that completes: the send into a's buffer. */
 	ops[0] = op(b, BATON_CHAN_RECV, NULL);
@@ -113,8 +113,8 @@ static void full_sender(void *arg)
 {
 	(void)arg;
 	for (intptr_t i = 1; i <= 2; i++)
-		T_CHECK_RC(baton_chan_send(fullch, (void *)i, 0), BATON_OK);
-	T_CHECK_RC(baton_chan_send(fullch, (void *)3, MS(10000)), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(fullch, (void *)i, 0), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(fullch, (void *)3, TC_MS(10000)), BATON_OK);
 }
 
 static void full_receiver(void *arg)
@@ -125,31 +125,31 @@ static void full_receiver(void *arg)
 	(void)arg;
 	while (baton_chan_len(fullch) < 2)
 		baton_sched_yield();
-	baton_sched_sleep(MS(1)); /* the sender blocks on the full buffer */
-	T_CHECK_RC(baton_chan_create(&other, 0), BATON_OK);
+	baton_sched_sleep(TC_MS(1)); /* the sender blocks on the full buffer */
+	TC_CHECK_RC(baton_chan_create(&other, 0), BATON_OK);
 	for (intptr_t want = 1; want <= 3; want++) {
 		struct baton_chan_op ops[2] = { op(other, BATON_CHAN_RECV, NULL),
 						op(fullch, BATON_CHAN_RECV, NULL) };
 
-		T_CHECK_RC(baton_chan_select(ops, 2, MS(10000), &idx), BATON_OK);
-		T_CHECK(idx == 1);
-		T_CHECK(ops[1].value == (void *)want);
+		TC_CHECK_RC(baton_chan_select(ops, 2, TC_MS(10000), &idx), BATON_OK);
+		TC_CHECK(idx == 1);
+		TC_CHECK(ops[1].value == (void *)want);
 	}
-	T_CHECK(baton_chan_len(fullch) == 0);
-	T_CHECK_RC(baton_chan_destroy(other), BATON_OK);
+	TC_CHECK(baton_chan_len(fullch) == 0);
+	TC_CHECK_RC(baton_chan_destroy(other), BATON_OK);
 }
 
 static void check_full_buffer(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 
-	st_reset();
-	st_watchdog(20, "select_full_buffer");
+	tc_reset();
+	tc_watchdog_phase(20, "select_full_buffer");
 	assert_int_equal(baton_chan_create(&fullch, 2), BATON_OK);
-	st_spawn(s, state, 0, full_sender, NULL);
-	st_spawn(s, state, (int)workers - 1, full_receiver, NULL);
+	tc_spawn(s, state, 0, full_sender, NULL);
+	tc_spawn(s, state, (int)workers - 1, full_receiver, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_chan_destroy(fullch), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
@@ -176,39 +176,39 @@ static void blk_recv_selector(void *arg)
 
 	(void)arg;
 	__atomic_store_n(&bk.phase, 1, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_select(ops, 2, MS(10000), &idx), BATON_OK);
-	T_CHECK(idx == 1);
-	T_CHECK(ops[1].result == BATON_OK);
-	T_CHECK(ops[1].value == (void *)42);
-	T_CHECK(ops[0].result == 12345); /* untouched */
-	T_CHECK_RC(baton_chan_send(bk.a, (void *)1, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_select(ops, 2, TC_MS(10000), &idx), BATON_OK);
+	TC_CHECK(idx == 1);
+	TC_CHECK(ops[1].result == BATON_OK);
+	TC_CHECK(ops[1].value == (void *)42);
+	TC_CHECK(ops[0].result == 12345); /* untouched */
+	TC_CHECK_RC(baton_chan_send(bk.a, (void *)1, 0), BATON_EAGAIN);
 
 	/* Send on a or b; a receiver takes b. b's... a's waiter must go. */
 	ops[0] = op(bk.a, BATON_CHAN_SEND, (void *)7);
 	ops[1] = op(bk.b, BATON_CHAN_SEND, (void *)8);
 	__atomic_store_n(&bk.phase, 2, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_select(ops, 2, MS(10000), &idx), BATON_OK);
-	T_CHECK(idx == 1);
-	T_CHECK(ops[1].result == BATON_OK);
-	T_CHECK_RC(baton_chan_recv(bk.a, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_select(ops, 2, TC_MS(10000), &idx), BATON_OK);
+	TC_CHECK(idx == 1);
+	TC_CHECK(ops[1].result == BATON_OK);
+	TC_CHECK_RC(baton_chan_recv(bk.a, NULL, 0), BATON_EAGAIN);
 
 	/* Timeout: nothing comes; no waiter stays behind. */
 	ops[0] = op(bk.a, BATON_CHAN_RECV, NULL);
 	ops[1] = op(bk.c, BATON_CHAN_SEND, (void *)9);
-	int64_t t0 = st_now();
-	T_CHECK_RC(baton_chan_select(ops, 2, MS(5), &idx), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(5));
-	T_CHECK_RC(baton_chan_send(bk.a, NULL, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_chan_recv(bk.c, NULL, 0), BATON_EAGAIN);
+	int64_t t0 = tc_now();
+	TC_CHECK_RC(baton_chan_select(ops, 2, TC_MS(5), &idx), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(5));
+	TC_CHECK_RC(baton_chan_send(bk.a, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_recv(bk.c, NULL, 0), BATON_EAGAIN);
 
 	/* A close wakes the select: result ECLOSED on that case. */
 	ops[0] = op(bk.a, BATON_CHAN_RECV, NULL);
 	ops[1] = op(bk.c, BATON_CHAN_RECV, NULL);
 	__atomic_store_n(&bk.phase, 3, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_select(ops, 2, MS(10000), &idx), BATON_OK);
-	T_CHECK(idx == 1);
-	T_CHECK(ops[1].result == BATON_ECLOSED);
-	T_CHECK_RC(baton_chan_send(bk.a, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_select(ops, 2, TC_MS(10000), &idx), BATON_OK);
+	TC_CHECK(idx == 1);
+	TC_CHECK(ops[1].result == BATON_ECLOSED);
+	TC_CHECK_RC(baton_chan_send(bk.a, NULL, 0), BATON_EAGAIN);
 	__atomic_store_n(&bk.phase, 4, __ATOMIC_RELEASE);
 }
 
@@ -216,7 +216,7 @@ static void wait_phase(int p)
 {
 	while (__atomic_load_n(&bk.phase, __ATOMIC_ACQUIRE) < p)
 		baton_sched_sleep(100000);
-	baton_sched_sleep(MS(1)); /* it has blocked by now, or will soon */
+	baton_sched_sleep(TC_MS(1)); /* it has blocked by now, or will soon */
 }
 
 static void blk_partner(void *arg)
@@ -225,28 +225,28 @@ static void blk_partner(void *arg)
 
 	(void)arg;
 	wait_phase(1);
-	T_CHECK_RC(baton_chan_send(bk.b, (void *)42, MS(10000)), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(bk.b, (void *)42, TC_MS(10000)), BATON_OK);
 	wait_phase(2);
-	T_CHECK_RC(baton_chan_recv(bk.b, &v, MS(10000)), BATON_OK);
-	T_CHECK(v == (void *)8);
+	TC_CHECK_RC(baton_chan_recv(bk.b, &v, TC_MS(10000)), BATON_OK);
+	TC_CHECK(v == (void *)8);
 	wait_phase(3);
-	T_CHECK_RC(baton_chan_close(bk.c), BATON_OK);
+	TC_CHECK_RC(baton_chan_close(bk.c), BATON_OK);
 }
 
 static void check_blocking(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 
-	st_reset();
-	st_watchdog(30, "select_blocking");
+	tc_reset();
+	tc_watchdog_phase(30, "select_blocking");
 	memset(&bk, 0, sizeof(bk));
 	assert_int_equal(baton_chan_create(&bk.a, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&bk.b, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&bk.c, 0), BATON_OK);
-	st_spawn(s, state, 0, blk_recv_selector, NULL);
-	st_spawn(s, state, (int)workers - 1, blk_partner, NULL);
+	tc_spawn(s, state, 0, blk_recv_selector, NULL);
+	tc_spawn(s, state, (int)workers - 1, blk_partner, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(bk.phase, 4);
 	assert_int_equal(baton_chan_destroy(bk.a), BATON_OK);
 	assert_int_equal(baton_chan_destroy(bk.b), BATON_OK);
@@ -272,15 +272,15 @@ static void same_selector(void *arg)
 	(void)arg;
 	/* A send and a receive on one unbuffered channel must not pair up
 	 * with each other: nothing else is there, so it times out. */
-	T_CHECK_RC(baton_chan_select(&ops[1], 2, MS(3), &idx), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_chan_select(&ops[1], 2, TC_MS(3), &idx), BATON_ETIMEDOUT);
 	/* Two receive cases on one channel: one takes the message. */
 	__atomic_store_n(&same_done, 1, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_select(ops, 2, MS(10000), &idx), BATON_OK);
-	T_CHECK(idx < 2);
+	TC_CHECK_RC(baton_chan_select(ops, 2, TC_MS(10000), &idx), BATON_OK);
+	TC_CHECK(idx < 2);
 	if (idx < 2)
-		T_CHECK(ops[idx].value == (void *)77);
+		TC_CHECK(ops[idx].value == (void *)77);
 	/* The other case's waiter is gone. */
-	T_CHECK_RC(baton_chan_send(same, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_send(same, NULL, 0), BATON_EAGAIN);
 	__atomic_store_n(&same_done, 2, __ATOMIC_RELEASE);
 }
 
@@ -289,21 +289,21 @@ static void same_sender(void *arg)
 	(void)arg;
 	while (__atomic_load_n(&same_done, __ATOMIC_ACQUIRE) < 1)
 		baton_sched_sleep(100000);
-	T_CHECK_RC(baton_chan_send(same, (void *)77, MS(10000)), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(same, (void *)77, TC_MS(10000)), BATON_OK);
 }
 
 static void check_same_channel(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 
-	st_reset();
-	st_watchdog(20, "same_channel");
+	tc_reset();
+	tc_watchdog_phase(20, "same_channel");
 	same_done = 0;
 	assert_int_equal(baton_chan_create(&same, 0), BATON_OK);
-	st_spawn(s, state, 0, same_selector, NULL);
-	st_spawn(s, state, (int)workers - 1, same_sender, NULL);
+	tc_spawn(s, state, 0, same_selector, NULL);
+	tc_spawn(s, state, (int)workers - 1, same_sender, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(same_done, 2);
 	assert_int_equal(baton_chan_destroy(same), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
@@ -327,32 +327,32 @@ static void wide_selector(void *arg)
 	for (int i = 0; i < WIDE; i++)
 		ops[i] = op(wide[i], BATON_CHAN_RECV, NULL);
 	/* The header allows up to BATON_CHAN_SELECT_MAX cases. */
-	T_CHECK_RC(baton_chan_select(ops, WIDE, MS(10000), &idx), BATON_OK);
-	T_CHECK(idx == WIDE - 1);
+	TC_CHECK_RC(baton_chan_select(ops, WIDE, TC_MS(10000), &idx), BATON_OK);
+	TC_CHECK(idx == WIDE - 1);
 }
 
 static void wide_sender(void *arg)
 {
 	(void)arg;
-	baton_sched_sleep(MS(1));
-	T_CHECK_RC(baton_chan_send(wide[WIDE - 1], (void *)1, MS(200)), BATON_OK);
+	baton_sched_sleep(TC_MS(1));
+	TC_CHECK_RC(baton_chan_send(wide[WIDE - 1], (void *)1, TC_MS(200)), BATON_OK);
 }
 
 static void test_wide_select(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 
-	st_reset();
-	st_watchdog(20, "wide_select");
+	tc_reset();
+	tc_watchdog_phase(20, "wide_select");
 	for (int i = 0; i < WIDE; i++)
 		assert_int_equal(baton_chan_create(&wide[i], 0), BATON_OK);
-	st_spawn(s, state, 0, wide_selector, NULL);
-	st_spawn(s, state, 0, wide_sender, NULL);
+	tc_spawn(s, state, 0, wide_selector, NULL);
+	tc_spawn(s, state, 0, wide_sender, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	for (int i = 0; i < WIDE; i++)
 		assert_int_equal(baton_chan_destroy(wide[i]), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 }
 
 /* --- selects racing on 2 workers ------------------------------------------ */
@@ -384,16 +384,16 @@ static void rs_producer(void *arg)
 		size_t idx;
 		int rc;
 
-		while ((rc = baton_chan_select(ops, 2, MS(1), &idx)) == BATON_ETIMEDOUT)
+		while ((rc = baton_chan_select(ops, 2, TC_MS(1), &idx)) == BATON_ETIMEDOUT)
 			;
 		if (rc != BATON_OK || ops[idx].result != BATON_OK) {
-			T_FAIL("producer: select-send failed");
+			TC_FAIL("producer: select-send failed");
 			break;
 		}
 	}
 	if (__atomic_sub_fetch(&rs.left, 1, __ATOMIC_ACQ_REL) == 0) {
-		T_CHECK_RC(baton_chan_close(rs.ch[0]), BATON_OK);
-		T_CHECK_RC(baton_chan_close(rs.ch[1]), BATON_OK);
+		TC_CHECK_RC(baton_chan_close(rs.ch[0]), BATON_OK);
+		TC_CHECK_RC(baton_chan_close(rs.ch[1]), BATON_OK);
 	}
 }
 
@@ -411,17 +411,17 @@ static void rs_consumer(void *arg)
 		for (int i = 0; i < 2; i++)
 			if (open[i])
 				ops[n++] = op(rs.ch[i], BATON_CHAN_RECV, NULL);
-		rc = baton_chan_select(ops, n, MS(2), &idx);
+		rc = baton_chan_select(ops, n, TC_MS(2), &idx);
 		if (rc == BATON_ETIMEDOUT) {
 			if (++spins > 5000) {
-				T_FAIL("consumer: nothing for 10 s (lost wake-up?)");
+				TC_FAIL("consumer: nothing for 10 s (lost wake-up?)");
 				return;
 			}
 			continue;
 		}
 		spins = 0;
 		if (rc != BATON_OK) {
-			T_FAIL("consumer: select failed");
+			TC_FAIL("consumer: select failed");
 			return;
 		}
 		if (ops[idx].result == BATON_ECLOSED) {
@@ -431,11 +431,11 @@ static void rs_consumer(void *arg)
 		long m = (long)(intptr_t)ops[idx].value - 1;
 
 		if (m < 0 || m >= RS_PROD * rs.per) {
-			T_FAIL("consumer: value out of range");
+			TC_FAIL("consumer: value out of range");
 			continue;
 		}
 		if (__atomic_fetch_add(&rs.seen[m], 1, __ATOMIC_RELAXED))
-			T_FAIL("a message was received twice");
+			TC_FAIL("a message was received twice");
 		__atomic_add_fetch(&rs.count, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&rs.sum, m + 1, __ATOMIC_RELAXED);
 	}
@@ -443,13 +443,13 @@ static void rs_consumer(void *arg)
 
 static void check_race(void **state, size_t cap)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	long n;
 
-	st_reset();
-	st_watchdog(60, "select_race");
+	tc_reset();
+	tc_watchdog_phase(60, "select_race");
 	memset(&rs, 0, sizeof(rs));
-	rs.per = harness_scale(5000, 300);
+	rs.per = tc_scale(5000, 300);
 	rs.left = RS_PROD;
 	n = RS_PROD * rs.per;
 	rs.seen = calloc((size_t)n, 1);
@@ -457,11 +457,11 @@ static void check_race(void **state, size_t cap)
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(baton_chan_create(&rs.ch[i], cap), BATON_OK);
 	for (intptr_t i = 0; i < RS_PROD; i++)
-		st_spawn(s, state, (int)(i & 1), rs_producer, (void *)i);
+		tc_spawn(s, state, (int)(i & 1), rs_producer, (void *)i);
 	for (intptr_t i = 0; i < RS_CONS; i++)
-		st_spawn(s, state, (int)(~i & 1), rs_consumer, NULL);
+		tc_spawn(s, state, (int)(~i & 1), rs_consumer, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(rs.count, n);
 	assert_int_equal(rs.sum, n * (n + 1) / 2);
 	free(rs.seen);
@@ -478,15 +478,15 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_select_args),
 		cmocka_unit_test(test_select_random),
-		MODEL_TESTS(test_full_buffer_1),
-		MODEL_TESTS(test_full_buffer_2),
-		MODEL_TESTS(test_blocking_1),
-		MODEL_TESTS(test_blocking_2),
-		MODEL_TESTS(test_same_channel_1),
-		MODEL_TESTS(test_same_channel_2),
-		MODEL_TESTS(test_race_unbuffered),
-		MODEL_TESTS(test_race_buffered),
-		MODEL_TESTS(test_wide_select),
+		TC_MODEL_TESTS(test_full_buffer_1),
+		TC_MODEL_TESTS(test_full_buffer_2),
+		TC_MODEL_TESTS(test_blocking_1),
+		TC_MODEL_TESTS(test_blocking_2),
+		TC_MODEL_TESTS(test_same_channel_1),
+		TC_MODEL_TESTS(test_same_channel_2),
+		TC_MODEL_TESTS(test_race_unbuffered),
+		TC_MODEL_TESTS(test_race_buffered),
+		TC_MODEL_TESTS(test_wide_select),
 	};
 
 	return cmocka_run_group_tests_name("select", tests, NULL, NULL);

@@ -32,17 +32,17 @@ static void tz_chan(void)
 	size_t idx;
 	void *v;
 
-	T_CHECK_RC(baton_chan_create(&unbuf, 0), BATON_OK);
-	T_CHECK_RC(baton_chan_create(&full, 1), BATON_OK);
-	T_CHECK_RC(baton_chan_send(full, NULL, 0), BATON_OK);
-	T_CHECK_RC(baton_chan_recv(unbuf, &v, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_chan_send(unbuf, NULL, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_chan_send(full, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_create(&unbuf, 0), BATON_OK);
+	TC_CHECK_RC(baton_chan_create(&full, 1), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(full, NULL, 0), BATON_OK);
+	TC_CHECK_RC(baton_chan_recv(unbuf, &v, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_send(unbuf, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_send(full, NULL, 0), BATON_EAGAIN);
 	ops[0] = (struct baton_chan_op){ .chan = unbuf, .dir = BATON_CHAN_RECV };
 	ops[1] = (struct baton_chan_op){ .chan = full, .dir = BATON_CHAN_SEND };
-	T_CHECK_RC(baton_chan_select(ops, 2, 0, &idx), BATON_EAGAIN);
-	T_CHECK_RC(baton_chan_destroy(unbuf), BATON_OK);
-	T_CHECK_RC(baton_chan_destroy(full), BATON_OK);
+	TC_CHECK_RC(baton_chan_select(ops, 2, 0, &idx), BATON_EAGAIN);
+	TC_CHECK_RC(baton_chan_destroy(unbuf), BATON_OK);
+	TC_CHECK_RC(baton_chan_destroy(full), BATON_OK);
 }
 
 static void tz_sync(void)
@@ -51,26 +51,26 @@ static void tz_sync(void)
 	baton_sem_t *sem;
 	baton_wg_t *wg;
 
-	T_CHECK_RC(baton_mutex_create(&m), BATON_OK);
-	T_CHECK_RC(baton_mutex_lock(m, 0), BATON_OK);
+	TC_CHECK_RC(baton_mutex_create(&m), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(m, 0), BATON_OK);
 	/* Held by us: EDEADLK is the answer there, whatever the timeout;
 	 * held by another task: tz_mutex_held. */
-	T_CHECK_RC(baton_mutex_unlock(m), BATON_OK);
-	T_CHECK_RC(baton_mutex_destroy(m), BATON_OK);
-	T_CHECK_RC(baton_sem_create(&sem, 0), BATON_OK);
-	T_CHECK_RC(baton_sem_acquire(sem, 1, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_sem_release(sem, 1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(m), BATON_OK);
+	TC_CHECK_RC(baton_mutex_destroy(m), BATON_OK);
+	TC_CHECK_RC(baton_sem_create(&sem, 0), BATON_OK);
+	TC_CHECK_RC(baton_sem_acquire(sem, 1, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_sem_release(sem, 1), BATON_OK);
 	/* Units: one there, two asked: none taken. */
-	T_CHECK_RC(baton_sem_acquire(sem, 2, 0), BATON_EAGAIN);
-	T_CHECK(baton_sem_value(sem) == 1);
-	T_CHECK_RC(baton_sem_acquire(sem, 1, 0), BATON_OK);
-	T_CHECK_RC(baton_sem_destroy(sem), BATON_OK);
-	T_CHECK_RC(baton_wg_create(&wg), BATON_OK);
-	T_CHECK_RC(baton_wg_add(wg, 1), BATON_OK);
-	T_CHECK_RC(baton_wg_wait(wg, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
-	T_CHECK_RC(baton_wg_wait(wg, 0), BATON_OK);
-	T_CHECK_RC(baton_wg_destroy(wg), BATON_OK);
+	TC_CHECK_RC(baton_sem_acquire(sem, 2, 0), BATON_EAGAIN);
+	TC_CHECK(baton_sem_value(sem) == 1);
+	TC_CHECK_RC(baton_sem_acquire(sem, 1, 0), BATON_OK);
+	TC_CHECK_RC(baton_sem_destroy(sem), BATON_OK);
+	TC_CHECK_RC(baton_wg_create(&wg), BATON_OK);
+	TC_CHECK_RC(baton_wg_add(wg, 1), BATON_OK);
+	TC_CHECK_RC(baton_wg_wait(wg, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_wg_done(wg), BATON_OK);
+	TC_CHECK_RC(baton_wg_wait(wg, 0), BATON_OK);
+	TC_CHECK_RC(baton_wg_destroy(wg), BATON_OK);
 }
 
 /* The mutex held by another task: this one only tries. */
@@ -83,10 +83,10 @@ static void tz_holder(void *arg)
 {
 	struct tz_held *h = arg;
 
-	T_CHECK_RC(baton_mutex_lock(h->m, -1), BATON_OK);
-	T_CHECK_RC(baton_sem_acquire(h->go, 1, MS(20000)), BATON_OK);
-	T_CHECK_RC(baton_mutex_unlock(h->m), BATON_OK);
-	T_CHECK_RC(baton_sem_release(h->go, 1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(h->m, -1), BATON_OK);
+	TC_CHECK_RC(baton_sem_acquire(h->go, 1, TC_MS(20000)), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(h->m), BATON_OK);
+	TC_CHECK_RC(baton_sem_release(h->go, 1), BATON_OK);
 }
 
 static void tz_mutex_held(baton_sched_t *s)
@@ -95,18 +95,18 @@ static void tz_mutex_held(baton_sched_t *s)
 	struct baton_task_attr ta;
 
 	baton_task_attr_init(&ta);
-	T_CHECK_RC(baton_mutex_create(&h.m), BATON_OK);
-	T_CHECK_RC(baton_sem_create(&h.go, 0), BATON_OK);
-	T_CHECK_RC(baton_sched_spawn(s, &ta, tz_holder, &h), BATON_OK);
+	TC_CHECK_RC(baton_mutex_create(&h.m), BATON_OK);
+	TC_CHECK_RC(baton_sem_create(&h.go, 0), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(s, &ta, tz_holder, &h), BATON_OK);
 	for (int i = 0; i < 1000 && baton_mutex_lock(h.m, 0) == BATON_OK; i++) {
-		T_CHECK_RC(baton_mutex_unlock(h.m), BATON_OK); /* not taken yet */
-		T_CHECK_RC(baton_sched_yield(), BATON_OK);
+		TC_CHECK_RC(baton_mutex_unlock(h.m), BATON_OK); /* not taken yet */
+		TC_CHECK_RC(baton_sched_yield(), BATON_OK);
 	}
-	T_CHECK_RC(baton_mutex_lock(h.m, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_sem_release(h.go, 1), BATON_OK);
-	T_CHECK_RC(baton_sem_acquire(h.go, 1, MS(20000)), BATON_OK);
-	T_CHECK_RC(baton_mutex_destroy(h.m), BATON_OK);
-	T_CHECK_RC(baton_sem_destroy(h.go), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(h.m, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_sem_release(h.go, 1), BATON_OK);
+	TC_CHECK_RC(baton_sem_acquire(h.go, 1, TC_MS(20000)), BATON_OK);
+	TC_CHECK_RC(baton_mutex_destroy(h.m), BATON_OK);
+	TC_CHECK_RC(baton_sem_destroy(h.go), BATON_OK);
 }
 
 static void tz_count(void *item, void *ctx)
@@ -122,34 +122,34 @@ static void tz_stage(baton_sched_t *s)
 	baton_stage_t *st, *pass;
 	baton_pool_t *pool;
 
-	T_CHECK_RC(baton_pool_create(&pool, "tz", 1), BATON_OK);
-	T_CHECK_RC(baton_pool_acquire(pool, 1, 0), BATON_OK);
-	T_CHECK_RC(baton_pool_acquire(pool, 1, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_pool_release(pool, 1), BATON_OK);
-	T_CHECK_RC(baton_pool_destroy(pool), BATON_OK);
+	TC_CHECK_RC(baton_pool_create(&pool, "tz", 1), BATON_OK);
+	TC_CHECK_RC(baton_pool_acquire(pool, 1, 0), BATON_OK);
+	TC_CHECK_RC(baton_pool_acquire(pool, 1, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_pool_release(pool, 1), BATON_OK);
+	TC_CHECK_RC(baton_pool_destroy(pool), BATON_OK);
 
 	/* A handler slot and a one-item queue fill up: handlers run only once
 	 * this task lets the worker go. */
 	a.name = "tz";
 	a.fn = tz_count;
 	a.queue_capacity = 1;
-	T_CHECK_RC(baton_stage_create(&st, s, &a), BATON_OK);
+	TC_CHECK_RC(baton_stage_create(&st, s, &a), BATON_OK);
 	int rc = BATON_OK;
 	for (int i = 0; i < 8 && rc == BATON_OK; i++)
 		rc = baton_stage_submit(st, NULL, 0);
-	T_CHECK_RC(rc, BATON_EAGAIN);
-	T_CHECK_RC(baton_stage_close(st), BATON_OK);
-	T_CHECK_RC(baton_stage_drain(st, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_stage_drain(st, MS(20000)), BATON_OK);
-	T_CHECK_RC(baton_stage_destroy(st), BATON_OK);
+	TC_CHECK_RC(rc, BATON_EAGAIN);
+	TC_CHECK_RC(baton_stage_close(st), BATON_OK);
+	TC_CHECK_RC(baton_stage_drain(st, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_stage_drain(st, TC_MS(20000)), BATON_OK);
+	TC_CHECK_RC(baton_stage_destroy(st), BATON_OK);
 
 	a = (struct baton_stage_attr)BATON_STAGE_ATTR_INIT;
 	a.name = "tz-pass";
-	T_CHECK_RC(baton_stage_create(&pass, s, &a), BATON_OK);
-	T_CHECK_RC(baton_stage_enter(pass, &p1, 0), BATON_OK);
-	T_CHECK_RC(baton_stage_enter(pass, &p2, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_stage_leave(&p1, NULL), BATON_OK);
-	T_CHECK_RC(baton_stage_destroy(pass), BATON_OK);
+	TC_CHECK_RC(baton_stage_create(&pass, s, &a), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(pass, &p1, 0), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(pass, &p2, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_stage_leave(&p1, NULL), BATON_OK);
+	TC_CHECK_RC(baton_stage_destroy(pass), BATON_OK);
 }
 
 static void tz_io(void)
@@ -160,22 +160,22 @@ static void tz_io(void)
 	size_t n;
 	int rc = BATON_OK;
 
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
-	T_CHECK_RC(baton_io_open(&a, sv[0], true), BATON_OK);
-	T_CHECK_RC(baton_io_open(&b, sv[1], true), BATON_OK);
-	T_CHECK_RC(baton_io_read(a, chunk, sizeof(chunk), 0, &n), BATON_EAGAIN);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+	TC_CHECK_RC(baton_io_open(&a, sv[0], true), BATON_OK);
+	TC_CHECK_RC(baton_io_open(&b, sv[1], true), BATON_OK);
+	TC_CHECK_RC(baton_io_read(a, chunk, sizeof(chunk), 0, &n), BATON_EAGAIN);
 	/* Fill the socket's buffers: a bounded number of tries. */
 	for (int i = 0; i < 1000 && rc == BATON_OK; i++)
 		rc = baton_io_write(a, chunk, sizeof(chunk), 0, &n);
-	T_CHECK_RC(rc, BATON_EAGAIN);
-	T_CHECK_RC(baton_io_wait(b, BATON_IO_WRITABLE, 0), BATON_OK);
-	T_CHECK_RC(baton_io_close(a), BATON_OK);
-	T_CHECK_RC(baton_io_close(b), BATON_OK);
+	TC_CHECK_RC(rc, BATON_EAGAIN);
+	TC_CHECK_RC(baton_io_wait(b, BATON_IO_WRITABLE, 0), BATON_OK);
+	TC_CHECK_RC(baton_io_close(a), BATON_OK);
+	TC_CHECK_RC(baton_io_close(b), BATON_OK);
 
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
-	T_CHECK_RC(baton_io_open(&a, sv[0], true), BATON_OK);
-	T_CHECK_RC(baton_io_wait(a, BATON_IO_READABLE, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_io_close(a), BATON_OK);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+	TC_CHECK_RC(baton_io_open(&a, sv[0], true), BATON_OK);
+	TC_CHECK_RC(baton_io_wait(a, BATON_IO_READABLE, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_io_close(a), BATON_OK);
 	close(sv[1]);
 }
 
@@ -188,33 +188,33 @@ static void tz_io_tcp(void)
 	unsigned short port = 0;
 	int fd, again = 0, rc;
 
-	T_CHECK_RC(baton_io_listen_socket("127.0.0.1", &port, 1, &fd), BATON_OK);
-	T_CHECK_RC(baton_io_open(&lis, fd, true), BATON_OK);
-	T_CHECK_RC(baton_io_accept(lis, &fd, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_io_listen_socket("127.0.0.1", &port, 1, &fd), BATON_OK);
+	TC_CHECK_RC(baton_io_open(&lis, fd, true), BATON_OK);
+	TC_CHECK_RC(baton_io_accept(lis, &fd, 0), BATON_EAGAIN);
 	sin.sin_port = htons(port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	for (int i = 0; i < 16; i++) {
 		int cfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 
-		T_CHECK(cfd >= 0);
-		T_CHECK_RC(baton_io_open(&c[i], cfd, true), BATON_OK);
+		TC_CHECK(cfd >= 0);
+		TC_CHECK_RC(baton_io_open(&c[i], cfd, true), BATON_OK);
 		rc = baton_io_connect(c[i], (struct sockaddr *)&sin, sizeof(sin), 0);
-		T_CHECK(rc == BATON_OK || rc == BATON_EAGAIN);
+		TC_CHECK(rc == BATON_OK || rc == BATON_EAGAIN);
 		again += rc == BATON_EAGAIN;
 	}
-	T_CHECK(again > 0); /* the queue holds two at most */
+	TC_CHECK(again > 0); /* the queue holds two at most */
 	for (int i = 0; i < 16; i++)
-		T_CHECK_RC(baton_io_close(c[i]), BATON_OK);
-	T_CHECK_RC(baton_io_close(lis), BATON_OK);
+		TC_CHECK_RC(baton_io_close(c[i]), BATON_OK);
+	TC_CHECK_RC(baton_io_close(lis), BATON_OK);
 }
 
 static void tz_ec(void)
 {
 	baton_ec_t ec;
 
-	T_CHECK_RC(baton_ec_init(&ec), BATON_OK);
-	T_CHECK_RC(baton_ec_wait(&ec, baton_ec_value(&ec), 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_ec_wait_mp(&ec, baton_ec_value(&ec), 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_ec_init(&ec), BATON_OK);
+	TC_CHECK_RC(baton_ec_wait(&ec, baton_ec_value(&ec), 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_ec_wait_mp(&ec, baton_ec_value(&ec), 0), BATON_EAGAIN);
 }
 
 /* A reader that stays in its section until told: a grace period cannot
@@ -242,17 +242,17 @@ static void tz_smr(void)
 	struct tz_reader r = { NULL, 0, 0 };
 	pthread_t th;
 
-	T_CHECK_RC(baton_smr_create(&r.d), BATON_OK);
-	T_CHECK(pthread_create(&th, NULL, tz_read, &r) == 0);
+	TC_CHECK_RC(baton_smr_create(&r.d), BATON_OK);
+	TC_CHECK(pthread_create(&th, NULL, tz_read, &r) == 0);
 	for (int i = 0; i < 20000 && !__atomic_load_n(&r.in, __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
-	T_CHECK_RC(baton_smr_synchronize(r.d, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_smr_retire(r.d, malloc(16), free), BATON_OK);
-	T_CHECK_RC(baton_smr_barrier(r.d, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_smr_synchronize(r.d, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_smr_retire(r.d, malloc(16), free), BATON_OK);
+	TC_CHECK_RC(baton_smr_barrier(r.d, 0), BATON_EAGAIN);
 	__atomic_store_n(&r.leave, 1, __ATOMIC_RELEASE);
-	T_CHECK(pthread_join(th, NULL) == 0);
-	T_CHECK_RC(baton_smr_synchronize(r.d, MS(20000)), BATON_OK);
-	T_CHECK_RC(baton_smr_destroy(r.d), BATON_OK);
+	TC_CHECK(pthread_join(th, NULL) == 0);
+	TC_CHECK_RC(baton_smr_synchronize(r.d, TC_MS(20000)), BATON_OK);
+	TC_CHECK_RC(baton_smr_destroy(r.d), BATON_OK);
 }
 
 static void tz_task(void *arg)
@@ -265,18 +265,18 @@ static void tz_task(void *arg)
 	tz_io_tcp();
 	tz_ec();
 	tz_smr();
-	T_CHECK_RC(baton_sched_sleep(0), BATON_OK); /* 0 yields */
+	TC_CHECK_RC(baton_sched_sleep(0), BATON_OK); /* 0 yields */
 }
 
 static void test_timeout_zero_is_eagain(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 
-	st_reset();
-	st_watchdog(60, "timeout 0 in every module");
-	st_spawn(s, state, 0, tz_task, s);
+	tc_reset();
+	tc_watchdog_phase(60, "timeout 0 in every module");
+	tc_spawn(s, state, 0, tz_task, s);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
@@ -285,18 +285,18 @@ static void test_timeout_zero_is_eagain(void **state)
 static void test_timeout_zero_outside_tasks(void **state)
 {
 	(void)state;
-	st_reset();
+	tc_reset();
 	tz_chan();
 	tz_sync();
 	tz_ec();
 	tz_smr();
-	T_VERDICT();
+	TC_VERDICT();
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_timeout_zero_is_eagain),
+		TC_MODEL_TESTS(test_timeout_zero_is_eagain),
 		cmocka_unit_test(test_timeout_zero_outside_tasks),
 	};
 

@@ -220,7 +220,7 @@ static void stays_on_its_thread(void **state)
 
 static void idle_coroutines_keep_little(void **state)
 {
-	long n = harness_scale(20000, 2000);
+	long n = tc_scale(20000, 2000);
 	baton_coro_t **co = calloc((size_t)n, sizeof(*co));
 	size_t total = 0;
 
@@ -249,6 +249,6 @@ int main(void)
 		cmocka_unit_test(idle_coroutines_keep_little),
 	};
 
-	harness_watchdog(120);
+	tc_watchdog(120);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,7 @@ static void values_travel_both_ways(void **state)
 	void *out = NULL;
 	int ran = 0;
 
-	assert_int_equal(baton_coro_create(&co, ATTR(state), echo_twice, &ran), BATON_OK);
+	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), echo_twice, &ran), BATON_OK);
 	assert_int_equal(baton_coro_status(co), BATON_CORO_SUSPENDED);
 	assert_int_equal(ran, 0); /* created suspended */
 	assert_int_equal(baton_coro_resume(co, base, &out), BATON_OK);
@@ -55,13 +55,13 @@ static void self_and_running_status(void **state)
 	void *out;
 
 	assert_null(baton_coro_self());
-	assert_int_equal(baton_coro_create(&co, ATTR(state), check_self, (void *)7), BATON_OK);
+	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), check_self, (void *)7), BATON_OK);
 	assert_int_equal(baton_coro_resume(co, NULL, &out), BATON_OK);
 	assert_ptr_equal(seen_self, co);
 	assert_ptr_equal(out, (void *)7);
 	assert_null(baton_coro_self());
-	assert_string_equal(baton_coro_name(co), ATTR(state)->name);
-	assert_int_equal(baton_coro_model(co), ATTR(state)->model);
+	assert_string_equal(baton_coro_name(co), TC_ATTR(state)->name);
+	assert_int_equal(baton_coro_model(co), TC_ATTR(state)->model);
 	baton_coro_destroy(co);
 }
 
@@ -100,12 +100,12 @@ static void *outer_fn(void *arg, void *in)
 /* Every pairing of models: outer (state) resuming inner (both models). */
 static void nested_resume(void **state)
 {
-	const struct baton_coro_attr *inner_attrs[] = { &harness_stackful, &harness_copystack };
+	const struct baton_coro_attr *inner_attrs[] = { &tc_stackful, &tc_copystack };
 
 	for (int i = 0; i < 2; i++) {
 		void *v;
 
-		assert_int_equal(baton_coro_create(&outer_co, ATTR(state), outer_fn,
+		assert_int_equal(baton_coro_create(&outer_co, TC_ATTR(state), outer_fn,
 						   (void *)inner_attrs[i]), BATON_OK);
 		assert_int_equal(baton_coro_resume(outer_co, NULL, &v), BATON_OK);
 		assert_int_equal((long)v, 41);
@@ -125,7 +125,7 @@ static void *forever(void *arg, void *in)
 
 static void bad_arguments(void **state)
 {
-	struct baton_coro_attr attr = *ATTR(state);
+	struct baton_coro_attr attr = *TC_ATTR(state);
 	baton_coro_t *co = NULL;
 
 	assert_int_equal(baton_coro_create(NULL, &attr, forever, NULL), BATON_EINVAL);
@@ -167,8 +167,8 @@ static void destroy_suspended_and_unstarted(void **state)
 {
 	baton_coro_t *a, *b;
 
-	assert_int_equal(baton_coro_create(&a, ATTR(state), forever, NULL), BATON_OK);
-	assert_int_equal(baton_coro_create(&b, ATTR(state), forever, NULL), BATON_OK);
+	assert_int_equal(baton_coro_create(&a, TC_ATTR(state), forever, NULL), BATON_OK);
+	assert_int_equal(baton_coro_create(&b, TC_ATTR(state), forever, NULL), BATON_OK);
 	assert_int_equal(baton_coro_resume(a, NULL, NULL), BATON_OK);
 	assert_int_equal(baton_coro_destroy(a), BATON_OK); /* suspended in yield */
 	assert_int_equal(baton_coro_destroy(b), BATON_OK); /* never started */
@@ -204,10 +204,10 @@ static void many_coroutines_round_robin(void **state)
 {
 	enum { N = 1000 };
 	static baton_coro_t *co[N];
-	long rounds = harness_scale(200, 20);
+	long rounds = tc_scale(200, 20);
 
 	for (int i = 0; i < N; i++)
-		assert_int_equal(baton_coro_create(&co[i], ATTR(state), forever, NULL), BATON_OK);
+		assert_int_equal(baton_coro_create(&co[i], TC_ATTR(state), forever, NULL), BATON_OK);
 	for (long r = 0; r < rounds; r++)
 		for (int i = 0; i < N; i++)
 			assert_int_equal(baton_coro_resume(co[i], NULL, NULL), BATON_OK);
@@ -264,12 +264,12 @@ static void headed_record_beside_the_stack(void **state)
 
 	for (int round = 0; round < 2; round++) { /* new, then recycled */
 		head_seen = NULL;
-		assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, HEAD),
+		assert_int_equal(baton__coro_create_headed(&co, TC_ATTR(state), headed_body, HEAD),
 				 BATON_OK);
 		assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
 		/* Parked 8 KiB deep: the head is untouched. */
 		assert_non_null(head_seen);
-		if (ATTR(state)->model == BATON_CORO_STACKFUL)
+		if (TC_ATTR(state)->model == BATON_CORO_STACKFUL)
 			assert_int_equal((uintptr_t)head_seen % 64, 0);
 		assert_head_intact();
 		assert_int_equal(baton_coro_resume(co, NULL, &out), BATON_OK);
@@ -279,30 +279,30 @@ static void headed_record_beside_the_stack(void **state)
 		assert_int_equal(baton_coro_destroy(co), BATON_OK);
 	}
 	/* A head the model cannot place. */
-	assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, 4096),
+	assert_int_equal(baton__coro_create_headed(&co, TC_ATTR(state), headed_body, 4096),
 			 BATON_EINVAL);
-	assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, 40),
+	assert_int_equal(baton__coro_create_headed(&co, TC_ATTR(state), headed_body, 40),
 			 BATON_EINVAL);
-	if (ATTR(state)->model == BATON_CORO_STACKFUL)
-		assert_int_equal(baton__coro_create_headed(&co, ATTR(state), headed_body, 80),
+	if (TC_ATTR(state)->model == BATON_CORO_STACKFUL)
+		assert_int_equal(baton__coro_create_headed(&co, TC_ATTR(state), headed_body, 80),
 				 BATON_EINVAL);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(values_travel_both_ways),
-		MODEL_TESTS(self_and_running_status),
-		MODEL_TESTS(nested_resume),
-		MODEL_TESTS(bad_arguments),
+		TC_MODEL_TESTS(values_travel_both_ways),
+		TC_MODEL_TESTS(self_and_running_status),
+		TC_MODEL_TESTS(nested_resume),
+		TC_MODEL_TESTS(bad_arguments),
 		cmocka_unit_test(stack_size_limits),
-		MODEL_TESTS(destroy_suspended_and_unstarted),
+		TC_MODEL_TESTS(destroy_suspended_and_unstarted),
 		cmocka_unit_test(strerror_covers_every_code),
 		cmocka_unit_test(pool_recycles_stacks),
-		MODEL_TESTS(many_coroutines_round_robin),
-		MODEL_TESTS(headed_record_beside_the_stack),
+		TC_MODEL_TESTS(many_coroutines_round_robin),
+		TC_MODEL_TESTS(headed_record_beside_the_stack),
 	};
 
-	harness_watchdog(120);
+	tc_watchdog(120);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

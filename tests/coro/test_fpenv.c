@@ -55,8 +55,8 @@ static void rounding_mode_stays_with_its_coroutine(void **state)
 
 	assert_int_equal(fegetround(), FE_TONEAREST);
 	nearest = third();
-	assert_int_equal(baton_coro_create(&a, ATTR(state), rounding_upward, up), BATON_OK);
-	assert_int_equal(baton_coro_create(&b, ATTR(state), rounding_downward, down), BATON_OK);
+	assert_int_equal(baton_coro_create(&a, TC_ATTR(state), rounding_upward, up), BATON_OK);
+	assert_int_equal(baton_coro_create(&b, TC_ATTR(state), rounding_downward, down), BATON_OK);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(baton_coro_resume(a, NULL, NULL), BATON_OK);
 		assert_int_equal(fegetround(), FE_TONEAREST); /* no leak to us */
@@ -88,7 +88,7 @@ static void new_coroutine_inherits_creator_mode(void **state)
 	int seen = -1;
 
 	fesetround(FE_UPWARD);
-	assert_int_equal(baton_coro_create(&co, ATTR(state), report_mode, &seen), BATON_OK);
+	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), report_mode, &seen), BATON_OK);
 	assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
 	assert_int_equal(seen, FE_UPWARD);
 	assert_int_equal(fegetround(), FE_UPWARD);
@@ -127,7 +127,7 @@ static void x87_control_word_stays_with_its_coroutine(void **state)
 	unsigned short mine = get_cw();
 	baton_coro_t *co;
 
-	assert_int_equal(baton_coro_create(&co, ATTR(state), x87_single_precision, NULL), BATON_OK);
+	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), x87_single_precision, NULL), BATON_OK);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
 		assert_int_equal(get_cw(), mine);
@@ -150,7 +150,7 @@ static void x87_control_word_stays_with_its_coroutine(void **state)
 
 static struct baton_coro_attr shared_attr(void **state)
 {
-	struct baton_coro_attr a = *ATTR(state);
+	struct baton_coro_attr a = *TC_ATTR(state);
 
 	a.flags |= BATON_CORO_SHARED_FPENV;
 	return a;
@@ -221,7 +221,7 @@ static void own_state_survives_shared_resumer(void **state)
 	int seen[3] = { -1, -1, -1 };
 	baton_coro_t *s;
 
-	assert_int_equal(baton_coro_create(&own_c, ATTR(state), own_upward, seen), BATON_OK);
+	assert_int_equal(baton_coro_create(&own_c, TC_ATTR(state), own_upward, seen), BATON_OK);
 	assert_int_equal(baton_coro_resume(own_c, NULL, NULL), BATON_OK);
 	assert_int_equal(fegetround(), FE_TONEAREST);
 	assert_int_equal(baton_coro_create(&s, &a, shared_resumes_own, seen), BATON_OK);
@@ -265,13 +265,13 @@ static void *try_share_inside(void *arg, void *in)
 
 static void shared_flag_errors(void **state)
 {
-	struct baton_coro_attr a = *ATTR(state);
+	struct baton_coro_attr a = *TC_ATTR(state);
 	baton_coro_t *co;
 	int rc = 0;
 
 	a.flags = 0x80u; /* unknown */
 	assert_int_equal(baton_coro_create(&co, &a, report_mode, NULL), BATON_EINVAL);
-	assert_int_equal(baton_coro_create(&co, ATTR(state), try_share_inside, &rc), BATON_OK);
+	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), try_share_inside, &rc), BATON_OK);
 	assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
 	assert_int_equal(rc, BATON_EBUSY);
 	baton_coro_destroy(co);
@@ -280,17 +280,17 @@ static void shared_flag_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(shared_coroutine_inherits_resumer_state),
-		MODEL_TESTS(own_state_survives_shared_resumer),
-		MODEL_TESTS(thread_shared_round_trips),
-		MODEL_TESTS(shared_flag_errors),
-		MODEL_TESTS(rounding_mode_stays_with_its_coroutine),
-		MODEL_TESTS(new_coroutine_inherits_creator_mode),
+		TC_MODEL_TESTS(shared_coroutine_inherits_resumer_state),
+		TC_MODEL_TESTS(own_state_survives_shared_resumer),
+		TC_MODEL_TESTS(thread_shared_round_trips),
+		TC_MODEL_TESTS(shared_flag_errors),
+		TC_MODEL_TESTS(rounding_mode_stays_with_its_coroutine),
+		TC_MODEL_TESTS(new_coroutine_inherits_creator_mode),
 #if defined(__x86_64__)
-		MODEL_TESTS(x87_control_word_stays_with_its_coroutine),
+		TC_MODEL_TESTS(x87_control_word_stays_with_its_coroutine),
 #endif
 	};
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

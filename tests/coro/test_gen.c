@@ -18,7 +18,7 @@ static void yields_in_order_then_done(void **state)
 	baton_gen_t *g;
 	void *v;
 
-	assert_int_equal(baton_gen_create(&g, ATTR(state), upto, (void *)5), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), upto, (void *)5), BATON_OK);
 	for (long i = 0; i < 5; i++) {
 		assert_int_equal(baton_gen_next(g, &v), BATON_OK);
 		assert_int_equal((long)v, i);
@@ -44,8 +44,8 @@ static void misuse_is_reported(void **state)
 {
 	baton_gen_t *g;
 
-	assert_int_equal(baton_gen_create(&other, ATTR(state), upto, (void *)1), BATON_OK);
-	assert_int_equal(baton_gen_create(&g, ATTR(state), misuse, NULL), BATON_OK);
+	assert_int_equal(baton_gen_create(&other, TC_ATTR(state), upto, (void *)1), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), misuse, NULL), BATON_OK);
 	assert_int_equal(baton_gen_next(g, NULL), BATON_EDONE);
 	assert_int_equal(baton_gen_yield(g, NULL), BATON_EINVAL); /* outside */
 	assert_int_equal(baton_gen_next(NULL, NULL), BATON_EINVAL);
@@ -74,7 +74,7 @@ static void yield_from_delegates(void **state)
 	void *v;
 	size_t k = 0;
 
-	assert_int_equal(baton_gen_create(&g, ATTR(state), concat, (void *)ATTR(state)), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), concat, (void *)TC_ATTR(state)), BATON_OK);
 	while (baton_gen_next(g, &v) == BATON_OK) {
 		assert_true(k < 6);
 		assert_int_equal((long)v, expect[k++]);
@@ -87,21 +87,21 @@ static void catalan_counts(void **state)
 {
 	static const long catalan[] = { 1, 1, 2, 5, 14, 42, 132, 429, 1430, 4862,
 					16796, 58786, 208012 };
-	long max = harness_scale(12, 7);
+	long max = tc_scale(12, 7);
 
 	for (long n = 0; n <= max; n++)
-		assert_int_equal(catalan_count(n, ATTR(state)->model, NULL), catalan[n]);
+		assert_int_equal(catalan_count(n, TC_ATTR(state)->model, NULL), catalan[n]);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(yields_in_order_then_done),
-		MODEL_TESTS(misuse_is_reported),
-		MODEL_TESTS(yield_from_delegates),
-		MODEL_TESTS(catalan_counts),
+		TC_MODEL_TESTS(yields_in_order_then_done),
+		TC_MODEL_TESTS(misuse_is_reported),
+		TC_MODEL_TESTS(yield_from_delegates),
+		TC_MODEL_TESTS(catalan_counts),
 	};
 
-	harness_watchdog(300);
+	tc_watchdog(300);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

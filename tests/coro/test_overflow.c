@@ -139,6 +139,6 @@ int main(int argc, char **argv)
 	child_cmd = calloc((size_t)argc + 1, sizeof(char *));
 	assert_non_null(child_cmd);
 	memcpy(child_cmd, argv + 1, (size_t)child_argc * sizeof(char *));
-	harness_watchdog(60);
+	tc_watchdog(60);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,7 +134,7 @@ static void test_copystack_task_cost(void **state)
 	(void)state;
 	if (!PC_FIGURES)
 		skip();
-	harness_watchdog(60);
+	tc_watchdog(60);
 	assert_int_equal(baton_sched_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_chan_create(&r.ch, 0), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, NULL, pc_spawner, &r), BATON_OK);

@@ -31,14 +31,14 @@ static void test_bad_input(void **state)
 {
 	baton_gen_t *g;
 
-	assert_int_equal(baton_gen_create(NULL, ATTR(state), nop, NULL), BATON_EINVAL);
-	assert_int_equal(baton_gen_create(&g, ATTR(state), NULL, NULL), BATON_EINVAL);
+	assert_int_equal(baton_gen_create(NULL, TC_ATTR(state), nop, NULL), BATON_EINVAL);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), NULL, NULL), BATON_EINVAL);
 	assert_int_equal(baton_gen_next(NULL, NULL), BATON_EINVAL);
 	assert_int_equal(baton_gen_yield(NULL, NULL), BATON_EINVAL);
 	assert_null(baton_gen_coro(NULL));
 	assert_int_equal(baton_gen_destroy(NULL), BATON_OK);
 	/* yield from outside any body */
-	assert_int_equal(baton_gen_create(&g, ATTR(state), upto, (void *)2), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), upto, (void *)2), BATON_OK);
 	assert_int_equal(baton_gen_yield(g, NULL), BATON_EINVAL);
 	assert_int_equal(baton_gen_yield_from(NULL, g), BATON_EINVAL);
 	assert_non_null(baton_gen_coro(g));
@@ -50,7 +50,7 @@ static void test_next_done(void **state)
 	baton_gen_t *g;
 	void *v = (void *)-1;
 
-	assert_int_equal(baton_gen_create(&g, ATTR(state), upto, (void *)2), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), upto, (void *)2), BATON_OK);
 	assert_int_equal(baton_gen_next(g, NULL), BATON_OK); /* value 0 dropped */
 	assert_int_equal(baton_gen_next(g, &v), BATON_OK);
 	assert_ptr_equal(v, (void *)1);
@@ -93,9 +93,9 @@ static void test_inside_body(void **state)
 {
 	void *v = NULL;
 
-	assert_int_equal(baton_gen_create(&other, ATTR(state), upto, (void *)1), BATON_OK);
-	assert_int_equal(baton_gen_create(&inner, ATTR(state), inner_body, NULL), BATON_OK);
-	assert_int_equal(baton_gen_create(&outer, ATTR(state), outer_body, NULL), BATON_OK);
+	assert_int_equal(baton_gen_create(&other, TC_ATTR(state), upto, (void *)1), BATON_OK);
+	assert_int_equal(baton_gen_create(&inner, TC_ATTR(state), inner_body, NULL), BATON_OK);
+	assert_int_equal(baton_gen_create(&outer, TC_ATTR(state), outer_body, NULL), BATON_OK);
 	assert_int_equal(baton_gen_next(outer, &v), BATON_OK);
 	assert_ptr_equal(v, (void *)7);
 	assert_int_equal(in_rc[0], BATON_ERUNNING);
@@ -129,8 +129,8 @@ static void test_yield_from(void **state)
 	void *v;
 	intptr_t want = 0;
 
-	assert_int_equal(baton_gen_create(&in, ATTR(state), upto, (void *)3), BATON_OK);
-	assert_int_equal(baton_gen_create(&g, ATTR(state), delegate, in), BATON_OK);
+	assert_int_equal(baton_gen_create(&in, TC_ATTR(state), upto, (void *)3), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), delegate, in), BATON_OK);
 	/* from main: refused, and in keeps its first value */
 	assert_int_equal(baton_gen_yield_from(g, in), BATON_EINVAL);
 	while (baton_gen_next(g, &v) == BATON_OK) {
@@ -152,7 +152,7 @@ static void test_destroy_unfinished(void **state)
 	baton_gen_t *g;
 	void *v;
 
-	assert_int_equal(baton_gen_create(&g, ATTR(state), upto, (void *)1000), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), upto, (void *)1000), BATON_OK);
 	assert_int_equal(baton_gen_next(g, &v), BATON_OK);
 	assert_int_equal(baton_gen_destroy(g), BATON_OK);
 	/* NULL attr: the default model */
@@ -164,11 +164,11 @@ static void test_destroy_unfinished(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_bad_input),
-		MODEL_TESTS(test_next_done),
-		MODEL_TESTS(test_inside_body),
-		MODEL_TESTS(test_yield_from),
-		MODEL_TESTS(test_destroy_unfinished),
+		TC_MODEL_TESTS(test_bad_input),
+		TC_MODEL_TESTS(test_next_done),
+		TC_MODEL_TESTS(test_inside_body),
+		TC_MODEL_TESTS(test_yield_from),
+		TC_MODEL_TESTS(test_destroy_unfinished),
 	};
 
 	return cmocka_run_group_tests_name("promise_gen", tests, NULL, NULL);

@@ -44,7 +44,7 @@ static void *take_turns(void *arg)
 
 static void stackful_migrates_between_threads(void **state)
 {
-	struct turn t = { .lock = PTHREAD_MUTEX_INITIALIZER, .rounds = harness_scale(20000, 500) };
+	struct turn t = { .lock = PTHREAD_MUTEX_INITIALIZER, .rounds = tc_scale(20000, 500) };
 	pthread_t th[4];
 	void *v;
 
@@ -66,7 +66,7 @@ static void *private_coroutines(void *arg)
 	baton_coro_t *co[16];
 
 	for (int i = 0; i < 16; i++)
-		if (baton_coro_create(&co[i], i % 2 ? NULL : &harness_copystack, accumulate, NULL))
+		if (baton_coro_create(&co[i], i % 2 ? NULL : &tc_copystack, accumulate, NULL))
 			return (void *)-1L;
 	for (long r = 1; r <= n; r++)
 		for (int i = 0; i < 16; i++) {
@@ -87,7 +87,7 @@ static void threads_run_their_own_coroutines(void **state)
 	(void)state;
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, private_coroutines,
-						(void *)harness_scale(5000, 200)), 0);
+						(void *)tc_scale(5000, 200)), 0);
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], &bad);
 		assert_int_equal((long)bad, 0);
@@ -101,6 +101,6 @@ int main(void)
 		cmocka_unit_test(threads_run_their_own_coroutines),
 	};
 
-	harness_watchdog(120);
+	tc_watchdog(120);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

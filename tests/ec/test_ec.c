@@ -93,7 +93,7 @@ static void check_times_out(int (*wait)(baton_ec_t *, uint32_t, int64_t))
 	baton_ec_t ec = BATON_EC_INITIALIZER;
 	int64_t t0, dt;
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	baton_ec_inc(&ec);
 	t0 = mono_ns();
 	assert_int_equal(wait(&ec, 1, 10000000), BATON_ETIMEDOUT);

@@ -53,7 +53,7 @@ static void check_wakes_sleeper(int (*wait)(baton_ec_t *, uint32_t, int64_t),
 	pthread_t th;
 	int64_t t0;
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	assert_int_equal(pthread_create(&th, NULL, sleep_on_zero, &s), 0);
 	while (!baton_ec_has_waiters(&s.ec))
 		sched_yield();
@@ -197,7 +197,7 @@ static void pass_token(int n, int (*inc)(baton_ec_t *),
 		       int (*wait)(baton_ec_t *, uint32_t, int64_t), long rounds)
 {
 	struct token t = { BATON_EC_INITIALIZER, inc, wait, n,
-			   (uint32_t)harness_scale(rounds, rounds / 20), 0,
+			   (uint32_t)tc_scale(rounds, rounds / 20), 0,
 			   INT64_C(2000000000) * time_scale(), 0, "" };
 	struct player p[4];
 	pthread_t th[4];
@@ -205,7 +205,7 @@ static void pass_token(int n, int (*inc)(baton_ec_t *),
 	uint32_t planned = t.rounds;
 
 	t.budget_end = t0 + INT64_C(3000000000) * time_scale();
-	harness_watchdog(120);
+	tc_watchdog(120);
 	for (int i = 0; i < n; i++) {
 		p[i] = (struct player){ &t, i, 12345u + (unsigned)i };
 		assert_int_equal(pthread_create(&th[i], NULL, play, &p[i]), 0);

@@ -43,12 +43,12 @@ static void test_values_and_timeouts(void **state)
 	assert_false(baton_ec_has_waiters(&ec));
 	assert_int_equal(baton_ec_wait(&ec, 0, 0), BATON_EAGAIN);
 	assert_int_equal(baton_ec_wait_mp(&ec, 0, 0), BATON_EAGAIN);
-	t0 = st_now();
-	assert_int_equal(baton_ec_wait(&ec, 0, MS(5)), BATON_ETIMEDOUT);
-	assert_true(st_now() - t0 >= MS(5));
-	t0 = st_now();
-	assert_int_equal(baton_ec_wait_mp(&ec, 0, MS(5)), BATON_ETIMEDOUT);
-	assert_true(st_now() - t0 >= MS(5));
+	t0 = tc_now();
+	assert_int_equal(baton_ec_wait(&ec, 0, TC_MS(5)), BATON_ETIMEDOUT);
+	assert_true(tc_now() - t0 >= TC_MS(5));
+	t0 = tc_now();
+	assert_int_equal(baton_ec_wait_mp(&ec, 0, TC_MS(5)), BATON_ETIMEDOUT);
+	assert_true(tc_now() - t0 >= TC_MS(5));
 	assert_int_equal(baton_ec_inc(&ec), BATON_OK);
 	assert_int_equal(baton_ec_value(&ec), 1);
 	assert_int_equal(baton_ec_inc_sp(&ec), BATON_OK);
@@ -119,7 +119,7 @@ static void wake_round(int sp, int mp)
 static void test_cross_thread_wake(void **state)
 {
 	(void)state;
-	harness_watchdog(60);
+	tc_watchdog(60);
 	wake_round(0, 0);
 	wake_round(0, 1);
 	wake_round(1, 0);

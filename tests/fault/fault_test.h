@@ -35,7 +35,7 @@
 #endif
 
 /* Record a failure unless rc is BATON_OK or BATON_ENOMEM (the latter with
- * a message); give rc back. Usable in tasks and coroutines (T_CHECK). */
+ * a message); give rc back. Usable in tasks and coroutines (TC_CHECK). */
 static inline int ft_allowed(int rc, const char *what, const char *file, int line)
 {
 	if (rc == BATON_OK)
@@ -47,7 +47,7 @@ static inline int ft_allowed(int rc, const char *what, const char *file, int lin
 
 		snprintf(m, sizeof(m), "%s returned %d (%s): neither OK nor ENOMEM", what, rc,
 			 baton_strerror(rc));
-		st_record(file, line, m);
+		tc_record(file, line, m);
 	}
 	return rc;
 }
@@ -111,8 +111,8 @@ static inline void ft_count(struct ft_tally *t, const char *name, const char *mo
 	t->injected += baton__fault_injected();
 	t->runs++;
 	/* Relaxed: the run's threads were joined. */
-	if (__atomic_load_n(&st_failed, __ATOMIC_RELAXED) > t->failed) {
-		t->failed = __atomic_load_n(&st_failed, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&tc_failed, __ATOMIC_RELAXED) > t->failed) {
+		t->failed = __atomic_load_n(&tc_failed, __ATOMIC_RELAXED);
 		print_message("%s: a check failed with %s %lu failing\n", name, mode, k);
 	}
 }
@@ -125,8 +125,8 @@ static inline struct ft_tally fault_sweep(const char *name, ft_scenario fn,
 {
 	struct ft_tally t = { 0, 0, 0, 0 };
 
-	st_reset();
-	st_phase = name;
+	tc_reset();
+	tc_phase = name;
 	baton__fault_set(0, 0);
 	ft_run_once(fn, model, param);
 	t.allocations = baton__fault_count();
@@ -143,7 +143,7 @@ static inline struct ft_tally fault_sweep(const char *name, ft_scenario fn,
 		ft_count(&t, name, "every allocation", ft_periods[i]);
 	}
 	baton__fault_set(0, 0);
-	T_VERDICT();
+	TC_VERDICT();
 	if (FT_LEAK_CHECK())
 		fail_msg("%s (%s): LeakSanitizer found leaks (above)", name, model->name);
 	print_message("%s (%s): %lu allocations, %lu runs, %lu failures injected\n", name,

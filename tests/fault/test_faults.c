@@ -47,7 +47,7 @@ static void *outer(void *arg, void *in)
 			while (baton_coro_status(inner) != BATON_CORO_DEAD &&
 			       resume(inner) == BATON_OK)
 				;
-			T_CHECK(baton_coro_destroy(inner) == BATON_OK);
+			TC_CHECK(baton_coro_destroy(inner) == BATON_OK);
 		}
 		baton_coro_yield(NULL, NULL);
 	}
@@ -70,7 +70,7 @@ static void *chain_b(void *arg, void *in)
 	(void)in;
 	if (ALLOWED(baton_coro_create(&ch->c, ch->copystack, leaf, NULL)) == BATON_OK &&
 	    resume(ch->c) != BATON_OK) {
-		T_CHECK(baton_coro_destroy(ch->c) == BATON_OK);
+		TC_CHECK(baton_coro_destroy(ch->c) == BATON_OK);
 		ch->c = NULL;
 	}
 	return NULL;
@@ -82,11 +82,11 @@ static void *chain_a(void *arg, void *in)
 	baton_coro_t *b;
 
 	(void)in;
-	if (ALLOWED(baton_coro_create(&b, &harness_stackful, chain_b, ch)) == BATON_OK) {
-		T_CHECK(resume(b) == BATON_OK || baton_coro_status(b) != BATON_CORO_DEAD);
-		T_CHECK(baton_coro_destroy(b) == BATON_OK);
+	if (ALLOWED(baton_coro_create(&b, &tc_stackful, chain_b, ch)) == BATON_OK) {
+		TC_CHECK(resume(b) == BATON_OK || baton_coro_status(b) != BATON_CORO_DEAD);
+		TC_CHECK(baton_coro_destroy(b) == BATON_OK);
 	}
-	T_CHECK(baton_coro_destroy(ch->c) == BATON_OK);
+	TC_CHECK(baton_coro_destroy(ch->c) == BATON_OK);
 	return NULL;
 }
 
@@ -113,30 +113,30 @@ static void scenario_coro(const struct baton_coro_attr *a, unsigned param)
 		while (baton_coro_status(co) != BATON_CORO_DEAD && resume(co) == BATON_OK)
 			if (other && baton_coro_status(other) != BATON_CORO_DEAD)
 				resume(other);
-		T_CHECK(baton_coro_destroy(co) == BATON_OK);
-		T_CHECK(baton_coro_destroy(other) == BATON_OK);
+		TC_CHECK(baton_coro_destroy(co) == BATON_OK);
+		TC_CHECK(baton_coro_destroy(other) == BATON_OK);
 	}
 	if (a->model == BATON_CORO_COPYSTACK &&
 	    ALLOWED(baton_coro_create(&co, a, chain_a, &(struct chain){ a, NULL })) == BATON_OK) {
 		while (baton_coro_status(co) != BATON_CORO_DEAD && resume(co) == BATON_OK)
 			;
-		T_CHECK(baton_coro_destroy(co) == BATON_OK);
+		TC_CHECK(baton_coro_destroy(co) == BATON_OK);
 	}
 	if (ALLOWED(baton_gen_create(&g, a, counting, NULL)) == BATON_OK) {
 		int rc;
 
 		while ((rc = baton_gen_next(g, &v)) == BATON_OK)
 			;
-		T_CHECK(rc == BATON_EDONE || rc == BATON_ENOMEM);
-		T_CHECK(baton_gen_destroy(g) == BATON_OK);
+		TC_CHECK(rc == BATON_EDONE || rc == BATON_ENOMEM);
+		TC_CHECK(baton_gen_destroy(g) == BATON_OK);
 	}
 	baton_coro_pool_trim(); /* the next run makes its arena again */
 }
 
 static void test_coro(void **state)
 {
-	st_watchdog(120, "coroutines");
-	fault_sweep("coroutines and generators", scenario_coro, ATTR(state), 0);
+	tc_watchdog_phase(120, "coroutines");
+	fault_sweep("coroutines and generators", scenario_coro, TC_ATTR(state), 0);
 }
 
 /* --- the scheduler, channels, select, wait groups, mutexes ----------------- */
@@ -173,7 +173,7 @@ static void producer(void *arg)
 {
 	struct world *w = arg;
 
-	T_CHECK(TIMED(baton_chan_send(w->ch, w, SEC), baton_chan_send(w->ch, w, FOREVER)) ==
+	TC_CHECK(TIMED(baton_chan_send(w->ch, w, SEC), baton_chan_send(w->ch, w, FOREVER)) ==
 		BATON_OK);
 }
 
@@ -182,7 +182,7 @@ static void selected(void *arg)
 	struct world *w = arg;
 
 	ALLOWED(baton_sched_sleep(1000000));
-	T_CHECK(baton_chan_send(w->sel[3], w, 0) == BATON_OK); /* room for one */
+	TC_CHECK(baton_chan_send(w->sel[3], w, 0) == BATON_OK); /* room for one */
 }
 
 static void worker_done(void *arg)
@@ -191,9 +191,9 @@ static void worker_done(void *arg)
 
 	if (TIMED(baton_mutex_lock(w->mutex, SEC), baton_mutex_lock(w->mutex, FOREVER)) ==
 	    BATON_OK)
-		T_CHECK(baton_mutex_unlock(w->mutex) == BATON_OK);
-	T_CHECK(baton_sem_release(w->sem, 1) == BATON_OK);
-	T_CHECK(baton_wg_done(w->wg) == BATON_OK);
+		TC_CHECK(baton_mutex_unlock(w->mutex) == BATON_OK);
+	TC_CHECK(baton_sem_release(w->sem, 1) == BATON_OK);
+	TC_CHECK(baton_wg_done(w->wg) == BATON_OK);
 }
 
 static void channels(struct world *w)
@@ -207,12 +207,12 @@ static void channels(struct world *w)
 	for (int i = 0; i < spawned; i++) {
 		void *v = NULL;
 
-		T_CHECK(TIMED(baton_chan_recv(w->ch, &v, SEC),
+		TC_CHECK(TIMED(baton_chan_recv(w->ch, &v, SEC),
 			      baton_chan_recv(w->ch, &v, FOREVER)) == BATON_OK);
-		T_CHECK(v == w);
+		TC_CHECK(v == w);
 	}
-	T_CHECK(baton_chan_close(w->ch) == BATON_OK);
-	T_CHECK(baton_chan_destroy(w->ch) == BATON_OK);
+	TC_CHECK(baton_chan_close(w->ch) == BATON_OK);
+	TC_CHECK(baton_chan_destroy(w->ch) == BATON_OK);
 }
 
 static void select_wide(struct world *w)
@@ -231,12 +231,12 @@ static void select_wide(struct world *w)
 			selected(w); /* no task: send it ourselves */
 		rc = RETRY(baton_chan_select(ops, 5, 10 * SEC, &index));
 		if (rc == BATON_OK)
-			T_CHECK(index == 3 && ops[3].value == w);
+			TC_CHECK(index == 3 && ops[3].value == w);
 		else /* the sender's value must be taken before the free */
-			T_CHECK(baton_chan_recv(w->sel[3], NULL, FOREVER) == BATON_OK);
+			TC_CHECK(baton_chan_recv(w->sel[3], NULL, FOREVER) == BATON_OK);
 	}
 	while (made > 0)
-		T_CHECK(baton_chan_destroy(w->sel[--made]) == BATON_OK);
+		TC_CHECK(baton_chan_destroy(w->sel[--made]) == BATON_OK);
 }
 
 static void sync_group(struct world *w)
@@ -247,25 +247,25 @@ static void sync_group(struct world *w)
 		return;
 	if (ALLOWED(baton_mutex_create(&w->mutex)) == BATON_OK) {
 		if (ALLOWED(baton_sem_create(&w->sem, 0)) == BATON_OK) {
-			T_CHECK(baton_wg_add(w->wg, 3) == BATON_OK);
+			TC_CHECK(baton_wg_add(w->wg, 3) == BATON_OK);
 			/* Hold the mutex so that the workers queue on it. */
-			T_CHECK(baton_mutex_lock(w->mutex, FOREVER) == BATON_OK);
+			TC_CHECK(baton_mutex_lock(w->mutex, FOREVER) == BATON_OK);
 			for (int i = 0; i < 3; i++)
 				if (spawn(w, worker_done, w) == BATON_OK)
 					spawned++;
 				else
-					T_CHECK(baton_wg_done(w->wg) == BATON_OK);
+					TC_CHECK(baton_wg_done(w->wg) == BATON_OK);
 			ALLOWED(baton_sched_sleep(1000000));
-			T_CHECK(baton_mutex_unlock(w->mutex) == BATON_OK);
-			T_CHECK(TIMED(baton_wg_wait(w->wg, SEC), baton_wg_wait(w->wg, FOREVER)) ==
+			TC_CHECK(baton_mutex_unlock(w->mutex) == BATON_OK);
+			TC_CHECK(TIMED(baton_wg_wait(w->wg, SEC), baton_wg_wait(w->wg, FOREVER)) ==
 				BATON_OK);
 			if (spawned > 0)
-				T_CHECK(baton_sem_acquire(w->sem, spawned, 0) == BATON_OK);
-			T_CHECK(baton_sem_destroy(w->sem) == BATON_OK);
+				TC_CHECK(baton_sem_acquire(w->sem, spawned, 0) == BATON_OK);
+			TC_CHECK(baton_sem_destroy(w->sem) == BATON_OK);
 		}
-		T_CHECK(baton_mutex_destroy(w->mutex) == BATON_OK);
+		TC_CHECK(baton_mutex_destroy(w->mutex) == BATON_OK);
 	}
-	T_CHECK(baton_wg_destroy(w->wg) == BATON_OK);
+	TC_CHECK(baton_wg_destroy(w->wg) == BATON_OK);
 }
 
 static void sleeper(void *arg)
@@ -276,7 +276,7 @@ static void sleeper(void *arg)
 
 /* More timers at once than a worker's first heap holds: it must grow.
  * (Not under TSan, where each coroutine costs a fiber: races need few.) */
-#define SLEEPERS (ST_TSAN ? 8 : 70)
+#define SLEEPERS (TC_TSAN ? 8 : 70)
 
 static void main_task(void *arg)
 {
@@ -301,15 +301,15 @@ static void scenario_sched(const struct baton_coro_attr *a, unsigned workers)
 		return;
 	ta.coro = *a;
 	if (ALLOWED(baton_sched_spawn(s, &ta, main_task, &w)) == BATON_OK)
-		T_CHECK(baton_sched_run(s) == BATON_OK);
-	T_CHECK(baton_sched_destroy(s) == BATON_OK);
+		TC_CHECK(baton_sched_run(s) == BATON_OK);
+	TC_CHECK(baton_sched_destroy(s) == BATON_OK);
 }
 
 static void test_sched(void **state)
 {
-	st_watchdog(300, "scheduler");
-	fault_sweep("scheduler, one worker", scenario_sched, ATTR(state), 1);
-	fault_sweep("scheduler, two workers", scenario_sched, ATTR(state), 2);
+	tc_watchdog_phase(300, "scheduler");
+	fault_sweep("scheduler, one worker", scenario_sched, TC_ATTR(state), 1);
+	fault_sweep("scheduler, two workers", scenario_sched, TC_ATTR(state), 2);
 }
 
 /* --- the sequencer ---------------------------------------------------------- */
@@ -331,7 +331,7 @@ static void *seq_caller(void *arg)
 	struct seq_world *sw = arg;
 
 	for (int i = 0; i < 50; i++)
-		T_CHECK(baton_seq_call(sw->seq, add_one, &sw->n, NULL) == BATON_OK);
+		TC_CHECK(baton_seq_call(sw->seq, add_one, &sw->n, NULL) == BATON_OK);
 	return NULL;
 }
 
@@ -354,7 +354,7 @@ static void scenario_seq(const struct baton_coro_attr *a, unsigned param)
 	if (ALLOWED(baton_seq_create(&sw.seq, &attr)) != BATON_OK)
 		return;
 	expect = 1; /* init ran */
-	T_CHECK(pthread_create(&th, NULL, seq_caller, &sw) == 0);
+	TC_CHECK(pthread_create(&th, NULL, seq_caller, &sw) == 0);
 	seq_caller(&sw);
 	pthread_join(th, NULL);
 	expect += 100;
@@ -365,25 +365,25 @@ static void scenario_seq(const struct baton_coro_attr *a, unsigned param)
 		for (int i = 0; i < 2; i++)
 			if (ALLOWED(baton_sched_spawn(s, &ta, seq_task, &sw)) == BATON_OK)
 				expect += 50;
-		T_CHECK(baton_sched_run(s) == BATON_OK);
-		T_CHECK(baton_sched_destroy(s) == BATON_OK);
+		TC_CHECK(baton_sched_run(s) == BATON_OK);
+		TC_CHECK(baton_sched_destroy(s) == BATON_OK);
 	}
-	T_CHECK(sw.n == expect);
-	T_CHECK(baton_seq_destroy(sw.seq) == BATON_OK);
+	TC_CHECK(sw.n == expect);
+	TC_CHECK(baton_seq_destroy(sw.seq) == BATON_OK);
 }
 
 static void test_seq(void **state)
 {
-	st_watchdog(120, "sequencer");
-	fault_sweep("sequencer", scenario_seq, ATTR(state), 0);
+	tc_watchdog_phase(120, "sequencer");
+	fault_sweep("sequencer", scenario_seq, TC_ATTR(state), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_coro),
-		MODEL_TESTS(test_sched),
-		MODEL_TESTS(test_seq),
+		TC_MODEL_TESTS(test_coro),
+		TC_MODEL_TESTS(test_sched),
+		TC_MODEL_TESTS(test_seq),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

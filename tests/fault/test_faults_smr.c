@@ -46,7 +46,7 @@ static void section(baton_smr_t *d)
 	int tok = baton_smr_read_lock(d);
 
 	if (tok >= 0)
-		T_CHECK_RC(baton_smr_read_unlock(d, tok), BATON_OK);
+		TC_CHECK_RC(baton_smr_read_unlock(d, tok), BATON_OK);
 	else
 		ALLOWED(tok);
 }
@@ -62,13 +62,13 @@ static void task_body(void *arg)
 
 	section(c->d);
 	retire_some(c->d, BATON_SMR_BATCH + 3, baton_smr_retire);
-	T_CHECK_RC(baton_smr_synchronize(c->d, -1), BATON_OK);
+	TC_CHECK_RC(baton_smr_synchronize(c->d, -1), BATON_OK);
 	if (ALLOWED(baton_smr_hp_acquire(c->d, &hp)) == BATON_OK) {
 		void *src = NULL, *p;
 
-		T_CHECK_RC(baton_smr_hp_protect(hp, &src, &p), BATON_OK);
+		TC_CHECK_RC(baton_smr_hp_protect(hp, &src, &p), BATON_OK);
 		retire_some(c->d, BATON_SMR_BATCH + 3, baton_smr_hp_retire);
-		T_CHECK_RC(baton_smr_hp_release(hp), BATON_OK);
+		TC_CHECK_RC(baton_smr_hp_release(hp), BATON_OK);
 	}
 }
 
@@ -84,7 +84,7 @@ static void scenario_smr(const struct baton_coro_attr *model, unsigned workers)
 	/* This thread's sections and retires, then a task's. */
 	section(c.d);
 	retire_some(c.d, 5, baton_smr_retire);
-	T_CHECK_RC(baton_smr_poll(c.d), BATON_OK);
+	TC_CHECK_RC(baton_smr_poll(c.d), BATON_OK);
 	sa.workers = workers;
 	ta.coro = *model;
 	if (ALLOWED(baton_sched_create(&s, &sa)) == BATON_OK) {
@@ -92,21 +92,21 @@ static void scenario_smr(const struct baton_coro_attr *model, unsigned workers)
 			ALLOWED(baton_sched_run(s));
 		baton_sched_destroy(s);
 	}
-	T_CHECK_RC(baton_smr_barrier(c.d, -1), BATON_OK);
-	T_CHECK_RC(baton_smr_destroy(c.d), BATON_OK);
-	T_CHECK(__atomic_load_n(&live_objs, __ATOMIC_RELAXED) == 0);
+	TC_CHECK_RC(baton_smr_barrier(c.d, -1), BATON_OK);
+	TC_CHECK_RC(baton_smr_destroy(c.d), BATON_OK);
+	TC_CHECK(__atomic_load_n(&live_objs, __ATOMIC_RELAXED) == 0);
 }
 
 static void test_smr(void **state)
 {
-	fault_sweep("smr, one worker", scenario_smr, ATTR(state), 1);
-	fault_sweep("smr, two workers", scenario_smr, ATTR(state), 2);
+	fault_sweep("smr, one worker", scenario_smr, TC_ATTR(state), 1);
+	fault_sweep("smr, two workers", scenario_smr, TC_ATTR(state), 2);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_smr),
+		TC_MODEL_TESTS(test_smr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

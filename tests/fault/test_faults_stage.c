@@ -52,7 +52,7 @@ static void passer(void *arg)
 	if (rc != BATON_OK)
 		return;
 	ALLOWED(baton_sched_sleep(100000)); /* others queue behind us */
-	T_CHECK(baton_stage_leave(&p, NULL) == BATON_OK);
+	TC_CHECK(baton_stage_leave(&p, NULL) == BATON_OK);
 	/* Relaxed: read after the run returned. */
 	__atomic_add_fetch(&l->passed, 1, __ATOMIC_RELAXED);
 }
@@ -70,11 +70,11 @@ static void producer(void *arg)
 		/* Timed: a full queue makes us wait, which needs a timer. */
 		if (RETRY(baton_stage_submit(l->work, l, SEC)) == BATON_OK)
 			l->accepted++;
-	T_CHECK(baton_stage_close(l->work) == BATON_OK);
+	TC_CHECK(baton_stage_close(l->work) == BATON_OK);
 	rc = RETRY(baton_stage_drain(l->work, SEC));
 	if (rc != BATON_OK) /* no timer: wait without one */
 		rc = RETRY(baton_stage_drain(l->work, FOREVER));
-	T_CHECK(rc == BATON_OK || rc == BATON_ENOMEM);
+	TC_CHECK(rc == BATON_OK || rc == BATON_ENOMEM);
 }
 
 static void scenario_stage(const struct baton_coro_attr *a, unsigned param)
@@ -108,22 +108,22 @@ static void scenario_stage(const struct baton_coro_attr *a, unsigned param)
 		goto out;
 	ta.coro = *a;
 	if (ALLOWED(baton_sched_spawn(l.s, &ta, producer, &l)) == BATON_OK)
-		T_CHECK(baton_sched_run(l.s) == BATON_OK);
+		TC_CHECK(baton_sched_run(l.s) == BATON_OK);
 	/* Every item accepted was handled (a drain that kept failing left
 	 * the rest to the run, which ends only once the stage is idle). */
-	T_CHECK(l.handled == l.accepted);
+	TC_CHECK(l.handled == l.accepted);
 out:
 	/* After the run every stage is idle: destroy cannot refuse. */
-	T_CHECK(baton_stage_destroy(l.pass) == BATON_OK);
-	T_CHECK(baton_stage_destroy(l.work) == BATON_OK);
-	T_CHECK(baton_pool_destroy(l.pool) == BATON_OK);
-	T_CHECK(baton_sched_destroy(l.s) == BATON_OK);
+	TC_CHECK(baton_stage_destroy(l.pass) == BATON_OK);
+	TC_CHECK(baton_stage_destroy(l.work) == BATON_OK);
+	TC_CHECK(baton_pool_destroy(l.pool) == BATON_OK);
+	TC_CHECK(baton_sched_destroy(l.s) == BATON_OK);
 }
 
 static void test_stage(void **state)
 {
-	st_watchdog(300, "stages");
-	fault_sweep("stages and pools", scenario_stage, ATTR(state), 0);
+	tc_watchdog_phase(300, "stages");
+	fault_sweep("stages and pools", scenario_stage, TC_ATTR(state), 0);
 }
 
 /* --- the HTTP server ------------------------------------------------------- */
@@ -163,14 +163,14 @@ static void check_responses(const char *buf, size_t len, const char *body)
 		const char *b = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
 
 		if ((size_t)(end - p) >= sizeof(ok) - 1 && memcmp(p, ok, sizeof(ok) - 1) == 0) {
-			T_CHECK(b != NULL && (size_t)(end - b) >= 4 + n &&
+			TC_CHECK(b != NULL && (size_t)(end - b) >= 4 + n &&
 				memcmp(b + 4, body, n) == 0);
 			if (b == NULL)
 				return;
 			p = b + 4 + n;
 			continue;
 		}
-		T_CHECK(end - p >= 10 && memcmp(p, "HTTP/1.1 5", 10) == 0);
+		TC_CHECK(end - p >= 10 && memcmp(p, "HTTP/1.1 5", 10) == 0);
 		return;
 	}
 }
@@ -184,7 +184,7 @@ static void exchange(struct site *w, const char *req, size_t req_len, const char
 	baton_io_t *io;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc;
 
-	T_CHECK(fd >= 0);
+	TC_CHECK(fd >= 0);
 	if (ALLOWED(baton_io_open(&io, fd, true)) != BATON_OK) {
 		close(fd);
 		return;
@@ -204,7 +204,7 @@ static void exchange(struct site *w, const char *req, size_t req_len, const char
 		len += got;
 	}
 	check_responses(buf, len, body);
-	T_CHECK(baton_io_close(io) == BATON_OK);
+	TC_CHECK(baton_io_close(io) == BATON_OK);
 }
 
 #define BIG 20000 /* past a connection's first buffer: it must grow */
@@ -231,7 +231,7 @@ static void client(void *arg)
 		     BIG / 2, BIG / 2, 0);
 	exchange(w, req, (size_t)n, "10000\n");
 
-	T_CHECK(baton_http_server_shutdown(w->srv) == BATON_OK);
+	TC_CHECK(baton_http_server_shutdown(w->srv) == BATON_OK);
 	/* The acceptor looks at the shutdown between accepts: give it one. */
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
@@ -259,7 +259,7 @@ static void scenario_server(const struct baton_coro_attr *a, unsigned compute)
 	ha.linger_ns = 0;
 	ha.compute_workers = compute;
 	if (ALLOWED(baton_http_server_create(&w.srv, s, &ha)) != BATON_OK) {
-		T_CHECK(baton_sched_destroy(s) == BATON_OK);
+		TC_CHECK(baton_sched_destroy(s) == BATON_OK);
 		return;
 	}
 	w.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -268,25 +268,25 @@ static void scenario_server(const struct baton_coro_attr *a, unsigned compute)
 	ta.worker = 0;
 	if (ALLOWED(baton_sched_spawn(s, &ta, client, &w)) != BATON_OK) {
 		/* No client: shut down before the run, as a program may. */
-		T_CHECK(baton_http_server_shutdown(w.srv) == BATON_OK);
+		TC_CHECK(baton_http_server_shutdown(w.srv) == BATON_OK);
 	}
-	T_CHECK(baton_sched_run(s) == BATON_OK);
-	T_CHECK(baton_http_server_destroy(w.srv) == BATON_OK);
-	T_CHECK(baton_sched_destroy(s) == BATON_OK);
+	TC_CHECK(baton_sched_run(s) == BATON_OK);
+	TC_CHECK(baton_http_server_destroy(w.srv) == BATON_OK);
+	TC_CHECK(baton_sched_destroy(s) == BATON_OK);
 }
 
 static void test_server(void **state)
 {
-	st_watchdog(300, "server");
-	fault_sweep("server", scenario_server, ATTR(state), 0);
-	fault_sweep("server with a compute worker", scenario_server, ATTR(state), 1);
+	tc_watchdog_phase(300, "server");
+	fault_sweep("server", scenario_server, TC_ATTR(state), 0);
+	fault_sweep("server with a compute worker", scenario_server, TC_ATTR(state), 1);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_stage),
-		MODEL_TESTS(test_server),
+		TC_MODEL_TESTS(test_stage),
+		TC_MODEL_TESTS(test_server),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

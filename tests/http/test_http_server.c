@@ -73,7 +73,7 @@ static void test_invalid_attributes(void **state)
 	struct baton_http_server_attr a;
 
 	(void)state;
-	harness_watchdog(30);
+	tc_watchdog(30);
 	a = good_attr();
 	assert_int_equal(baton_http_server_create(NULL, s, &a), BATON_EINVAL);
 	assert_int_equal(baton_http_server_create(&srv, NULL, &a), BATON_EINVAL);
@@ -110,7 +110,7 @@ static void test_handler_queue_and_stages(void **state)
 	struct baton_http_server_attr a = good_attr();
 
 	(void)state;
-	harness_watchdog(30);
+	tc_watchdog(30);
 	a.handler_queue = 16;
 	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
 	assert_true(baton_http_server_port(srv) > 0);
@@ -156,7 +156,7 @@ static void test_snapshot(void **state)
 	static const char *const names[] = { "accept", "read", "handle", "write" };
 
 	(void)state;
-	harness_watchdog(30);
+	tc_watchdog(30);
 	a.compute_workers = 1;
 	a.max_inflight = 77;
 	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
@@ -196,7 +196,7 @@ static void test_set_handler(void **state)
 	struct baton_http_server_attr a = good_attr();
 
 	(void)state;
-	harness_watchdog(30);
+	tc_watchdog(30);
 	memset(released, 0, sizeof(released));
 	a.ctx = (void *)0; /* attr.release NULL: stays ours */
 	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);

@@ -141,6 +141,6 @@ int main(void)
 		cmocka_unit_test(test_split_target),
 	};
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,7 +30,7 @@ static baton_sched_t *make_sched(unsigned workers)
 
 	a.workers = workers;
 	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
-	st_reset();
+	tc_reset();
 	return s;
 }
 
@@ -38,7 +38,7 @@ static void spawn(baton_sched_t *s, void **state, baton_task_fn fn, void *arg)
 {
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
 
-	a.coro = *ATTR(state);
+	a.coro = *TC_ATTR(state);
 	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
 }
 
@@ -61,8 +61,8 @@ static void echo_conn(void *arg)
 	size_t n;
 
 	while (baton_io_read(c, buf, sizeof(buf), 5000000000LL, &n) == BATON_OK && n > 0)
-		T_CHECK(baton_io_write(c, buf, n, 5000000000LL, NULL) == BATON_OK);
-	T_CHECK(baton_io_close(c) == BATON_OK);
+		TC_CHECK(baton_io_write(c, buf, n, 5000000000LL, NULL) == BATON_OK);
+	TC_CHECK(baton_io_close(c) == BATON_OK);
 }
 
 static void echo_server(void *arg)
@@ -73,11 +73,11 @@ static void echo_server(void *arg)
 		int fd;
 		baton_io_t *c;
 
-		T_CHECK(baton_io_accept(e->listener, &fd, 5000000000LL) == BATON_OK);
-		T_CHECK(baton_io_open(&c, fd, true) == BATON_OK);
+		TC_CHECK(baton_io_accept(e->listener, &fd, 5000000000LL) == BATON_OK);
+		TC_CHECK(baton_io_open(&c, fd, true) == BATON_OK);
 		spawn(baton_sched_self(), e->state, echo_conn, c);
 	}
-	T_CHECK(baton_io_close(e->listener) == BATON_OK);
+	TC_CHECK(baton_io_close(e->listener) == BATON_OK);
 }
 
 static void echo_client(void *arg)
@@ -89,23 +89,23 @@ static void echo_client(void *arg)
 	char msg[64], back[64];
 
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	T_CHECK(baton_io_open(&c, fd, true) == BATON_OK);
-	T_CHECK(baton_io_connect(c, (struct sockaddr *)&sa, sizeof(sa), 5000000000LL) == BATON_OK);
+	TC_CHECK(baton_io_open(&c, fd, true) == BATON_OK);
+	TC_CHECK(baton_io_connect(c, (struct sockaddr *)&sa, sizeof(sa), 5000000000LL) == BATON_OK);
 	for (int r = 0; r < ROUNDS; r++) {
 		size_t len = (size_t)snprintf(msg, sizeof(msg), "hello %p %d", (void *)c, r);
 		size_t got = 0, n;
 
-		T_CHECK(baton_io_write(c, msg, len, 5000000000LL, NULL) == BATON_OK);
+		TC_CHECK(baton_io_write(c, msg, len, 5000000000LL, NULL) == BATON_OK);
 		while (got < len) {
 			if (baton_io_read(c, back + got, len - got, 5000000000LL, &n) != BATON_OK || n == 0)
 				break;
 			got += n;
 		}
-		T_CHECK(got == len && memcmp(msg, back, len) == 0);
+		TC_CHECK(got == len && memcmp(msg, back, len) == 0);
 		if (got == len)
 			__atomic_add_fetch(&e->echoed, (long)len, __ATOMIC_RELAXED);
 	}
-	T_CHECK(baton_io_close(c) == BATON_OK);
+	TC_CHECK(baton_io_close(c) == BATON_OK);
 	baton_wg_done(e->clients);
 }
 
@@ -115,10 +115,10 @@ static void echo_start(void *arg)
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
 
-	T_CHECK(baton_io_listen_tcp(&e->listener, "127.0.0.1", 0, 128) == BATON_OK);
+	TC_CHECK(baton_io_listen_tcp(&e->listener, "127.0.0.1", 0, 128) == BATON_OK);
 	getsockname(baton_io_fd(e->listener), (struct sockaddr *)&sa, &len);
 	e->port = ntohs(sa.sin_port);
-	T_CHECK(baton_io_backend() != NULL);
+	TC_CHECK(baton_io_backend() != NULL);
 	spawn(baton_sched_self(), e->state, echo_server, e);
 	for (int i = 0; i < CLIENTS; i++)
 		spawn(baton_sched_self(), e->state, echo_client, e);
@@ -129,12 +129,12 @@ static void check_echo(void **state, unsigned workers)
 	baton_sched_t *s = make_sched(workers);
 	struct echo e = { .state = state };
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	assert_int_equal(baton_wg_create(&e.clients), BATON_OK);
 	assert_int_equal(baton_wg_add(e.clients, CLIENTS), BATON_OK);
 	spawn(s, state, echo_start, &e);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_true(e.echoed > 0);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	assert_int_equal(baton_wg_destroy(e.clients), BATON_OK);
@@ -155,28 +155,28 @@ static void timeouts_task(void *arg)
 	struct timespec ts;
 
 	(void)arg;
-	T_CHECK(pipe(p) == 0);
-	T_CHECK(baton_io_open(&r, p[0], true) == BATON_OK);
-	T_CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
-	T_CHECK(baton_io_read(r, &c, 1, 0, &n) == BATON_EAGAIN);
+	TC_CHECK(pipe(p) == 0);
+	TC_CHECK(baton_io_open(&r, p[0], true) == BATON_OK);
+	TC_CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
+	TC_CHECK(baton_io_read(r, &c, 1, 0, &n) == BATON_EAGAIN);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
-	T_CHECK(baton_io_read(r, &c, 1, 20000000, &n) == BATON_ETIMEDOUT);
+	TC_CHECK(baton_io_read(r, &c, 1, 20000000, &n) == BATON_ETIMEDOUT);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	T_CHECK(ts.tv_sec * 1000000000LL + ts.tv_nsec - t0 >= 20000000);
-	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 0) == BATON_EAGAIN);
-	T_CHECK(baton_io_wait(w, BATON_IO_WRITABLE, 1000000000) == BATON_OK);
-	T_CHECK(baton_io_write(w, "x", 1, -1, &n) == BATON_OK && n == 1);
-	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
-	T_CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 1 && c == 'x');
-	T_CHECK(baton_io_close(w) == BATON_OK);
-	T_CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 0); /* EOF */
-	T_CHECK(baton_io_close(r) == BATON_OK);
+	TC_CHECK(ts.tv_sec * 1000000000LL + ts.tv_nsec - t0 >= 20000000);
+	TC_CHECK(baton_io_wait(r, BATON_IO_READABLE, 0) == BATON_EAGAIN);
+	TC_CHECK(baton_io_wait(w, BATON_IO_WRITABLE, 1000000000) == BATON_OK);
+	TC_CHECK(baton_io_write(w, "x", 1, -1, &n) == BATON_OK && n == 1);
+	TC_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
+	TC_CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 1 && c == 'x');
+	TC_CHECK(baton_io_close(w) == BATON_OK);
+	TC_CHECK(baton_io_read(r, &c, 1, -1, &n) == BATON_OK && n == 0); /* EOF */
+	TC_CHECK(baton_io_close(r) == BATON_OK);
 	/* Arguments and a refused connection. */
-	T_CHECK(baton_io_read(NULL, &c, 1, 0, &n) == BATON_EINVAL);
-	T_CHECK(baton_io_wait(NULL, BATON_IO_READABLE, 0) == BATON_EINVAL);
-	T_CHECK(baton_io_open(&r, -1, false) == BATON_EINVAL);
-	T_CHECK(baton_io_listen_tcp(&r, "not an address", 0, 1) == BATON_EINVAL);
+	TC_CHECK(baton_io_read(NULL, &c, 1, 0, &n) == BATON_EINVAL);
+	TC_CHECK(baton_io_wait(NULL, BATON_IO_READABLE, 0) == BATON_EINVAL);
+	TC_CHECK(baton_io_open(&r, -1, false) == BATON_EINVAL);
+	TC_CHECK(baton_io_listen_tcp(&r, "not an address", 0, 1) == BATON_EINVAL);
 	{
 		baton_io_t *lis, *c2;
 		struct sockaddr_in sa;
@@ -184,14 +184,14 @@ static void timeouts_task(void *arg)
 		int fd;
 
 		/* a port that was just free: nobody listens there */
-		T_CHECK(baton_io_listen_tcp(&lis, "127.0.0.1", 0, 1) == BATON_OK);
+		TC_CHECK(baton_io_listen_tcp(&lis, "127.0.0.1", 0, 1) == BATON_OK);
 		getsockname(baton_io_fd(lis), (struct sockaddr *)&sa, &len);
-		T_CHECK(baton_io_close(lis) == BATON_OK);
+		TC_CHECK(baton_io_close(lis) == BATON_OK);
 		fd = socket(AF_INET, SOCK_STREAM, 0);
-		T_CHECK(baton_io_open(&c2, fd, true) == BATON_OK);
-		T_CHECK(baton_io_connect(c2, (struct sockaddr *)&sa, len, 1000000000) == BATON_ESYS &&
+		TC_CHECK(baton_io_open(&c2, fd, true) == BATON_OK);
+		TC_CHECK(baton_io_connect(c2, (struct sockaddr *)&sa, len, 1000000000) == BATON_ESYS &&
 		      errno == ECONNREFUSED);
-		T_CHECK(baton_io_close(c2) == BATON_OK);
+		TC_CHECK(baton_io_close(c2) == BATON_OK);
 	}
 }
 
@@ -200,10 +200,10 @@ static void run_alone(void **state, baton_task_fn fn)
 {
 	baton_sched_t *s = make_sched(1);
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	spawn(s, state, fn, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 }
@@ -225,16 +225,16 @@ static void eof_task(void *arg)
 	size_t n = 1;
 
 	(void)arg;
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	T_CHECK(write(sv[1], "abc", 3) == 3);
-	T_CHECK(shutdown(sv[1], SHUT_WR) == 0);
-	T_CHECK(baton_io_open(&r, sv[0], true) == BATON_OK);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	TC_CHECK(write(sv[1], "abc", 3) == 3);
+	TC_CHECK(shutdown(sv[1], SHUT_WR) == 0);
+	TC_CHECK(baton_io_open(&r, sv[0], true) == BATON_OK);
 	/* The wait takes the edge (data and the peer's end together). */
-	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
-	T_CHECK(baton_io_read(r, buf, sizeof(buf), 1000000000, &n) == BATON_OK && n == 3);
-	T_CHECK(baton_io_read(r, buf, sizeof(buf), 200000000, &n) == BATON_OK && n == 0);
-	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 200000000) == BATON_OK);
-	T_CHECK(baton_io_close(r) == BATON_OK);
+	TC_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
+	TC_CHECK(baton_io_read(r, buf, sizeof(buf), 1000000000, &n) == BATON_OK && n == 3);
+	TC_CHECK(baton_io_read(r, buf, sizeof(buf), 200000000, &n) == BATON_OK && n == 0);
+	TC_CHECK(baton_io_wait(r, BATON_IO_READABLE, 200000000) == BATON_OK);
+	TC_CHECK(baton_io_close(r) == BATON_OK);
 	close(sv[1]);
 }
 
@@ -264,10 +264,10 @@ static void notify_read_task(void *arg)
 	char buf[8];
 	size_t n = 0;
 
-	T_CHECK(baton_io_read(notify_handle, buf, sizeof(buf), 1000000000, &n) == BATON_OK);
+	TC_CHECK(baton_io_read(notify_handle, buf, sizeof(buf), 1000000000, &n) == BATON_OK);
 	ctx->read_ok = n == 2 && memcmp(buf, "hi", 2) == 0;
 	/* The notification ran and disarmed itself: close is not refused. */
-	T_CHECK(baton_io_close(notify_handle) == BATON_OK);
+	TC_CHECK(baton_io_close(notify_handle) == BATON_OK);
 	close(ctx->peer);
 	ctx->done = true;
 }
@@ -294,32 +294,32 @@ static void notify_task(void *arg)
 	size_t n;
 
 	(void)arg;
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	T_CHECK(baton_io_open(&r, sv[0], true) == BATON_OK);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	TC_CHECK(baton_io_open(&r, sv[0], true) == BATON_OK);
 	notify_handle = r;
 	ctx->peer = sv[1];
 	/* Arguments. */
-	T_CHECK(baton_io_notify(NULL, BATON_IO_READABLE, on_readable, ctx) == BATON_EINVAL);
-	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, NULL, ctx) == BATON_EINVAL);
-	T_CHECK(baton_io_notify(r, 0, on_readable, ctx) == BATON_EINVAL);
-	T_CHECK(baton_io_notify(r, BATON_IO_WRITABLE, on_readable, ctx) == BATON_EINVAL);
+	TC_CHECK(baton_io_notify(NULL, BATON_IO_READABLE, on_readable, ctx) == BATON_EINVAL);
+	TC_CHECK(baton_io_notify(r, BATON_IO_READABLE, NULL, ctx) == BATON_EINVAL);
+	TC_CHECK(baton_io_notify(r, 0, on_readable, ctx) == BATON_EINVAL);
+	TC_CHECK(baton_io_notify(r, BATON_IO_WRITABLE, on_readable, ctx) == BATON_EINVAL);
 	/* Nothing armed: disarming says so. */
-	T_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_EAGAIN);
+	TC_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_EAGAIN);
 	/* Readable already (a remembered edge): nothing armed, read again. */
-	T_CHECK(write(sv[1], "x", 1) == 1);
-	T_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
-	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_EAGAIN);
-	T_CHECK(baton_io_read(r, buf, sizeof(buf), 0, &n) == BATON_OK && n == 1);
-	T_CHECK(baton_io_read(r, buf, sizeof(buf), 0, &n) == BATON_EAGAIN);
+	TC_CHECK(write(sv[1], "x", 1) == 1);
+	TC_CHECK(baton_io_wait(r, BATON_IO_READABLE, 1000000000) == BATON_OK);
+	TC_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_EAGAIN);
+	TC_CHECK(baton_io_read(r, buf, sizeof(buf), 0, &n) == BATON_OK && n == 1);
+	TC_CHECK(baton_io_read(r, buf, sizeof(buf), 0, &n) == BATON_EAGAIN);
 	/* Armed: a second one, and close, are refused; disarming works once. */
-	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_OK);
-	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_EBUSY);
-	T_CHECK(baton_io_close(r) == BATON_EBUSY);
-	T_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_OK);
-	T_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_EAGAIN);
+	TC_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_OK);
+	TC_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_EBUSY);
+	TC_CHECK(baton_io_close(r) == BATON_EBUSY);
+	TC_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_OK);
+	TC_CHECK(baton_io_notify(r, 0, NULL, NULL) == BATON_EAGAIN);
 	/* Armed for good: this task ends; the bytes start the reader. */
-	T_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_OK);
-	T_CHECK(write(sv[1], "hi", 2) == 2);
+	TC_CHECK(baton_io_notify(r, BATON_IO_READABLE, on_readable, ctx) == BATON_OK);
+	TC_CHECK(write(sv[1], "hi", 2) == 2);
 }
 
 /* No task waits on the handle meanwhile: this one keeps the run going
@@ -328,20 +328,20 @@ static void notify_keeper(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < 1000 && !notify_ctx.done; i++)
-		T_CHECK(baton_sched_sleep(5000000) == BATON_OK);
-	T_CHECK(notify_ctx.done);
+		TC_CHECK(baton_sched_sleep(5000000) == BATON_OK);
+	TC_CHECK(notify_ctx.done);
 }
 
 static void test_notify(void **state)
 {
 	baton_sched_t *s = make_sched(1);
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	notify_ctx = (struct notify_ctx){ .s = s, .peer = -1 };
 	spawn(s, state, notify_task, NULL);
 	spawn(s, state, notify_keeper, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(notify_ctx.calls, 1);
 	assert_false(notify_ctx.in_task);
 	assert_true(notify_ctx.read_ok);
@@ -361,28 +361,28 @@ static void pipe_task(void *arg)
 	sigset_t set, pending;
 
 	(void)arg;
-	T_CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
-	T_CHECK(pipe(p) == 0);
-	T_CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0);
-	T_CHECK(close(p[0]) == 0);
-	T_CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
+	TC_CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+	TC_CHECK(pipe(p) == 0);
+	TC_CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0);
+	TC_CHECK(close(p[0]) == 0);
+	TC_CHECK(baton_io_open(&w, p[1], true) == BATON_OK);
 	errno = 0;
-	T_CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS);
-	T_CHECK(errno == EPIPE && n == 0);
+	TC_CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS);
+	TC_CHECK(errno == EPIPE && n == 0);
 	/* Again, with a SIGPIPE of ours pending (blocked here): kept. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGPIPE);
-	T_CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
-	T_CHECK(pthread_kill(pthread_self(), SIGPIPE) == 0);
-	T_CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS && errno == EPIPE);
-	T_CHECK(sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1);
+	TC_CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	TC_CHECK(pthread_kill(pthread_self(), SIGPIPE) == 0);
+	TC_CHECK(baton_io_write(w, "x", 1, 1000000000, &n) == BATON_ESYS && errno == EPIPE);
+	TC_CHECK(sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1);
 	{
 		static const struct timespec now = { 0, 0 };
 
-		T_CHECK(sigtimedwait(&set, NULL, &now) == SIGPIPE);
+		TC_CHECK(sigtimedwait(&set, NULL, &now) == SIGPIPE);
 	}
-	T_CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
-	T_CHECK(baton_io_close(w) == BATON_OK);
+	TC_CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
+	TC_CHECK(baton_io_close(w) == BATON_OK);
 }
 
 static void test_pipe_epipe_no_sigpipe(void **state)
@@ -404,8 +404,8 @@ static void cross_reader(void *arg)
 	size_t n;
 
 	__atomic_store_n(&x->ready, 1, __ATOMIC_RELEASE);
-	T_CHECK(baton_io_read(x->r, &c, 1, 10000000000LL, &n) == BATON_OK && n == 1);
-	T_CHECK(baton_io_close(x->r) == BATON_OK);
+	TC_CHECK(baton_io_read(x->r, &c, 1, 10000000000LL, &n) == BATON_OK && n == 1);
+	TC_CHECK(baton_io_close(x->r) == BATON_OK);
 }
 
 static void *cross_writer(void *arg)
@@ -424,9 +424,9 @@ static void cross_open(void *arg)
 	struct cross *x = arg;
 	int p[2];
 
-	T_CHECK(pipe(p) == 0);
+	TC_CHECK(pipe(p) == 0);
 	x->wfd = p[1];
-	T_CHECK(baton_io_open(&x->r, p[0], true) == BATON_OK);
+	TC_CHECK(baton_io_open(&x->r, p[0], true) == BATON_OK);
 	cross_reader(x);
 }
 
@@ -436,13 +436,13 @@ static void test_wake_from_thread(void **state)
 	struct cross x = { 0 };
 	pthread_t th;
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	spawn(s, state, cross_open, &x);
 	assert_int_equal(pthread_create(&th, NULL, cross_writer, &x), 0);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	pthread_join(th, NULL);
 	close(x.wfd);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 }
@@ -469,7 +469,7 @@ static void spin_reader(void *arg)
 	size_t n = 0;
 
 	sp->reader_ready = 1;
-	T_CHECK(baton_io_read(sp->r, &c, 1, 5000000000LL, &n) == BATON_OK && n == 1);
+	TC_CHECK(baton_io_read(sp->r, &c, 1, 5000000000LL, &n) == BATON_OK && n == 1);
 	sp->woke_at = sp->yields;
 	baton_io_close(sp->r);
 }
@@ -481,7 +481,7 @@ static void spin_yielder(void *arg)
 	while (!sp->reader_ready)
 		baton_sched_yield();
 	baton_sched_yield(); /* the reader is parked in its read now */
-	T_CHECK(write(sp->wfd, "x", 1) == 1);
+	TC_CHECK(write(sp->wfd, "x", 1) == 1);
 	for (sp->yields = 0; sp->woke_at < 0 && sp->yields < 100000; sp->yields++)
 		baton_sched_yield();
 }
@@ -492,8 +492,8 @@ static void spin_open(void *arg)
 {
 	struct spin *sp = arg;
 
-	T_CHECK(baton_io_open(&sp->r, spin_rfd, true) == BATON_OK);
-	T_CHECK(baton_sched_spawn(baton_sched_self(), NULL, spin_reader, sp) == BATON_OK);
+	TC_CHECK(baton_io_open(&sp->r, spin_rfd, true) == BATON_OK);
+	TC_CHECK(baton_sched_spawn(baton_sched_self(), NULL, spin_reader, sp) == BATON_OK);
 	spin_yielder(sp);
 }
 
@@ -503,14 +503,14 @@ static void test_yield_polls_io(void **state)
 	struct spin sp = { .woke_at = -1 };
 	int p[2];
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	assert_int_equal(pipe(p), 0);
 	sp.wfd = p[1];
 	spin_rfd = p[0];
 	spawn(s, state, spin_open, &sp);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	close(p[1]);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_true(sp.woke_at >= 0 && sp.woke_at <= 3);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
@@ -566,14 +566,14 @@ static void test_backend_values(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_echo_1),
-		MODEL_TESTS(test_echo_2),
-		MODEL_TESTS(test_timeouts),
-		MODEL_TESTS(test_eof_with_last_bytes),
-		MODEL_TESTS(test_pipe_epipe_no_sigpipe),
-		MODEL_TESTS(test_notify),
-		MODEL_TESTS(test_wake_from_thread),
-		MODEL_TESTS(test_yield_polls_io),
+		TC_MODEL_TESTS(test_echo_1),
+		TC_MODEL_TESTS(test_echo_2),
+		TC_MODEL_TESTS(test_timeouts),
+		TC_MODEL_TESTS(test_eof_with_last_bytes),
+		TC_MODEL_TESTS(test_pipe_epipe_no_sigpipe),
+		TC_MODEL_TESTS(test_notify),
+		TC_MODEL_TESTS(test_wake_from_thread),
+		TC_MODEL_TESTS(test_yield_polls_io),
 		cmocka_unit_test(test_outside_task),
 		cmocka_unit_test(test_listen_socket_anywhere),
 		cmocka_unit_test(test_backend_values),

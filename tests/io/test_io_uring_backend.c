@@ -44,7 +44,7 @@ static baton_sched_t *make_sched(unsigned workers)
 	a.workers = workers;
 	a.io_backend = BATON_IO_URING;
 	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
-	st_reset();
+	tc_reset();
 	return s;
 }
 
@@ -53,7 +53,7 @@ static void spawn_on(baton_sched_t *s, void **state, int worker,
 {
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
 
-	a.coro = *ATTR(state);
+	a.coro = *TC_ATTR(state);
 	a.worker = worker;
 	assert_int_equal(baton_sched_spawn(s, &a, fn, arg), BATON_OK);
 }
@@ -61,7 +61,7 @@ static void spawn_on(baton_sched_t *s, void **state, int worker,
 static void run_and_destroy(baton_sched_t *s)
 {
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
@@ -74,10 +74,10 @@ static void backend_task(void *arg)
 	baton_io_t *io;
 
 	(void)arg;
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	T_CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	TC_CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
 	seen_backend = baton_io_backend();
-	T_CHECK(baton_io_close(io) == BATON_OK);
+	TC_CHECK(baton_io_close(io) == BATON_OK);
 	close(sv[1]);
 }
 
@@ -85,7 +85,7 @@ static void test_backend(void **state)
 {
 	baton_sched_t *s = make_sched(1);
 
-	harness_watchdog(10);
+	tc_watchdog(10);
 	spawn_on(s, state, BATON_SCHED_ANY_WORKER, backend_task, NULL);
 	run_and_destroy(s);
 	assert_non_null(seen_backend);
@@ -114,8 +114,8 @@ static void closer(void *arg)
 	size_t n;
 
 	/* Its edges come from worker 0's ring; the read may park. */
-	T_CHECK(baton_io_read(h->io, &c, 1, 2000000000LL, &n) == BATON_OK && n == 1);
-	T_CHECK(baton_io_close(h->io) == BATON_OK);
+	TC_CHECK(baton_io_read(h->io, &c, 1, 2000000000LL, &n) == BATON_OK && n == 1);
+	TC_CHECK(baton_io_close(h->io) == BATON_OK);
 	/* Release: the opener reads the peer only after our close. */
 	__atomic_store_n(&h->closed, 1, __ATOMIC_RELEASE);
 }
@@ -129,21 +129,21 @@ static void opener(void *arg)
 	for (int i = 0; i < HANDOFFS; i++) {
 		int sv[2];
 
-		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-		T_CHECK(baton_io_open(&h->io, sv[0], true) == BATON_OK);
-		T_CHECK(baton_io_open(&h->peer, sv[1], true) == BATON_OK);
+		TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		TC_CHECK(baton_io_open(&h->io, sv[0], true) == BATON_OK);
+		TC_CHECK(baton_io_open(&h->peer, sv[1], true) == BATON_OK);
 		h->closed = 0;
 		spawn_on(h->s, h->state, 1, closer, h);
 		if (i & 1)
 			baton_sched_yield(); /* sometimes the closer parks first */
-		T_CHECK(baton_io_write(h->peer, "x", 1, -1, NULL) == BATON_OK);
+		TC_CHECK(baton_io_write(h->peer, "x", 1, -1, NULL) == BATON_OK);
 		/* Acquire: pairs with the closer's release. */
 		while (!__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE))
 			baton_sched_yield();
 		/* The peer sees the close only once worker 0 removed the
 		 * poll request that kept the socket's file alive. */
-		T_CHECK(baton_io_read(h->peer, &c, 1, 2000000000LL, &n) == BATON_OK && n == 0);
-		T_CHECK(baton_io_close(h->peer) == BATON_OK);
+		TC_CHECK(baton_io_read(h->peer, &c, 1, 2000000000LL, &n) == BATON_OK && n == 0);
+		TC_CHECK(baton_io_close(h->peer) == BATON_OK);
 	}
 }
 
@@ -152,7 +152,7 @@ static void test_close_elsewhere(void **state)
 	baton_sched_t *s = make_sched(2);
 	struct handoff h = { .state = state, .s = s };
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	spawn_on(s, state, 0, opener, &h);
 	run_and_destroy(s);
 	alarm(0);
@@ -161,7 +161,7 @@ static void test_close_elsewhere(void **state)
 /* --- churn: many short-lived handles --------------------------------------- */
 static void churn_task(void *arg)
 {
-	long rounds = harness_scale(3000, 300);
+	long rounds = tc_scale(3000, 300);
 
 	(void)arg;
 	for (long i = 0; i < rounds; i++) {
@@ -170,22 +170,22 @@ static void churn_task(void *arg)
 		char c = 0;
 		size_t n;
 
-		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-		T_CHECK(baton_io_open(&a, sv[0], true) == BATON_OK);
-		T_CHECK(baton_io_open(&b, sv[1], true) == BATON_OK);
+		TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		TC_CHECK(baton_io_open(&a, sv[0], true) == BATON_OK);
+		TC_CHECK(baton_io_open(&b, sv[1], true) == BATON_OK);
 		if (i % 3 == 0) {
 			/* close with data unread and a request in flight */
-			T_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
+			TC_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
 		} else if (i % 3 == 1) {
-			T_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
-			T_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
+			TC_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
+			TC_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
 			      n == 1 && c == 'z');
 		}
-		T_CHECK(baton_io_close(a) == BATON_OK);
+		TC_CHECK(baton_io_close(a) == BATON_OK);
 		if (i % 3 != 2)
-			T_CHECK(baton_io_close(b) == BATON_OK);
+			TC_CHECK(baton_io_close(b) == BATON_OK);
 		else /* leave b for the next poll round to see a's hang-up */
-			T_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
+			TC_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
 			      n == 0 && baton_io_close(b) == BATON_OK);
 	}
 }
@@ -194,7 +194,7 @@ static void test_churn(void **state)
 {
 	baton_sched_t *s = make_sched(1);
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	spawn_on(s, state, BATON_SCHED_ANY_WORKER, churn_task, NULL);
 	run_and_destroy(s);
 	alarm(0);
@@ -221,28 +221,28 @@ static void unpollable_task(void *arg)
 
 	(void)arg;
 	/* A regular file never waits: refused, as epoll refuses it. */
-	T_CHECK(f != NULL);
+	TC_CHECK(f != NULL);
 	errno = 0;
-	T_CHECK(baton_io_open(&io, fileno(f), false) == BATON_ESYS && errno == EPERM);
+	TC_CHECK(baton_io_open(&io, fileno(f), false) == BATON_ESYS && errno == EPERM);
 	fclose(f);
 	/* A character device without poll support: epoll refuses it;
 	 * io_uring takes it as always ready, and must not spin on it. */
-	T_CHECK(fd >= 0);
+	TC_CHECK(fd >= 0);
 	rc = baton_io_open(&io, fd, true);
 	if (BATON_EXPECT_URING) {
 		double t0;
 
-		T_CHECK(rc == BATON_OK);
+		TC_CHECK(rc == BATON_OK);
 		if (rc != BATON_OK)
 			return;
-		T_CHECK(baton_io_read(io, &c, 1, 1000000000LL, &n) == BATON_OK && n == 0);
-		T_CHECK(baton_io_write(io, "x", 1, 1000000000LL, &n) == BATON_OK && n == 1);
+		TC_CHECK(baton_io_read(io, &c, 1, 1000000000LL, &n) == BATON_OK && n == 0);
+		TC_CHECK(baton_io_write(io, "x", 1, 1000000000LL, &n) == BATON_OK && n == 1);
 		t0 = cpu_seconds();
 		baton_sched_sleep(200000000); /* the worker idles in its ring */
-		T_CHECK(cpu_seconds() - t0 < 0.1);
-		T_CHECK(baton_io_close(io) == BATON_OK);
+		TC_CHECK(cpu_seconds() - t0 < 0.1);
+		TC_CHECK(baton_io_close(io) == BATON_OK);
 	} else {
-		T_CHECK(rc == BATON_ESYS);
+		TC_CHECK(rc == BATON_ESYS);
 		close(fd);
 	}
 }
@@ -251,7 +251,7 @@ static void test_unpollable(void **state)
 {
 	baton_sched_t *s = make_sched(1);
 
-	harness_watchdog(10);
+	tc_watchdog(10);
 	spawn_on(s, state, BATON_SCHED_ANY_WORKER, unpollable_task, NULL);
 	run_and_destroy(s);
 	alarm(0);
@@ -294,9 +294,9 @@ static void burst_reader(void *arg)
 	for (int i = 0; i < PAIRS; i++) {
 		int sv[2];
 
-		T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 		b->wfd[i] = sv[1];
-		T_CHECK(baton_io_open(&b->r[i], sv[0], true) == BATON_OK);
+		TC_CHECK(baton_io_open(&b->r[i], sv[0], true) == BATON_OK);
 	}
 	baton_sched_yield(); /* the worker polls: the requests are armed */
 	baton_sched_sleep(1000000);
@@ -310,18 +310,18 @@ static void burst_reader(void *arg)
 
 		while (baton_io_read(b->r[i], buf, sizeof(buf), 0, &n) == BATON_OK)
 			got += n;
-		T_CHECK(got == BURST);
+		TC_CHECK(got == BURST);
 	}
 	/* Each handle still reports edges: one byte, written while we wait. */
 	for (int i = 0; i < PAIRS; i++) {
 		/* Release: the writer sees the handles set up. */
 		__atomic_store_n(&b->want, i, __ATOMIC_RELEASE);
-		T_CHECK(baton_io_read(b->r[i], buf, 1, 3000000000LL, &n) == BATON_OK &&
+		TC_CHECK(baton_io_read(b->r[i], buf, 1, 3000000000LL, &n) == BATON_OK &&
 		      n == 1 && buf[0] == 'w');
 	}
 	__atomic_store_n(&b->want, -1, __ATOMIC_RELEASE);
 	for (int i = 0; i < PAIRS; i++)
-		T_CHECK(baton_io_close(b->r[i]) == BATON_OK);
+		TC_CHECK(baton_io_close(b->r[i]) == BATON_OK);
 }
 
 static void test_overflow_rearm(void **state)
@@ -330,7 +330,7 @@ static void test_overflow_rearm(void **state)
 	static struct burst b;
 	pthread_t th;
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	b.want = -2;
 	spawn_on(s, state, BATON_SCHED_ANY_WORKER, burst_reader, &b);
 	assert_int_equal(pthread_create(&th, NULL, burst_writer, &b), 0);
@@ -340,7 +340,7 @@ static void test_overflow_rearm(void **state)
 	pthread_join(th, NULL);
 	for (int i = 0; i < PAIRS; i++)
 		close(b.wfd[i]);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 }
@@ -357,28 +357,28 @@ static void refused_task(void *arg)
 	ssize_t r = -1;
 
 	(void)arg;
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
-	T_CHECK(baton_io_open(&ia, a[0], true) == BATON_OK); /* the poller exists */
-	T_CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+	TC_CHECK(baton_io_open(&ia, a[0], true) == BATON_OK); /* the poller exists */
+	TC_CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
 	/* Relaxed: the knob is read on this thread, by the calls below. */
 	__atomic_store_n(&baton__uring_sqe_failures, 1000, __ATOMIC_RELAXED);
 	/* No SQE: opening fails with an error instead of looping. */
 	errno = 0;
-	T_CHECK(baton_io_open(&ib, b[0], false) == BATON_ESYS && errno == EBUSY);
+	TC_CHECK(baton_io_open(&ib, b[0], false) == BATON_ESYS && errno == EBUSY);
 	/* Closing: the cancellation waits on the retry list, and the peer does
 	 * not see the close while the poll request holds the file. */
-	T_CHECK(baton_io_close(ia) == BATON_OK);
+	TC_CHECK(baton_io_close(ia) == BATON_OK);
 	__atomic_store_n(&baton__uring_sqe_failures, 0, __ATOMIC_RELAXED);
 	/* The next polls queue the cancellation: the peer sees EOF. */
 	for (int i = 0; i < 200 && r != 0; i++) {
 		baton_sched_sleep(1000000);
 		r = recv(a[1], &c, 1, MSG_DONTWAIT);
 	}
-	T_CHECK(r == 0);
+	TC_CHECK(r == 0);
 	/* And handles open again. */
-	T_CHECK(baton_io_open(&ib, b[0], true) == BATON_OK);
-	T_CHECK(baton_io_close(ib) == BATON_OK);
+	TC_CHECK(baton_io_open(&ib, b[0], true) == BATON_OK);
+	TC_CHECK(baton_io_close(ib) == BATON_OK);
 	close(a[1]);
 	close(b[1]);
 }
@@ -389,7 +389,7 @@ static void test_refused_submissions(void **state)
 #if BATON_EXPECT_URING
 	baton_sched_t *s = make_sched(1);
 
-	harness_watchdog(30);
+	tc_watchdog(30);
 	spawn_on(s, state, BATON_SCHED_ANY_WORKER, refused_task, NULL);
 	run_and_destroy(s);
 	alarm(0);
@@ -443,7 +443,7 @@ static void spinner(void *arg)
 		if (t.tv_sec - t0.tv_sec > 5)
 			break;
 	}
-	T_CHECK(__atomic_load_n(&pk->done, __ATOMIC_ACQUIRE));
+	TC_CHECK(__atomic_load_n(&pk->done, __ATOMIC_ACQUIRE));
 }
 
 static void peek_reader(void *arg)
@@ -455,35 +455,35 @@ static void peek_reader(void *arg)
 	char c = 0;
 	size_t n = 0;
 
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	T_CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	TC_CHECK(baton_io_open(&io, sv[0], true) == BATON_OK);
 #if BATON_EXPECT_URING
 	{
 		unsigned setup = baton__uring_setup_of_self();
 
-		T_CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
-		T_CHECK((setup & pk->refused) == 0);
+		TC_CHECK(strcmp(baton_io_backend(), "io_uring") == 0);
+		TC_CHECK((setup & pk->refused) == 0);
 		/* The best set the kernel takes: DEFER_TASKRUN comes only
 		 * with SINGLE_ISSUER and TASKRUN_FLAG (what a peek reads). */
 		if (setup & IORING_SETUP_DEFER_TASKRUN)
-			T_CHECK((setup & IORING_SETUP_SINGLE_ISSUER) &&
+			TC_CHECK((setup & IORING_SETUP_SINGLE_ISSUER) &&
 				(setup & IORING_SETUP_TASKRUN_FLAG));
 		if (!(pk->refused & IORING_SETUP_COOP_TASKRUN))
-			T_CHECK(setup & IORING_SETUP_COOP_TASKRUN);
+			TC_CHECK(setup & IORING_SETUP_COOP_TASKRUN);
 		if (!pk->defer)
-			T_CHECK(!(setup & IORING_SETUP_DEFER_TASKRUN));
+			TC_CHECK(!(setup & IORING_SETUP_DEFER_TASKRUN));
 	}
 #endif
 	pk->lw.fd = sv[1];
 	pk->lw.delay_ns = 20000000;
-	T_CHECK(pthread_create(&th, NULL, write_later, &pk->lw) == 0);
+	TC_CHECK(pthread_create(&th, NULL, write_later, &pk->lw) == 0);
 	/* Parks; the spinner keeps the worker busy, so the edge must come
 	 * through a peek. */
-	T_CHECK(baton_io_read(io, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 && c == 'p');
+	TC_CHECK(baton_io_read(io, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 && c == 'p');
 	/* Release: the spinner stops. */
 	__atomic_store_n(&pk->done, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
-	T_CHECK(baton_io_close(io) == BATON_OK);
+	TC_CHECK(baton_io_close(io) == BATON_OK);
 	close(sv[1]);
 }
 
@@ -521,7 +521,7 @@ static void test_setup_fallback(void **state)
 		__atomic_store_n(&baton__uring_setup_refused, cases[i].refused, __ATOMIC_RELAXED);
 		pk.defer = cases[i].defer;
 #endif
-		harness_watchdog(20);
+		tc_watchdog(20);
 		spawn_on(s, state, 0, peek_reader, &pk);
 		spawn_on(s, state, 0, spinner, &pk);
 		run_and_destroy(s);
@@ -546,10 +546,10 @@ static void open_for_later(void *arg)
 	int a[2], b[2];
 
 	(void)arg;
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
-	T_CHECK(baton_io_open(&moved.kept, a[0], true) == BATON_OK);
-	T_CHECK(baton_io_open(&moved.dropped, b[0], true) == BATON_OK);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+	TC_CHECK(baton_io_open(&moved.kept, a[0], true) == BATON_OK);
+	TC_CHECK(baton_io_open(&moved.dropped, b[0], true) == BATON_OK);
 	moved.kept_peer = a[1];
 	moved.dropped_peer = b[1];
 #if BATON_EXPECT_URING
@@ -567,23 +567,23 @@ static void use_after_move(void *arg)
 	(void)arg;
 	moved.lw.fd = moved.kept_peer;
 	moved.lw.delay_ns = 20000000;
-	T_CHECK(pthread_create(&th, NULL, write_later, &moved.lw) == 0);
+	TC_CHECK(pthread_create(&th, NULL, write_later, &moved.lw) == 0);
 	/* The edge comes from the worker's ring, set up again on this
 	 * thread if the first was a SINGLE_ISSUER one. */
-	T_CHECK(baton_io_read(moved.kept, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 && c == 'p');
+	TC_CHECK(baton_io_read(moved.kept, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 && c == 'p');
 	pthread_join(th, NULL);
 #if BATON_EXPECT_URING
-	T_CHECK(baton_io_backend() && strcmp(baton_io_backend(), "io_uring") == 0);
-	T_CHECK(baton__uring_setup_of_self() == moved.setup);
+	TC_CHECK(baton_io_backend() && strcmp(baton_io_backend(), "io_uring") == 0);
+	TC_CHECK(baton__uring_setup_of_self() == moved.setup);
 #endif
 	/* Closing lets the peer see the end (no request of the old ring
 	 * keeps the file alive). */
-	T_CHECK(baton_io_close(moved.dropped) == BATON_OK);
+	TC_CHECK(baton_io_close(moved.dropped) == BATON_OK);
 	for (int i = 0; i < 200 && r != 0; i++) {
 		baton_sched_sleep(1000000);
 		r = recv(moved.dropped_peer, &c, 1, MSG_DONTWAIT);
 	}
-	T_CHECK(r == 0);
+	TC_CHECK(r == 0);
 	close(moved.dropped_peer);
 	/* moved.kept stays open: destroy closes and frees it. */
 }
@@ -602,7 +602,7 @@ static void test_run_on_another_thread(void **state)
 	/* A SINGLE_ISSUER ring where the kernel has it: the one that must
 	 * move. No worker runs now: nothing reads the environment. */
 	setenv("BATON_IO_URING_DEFER", "1", 1);
-	harness_watchdog(20);
+	tc_watchdog(20);
 	spawn_on(s, state, 0, open_for_later, NULL);
 	assert_int_equal(pthread_create(&th, NULL, run_elsewhere, s), 0);
 	assert_int_equal(pthread_join(th, &rc), 0);
@@ -617,14 +617,14 @@ static void test_run_on_another_thread(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_backend),
-		MODEL_TESTS(test_close_elsewhere),
-		MODEL_TESTS(test_churn),
-		MODEL_TESTS(test_unpollable),
-		MODEL_TESTS(test_overflow_rearm),
-		MODEL_TESTS(test_refused_submissions),
-		MODEL_TESTS(test_setup_fallback),
-		MODEL_TESTS(test_run_on_another_thread),
+		TC_MODEL_TESTS(test_backend),
+		TC_MODEL_TESTS(test_close_elsewhere),
+		TC_MODEL_TESTS(test_churn),
+		TC_MODEL_TESTS(test_unpollable),
+		TC_MODEL_TESTS(test_overflow_rearm),
+		TC_MODEL_TESTS(test_refused_submissions),
+		TC_MODEL_TESTS(test_setup_fallback),
+		TC_MODEL_TESTS(test_run_on_another_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

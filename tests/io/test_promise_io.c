@@ -26,23 +26,23 @@ static void pi_open(void *arg)
 	int sv[2];
 
 	(void)arg;
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
-	T_CHECK_RC(baton_io_open(&a, sv[0], true), BATON_OK);
-	T_CHECK_RC(baton_io_open(&b, sv[1], true), BATON_OK);
+	TC_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+	TC_CHECK_RC(baton_io_open(&a, sv[0], true), BATON_OK);
+	TC_CHECK_RC(baton_io_open(&b, sv[1], true), BATON_OK);
 	snprintf(seen, sizeof(seen), "%s", baton_io_backend());
-	T_CHECK_RC(baton_io_set_backend(baton_sched_self(), BATON_IO_AUTO), BATON_EBUSY);
-	T_CHECK_RC(baton_io_close(a), BATON_OK);
-	T_CHECK_RC(baton_io_close(b), BATON_OK);
+	TC_CHECK_RC(baton_io_set_backend(baton_sched_self(), BATON_IO_AUTO), BATON_EBUSY);
+	TC_CHECK_RC(baton_io_close(a), BATON_OK);
+	TC_CHECK_RC(baton_io_close(b), BATON_OK);
 }
 
 static void run_open(baton_sched_t *s)
 {
-	st_reset();
-	st_watchdog(60, "io open");
+	tc_reset();
+	tc_watchdog_phase(60, "io open");
 	seen[0] = 0;
-	T_CHECK_RC(baton_sched_spawn(s, NULL, pi_open, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(s, NULL, pi_open, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 }
 
 static void test_set_backend(void **state)
@@ -116,9 +116,9 @@ static void pi_acceptor(void *arg)
 	int c;
 
 	(void)arg;
-	T_CHECK_RC(baton_sched_sleep(MS(30)), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(30)), BATON_OK);
 	c = accept(un_lis, NULL, NULL);
-	T_CHECK(c >= 0);
+	TC_CHECK(c >= 0);
 	if (c >= 0)
 		close(c);
 }
@@ -129,17 +129,17 @@ static void pi_connect_full(void *arg)
 	int64_t t0;
 
 	(void)arg;
-	T_CHECK_RC(baton_io_open(&io, un_socket(), true), BATON_OK);
-	T_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), 0),
+	TC_CHECK_RC(baton_io_open(&io, un_socket(), true), BATON_OK);
+	TC_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), 0),
 		   BATON_EAGAIN);
-	t0 = st_now();
-	T_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr),
-				    MS(20)), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(20));
-	T_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pi_acceptor, NULL), BATON_OK);
-	T_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), -1),
+	t0 = tc_now();
+	TC_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr),
+				    TC_MS(20)), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(20));
+	TC_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pi_acceptor, NULL), BATON_OK);
+	TC_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), -1),
 		   BATON_OK);
-	T_CHECK_RC(baton_io_close(io), BATON_OK);
+	TC_CHECK_RC(baton_io_close(io), BATON_OK);
 }
 
 static void test_connect_unix_backlog_full(void **state)
@@ -169,12 +169,12 @@ static void test_connect_unix_backlog_full(void **state)
 	}
 	assert_true(un_nfilled < 8);
 	un_nfilled++;
-	st_reset();
-	st_watchdog(60, "AF_UNIX connect, backlog full");
+	tc_reset();
+	tc_watchdog_phase(60, "AF_UNIX connect, backlog full");
 	assert_int_equal(baton_sched_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, NULL, pi_connect_full, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	alarm(0);
 	for (int i = 0; i < un_nfilled; i++)

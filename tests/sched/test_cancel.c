@@ -55,7 +55,7 @@ static int block_in(struct blocked *b)
 	case OP_SEND:
 		return baton_chan_send(b->ch, (void *)1, -1);
 	case OP_RECV_TIMED:
-		return baton_chan_recv(b->ch, &v, MS(60000));
+		return baton_chan_recv(b->ch, &v, TC_MS(60000));
 	case OP_SELECT: {
 		struct baton_chan_op ops[2] = {
 			{ .chan = b->ch, .dir = BATON_CHAN_RECV },
@@ -64,7 +64,7 @@ static int block_in(struct blocked *b)
 		size_t index = 9;
 		int rc = baton_chan_select(ops, 2, -1, &index);
 
-		T_CHECK(rc != BATON_OK || index < 2);
+		TC_CHECK(rc != BATON_OK || index < 2);
 		return rc;
 	}
 	case OP_MUTEX:
@@ -74,7 +74,7 @@ static int block_in(struct blocked *b)
 	case OP_WG:
 		return baton_wg_wait(b->wg, -1);
 	case OP_SLEEP:
-		return baton_sched_sleep(MS(60000));
+		return baton_sched_sleep(TC_MS(60000));
 	case OP_IO: {
 		baton_io_t *io = NULL;
 		char c;
@@ -107,14 +107,14 @@ static void victim_main(void *arg)
 	struct blocked *b = arg;
 
 	while (!__atomic_load_n(&b->held, __ATOMIC_ACQUIRE))
-		baton_sched_sleep(MS(1));
+		baton_sched_sleep(TC_MS(1));
 	/* Release: the canceller reads the handle, then cancels. */
 	__atomic_store_n(&b->victim, baton_task_handle(), __ATOMIC_RELEASE);
 	b->rc = block_in(b);
-	T_CHECK_RC(b->rc, BATON_ECANCELED);
+	TC_CHECK_RC(b->rc, BATON_ECANCELED);
 	/* Sticky: the next blocking call fails at once, a try still works. */
-	T_CHECK_RC(baton_sched_sleep(MS(60000)), BATON_ECANCELED);
-	T_CHECK(baton_task_cancelled() == 1);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(60000)), BATON_ECANCELED);
+	TC_CHECK(baton_task_cancelled() == 1);
 	/* The handle must stay valid until both cancels are made (rule 2). */
 	while (!__atomic_load_n(&b->cancel_made, __ATOMIC_ACQUIRE))
 		baton_sched_yield();
@@ -131,7 +131,7 @@ static baton_task_t *wait_victim(struct blocked *b)
 		if (b->from == FROM_THREAD)
 			usleep(1000);
 		else
-			baton_sched_sleep(MS(1));
+			baton_sched_sleep(TC_MS(1));
 	}
 	return t;
 }
@@ -141,7 +141,7 @@ static void pause_ms(struct blocked *b, int ms)
 	if (b->from == FROM_THREAD)
 		usleep((useconds_t)ms * 1000);
 	else
-		baton_sched_sleep(MS(ms));
+		baton_sched_sleep(TC_MS(ms));
 }
 
 static void cancel_and_check(struct blocked *b)
@@ -150,13 +150,13 @@ static void cancel_and_check(struct blocked *b)
 	int64_t deadline;
 
 	pause_ms(b, 20); /* let it park (either way it must be cancelled) */
-	T_CHECK_RC(baton_task_cancel(t), BATON_OK);
-	T_CHECK_RC(baton_task_cancel(t), BATON_OK); /* a no-op, still fine */
+	TC_CHECK_RC(baton_task_cancel(t), BATON_OK);
+	TC_CHECK_RC(baton_task_cancel(t), BATON_OK); /* a no-op, still fine */
 	__atomic_store_n(&b->cancel_made, 1, __ATOMIC_RELEASE);
-	deadline = st_now() + MS(10000) * st_time_scale();
+	deadline = tc_now() + TC_MS(10000) * tc_time_scale();
 	while (!__atomic_load_n(&b->done, __ATOMIC_ACQUIRE)) {
-		if (st_now() > deadline) {
-			T_FAIL("the cancelled task did not wake");
+		if (tc_now() > deadline) {
+			TC_FAIL("the cancelled task did not wake");
 			return;
 		}
 		pause_ms(b, 1);
@@ -168,25 +168,25 @@ static void canceller_main(void *arg)
 	struct blocked *b = arg;
 
 	if (b->op == OP_STAGE_ENTER)
-		T_CHECK_RC(baton_stage_enter(b->stage, &b->slot, 0), BATON_OK);
+		TC_CHECK_RC(baton_stage_enter(b->stage, &b->slot, 0), BATON_OK);
 	if (b->op == OP_MUTEX)
-		T_CHECK_RC(baton_mutex_lock(b->mutex, 0), BATON_OK);
+		TC_CHECK_RC(baton_mutex_lock(b->mutex, 0), BATON_OK);
 	__atomic_store_n(&b->held, 1, __ATOMIC_RELEASE);
 	cancel_and_check(b);
 	if (b->op == OP_STAGE_ENTER)
-		T_CHECK_RC(baton_stage_leave(&b->slot, NULL), BATON_OK);
+		TC_CHECK_RC(baton_stage_leave(&b->slot, NULL), BATON_OK);
 	if (b->op == OP_MUTEX) {
-		T_CHECK_RC(baton_mutex_unlock(b->mutex), BATON_OK);
+		TC_CHECK_RC(baton_mutex_unlock(b->mutex), BATON_OK);
 		/* The cancelled waiter left the queue: the mutex is free. */
-		T_CHECK_RC(baton_mutex_lock(b->mutex, 0), BATON_OK);
-		T_CHECK_RC(baton_mutex_unlock(b->mutex), BATON_OK);
+		TC_CHECK_RC(baton_mutex_lock(b->mutex, 0), BATON_OK);
+		TC_CHECK_RC(baton_mutex_unlock(b->mutex), BATON_OK);
 	}
 	if (b->op == OP_SEND) /* the message was not delivered */
-		T_CHECK_RC(baton_chan_recv(b->ch, NULL, 0), BATON_EAGAIN);
+		TC_CHECK_RC(baton_chan_recv(b->ch, NULL, 0), BATON_EAGAIN);
 	if (b->op == OP_SEM) {
 		/* A unit released now is not taken by the gone waiter. */
-		T_CHECK_RC(baton_sem_release(b->sem, 1), BATON_OK);
-		T_CHECK(baton_sem_value(b->sem) == 1);
+		TC_CHECK_RC(baton_sem_release(b->sem, 1), BATON_OK);
+		TC_CHECK(baton_sem_value(b->sem) == 1);
 	}
 }
 
@@ -200,10 +200,10 @@ static void run_blocked(void **state, enum op op, enum from from)
 {
 	struct blocked b = { .op = op, .from = from, .sv = { -1, -1 } };
 	struct baton_stage_attr sa = BATON_STAGE_ATTR_INIT;
-	baton_sched_t *s = st_sched(from == FROM_OTHER_WORKER ? 2 : 1);
+	baton_sched_t *s = tc_sched(from == FROM_OTHER_WORKER ? 2 : 1);
 	pthread_t th;
 
-	st_reset();
+	tc_reset();
 	assert_int_equal(baton_chan_create(&b.ch, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&b.ch2, 0), BATON_OK);
 	assert_int_equal(baton_mutex_create(&b.mutex), BATON_OK);
@@ -221,12 +221,12 @@ static void run_blocked(void **state, enum op op, enum from from)
 		assert_int_equal(baton_stage_enter(b.stage, &b.slot, 0), BATON_OK);
 	b.held = from == FROM_THREAD;
 
-	st_watchdog(60, op_names[op]);
-	st_spawn(s, state, 0, victim_main, &b);
+	tc_watchdog_phase(60, op_names[op]);
+	tc_spawn(s, state, 0, victim_main, &b);
 	if (from == FROM_THREAD)
 		assert_int_equal(pthread_create(&th, NULL, canceller_thread, &b), 0);
 	else
-		st_spawn(s, state, from == FROM_OTHER_WORKER ? 1 : 0,
+		tc_spawn(s, state, from == FROM_OTHER_WORKER ? 1 : 0,
 			 canceller_main, &b);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	if (from == FROM_THREAD) {
@@ -237,8 +237,8 @@ static void run_blocked(void **state, enum op op, enum from from)
 			assert_int_equal(baton_stage_leave(&b.slot, NULL), BATON_OK);
 	}
 	alarm(0);
-	if (st_failed)
-		fail_msg("%s, canceller %d: %s", op_names[op], (int)from, st_fail_msg);
+	if (tc_failed)
+		fail_msg("%s, canceller %d: %s", op_names[op], (int)from, tc_fail_msg);
 	assert_int_equal(b.rc, BATON_ECANCELED);
 	assert_int_equal(baton_stage_close(b.stage), BATON_OK);
 	assert_int_equal(baton_stage_destroy(b.stage), BATON_OK);
@@ -278,33 +278,33 @@ static void not_blocked_main(void *arg)
 	baton_chan_t *ch = arg;
 	void *v = NULL;
 
-	T_CHECK(baton_task_cancelled() == 0);
-	T_CHECK_RC(baton_task_cancel(baton_task_handle()), BATON_OK);
-	T_CHECK(baton_task_cancelled() == 1);
+	TC_CHECK(baton_task_cancelled() == 0);
+	TC_CHECK_RC(baton_task_cancel(baton_task_handle()), BATON_OK);
+	TC_CHECK(baton_task_cancelled() == 1);
 	/* A call that need not wait completes... */
-	T_CHECK_RC(baton_chan_send(ch, (void *)7, -1), BATON_OK);
-	T_CHECK_RC(baton_chan_recv(ch, &v, -1), BATON_OK);
-	T_CHECK(v == (void *)7);
+	TC_CHECK_RC(baton_chan_send(ch, (void *)7, -1), BATON_OK);
+	TC_CHECK_RC(baton_chan_recv(ch, &v, -1), BATON_OK);
+	TC_CHECK(v == (void *)7);
 	/* ...one that would wait fails at once, and takes nothing. */
-	T_CHECK_RC(baton_chan_recv(ch, &v, -1), BATON_ECANCELED);
-	T_CHECK_RC(baton_chan_recv(ch, &v, MS(100)), BATON_ECANCELED);
-	T_CHECK_RC(baton_chan_recv(ch, &v, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_sched_sleep(MS(1)), BATON_ECANCELED);
-	T_CHECK_RC(baton_sched_yield(), BATON_OK);
+	TC_CHECK_RC(baton_chan_recv(ch, &v, -1), BATON_ECANCELED);
+	TC_CHECK_RC(baton_chan_recv(ch, &v, TC_MS(100)), BATON_ECANCELED);
+	TC_CHECK_RC(baton_chan_recv(ch, &v, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(1)), BATON_ECANCELED);
+	TC_CHECK_RC(baton_sched_yield(), BATON_OK);
 }
 
 static void test_cancel_not_blocked(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	baton_chan_t *ch;
 
-	st_reset();
+	tc_reset();
 	assert_int_equal(baton_chan_create(&ch, 1), BATON_OK);
-	st_watchdog(30, "cancel not blocked");
-	st_spawn(s, state, 0, not_blocked_main, ch);
+	tc_watchdog_phase(30, "cancel not blocked");
+	tc_spawn(s, state, 0, not_blocked_main, ch);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	alarm(0);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	assert_int_equal(baton_chan_destroy(ch), BATON_OK);
 }
@@ -348,15 +348,15 @@ static void race_waker(void *arg)
 	struct race *r = arg;
 
 	if (r->mutex) {
-		T_CHECK_RC(baton_mutex_lock(r->mutex, 0), BATON_OK);
+		TC_CHECK_RC(baton_mutex_lock(r->mutex, 0), BATON_OK);
 		__atomic_store_n(&r->held, 1, __ATOMIC_RELEASE);
 	}
 	while (!__atomic_load_n(&r->go, __ATOMIC_ACQUIRE))
 		baton_sched_yield();
 	if (r->mutex)
-		T_CHECK_RC(baton_mutex_unlock(r->mutex), BATON_OK);
+		TC_CHECK_RC(baton_mutex_unlock(r->mutex), BATON_OK);
 	else
-		T_CHECK_RC(baton_chan_send(r->ch, (void *)42, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(r->ch, (void *)42, -1), BATON_OK);
 }
 
 static void race_canceller(void *arg)
@@ -367,28 +367,28 @@ static void race_canceller(void *arg)
 	while ((t = __atomic_load_n(&r->victim, __ATOMIC_ACQUIRE)) == NULL)
 		baton_sched_yield();
 	__atomic_store_n(&r->go, 1, __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_task_cancel(t), BATON_OK);
+	TC_CHECK_RC(baton_task_cancel(t), BATON_OK);
 	__atomic_store_n(&r->cancel_made, 1, __ATOMIC_RELEASE);
 }
 
 static void run_race(void **state, bool mutex, long rounds)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	int delivered = 0, cancelled = 0;
 
-	st_reset();
-	st_watchdog(120, mutex ? "cancel racing an unlock" : "cancel racing a send");
+	tc_reset();
+	tc_watchdog_phase(120, mutex ? "cancel racing an unlock" : "cancel racing a send");
 	for (long i = 0; i < rounds; i++) {
 		struct race r = { 0 };
 
 		assert_int_equal(baton_chan_create(&r.ch, 1), BATON_OK);
 		if (mutex)
 			assert_int_equal(baton_mutex_create(&r.mutex), BATON_OK);
-		st_spawn(s, state, 0, race_victim, &r);
-		st_spawn(s, state, 1, race_waker, &r);
-		st_spawn(s, state, (int)(i & 1), race_canceller, &r);
+		tc_spawn(s, state, 0, race_victim, &r);
+		tc_spawn(s, state, 1, race_waker, &r);
+		tc_spawn(s, state, (int)(i & 1), race_canceller, &r);
 		assert_int_equal(baton_sched_run(s), BATON_OK);
-		T_VERDICT();
+		TC_VERDICT();
 		if (r.rc == BATON_OK) {
 			delivered++;
 			if (mutex) /* the victim took and gave back the lock */
@@ -417,12 +417,12 @@ static void run_race(void **state, bool mutex, long rounds)
 
 static void test_race_send(void **state)
 {
-	run_race(state, false, harness_scale(ST_TSAN ? 300 : 3000, 200));
+	run_race(state, false, tc_scale(TC_TSAN ? 300 : 3000, 200));
 }
 
 static void test_race_unlock(void **state)
 {
-	run_race(state, true, harness_scale(ST_TSAN ? 300 : 3000, 200));
+	run_race(state, true, tc_scale(TC_TSAN ? 300 : 3000, 200));
 }
 
 static void test_bad_args(void **state)
@@ -439,12 +439,12 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_every_call_same_worker),
-		MODEL_TESTS(test_every_call_other_worker),
-		MODEL_TESTS(test_every_call_from_thread),
-		MODEL_TESTS(test_cancel_not_blocked),
-		MODEL_TESTS(test_race_send),
-		MODEL_TESTS(test_race_unlock),
+		TC_MODEL_TESTS(test_every_call_same_worker),
+		TC_MODEL_TESTS(test_every_call_other_worker),
+		TC_MODEL_TESTS(test_every_call_from_thread),
+		TC_MODEL_TESTS(test_cancel_not_blocked),
+		TC_MODEL_TESTS(test_race_send),
+		TC_MODEL_TESTS(test_race_unlock),
 		cmocka_unit_test(test_bad_args),
 	};
 

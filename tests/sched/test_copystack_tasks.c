@@ -54,25 +54,25 @@ static void nb_spawner(void *arg)
 	nb_saves_before = baton__coro_thread_save_allocs();
 
 	for (long i = 0; i < 1000; i++) {
-		T_CHECK_RC(baton_sched_spawn(s, &a, nb_task, (void *)(intptr_t)i), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(s, &a, nb_task, (void *)(intptr_t)i), BATON_OK);
 		if (i % 64 == 63)
-			T_CHECK_RC(baton_sched_yield(), BATON_OK);
+			TC_CHECK_RC(baton_sched_yield(), BATON_OK);
 	}
 }
 
 static void test_never_blocks_never_copied(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	struct baton_sched_stats st;
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "tasks that never block");
+	tc_reset();
+	tc_watchdog_phase(60, "tasks that never block");
 	nb_ran = 0;
 	/* A stackful spawner: no copy-stack task but the ones measured. */
 	assert_int_equal(baton_sched_spawn(s, NULL, nb_spawner, s), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(nb_ran, 1000);
 	assert_int_equal(baton_sched_stats(s, &st), BATON_OK);
 	/* Each ran to its end on the shared stack: none was saved, none
@@ -94,7 +94,7 @@ static void pk_parker(void *arg)
 	void *v;
 
 	(void)arg;
-	T_CHECK_RC(baton_chan_recv(pk_ch, &v, -1), BATON_OK);
+	TC_CHECK_RC(baton_chan_recv(pk_ch, &v, -1), BATON_OK);
 }
 
 static void pk_spawner(void *arg)
@@ -104,24 +104,24 @@ static void pk_spawner(void *arg)
 
 	pk_saves_before = baton__coro_thread_save_allocs();
 	for (long i = 0; i < PK_N; i++)
-		T_CHECK_RC(baton_sched_spawn(s, &a, pk_parker, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_yield(), BATON_OK); /* all park */
+		TC_CHECK_RC(baton_sched_spawn(s, &a, pk_parker, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_yield(), BATON_OK); /* all park */
 	pk_saves_after = baton__coro_thread_save_allocs();
 	for (long i = 0; i < PK_N; i++)
-		T_CHECK_RC(baton_chan_send(pk_ch, NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(pk_ch, NULL, -1), BATON_OK);
 }
 
 static void test_parked_get_save_buffers(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "tasks that park once");
+	tc_reset();
+	tc_watchdog_phase(60, "tasks that park once");
 	assert_int_equal(baton_chan_create(&pk_ch, 0), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, NULL, pk_spawner, s), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_true(pk_saves_after > pk_saves_before);
 	assert_true(pk_saves_after - pk_saves_before <= PK_N);
 	assert_int_equal(baton_chan_destroy(pk_ch), BATON_OK);
@@ -152,10 +152,10 @@ static __attribute__((noinline)) bool deep(long level, long bottom, unsigned see
 	} else {
 		void *v;
 
-		T_CHECK_RC(baton_chan_send(dp_ping, (void *)(intptr_t)level, dp_timeout),
+		TC_CHECK_RC(baton_chan_send(dp_ping, (void *)(intptr_t)level, dp_timeout),
 			   BATON_OK);
-		T_CHECK_RC(baton_chan_recv(dp_pong, &v, dp_timeout), BATON_OK);
-		T_CHECK((intptr_t)v == level);
+		TC_CHECK_RC(baton_chan_recv(dp_pong, &v, dp_timeout), BATON_OK);
+		TC_CHECK((intptr_t)v == level);
 	}
 	for (size_t i = 0; i < sizeof(frame); i++)
 		if (frame[i] != (unsigned char)(seed + (unsigned)level * 7u + i))
@@ -172,17 +172,17 @@ static void dp_diver(void *arg)
 			 * frames (sanitizer builds have larger ones). */
 			long frame = (long)(dp_frame_addr[0] - dp_frame_addr[1]);
 
-			T_CHECK(frame >= DEEP_FRAME);
+			TC_CHECK(frame >= DEEP_FRAME);
 			if (frame >= DEEP_FRAME)
-				dp_levels_max = harness_scale(900 * 1024 / frame, 200);
+				dp_levels_max = tc_scale(900 * 1024 / frame, 200);
 		}
 		if (!deep(0, bottom, (unsigned)bottom * 13u + 1u)) {
-			T_FAIL("a local changed across a park");
+			TC_FAIL("a local changed across a park");
 			break;
 		}
 	}
-	T_CHECK(dp_levels_max > 100);
-	T_CHECK_RC(baton_chan_close(dp_ping), BATON_OK);
+	TC_CHECK(dp_levels_max > 100);
+	TC_CHECK_RC(baton_chan_close(dp_ping), BATON_OK);
 }
 
 /* The partner is copy-stack too: each park swaps the two through the
@@ -196,26 +196,26 @@ static void dp_partner(void *arg)
 	for (size_t i = 0; i < sizeof(mine); i++)
 		mine[i] = (unsigned char)(0xa5 ^ i);
 	while (baton_chan_recv(dp_ping, &v, dp_timeout) == BATON_OK)
-		T_CHECK_RC(baton_chan_send(dp_pong, v, dp_timeout), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(dp_pong, v, dp_timeout), BATON_OK);
 	for (size_t i = 0; i < sizeof(mine); i++)
-		T_CHECK(mine[i] == (unsigned char)(0xa5 ^ i));
+		TC_CHECK(mine[i] == (unsigned char)(0xa5 ^ i));
 }
 
 static void parks_at_every_depth(int64_t timeout)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	struct baton_task_attr a = cs_attr();
 
-	st_reset();
+	tc_reset();
 	dp_timeout = timeout;
-	st_watchdog(120, "parking at every depth");
+	tc_watchdog_phase(120, "parking at every depth");
 	dp_levels_max = 16; /* until the frame size is known */
 	assert_int_equal(baton_chan_create(&dp_ping, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&dp_pong, 0), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, &a, dp_diver, NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, &a, dp_partner, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_chan_destroy(dp_ping), BATON_OK);
 	assert_int_equal(baton_chan_destroy(dp_pong), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
@@ -225,7 +225,7 @@ static void parks_at_every_depth(int64_t timeout)
 static void test_parks_at_every_depth(void **state)
 {
 	(void)state;
-	parks_at_every_depth(MS(20000));
+	parks_at_every_depth(TC_MS(20000));
 }
 
 /* Solo waits (no timeout) take the hop: one switch that copies on the
@@ -248,9 +248,9 @@ static __attribute__((noinline)) void lp_use(long *p, struct lp_state *ls, int w
 	*p += 1;
 	/* Park in a deeper frame, with the pointer live in this one. */
 	if (who == 0)
-		T_CHECK_RC(baton_chan_send(ls->ch, NULL, MS(20000)), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(ls->ch, NULL, TC_MS(20000)), BATON_OK);
 	else
-		T_CHECK_RC(baton_chan_recv(ls->ch, NULL, MS(20000)), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(ls->ch, NULL, TC_MS(20000)), BATON_OK);
 	*p += 10;
 }
 
@@ -263,29 +263,29 @@ static void lp_task(void *arg)
 	if (who == 0)
 		ls.ch = NULL;
 	if (ls.ch == NULL)
-		T_CHECK_RC(baton_chan_create(&ls.ch, 0), BATON_OK);
+		TC_CHECK_RC(baton_chan_create(&ls.ch, 0), BATON_OK);
 	ls.where[who] = &local;
 	lp_use(&local, &ls, who);
-	T_CHECK(local == 111);
-	T_CHECK(ls.where[who] == &local); /* the same address after the park */
+	TC_CHECK(local == 111);
+	TC_CHECK(ls.where[who] == &local); /* the same address after the park */
 	if (who == 1) {
-		T_CHECK_RC(baton_chan_destroy(ls.ch), BATON_OK);
+		TC_CHECK_RC(baton_chan_destroy(ls.ch), BATON_OK);
 		ls.ch = NULL;
 	}
 }
 
 static void test_local_pointer_across_park(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	struct baton_task_attr a = cs_attr();
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "a pointer to a local across a park");
+	tc_reset();
+	tc_watchdog_phase(60, "a pointer to a local across a park");
 	assert_int_equal(baton_sched_spawn(s, &a, lp_task, (void *)0), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, &a, lp_task, (void *)1), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
@@ -300,13 +300,13 @@ static void rg_round(long i, long r)
 	void *v;
 
 	if (i == 0) {
-		T_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(rg_in[1], (void *)(intptr_t)r, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(rg_in[0], &v, -1), BATON_OK);
 	} else {
-		T_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(rg_in[i], &v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(rg_in[(i + 1) % RING_N], v, -1), BATON_OK);
 	}
-	T_CHECK((intptr_t)v == r);
+	TC_CHECK((intptr_t)v == r);
 }
 
 static void rg_member(void *arg)
@@ -317,21 +317,21 @@ static void rg_member(void *arg)
 
 static void test_ring_copies_what_it_uses(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	struct baton_task_attr a = cs_attr();
 	struct baton_sched_stats st;
 	double per_hop;
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "copy-stack ring");
+	tc_reset();
+	tc_watchdog_phase(60, "copy-stack ring");
 	rg_rounds = 1000;
 	for (int i = 0; i < RING_N; i++)
 		assert_int_equal(baton_chan_create(&rg_in[i], 0), BATON_OK);
 	for (intptr_t i = 0; i < RING_N; i++)
 		assert_int_equal(baton_sched_spawn(s, &a, rg_member, (void *)i), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_stats(s, &st), BATON_OK);
 	per_hop = (double)st.copied_bytes / (double)(RING_N * rg_rounds);
 	/* Every hop saves the leaver and restores the newcomer: something
@@ -374,7 +374,7 @@ static void sg_member(void *arg)
 		rg_round(i, r);
 		for (size_t k = 0; k < sizeof(mine); k++)
 			if (mine[k] != (unsigned char)(i * 31 + (long)k)) {
-				T_FAIL("a frame changed across a park under signals");
+				TC_FAIL("a frame changed across a park under signals");
 				return;
 			}
 	}
@@ -382,21 +382,21 @@ static void sg_member(void *arg)
 
 static void test_ring_under_signals(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	struct baton_task_attr a = cs_attr();
 	struct sigaction sa, old_sa;
 	struct sigevent sev;
 	/* TSan defers each signal to a point where it may run the handler,
 	 * at a cost that a 20 us storm would turn into a livelock (and its
 	 * builds take the copier, not the hop's scratch stack). */
-	long period_ns = ST_TSAN ? 1000000 : 20000;
+	long period_ns = TC_TSAN ? 1000000 : 20000;
 	struct itimerspec its = { { 0, period_ns }, { 0, period_ns } };
 	timer_t timer;
 
 	(void)state;
-	st_reset();
-	st_watchdog(120, "copy-stack ring under signals");
-	rg_rounds = harness_scale(ST_TSAN ? 2000 : 20000, 2000);
+	tc_reset();
+	tc_watchdog_phase(120, "copy-stack ring under signals");
+	rg_rounds = tc_scale(TC_TSAN ? 2000 : 20000, 2000);
 	sg_count = 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = sg_handler;
@@ -417,7 +417,7 @@ static void test_ring_under_signals(void **state)
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_int_equal(timer_delete(timer), 0);
 	assert_int_equal(sigaction(SIGURG, &old_sa, NULL), 0);
-	T_VERDICT();
+	TC_VERDICT();
 	/* The storm did land (the ring runs for milliseconds at least). */
 	if (sg_count == 0)
 		fail_msg("no signal arrived during the ring");
@@ -461,10 +461,10 @@ static void mx_task(void *arg)
 	case 0: /* never blocks */
 		break;
 	case 1: /* parks until a later task sends */
-		T_CHECK_RC(baton_chan_recv(mx_ch, &v, MS(20000)), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(mx_ch, &v, TC_MS(20000)), BATON_OK);
 		break;
 	case 2: /* wakes an earlier one (it runs next) */
-		T_CHECK_RC(baton_chan_send(mx_ch, (void *)(intptr_t)i, MS(20000)), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(mx_ch, (void *)(intptr_t)i, TC_MS(20000)), BATON_OK);
 		break;
 	}
 	ok = mx_fill_check(frame, sizeof(frame), (unsigned)i, true);
@@ -478,24 +478,24 @@ static void mx_spawner(void *arg)
 	struct baton_task_attr a = cs_attr();
 
 	for (long i = 0; i < MX_TASKS; i++) {
-		T_CHECK_RC(baton_sched_spawn(s, &a, mx_task, (void *)(intptr_t)i), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(s, &a, mx_task, (void *)(intptr_t)i), BATON_OK);
 		if (i % 5 == 4)
-			T_CHECK_RC(baton_sched_yield(), BATON_OK);
+			TC_CHECK_RC(baton_sched_yield(), BATON_OK);
 	}
 }
 
 static void test_end_into_every_kind(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "copy-stack tasks ending into every kind of next task");
+	tc_reset();
+	tc_watchdog_phase(60, "copy-stack tasks ending into every kind of next task");
 	mx_ok = mx_bad = 0;
 	assert_int_equal(baton_chan_create(&mx_ch, 0), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, NULL, mx_spawner, s), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(mx_bad, 0);
 	assert_int_equal(mx_ok, MX_TASKS);
 	assert_int_equal(baton_chan_destroy(mx_ch), BATON_OK);
@@ -545,25 +545,25 @@ static void ru_spawner(void *arg)
 
 	for (int i = 0; i < 50; i++) {
 		a.coro.name = "first";
-		T_CHECK_RC(baton_sched_spawn(s, &a, ru_first, NULL), BATON_OK);
-		T_CHECK_RC(baton_sched_sleep(100000), BATON_OK); /* it ends */
+		TC_CHECK_RC(baton_sched_spawn(s, &a, ru_first, NULL), BATON_OK);
+		TC_CHECK_RC(baton_sched_sleep(100000), BATON_OK); /* it ends */
 		a.coro.name = NULL;
-		T_CHECK_RC(baton_sched_spawn(s, &a, ru_next, NULL), BATON_OK);
-		T_CHECK_RC(baton_sched_sleep(100000), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(s, &a, ru_next, NULL), BATON_OK);
+		TC_CHECK_RC(baton_sched_sleep(100000), BATON_OK);
 	}
 }
 
 static void test_reused_record_starts_afresh(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 
 	(void)state;
-	st_reset();
-	st_watchdog(60, "copy-stack tasks on reused records");
+	tc_reset();
+	tc_watchdog_phase(60, "copy-stack tasks on reused records");
 	ru_bad = ru_ran = ru_reused = 0;
 	assert_int_equal(baton_sched_spawn(s, NULL, ru_spawner, s), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(ru_bad, 0);
 	assert_int_equal(ru_ran, 100);
 	/* Else the checks above saw only new blocks and proved nothing. */

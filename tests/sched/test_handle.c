@@ -43,20 +43,20 @@ static baton_sched_t *S;
 
 static void setup(void **state, const char *phase)
 {
-	struct cfg *c = *state;
+	struct tc_cfg *c = *state;
 
-	st_reset();
-	st_watchdog(60, phase);
+	tc_reset();
+	tc_watchdog_phase(60, phase);
 	T_ATTR = (struct baton_task_attr)BATON_TASK_ATTR_INIT;
 	T_ATTR.coro = *c->attr;
-	S = st_sched(c->workers);
+	S = tc_sched(c->workers);
 	assert_int_equal(baton_chan_create(&never, 0), BATON_OK);
 }
 
 static void finish(void)
 {
 	assert_int_equal(baton_sched_run(S), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(S), BATON_OK);
 	assert_int_equal(baton_chan_destroy(never), BATON_OK);
 	alarm(0);
@@ -72,21 +72,21 @@ static void joiner(void *arg)
 	void *res;
 
 	(void)arg;
-	T_CHECK(baton_task_id() == BATON_TID_NONE); /* spawned without one */
+	TC_CHECK(baton_task_id() == BATON_TID_NONE); /* spawned without one */
 	for (intptr_t i = 0; i < K; i++)
-		T_CHECK_RC(baton_task_spawn(S, &T_ATTR, i % 2 ? ret_arg : yield_then_ret,
+		TC_CHECK_RC(baton_task_spawn(S, &T_ATTR, i % 2 ? ret_arg : yield_then_ret,
 					    (void *)(i + 1), &ids[i]), BATON_OK);
 	for (int i = 0; i < K; i++) {
 		status = -1;
 		res = NULL;
-		T_CHECK_RC(baton_task_join(ids[i], -1, &status, &res), BATON_OK);
-		T_CHECK(status == i + 1 && res == (void *)(intptr_t)(i + 1));
+		TC_CHECK_RC(baton_task_join(ids[i], -1, &status, &res), BATON_OK);
+		TC_CHECK(status == i + 1 && res == (void *)(intptr_t)(i + 1));
 		/* Spent: every call on it now has the defined answer. */
-		T_CHECK_RC(baton_task_join(ids[i], -1, &status, &res), BATON_EDEAD);
-		T_CHECK_RC(baton_task_join(ids[i], 0, NULL, NULL), BATON_EDEAD);
-		T_CHECK_RC(baton_task_abort(ids[i]), BATON_EDEAD);
-		T_CHECK_RC(baton_task_status(ids[i]), BATON_EDEAD);
-		T_CHECK_RC(baton_task_detach(ids[i]), BATON_EDEAD);
+		TC_CHECK_RC(baton_task_join(ids[i], -1, &status, &res), BATON_EDEAD);
+		TC_CHECK_RC(baton_task_join(ids[i], 0, NULL, NULL), BATON_EDEAD);
+		TC_CHECK_RC(baton_task_abort(ids[i]), BATON_EDEAD);
+		TC_CHECK_RC(baton_task_status(ids[i]), BATON_EDEAD);
+		TC_CHECK_RC(baton_task_detach(ids[i]), BATON_EDEAD);
 	}
 }
 
@@ -104,9 +104,9 @@ static int self_id_check(void *arg, void **result)
 
 	(void)arg;
 	(void)result;
-	T_CHECK(me != BATON_TID_NONE);
-	T_CHECK_RC(baton_task_status(me), BATON_TASK_RUNNING);
-	T_CHECK_RC(baton_task_join(me, -1, NULL, NULL), BATON_EDEADLK);
+	TC_CHECK(me != BATON_TID_NONE);
+	TC_CHECK_RC(baton_task_status(me), BATON_TASK_RUNNING);
+	TC_CHECK_RC(baton_task_join(me, -1, NULL, NULL), BATON_EDEADLK);
 	return 7;
 }
 
@@ -116,41 +116,41 @@ static void after_end(void *arg)
 	int status = 0;
 
 	(void)arg;
-	T_CHECK_RC(baton_task_spawn(S, &T_ATTR, self_id_check, NULL, &id), BATON_OK);
-	T_CHECK_RC(baton_task_status(id), BATON_TASK_RUNNING);
-	T_CHECK_RC(baton_task_join(id, 0, NULL, NULL), BATON_EAGAIN);
+	TC_CHECK_RC(baton_task_spawn(S, &T_ATTR, self_id_check, NULL, &id), BATON_OK);
+	TC_CHECK_RC(baton_task_status(id), BATON_TASK_RUNNING);
+	TC_CHECK_RC(baton_task_join(id, 0, NULL, NULL), BATON_EAGAIN);
 	while (baton_task_status(id) == BATON_TASK_RUNNING)
 		baton_sched_yield();
 	/* Ended, not joined: abort has nothing to do, the result waits. */
-	T_CHECK_RC(baton_task_status(id), BATON_TASK_ENDED);
-	T_CHECK_RC(baton_task_abort(id), BATON_OK);
-	T_CHECK_RC(baton_task_join(id, 0, &status, NULL), BATON_OK);
-	T_CHECK(status == 7);
+	TC_CHECK_RC(baton_task_status(id), BATON_TASK_ENDED);
+	TC_CHECK_RC(baton_task_abort(id), BATON_OK);
+	TC_CHECK_RC(baton_task_join(id, 0, &status, NULL), BATON_OK);
+	TC_CHECK(status == 7);
 	/* Its slot is reused now, under another generation: the old id
 	 * still names nothing. */
-	T_CHECK_RC(baton_task_spawn(S, &T_ATTR, block, NULL, &id2), BATON_OK);
-	T_CHECK(id2 != id);
-	T_CHECK_RC(baton_task_abort(id), BATON_EDEAD);
-	T_CHECK_RC(baton_task_status(id), BATON_EDEAD);
-	T_CHECK_RC(baton_task_join(id, MS(1), NULL, NULL), BATON_EDEAD);
-	T_CHECK_RC(baton_task_join(id2, MS(1), NULL, NULL), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_task_spawn(S, &T_ATTR, block, NULL, &id2), BATON_OK);
+	TC_CHECK(id2 != id);
+	TC_CHECK_RC(baton_task_abort(id), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_status(id), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_join(id, TC_MS(1), NULL, NULL), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_join(id2, TC_MS(1), NULL, NULL), BATON_ETIMEDOUT);
 	/* Abort a task that never took its handle. */
-	T_CHECK_RC(baton_task_abort(id2), BATON_OK);
-	T_CHECK_RC(baton_task_abort(id2), BATON_OK);
-	T_CHECK_RC(baton_task_join(id2, -1, &status, NULL), BATON_OK);
-	T_CHECK(status == BATON_ECANCELED);
+	TC_CHECK_RC(baton_task_abort(id2), BATON_OK);
+	TC_CHECK_RC(baton_task_abort(id2), BATON_OK);
+	TC_CHECK_RC(baton_task_join(id2, -1, &status, NULL), BATON_OK);
+	TC_CHECK(status == BATON_ECANCELED);
 	/* Detach: running, then gone at its end. */
-	T_CHECK_RC(baton_task_spawn(S, &T_ATTR, yield_then_ret, (void *)1, &id), BATON_OK);
-	T_CHECK_RC(baton_task_detach(id), BATON_OK);
-	T_CHECK_RC(baton_task_join(id, -1, NULL, NULL), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_spawn(S, &T_ATTR, yield_then_ret, (void *)1, &id), BATON_OK);
+	TC_CHECK_RC(baton_task_detach(id), BATON_OK);
+	TC_CHECK_RC(baton_task_join(id, -1, NULL, NULL), BATON_EDEAD);
 	while (baton_task_status(id) == BATON_TASK_RUNNING)
 		baton_sched_yield();
-	T_CHECK_RC(baton_task_status(id), BATON_EDEAD);
-	T_CHECK_RC(baton_task_abort(id), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_status(id), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_abort(id), BATON_EDEAD);
 	/* Nonsense ids. */
-	T_CHECK_RC(baton_task_status(BATON_TID_NONE), BATON_EDEAD);
-	T_CHECK_RC(baton_task_abort((baton_tid_t)1 << 32 | 0xfffffff0u), BATON_EDEAD);
-	T_CHECK_RC(baton_task_join(~(baton_tid_t)0, 0, NULL, NULL), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_status(BATON_TID_NONE), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_abort((baton_tid_t)1 << 32 | 0xfffffff0u), BATON_EDEAD);
+	TC_CHECK_RC(baton_task_join(~(baton_tid_t)0, 0, NULL, NULL), BATON_EDEAD);
 }
 
 static void test_after_end(void **state)
@@ -172,15 +172,15 @@ static void *thread_joins(void *arg)
 {
 	struct th *th = arg;
 
-	th->join_rc = baton_task_join(th->id, MS(30000), &th->status, NULL);
-	th->wait_rc = baton_group_wait(th->g, MS(30000), &th->first);
+	th->join_rc = baton_task_join(th->id, TC_MS(30000), &th->status, NULL);
+	th->wait_rc = baton_group_wait(th->g, TC_MS(30000), &th->first);
 	return NULL;
 }
 
 static int sleep_then_fail(void *arg, void **result)
 {
 	(void)result;
-	baton_sched_sleep(MS(20));
+	baton_sched_sleep(TC_MS(20));
 	return (int)(intptr_t)arg;
 }
 
@@ -207,7 +207,7 @@ static void test_thread_join(void **state)
 	assert_int_equal(th.first.status, 9);
 	assert_int_equal(baton_task_join(gid, 0, NULL, NULL), BATON_OK);
 	assert_int_equal(baton_group_close(th.g, NULL), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(S), BATON_OK);
 	assert_int_equal(baton_chan_destroy(never), BATON_OK);
 	alarm(0);
@@ -223,17 +223,17 @@ static void fail_fast(void *arg)
 	struct baton_task_end first;
 
 	(void)arg;
-	T_CHECK_RC(baton_group_create(&g, S, BATON_GROUP_FAIL_FAST), BATON_OK);
+	TC_CHECK_RC(baton_group_create(&g, S, BATON_GROUP_FAIL_FAST), BATON_OK);
 	for (int i = 0; i < NG; i++)
-		T_CHECK_RC(baton_group_spawn(g, &T_ATTR, block, NULL, NULL), BATON_OK);
-	T_CHECK_RC(baton_group_spawn(g, &T_ATTR, sleep_then_fail, (void *)42, &bad), BATON_OK);
-	T_CHECK_RC(baton_group_wait(g, MS(30000), &first), BATON_OK);
-	T_CHECK(first.tid == bad && first.status == 42);
+		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, block, NULL, NULL), BATON_OK);
+	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, sleep_then_fail, (void *)42, &bad), BATON_OK);
+	TC_CHECK_RC(baton_group_wait(g, TC_MS(30000), &first), BATON_OK);
+	TC_CHECK(first.tid == bad && first.status == 42);
 	/* Cancelled by the failure: nothing more is spawned. */
-	T_CHECK_RC(baton_group_spawn(g, &T_ATTR, block, NULL, NULL), BATON_ECANCELED);
-	T_CHECK_RC(baton_task_join(bad, 0, NULL, NULL), BATON_OK);
-	T_CHECK_RC(baton_group_close(g, &first), BATON_OK);
-	T_CHECK(first.status == 42);
+	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, block, NULL, NULL), BATON_ECANCELED);
+	TC_CHECK_RC(baton_task_join(bad, 0, NULL, NULL), BATON_OK);
+	TC_CHECK_RC(baton_group_close(g, &first), BATON_OK);
+	TC_CHECK(first.status == 42);
 }
 
 static void test_group_fail_fast(void **state)
@@ -250,20 +250,20 @@ static void collect_all(void *arg)
 	struct baton_task_end first;
 
 	(void)arg;
-	T_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
+	TC_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
 	for (intptr_t i = 0; i < NG; i++)
-		T_CHECK_RC(baton_group_spawn(g, &T_ATTR, i % 3 ? ret_arg : yield_then_ret,
+		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, i % 3 ? ret_arg : yield_then_ret,
 					     (void *)i, &ids[i]), BATON_OK);
 	for (intptr_t i = 0; i < NG; i++) {
 		int status = -1;
 		void *res = NULL;
 
-		T_CHECK_RC(baton_task_join(ids[i], -1, &status, &res), BATON_OK);
-		T_CHECK(status == i && res == (void *)i);
+		TC_CHECK_RC(baton_task_join(ids[i], -1, &status, &res), BATON_OK);
+		TC_CHECK(status == i && res == (void *)i);
 	}
-	T_CHECK_RC(baton_group_wait(g, 0, &first), BATON_OK);
-	T_CHECK(first.tid != BATON_TID_NONE && first.status != 0); /* 1..NG-1 fail */
-	T_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
+	TC_CHECK_RC(baton_group_wait(g, 0, &first), BATON_OK);
+	TC_CHECK(first.tid != BATON_TID_NONE && first.status != 0); /* 1..NG-1 fail */
+	TC_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
 }
 
 static void test_group_collect(void **state)
@@ -281,7 +281,7 @@ static int grandchild(void *arg, void **result)
 {
 	int rc = block(arg, result);
 
-	T_CHECK(rc == BATON_ECANCELED);
+	TC_CHECK(rc == BATON_ECANCELED);
 	/* Relaxed: a count read after the close that waited for us. */
 	__atomic_add_fetch(&grand_ended, 1, __ATOMIC_RELAXED);
 	return rc;
@@ -293,13 +293,13 @@ static int child_with_group(void *arg, void **result)
 	int rc;
 
 	(void)result;
-	T_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
+	TC_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
 	for (int i = 0; i < 4; i++)
-		T_CHECK_RC(baton_group_spawn(g, &T_ATTR, grandchild, NULL, NULL), BATON_OK);
+		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, grandchild, NULL, NULL), BATON_OK);
 	rc = block(arg, result);
-	T_CHECK(rc == BATON_ECANCELED);
+	TC_CHECK(rc == BATON_ECANCELED);
 	if ((intptr_t)arg == 1)
-		T_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
+		TC_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
 	/* else: left open, closed at our return */
 	return rc;
 }
@@ -312,21 +312,21 @@ static void nested(void *arg)
 
 	(void)arg;
 	grand_ended = 0;
-	T_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
+	TC_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
 	for (intptr_t i = 0; i < 4; i++)
-		T_CHECK_RC(baton_group_spawn(g, &T_ATTR, child_with_group, (void *)(i % 2), NULL),
+		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, child_with_group, (void *)(i % 2), NULL),
 			   BATON_OK);
-	baton_sched_sleep(MS(5));
-	T_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
-	T_CHECK(__atomic_load_n(&grand_ended, __ATOMIC_RELAXED) == 16);
+	baton_sched_sleep(TC_MS(5));
+	TC_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
+	TC_CHECK(__atomic_load_n(&grand_ended, __ATOMIC_RELAXED) == 16);
 	/* Cancelling a task by its id cancels the groups it owns. */
 	grand_ended = 0;
-	T_CHECK_RC(baton_task_spawn(S, &T_ATTR, child_with_group, (void *)1, &id), BATON_OK);
-	baton_sched_sleep(MS(5));
-	T_CHECK_RC(baton_task_abort(id), BATON_OK);
-	T_CHECK_RC(baton_task_join(id, -1, &status, NULL), BATON_OK);
-	T_CHECK(status == BATON_ECANCELED);
-	T_CHECK(__atomic_load_n(&grand_ended, __ATOMIC_RELAXED) == 4);
+	TC_CHECK_RC(baton_task_spawn(S, &T_ATTR, child_with_group, (void *)1, &id), BATON_OK);
+	baton_sched_sleep(TC_MS(5));
+	TC_CHECK_RC(baton_task_abort(id), BATON_OK);
+	TC_CHECK_RC(baton_task_join(id, -1, &status, NULL), BATON_OK);
+	TC_CHECK(status == BATON_ECANCELED);
+	TC_CHECK(__atomic_load_n(&grand_ended, __ATOMIC_RELAXED) == 4);
 }
 
 static void test_group_nested(void **state)
@@ -345,12 +345,12 @@ static void owner_task(void *arg)
 	void *v;
 
 	(void)arg;
-	T_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
+	TC_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
 	for (int i = 0; i < 4; i++)
-		T_CHECK_RC(baton_group_spawn(g, &T_ATTR, grandchild, NULL, NULL), BATON_OK);
+		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, grandchild, NULL, NULL), BATON_OK);
 	/* Release: the handle to the canceller's acquire. */
 	__atomic_store_n(&owner_handle, baton_task_handle(), __ATOMIC_RELEASE);
-	T_CHECK_RC(baton_chan_recv(never, &v, -1), BATON_ECANCELED);
+	TC_CHECK_RC(baton_chan_recv(never, &v, -1), BATON_ECANCELED);
 	/* The group is closed at our return. */
 }
 
@@ -362,7 +362,7 @@ static void canceller(void *arg)
 	/* Acquire: see owner_task. */
 	while ((h = __atomic_load_n(&owner_handle, __ATOMIC_ACQUIRE)) == NULL)
 		baton_sched_yield();
-	T_CHECK_RC(baton_task_cancel(h), BATON_OK);
+	TC_CHECK_RC(baton_task_cancel(h), BATON_OK);
 }
 
 static void test_cancel_owner(void **state)
@@ -374,7 +374,7 @@ static void test_cancel_owner(void **state)
 	assert_int_equal(baton_sched_spawn(S, &T_ATTR, canceller, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(S), BATON_OK);
 	assert_int_equal(__atomic_load_n(&grand_ended, __ATOMIC_RELAXED), 4);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(S), BATON_OK);
 	assert_int_equal(baton_chan_destroy(never), BATON_OK);
 	alarm(0);
@@ -384,7 +384,7 @@ static void test_cancel_owner(void **state)
 static void stopper(void *arg)
 {
 	(void)arg;
-	baton_sched_sleep(MS(5));
+	baton_sched_sleep(TC_MS(5));
 	baton_sched_stop(S);
 }
 
@@ -428,14 +428,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errors),
-		CFG_TESTS(test_join),
-		CFG_TESTS(test_after_end),
-		CFG_TESTS(test_thread_join),
-		CFG_TESTS(test_group_fail_fast),
-		CFG_TESTS(test_group_collect),
-		CFG_TESTS(test_group_nested),
-		CFG_TESTS(test_cancel_owner),
-		CFG_TESTS(test_destroy),
+		TC_CFG_TESTS(test_join),
+		TC_CFG_TESTS(test_after_end),
+		TC_CFG_TESTS(test_thread_join),
+		TC_CFG_TESTS(test_group_fail_fast),
+		TC_CFG_TESTS(test_group_collect),
+		TC_CFG_TESTS(test_group_nested),
+		TC_CFG_TESTS(test_cancel_owner),
+		TC_CFG_TESTS(test_destroy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

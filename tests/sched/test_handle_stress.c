@@ -65,7 +65,7 @@ static void check_join(int rc, uintptr_t arg_seen, int status)
 		char m[96];
 
 		snprintf(m, sizeof(m), "joined status %d for arg %#lx", status, (unsigned long)arg_seen);
-		T_FAIL(m);
+		TC_FAIL(m);
 	}
 }
 
@@ -81,28 +81,28 @@ static void group_op(uint64_t *rng, bool in_task)
 {
 	baton_group_t *g;
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
-	unsigned n = 1 + st_rand(rng) % 4;
+	unsigned n = 1 + tc_rand(rng) % 4;
 	struct baton_task_end first;
 	int rc;
 
-	T_CHECK_RC(baton_group_create(&g, S, st_rand(rng) % 2 ? BATON_GROUP_FAIL_FAST : 0), BATON_OK);
+	TC_CHECK_RC(baton_group_create(&g, S, tc_rand(rng) % 2 ? BATON_GROUP_FAIL_FAST : 0), BATON_OK);
 	for (unsigned i = 0; i < n; i++) {
-		ta.coro.model = st_rand(rng) % 2 ? BATON_CORO_COPYSTACK : BATON_CORO_STACKFUL;
-		rc = baton_group_spawn(g, &ta, child, (void *)(uintptr_t)st_rand(rng), NULL);
-		T_CHECK(rc == BATON_OK || rc == BATON_ECANCELED);
+		ta.coro.model = tc_rand(rng) % 2 ? BATON_CORO_COPYSTACK : BATON_CORO_STACKFUL;
+		rc = baton_group_spawn(g, &ta, child, (void *)(uintptr_t)tc_rand(rng), NULL);
+		TC_CHECK(rc == BATON_OK || rc == BATON_ECANCELED);
 	}
-	if (st_rand(rng) % 2)
-		T_CHECK_RC(baton_group_cancel(g), BATON_OK);
-	if (in_task && st_rand(rng) % 2) {
-		rc = baton_group_wait(g, (int64_t)(st_rand(rng) % 3) * 500000, &first);
-		T_CHECK(rc == BATON_OK || rc == BATON_EAGAIN || rc == BATON_ETIMEDOUT);
+	if (tc_rand(rng) % 2)
+		TC_CHECK_RC(baton_group_cancel(g), BATON_OK);
+	if (in_task && tc_rand(rng) % 2) {
+		rc = baton_group_wait(g, (int64_t)(tc_rand(rng) % 3) * 500000, &first);
+		TC_CHECK(rc == BATON_OK || rc == BATON_EAGAIN || rc == BATON_ETIMEDOUT);
 	}
-	T_CHECK_RC(baton_group_close(g, &first), BATON_OK);
+	TC_CHECK_RC(baton_group_close(g, &first), BATON_OK);
 }
 
 static void one_op(uint64_t *rng, bool in_task)
 {
-	uint64_t r = st_rand(rng);
+	uint64_t r = tc_rand(rng);
 	int idx = (int)(r % NIDS), op = (int)((r >> 16) % 100), rc, status;
 	/* Relaxed: see forget. */
 	baton_tid_t id = __atomic_load_n(&table[idx], __ATOMIC_RELAXED);
@@ -117,35 +117,35 @@ static void one_op(uint64_t *rng, bool in_task)
 		baton_tid_t zero = 0, nid;
 
 		ta.coro.model = r >> 40 & 1 ? BATON_CORO_COPYSTACK : BATON_CORO_STACKFUL;
-		T_CHECK_RC(baton_task_spawn(S, &ta, child, (void *)(uintptr_t)st_rand(rng), &nid),
+		TC_CHECK_RC(baton_task_spawn(S, &ta, child, (void *)(uintptr_t)tc_rand(rng), &nid),
 			   BATON_OK);
 		/* Relaxed: see forget. */
 		if (!__atomic_compare_exchange_n(&table[idx], &zero, nid, false,
 						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			T_CHECK_RC(baton_task_detach(nid), BATON_OK);
+			TC_CHECK_RC(baton_task_detach(nid), BATON_OK);
 		return;
 	}
 	if (op < 30) {
 		rc = baton_task_abort(id);
-		T_CHECK(rc == BATON_OK || rc == BATON_EDEAD);
+		TC_CHECK(rc == BATON_OK || rc == BATON_EDEAD);
 		if (rc == BATON_OK) /* Relaxed: a count. */
 			__atomic_add_fetch(&aborted_ok, 1, __ATOMIC_RELAXED);
 	} else if (op < 65) {
 		int64_t to = in_task ? (int64_t)(r >> 24) % 3 * 300000 : (int64_t)(r >> 24) % 2 * 1000000;
 
 		rc = baton_task_join(id, to, &status, &res);
-		T_CHECK(rc == BATON_OK || rc == BATON_EDEAD || rc == BATON_EAGAIN ||
+		TC_CHECK(rc == BATON_OK || rc == BATON_EDEAD || rc == BATON_EAGAIN ||
 			rc == BATON_ETIMEDOUT);
 		check_join(rc, (uintptr_t)res, status);
 		if (rc == BATON_OK || rc == BATON_EDEAD)
 			forget(idx, id);
 	} else if (op < 75) {
 		rc = baton_task_detach(id);
-		T_CHECK(rc == BATON_OK || rc == BATON_EDEAD);
+		TC_CHECK(rc == BATON_OK || rc == BATON_EDEAD);
 		forget(idx, id);
 	} else {
 		rc = baton_task_status(id);
-		T_CHECK(rc == BATON_TASK_RUNNING || rc == BATON_TASK_ENDED || rc == BATON_EDEAD);
+		TC_CHECK(rc == BATON_TASK_RUNNING || rc == BATON_TASK_ENDED || rc == BATON_EDEAD);
 		if (rc == BATON_EDEAD)
 			forget(idx, id);
 	}
@@ -158,7 +158,7 @@ static void drive(uint64_t seed, bool in_task)
 	/* Relaxed: a budget shared by the drivers. */
 	while (__atomic_sub_fetch(&ops_left, 1, __ATOMIC_RELAXED) >= 0) {
 		one_op(&rng, in_task);
-		if (in_task && st_rand(&rng) % 8 == 0)
+		if (in_task && tc_rand(&rng) % 8 == 0)
 			baton_sched_yield();
 	}
 }
@@ -202,8 +202,8 @@ static void sweeper(void *arg)
 		if (id == 0)
 			continue;
 		baton_task_abort(id);
-		rc = baton_task_join(id, MS(10000), &status, &res);
-		T_CHECK(rc == BATON_OK || rc == BATON_EDEAD);
+		rc = baton_task_join(id, TC_MS(10000), &status, &res);
+		TC_CHECK(rc == BATON_OK || rc == BATON_EDEAD);
 		check_join(rc, (uintptr_t)res, status);
 	}
 }
@@ -212,15 +212,15 @@ static void test_stress(void **state)
 {
 	const char *env = getenv("BATON_HANDLE_STRESS_OPS");
 	/* TSan runs it about a hundred times slower. */
-	long ops = env && atol(env) > 0 ? atol(env) : harness_scale(ST_TSAN ? 10000 : 50000, 5000);
+	long ops = env && atol(env) > 0 ? atol(env) : tc_scale(TC_TSAN ? 10000 : 50000, 5000);
 	pthread_t th;
 	int64_t t0;
 
 	(void)state;
-	st_reset();
-	st_watchdog(ops > 100000 ? 3000 : 120, "handle stress");
+	tc_reset();
+	tc_watchdog_phase(ops > 100000 ? 3000 : 120, "handle stress");
 	ops_left = ops;
-	S = st_sched(2);
+	S = tc_sched(2);
 	assert_int_equal(baton_chan_create(&never, 0), BATON_OK);
 	for (uintptr_t i = 0; i < NDRIVERS; i++) {
 		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
@@ -230,15 +230,15 @@ static void test_stress(void **state)
 	}
 	thread_done = 0;
 	assert_int_equal(baton_sched_spawn(S, NULL, keeper, NULL), BATON_OK);
-	t0 = st_now();
+	t0 = tc_now();
 	assert_int_equal(pthread_create(&th, NULL, driver_thread, NULL), 0);
 	assert_int_equal(baton_sched_run(S), BATON_OK);
 	pthread_join(th, NULL);
 	assert_int_equal(baton_sched_spawn(S, NULL, sweeper, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(S), BATON_OK);
 	printf("handle stress: %ld ops in %.2f s (%ld joins, %ld aborts delivered)\n", ops,
-	       (double)(st_now() - t0) / 1e9, joined, aborted_ok);
-	T_VERDICT();
+	       (double)(tc_now() - t0) / 1e9, joined, aborted_ok);
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(S), BATON_OK);
 	assert_int_equal(baton_chan_destroy(never), BATON_OK);
 	alarm(0);

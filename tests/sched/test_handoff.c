@@ -34,11 +34,11 @@ static void pp_ping(void *arg)
 
 	(void)arg;
 	for (long i = 0; i < PP_ROUNDS; i++) {
-		T_CHECK_RC(baton_chan_send(pp_a, (void *)i, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(pp_a, (void *)i, -1), BATON_OK);
 		pp_hops++;
-		T_CHECK_RC(baton_chan_recv(pp_b, &v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(pp_b, &v, -1), BATON_OK);
 		pp_hops++;
-		T_CHECK(v == (void *)i);
+		TC_CHECK(v == (void *)i);
 	}
 	pp_done = true;
 }
@@ -49,8 +49,8 @@ static void pp_pong(void *arg)
 
 	(void)arg;
 	for (long i = 0; i < PP_ROUNDS; i++) {
-		T_CHECK_RC(baton_chan_recv(pp_a, &v, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_send(pp_b, v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(pp_a, &v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(pp_b, v, -1), BATON_OK);
 	}
 }
 
@@ -75,20 +75,20 @@ static void pp_bystander(void *arg)
 
 static void test_runnext_fairness(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	struct baton_sched_stats st;
 
-	st_watchdog(60, "runnext_fairness");
-	st_reset();
+	tc_watchdog_phase(60, "runnext_fairness");
+	tc_reset();
 	pp_hops = pp_max_gap = pp_turns = 0;
 	pp_done = false;
 	assert_int_equal(baton_chan_create(&pp_a, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&pp_b, 0), BATON_OK);
-	st_spawn(s, state, BATON_SCHED_ANY_WORKER, pp_bystander, NULL);
-	st_spawn(s, state, BATON_SCHED_ANY_WORKER, pp_pong, NULL);
-	st_spawn(s, state, BATON_SCHED_ANY_WORKER, pp_ping, NULL);
+	tc_spawn(s, state, BATON_SCHED_ANY_WORKER, pp_bystander, NULL);
+	tc_spawn(s, state, BATON_SCHED_ANY_WORKER, pp_pong, NULL);
+	tc_spawn(s, state, BATON_SCHED_ANY_WORKER, pp_ping, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	/* Each pair hop is one runnext dispatch; the bound is counted in
 	 * dispatches, and a turn of the bystander costs the pair at most a
 	 * couple of hops of slack (the one displaced, the one that yields). */
@@ -141,29 +141,29 @@ static void mg_member(void *arg)
 
 	for (long r = 0; r < mg_rounds; r++) {
 		if (pos == 0) {
-			T_CHECK_RC(baton_chan_send(right, (void *)(r * 100), -1), BATON_OK);
-			T_CHECK_RC(baton_chan_recv(in, &v, -1), BATON_OK);
+			TC_CHECK_RC(baton_chan_send(right, (void *)(r * 100), -1), BATON_OK);
+			TC_CHECK_RC(baton_chan_recv(in, &v, -1), BATON_OK);
 			if ((long)v == r * 100 + MG_N - 1)
 				__atomic_add_fetch(&mg_sum, 1, __ATOMIC_RELAXED);
 		} else {
-			T_CHECK_RC(baton_chan_recv(in, &v, -1), BATON_OK);
+			TC_CHECK_RC(baton_chan_recv(in, &v, -1), BATON_OK);
 			switch ((r + pos) % 8) {
 			case 0: /* YIELD hook, then go on */
-				T_CHECK_RC(baton_sched_yield(), BATON_OK);
+				TC_CHECK_RC(baton_sched_yield(), BATON_OK);
 				break;
 			case 3: /* a timed park: its timer pins it meanwhile */
-				T_CHECK_RC(baton_sched_sleep(1000), BATON_OK);
+				TC_CHECK_RC(baton_sched_sleep(1000), BATON_OK);
 				break;
 			case 5: { /* a task that finishes on its own */
-				struct baton_task_attr a = st_tattr(mg_state, BATON_SCHED_ANY_WORKER);
+				struct baton_task_attr a = tc_tattr(mg_state, BATON_SCHED_ANY_WORKER);
 
-				T_CHECK_RC(baton_sched_spawn(mg_s, &a, mg_child, NULL), BATON_OK);
+				TC_CHECK_RC(baton_sched_spawn(mg_s, &a, mg_child, NULL), BATON_OK);
 				break;
 			}
 			default:
 				break;
 			}
-			T_CHECK_RC(baton_chan_send(right, (void *)((long)v + 1), -1), BATON_OK);
+			TC_CHECK_RC(baton_chan_send(right, (void *)((long)v + 1), -1), BATON_OK);
 		}
 		mg_note_worker();
 	}
@@ -172,12 +172,12 @@ static void mg_member(void *arg)
 static void test_hooks_under_migration(void **state)
 {
 	struct baton_sched_stats st;
-	int64_t deadline = st_now() + MS(3000) * st_time_scale();
+	int64_t deadline = tc_now() + TC_MS(3000) * tc_time_scale();
 
-	st_watchdog(120, "hooks_under_migration");
-	st_reset();
+	tc_watchdog_phase(120, "hooks_under_migration");
+	tc_reset();
 	mg_state = state;
-	mg_rounds = harness_scale(ST_TSAN ? 300 : 2000, 100);
+	mg_rounds = tc_scale(TC_TSAN ? 300 : 2000, 100);
 	for (int i = 0; i < MG_RINGS * MG_N; i++)
 		assert_int_equal(baton_chan_create(&mg_ch[i], 0), BATON_OK);
 	/* Until both workers have run members (a loaded machine may keep
@@ -185,21 +185,21 @@ static void test_hooks_under_migration(void **state)
 	do {
 		mg_sum = mg_children = 0;
 		mg_seen[0] = mg_seen[1] = 0;
-		mg_s = st_sched(2);
+		mg_s = tc_sched(2);
 		/* Everything starts on worker 0: worker 1 has to steal, and
 		 * what it steals pulls its partners along as it wakes them. */
 		for (long i = 0; i < MG_RINGS * MG_N; i++)
-			st_spawn(mg_s, state, 0, mg_member, (void *)i);
+			tc_spawn(mg_s, state, 0, mg_member, (void *)i);
 		assert_int_equal(baton_sched_run(mg_s), BATON_OK);
-		T_VERDICT();
+		TC_VERDICT();
 		assert_int_equal(mg_sum, MG_RINGS * mg_rounds);
 		assert_true(mg_children > 0);
 		assert_int_equal(baton_sched_stats(mg_s, &st), BATON_OK);
 		assert_true(st.handoffs > 0 && st.handoffs <= st.dispatches);
 		assert_int_equal(baton_sched_destroy(mg_s), BATON_OK);
-	} while (!(mg_seen[0] && mg_seen[1]) && st_now() < deadline);
+	} while (!(mg_seen[0] && mg_seen[1]) && tc_now() < deadline);
 	/* Copy-stack tasks stay where they first ran: all on worker 0. */
-	if (ATTR(state)->model == BATON_CORO_STACKFUL && !(mg_seen[0] && mg_seen[1]))
+	if (TC_ATTR(state)->model == BATON_CORO_STACKFUL && !(mg_seen[0] && mg_seen[1]))
 		print_message("note: worker 1 never ran a member (machine busy?)\n");
 	for (int i = 0; i < MG_RINGS * MG_N; i++)
 		assert_int_equal(baton_chan_destroy(mg_ch[i]), BATON_OK);
@@ -222,13 +222,13 @@ static void test_stats_api(void **state)
 {
 	struct baton_sched_stats st;
 
-	st_watchdog(20, "stats_api");
-	sb_s = st_sched(1);
+	tc_watchdog_phase(20, "stats_api");
+	sb_s = tc_sched(1);
 	assert_int_equal(baton_sched_stats(NULL, &st), BATON_EINVAL);
 	assert_int_equal(baton_sched_stats(sb_s, NULL), BATON_EINVAL);
 	assert_int_equal(baton_sched_stats(sb_s, &st), BATON_OK);
 	assert_int_equal(st.dispatches, 0);
-	st_spawn(sb_s, state, BATON_SCHED_ANY_WORKER, sb_task, NULL);
+	tc_spawn(sb_s, state, BATON_SCHED_ANY_WORKER, sb_task, NULL);
 	assert_int_equal(baton_sched_run(sb_s), BATON_OK);
 	assert_int_equal(sb_rc, BATON_EBUSY); /* asked while running */
 	assert_int_equal(baton_sched_stats(sb_s, &st), BATON_OK);
@@ -239,9 +239,9 @@ static void test_stats_api(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_runnext_fairness),
-		MODEL_TESTS(test_hooks_under_migration),
-		MODEL_TESTS(test_stats_api),
+		TC_MODEL_TESTS(test_runnext_fairness),
+		TC_MODEL_TESTS(test_hooks_under_migration),
+		TC_MODEL_TESTS(test_stats_api),
 	};
 
 	return cmocka_run_group_tests_name("handoff", tests, NULL, NULL);

@@ -82,7 +82,7 @@ static void test_sleep(void **state)
 	baton_sched_t *s;
 
 	(void)state;
-	harness_watchdog(60);
+	tc_watchdog(60);
 	assert_int_equal(baton_sched_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, NULL, pc_sleeper, s), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);

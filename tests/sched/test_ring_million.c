@@ -27,14 +27,14 @@ static void member_main(void *arg)
 	void *v = NULL;
 
 	if (m->index == 0) {
-		T_CHECK_RC(baton_chan_send(m->right, (void *)1000L, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(m->right, (void *)1000L, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
 		if ((long)v != 1000 + RING_N - 1)
 			bad++;
 		return;
 	}
-	T_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
-	T_CHECK_RC(baton_chan_send(m->right, (void *)((long)v + 1), -1), BATON_OK);
+	TC_CHECK_RC(baton_chan_recv(m->in, &v, -1), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(m->right, (void *)((long)v + 1), -1), BATON_OK);
 }
 
 static long task_count(void)
@@ -48,11 +48,11 @@ static long task_count(void)
 static void test_million_ring(void **state)
 {
 	long c = task_count();
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	struct baton_sched_stats st;
 
-	st_watchdog(300, "million_ring");
-	st_reset();
+	tc_watchdog_phase(300, "million_ring");
+	tc_reset();
 	bad = 0;
 	members = calloc((size_t)c, sizeof(*members));
 	assert_non_null(members);
@@ -60,7 +60,7 @@ static void test_million_ring(void **state)
 		assert_int_equal(baton_chan_create(&members[i].in, 0), BATON_OK);
 	for (long i = 0; i < c; i++) {
 		long ring = i / RING_N, pos = i % RING_N;
-		struct baton_task_attr a = st_tattr(state, BATON_SCHED_ANY_WORKER);
+		struct baton_task_attr a = tc_tattr(state, BATON_SCHED_ANY_WORKER);
 		int rc;
 
 		members[i].index = pos;
@@ -70,7 +70,7 @@ static void test_million_ring(void **state)
 			fail_msg("spawn %ld of %ld: %s", i, c, baton_strerror(rc));
 	}
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(bad, 0);
 	assert_int_equal(baton_sched_stats(s, &st), BATON_OK);
 	assert_true(st.dispatches >= (uint64_t)c);
@@ -84,7 +84,7 @@ static void test_million_ring(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_million_ring),
+		TC_MODEL_TESTS(test_million_ring),
 	};
 
 	return cmocka_run_group_tests_name("ring_million", tests, NULL, NULL);

@@ -16,7 +16,7 @@ static void test_create_destroy(void **state)
 	baton_sched_t *s = NULL;
 
 	(void)state;
-	st_watchdog(20, "create_destroy");
+	tc_watchdog_phase(20, "create_destroy");
 	assert_int_equal(baton_sched_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_sched_workers(s), 1);
 	assert_int_equal(baton_sched_run(s), BATON_OK); /* no tasks: returns */
@@ -49,10 +49,10 @@ static void nop(void *arg)
 
 static void test_spawn_validation(void **state)
 {
-	baton_sched_t *s = st_sched(2);
-	struct baton_task_attr a = st_tattr(state, 2);
+	baton_sched_t *s = tc_sched(2);
+	struct baton_task_attr a = tc_tattr(state, 2);
 
-	st_watchdog(20, "spawn_validation");
+	tc_watchdog_phase(20, "spawn_validation");
 	assert_int_equal(baton_sched_spawn(NULL, NULL, nop, NULL), BATON_EINVAL);
 	assert_int_equal(baton_sched_spawn(s, NULL, NULL, NULL), BATON_EINVAL);
 	assert_int_equal(baton_sched_spawn(s, &a, nop, NULL), BATON_EINVAL);
@@ -63,7 +63,7 @@ static void test_spawn_validation(void **state)
 	a.worker = BATON_SCHED_ANY_WORKER;
 	a.coro.model = 7;
 	assert_int_equal(baton_sched_spawn(s, &a, nop, NULL), BATON_EINVAL);
-	a = st_tattr(state, 1); /* the last worker is a valid index */
+	a = tc_tattr(state, 1); /* the last worker is a valid index */
 	assert_int_equal(baton_sched_spawn(s, &a, nop, NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, NULL, nop, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
@@ -91,17 +91,17 @@ static void tree_task(void *arg)
 	struct tree *t = n->tree;
 
 	__atomic_add_fetch(&t->count, 1, __ATOMIC_RELAXED);
-	T_CHECK(baton_sched_self() != NULL);
+	TC_CHECK(baton_sched_self() != NULL);
 	baton_sched_yield();
 	if (n->depth == 0)
 		return;
 	for (int i = 0; i < 3; i++) {
 		long k = __atomic_fetch_add(&node_next, 1, __ATOMIC_RELAXED);
-		struct baton_task_attr a = st_tattr(t->state, BATON_SCHED_ANY_WORKER);
+		struct baton_task_attr a = tc_tattr(t->state, BATON_SCHED_ANY_WORKER);
 
 		nodes[k].tree = t;
 		nodes[k].depth = n->depth - 1;
-		T_CHECK_RC(baton_sched_spawn(baton_sched_self(), &a, tree_task,
+		TC_CHECK_RC(baton_sched_spawn(baton_sched_self(), &a, tree_task,
 					     &nodes[k]), BATON_OK);
 		if (i == 1)
 			baton_sched_yield();
@@ -112,30 +112,30 @@ static void tree_task(void *arg)
  * returns only when the last leaf has finished. */
 static void check_spawn_tree(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 	struct tree t = { state, 0 };
-	int depth = ST_TSAN ? 4 : 6; /* TSan: each fiber costs milliseconds */
+	int depth = TC_TSAN ? 4 : 6; /* TSan: each fiber costs milliseconds */
 	long total = 1;
 
 	for (int d = 0; d < depth; d++)
 		total = total * 3 + 1; /* 1 + 3 + 9 + ... */
 
-	st_reset();
-	st_watchdog(30, "spawn_tree");
+	tc_reset();
+	tc_watchdog_phase(30, "spawn_tree");
 	node_next = 1;
 	nodes[0].tree = &t;
 	nodes[0].depth = depth;
-	st_spawn(s, state, BATON_SCHED_ANY_WORKER, tree_task, &nodes[0]);
+	tc_spawn(s, state, BATON_SCHED_ANY_WORKER, tree_task, &nodes[0]);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(t.count, total);
 	assert_int_equal(node_next, total);
 	/* Run again with new spawns. */
 	t.count = 0;
 	node_next = 1;
-	st_spawn(s, state, BATON_SCHED_ANY_WORKER, tree_task, &nodes[0]);
+	tc_spawn(s, state, BATON_SCHED_ANY_WORKER, tree_task, &nodes[0]);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(t.count, total);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
@@ -156,28 +156,28 @@ static void self_task(void *arg)
 	struct selfcheck *c = arg;
 	int w = baton_sched_worker_index();
 
-	T_CHECK(baton_sched_self() == c->s);
-	T_CHECK(w >= 0 && (unsigned)w < c->workers);
-	T_CHECK_RC(baton_sched_run(c->s), BATON_EBUSY);
-	T_CHECK_RC(baton_sched_destroy(c->s), BATON_EBUSY);
-	T_CHECK_RC(baton_sched_sleep(-1), BATON_EINVAL);
-	T_CHECK_RC(baton_sched_sleep(0), BATON_OK);
-	T_CHECK_RC(baton_sched_yield(), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(1000), BATON_OK);
-	T_CHECK(baton_sched_self() == c->s);
+	TC_CHECK(baton_sched_self() == c->s);
+	TC_CHECK(w >= 0 && (unsigned)w < c->workers);
+	TC_CHECK_RC(baton_sched_run(c->s), BATON_EBUSY);
+	TC_CHECK_RC(baton_sched_destroy(c->s), BATON_EBUSY);
+	TC_CHECK_RC(baton_sched_sleep(-1), BATON_EINVAL);
+	TC_CHECK_RC(baton_sched_sleep(0), BATON_OK);
+	TC_CHECK_RC(baton_sched_yield(), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(1000), BATON_OK);
+	TC_CHECK(baton_sched_self() == c->s);
 	__atomic_add_fetch(&c->ran, 1, __ATOMIC_RELAXED);
 }
 
 static void check_self(void **state, unsigned workers)
 {
-	struct selfcheck c = { st_sched(workers), workers, 0 };
+	struct selfcheck c = { tc_sched(workers), workers, 0 };
 
-	st_reset();
-	st_watchdog(20, "self");
+	tc_reset();
+	tc_watchdog_phase(20, "self");
 	for (int i = 0; i < 8; i++)
-		st_spawn(c.s, state, BATON_SCHED_ANY_WORKER, self_task, &c);
+		tc_spawn(c.s, state, BATON_SCHED_ANY_WORKER, self_task, &c);
 	assert_int_equal(baton_sched_run(c.s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(c.ran, 8);
 	/* Outside any task. */
 	assert_null(baton_sched_self());
@@ -206,7 +206,7 @@ static void test_enosched_in_plain_coro(void **state)
 	baton_coro_t *co;
 	int rc[2] = { 99, 99 };
 
-	assert_int_equal(baton_coro_create(&co, ATTR(state), plain_coro, rc), BATON_OK);
+	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), plain_coro, rc), BATON_OK);
 	assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
 	assert_int_equal(rc[0], BATON_ENOSCHED);
 	assert_int_equal(rc[1], BATON_ENOSCHED);
@@ -233,12 +233,12 @@ static void rr_task(void *arg)
  * queue is FIFO, a yield goes to its back). */
 static void test_yield_round_robin(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 
-	st_watchdog(20, "yield_round_robin");
+	tc_watchdog_phase(20, "yield_round_robin");
 	rr_len = 0;
 	for (intptr_t i = 0; i < RR_TASKS; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, rr_task, (void *)i);
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, rr_task, (void *)i);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_int_equal(rr_len, RR_TASKS * RR_ROUNDS);
 	for (int i = 0; i < rr_len; i++)
@@ -267,7 +267,7 @@ static void stop_task(void *arg)
 	for (int i = 0; i < 200; i++) {
 		if (__atomic_add_fetch(&stp.steps, 1, __ATOMIC_RELAXED) >= 150 &&
 		    arg) {
-			T_CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
+			TC_CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
 			arg = NULL;
 		}
 		if (i % 50 == 7)
@@ -286,21 +286,21 @@ static void stop_task(void *arg)
  * until all have finished. */
 static void check_stop_continue(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 	int runs = 0;
 
-	st_reset();
-	st_watchdog(30, "stop_continue");
+	tc_reset();
+	tc_watchdog_phase(30, "stop_continue");
 	memset(&stp, 0, sizeof(stp));
-	stp.model = ATTR(state)->model;
+	stp.model = TC_ATTR(state)->model;
 	for (intptr_t i = 0; i < 8; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, stop_task, (void *)(intptr_t)(i == 3));
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, stop_task, (void *)(intptr_t)(i == 3));
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_true(stp.steps >= 150);
 	assert_true(stp.done < 8);
 	while (stp.done < 8 && runs++ < 100)
 		assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(stp.done, 8);
 	assert_int_equal(stp.steps, 8 * 200);
 	assert_int_equal(stp.moved, 0);
@@ -333,13 +333,13 @@ static void *stop_later(void *arg)
 
 static void check_stop_from_thread(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 	pthread_t th;
 
-	st_watchdog(30, "stop_from_thread");
+	tc_watchdog_phase(30, "stop_from_thread");
 	spin_count = 0;
 	for (int i = 0; i < 4; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, spin_task, NULL);
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, spin_task, NULL);
 	assert_int_equal(pthread_create(&th, NULL, stop_later, s), 0);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	pthread_join(th, NULL);
@@ -365,9 +365,9 @@ static void ext_child(void *arg)
 {
 	struct ext *e = baton_sched_self() ? arg : NULL;
 
-	T_CHECK(e != NULL);
+	TC_CHECK(e != NULL);
 	baton_sched_yield();
-	T_CHECK_RC(baton_chan_send(e->ch, (void *)(intptr_t)1, MS(5000)), BATON_OK);
+	TC_CHECK_RC(baton_chan_send(e->ch, (void *)(intptr_t)1, TC_MS(5000)), BATON_OK);
 }
 
 static void ext_keeper(void *arg)
@@ -377,10 +377,10 @@ static void ext_keeper(void *arg)
 
 	__atomic_store_n(&e->started, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < e->n; i++) {
-		int rc = baton_chan_recv(e->ch, &v, MS(5000));
+		int rc = baton_chan_recv(e->ch, &v, TC_MS(5000));
 
 		if (rc != BATON_OK) {
-			T_FAIL("keeper: message from a thread-spawned task lost");
+			TC_FAIL("keeper: message from a thread-spawned task lost");
 			return;
 		}
 		e->sum += (intptr_t)v;
@@ -390,35 +390,35 @@ static void ext_keeper(void *arg)
 static void *ext_spawner(void *arg)
 {
 	struct ext *e = arg;
-	struct baton_task_attr a = st_tattr(e->state, BATON_SCHED_ANY_WORKER);
+	struct baton_task_attr a = tc_tattr(e->state, BATON_SCHED_ANY_WORKER);
 
 	while (!__atomic_load_n(&e->started, __ATOMIC_ACQUIRE))
 		usleep(100);
 	/* It is running (the keeper waits for our children): a second run
 	 * and a destroy from here are refused. */
-	T_CHECK_RC(baton_sched_run(e->s), BATON_EBUSY);
-	T_CHECK_RC(baton_sched_destroy(e->s), BATON_EBUSY);
+	TC_CHECK_RC(baton_sched_run(e->s), BATON_EBUSY);
+	TC_CHECK_RC(baton_sched_destroy(e->s), BATON_EBUSY);
 	for (int i = 0; i < e->n; i++) {
 		if (i % 10 == 0)
 			usleep(100);
-		T_CHECK_RC(baton_sched_spawn(e->s, &a, ext_child, e), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(e->s, &a, ext_child, e), BATON_OK);
 	}
 	return NULL;
 }
 
 static void check_spawn_from_thread(void **state, unsigned workers)
 {
-	struct ext e = { state, st_sched(workers), NULL, 0, 200, 0 };
+	struct ext e = { state, tc_sched(workers), NULL, 0, 200, 0 };
 	pthread_t th;
 
-	st_reset();
-	st_watchdog(30, "spawn_from_thread");
+	tc_reset();
+	tc_watchdog_phase(30, "spawn_from_thread");
 	assert_int_equal(baton_chan_create(&e.ch, 0), BATON_OK);
-	st_spawn(e.s, state, BATON_SCHED_ANY_WORKER, ext_keeper, &e);
+	tc_spawn(e.s, state, BATON_SCHED_ANY_WORKER, ext_keeper, &e);
 	assert_int_equal(pthread_create(&th, NULL, ext_spawner, &e), 0);
 	assert_int_equal(baton_sched_run(e.s), BATON_OK);
 	pthread_join(th, NULL);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(e.sum, e.n);
 	assert_int_equal(baton_chan_destroy(e.ch), BATON_OK);
 	assert_int_equal(baton_sched_destroy(e.s), BATON_OK);
@@ -440,13 +440,13 @@ static void many_task(void *arg)
 
 static void check_many(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
-	long n = ST_TSAN ? 1000 : harness_scale(10000, 1000);
+	baton_sched_t *s = tc_sched(workers);
+	long n = TC_TSAN ? 1000 : tc_scale(10000, 1000);
 
-	st_watchdog(60, "many_tasks");
+	tc_watchdog_phase(60, "many_tasks");
 	many_done = 0;
 	for (long i = 0; i < n; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, many_task, NULL);
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, many_task, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_int_equal(many_done, n);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
@@ -459,21 +459,21 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_destroy),
-		MODEL_TESTS(test_spawn_validation),
-		MODEL_TESTS(test_spawn_tree_1),
-		MODEL_TESTS(test_spawn_tree_2),
-		MODEL_TESTS(test_self_1),
-		MODEL_TESTS(test_self_2),
-		MODEL_TESTS(test_enosched_in_plain_coro),
-		MODEL_TESTS(test_yield_round_robin),
-		MODEL_TESTS(test_stop_continue_1),
-		MODEL_TESTS(test_stop_continue_2),
-		MODEL_TESTS(test_stop_from_thread_1),
-		MODEL_TESTS(test_stop_from_thread_2),
-		MODEL_TESTS(test_spawn_from_thread_1),
-		MODEL_TESTS(test_spawn_from_thread_2),
-		MODEL_TESTS(test_many_1),
-		MODEL_TESTS(test_many_2),
+		TC_MODEL_TESTS(test_spawn_validation),
+		TC_MODEL_TESTS(test_spawn_tree_1),
+		TC_MODEL_TESTS(test_spawn_tree_2),
+		TC_MODEL_TESTS(test_self_1),
+		TC_MODEL_TESTS(test_self_2),
+		TC_MODEL_TESTS(test_enosched_in_plain_coro),
+		TC_MODEL_TESTS(test_yield_round_robin),
+		TC_MODEL_TESTS(test_stop_continue_1),
+		TC_MODEL_TESTS(test_stop_continue_2),
+		TC_MODEL_TESTS(test_stop_from_thread_1),
+		TC_MODEL_TESTS(test_stop_from_thread_2),
+		TC_MODEL_TESTS(test_spawn_from_thread_1),
+		TC_MODEL_TESTS(test_spawn_from_thread_2),
+		TC_MODEL_TESTS(test_many_1),
+		TC_MODEL_TESTS(test_many_2),
 	};
 
 	return cmocka_run_group_tests_name("sched", tests, NULL, NULL);

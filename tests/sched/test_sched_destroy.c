@@ -46,12 +46,12 @@ static void reached(void)
 	__atomic_add_fetch(&W.blocked, 1, __ATOMIC_RELAXED);
 }
 
-static void on_recv(void *a) { (void)a; reached(); baton_chan_recv(W.recv_ch, NULL, FOREVER); T_CHECK(0); }
-static void on_send(void *a) { (void)a; reached(); baton_chan_send(W.send_ch, NULL, FOREVER); T_CHECK(0); }
-static void on_timed(void *a) { (void)a; reached(); baton_chan_recv(W.timed_ch, NULL, 60000000000LL); T_CHECK(0); }
-static void on_sem(void *a) { (void)a; reached(); baton_sem_acquire(W.sem, 1, FOREVER); T_CHECK(0); }
-static void on_wg(void *a) { (void)a; reached(); baton_wg_wait(W.wg, FOREVER); T_CHECK(0); }
-static void on_sleep(void *a) { (void)a; reached(); baton_sched_sleep(60000000000LL); T_CHECK(0); }
+static void on_recv(void *a) { (void)a; reached(); baton_chan_recv(W.recv_ch, NULL, FOREVER); TC_CHECK(0); }
+static void on_send(void *a) { (void)a; reached(); baton_chan_send(W.send_ch, NULL, FOREVER); TC_CHECK(0); }
+static void on_timed(void *a) { (void)a; reached(); baton_chan_recv(W.timed_ch, NULL, 60000000000LL); TC_CHECK(0); }
+static void on_sem(void *a) { (void)a; reached(); baton_sem_acquire(W.sem, 1, FOREVER); TC_CHECK(0); }
+static void on_wg(void *a) { (void)a; reached(); baton_wg_wait(W.wg, FOREVER); TC_CHECK(0); }
+static void on_sleep(void *a) { (void)a; reached(); baton_sched_sleep(60000000000LL); TC_CHECK(0); }
 
 static void on_select(void *a)
 {
@@ -63,20 +63,20 @@ static void on_select(void *a)
 	(void)a;
 	reached();
 	baton_chan_select(ops, 2, FOREVER, &i);
-	T_CHECK(0);
+	TC_CHECK(0);
 }
 
 /* Holds the stage's one slot, then waits forever. */
 static void holder(void *a)
 {
 	(void)a;
-	T_CHECK_RC(baton_stage_enter(W.stage, &W.hold, FOREVER), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(W.stage, &W.hold, FOREVER), BATON_OK);
 	reached();
 	baton_chan_recv(W.hold_ch, NULL, FOREVER);
-	T_CHECK(0);
+	TC_CHECK(0);
 }
 
-static void on_mutex(void *a) { (void)a; reached(); baton_mutex_lock(W.mutex, FOREVER); T_CHECK(0); }
+static void on_mutex(void *a) { (void)a; reached(); baton_mutex_lock(W.mutex, FOREVER); TC_CHECK(0); }
 
 static void on_stage(void *a)
 {
@@ -85,7 +85,7 @@ static void on_stage(void *a)
 	(void)a;
 	reached();
 	baton_stage_enter(W.stage, &p, FOREVER);
-	T_CHECK(0);
+	TC_CHECK(0);
 }
 
 static void on_io(void *a)
@@ -95,13 +95,13 @@ static void on_io(void *a)
 	size_t n;
 
 	(void)a;
-	T_CHECK_RC(baton_io_open(&io, W.sv[0], true), BATON_OK); /* left open */
+	TC_CHECK_RC(baton_io_open(&io, W.sv[0], true), BATON_OK); /* left open */
 	reached();
 	baton_io_read(io, &c, 1, FOREVER, &n);
-	T_CHECK(0);
+	TC_CHECK(0);
 }
 
-static void on_never(void *a) { (void)a; T_CHECK(0); } /* spawned after the stop */
+static void on_never(void *a) { (void)a; TC_CHECK(0); } /* spawned after the stop */
 
 static baton_task_fn const blockers[] = {
 	on_recv, on_send, on_timed, on_sem, on_wg, on_sleep, on_select, holder, on_io,
@@ -112,27 +112,27 @@ static baton_task_fn const blockers[] = {
 static void stopper(void *a)
 {
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
-	const struct cfg *c = a;
+	const struct tc_cfg *c = a;
 
 	ta.coro = *c->attr;
 	/* After the holder took the slot. */
 	while (__atomic_load_n(&W.blocked, __ATOMIC_RELAXED) < (int)NBLOCKERS)
 		baton_sched_sleep(1000000);
-	T_CHECK_RC(baton_sched_spawn(W.s, &ta, on_mutex, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_spawn(W.s, &ta, on_stage, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(W.s, &ta, on_mutex, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(W.s, &ta, on_stage, NULL), BATON_OK);
 	while (__atomic_load_n(&W.blocked, __ATOMIC_RELAXED) < (int)NBLOCKERS + 2)
 		baton_sched_sleep(1000000);
 	baton_sched_sleep(20000000); /* let them all park */
-	T_CHECK_RC(baton_sched_stop(W.s), BATON_OK);
+	TC_CHECK_RC(baton_sched_stop(W.s), BATON_OK);
 }
 
 /* A fresh world and its scheduler with c's workers. */
-static void begin(const struct cfg *c)
+static void begin(const struct tc_cfg *c)
 {
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 
-	harness_watchdog(60);
-	st_reset();
+	tc_watchdog(60);
+	tc_reset();
 	memset(&W, 0, sizeof(W));
 	sa.workers = c->workers;
 	assert_int_equal(baton_sched_create(&W.s, &sa), BATON_OK);
@@ -140,7 +140,7 @@ static void begin(const struct cfg *c)
 
 static void test_destroy_frees_blocked(void **state)
 {
-	const struct cfg *c = *state;
+	const struct tc_cfg *c = *state;
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	struct baton_stage_attr st = BATON_STAGE_ATTR_INIT;
 
@@ -167,7 +167,7 @@ static void test_destroy_frees_blocked(void **state)
 		assert_int_equal(baton_sched_spawn(W.s, &ta, blockers[i], NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(W.s, &ta, stopper, (void *)c), BATON_OK);
 	assert_int_equal(baton_sched_run(W.s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	/* A runnable task that never ran is freed too. */
 	assert_int_equal(baton_sched_spawn(W.s, &ta, on_never, NULL), BATON_OK);
 	assert_int_equal(baton_sched_destroy(W.s), BATON_OK);
@@ -206,7 +206,7 @@ static void stuck_handler(void *item, void *ctx)
 	(void)ctx;
 	reached();
 	baton_chan_recv(W.never_ch, NULL, FOREVER); /* freed here */
-	T_CHECK(0);
+	TC_CHECK(0);
 }
 
 static void quick_handler(void *item, void *ctx)
@@ -225,22 +225,22 @@ static void feeder(void *a)
 {
 	(void)a;
 	for (int i = 0; i < 4; i++)
-		T_CHECK_RC(baton_stage_submit(W.work, NULL, FOREVER), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(W.work, NULL, FOREVER), BATON_OK);
 	while (__atomic_load_n(&W.blocked, __ATOMIC_RELAXED) < 2)
 		baton_sched_sleep(1000000);
 	baton_sched_sleep(5000000); /* the dispatcher waits for a slot */
-	T_CHECK_RC(baton_stage_submit(W.quick, NULL, 0), BATON_OK);
+	TC_CHECK_RC(baton_stage_submit(W.quick, NULL, 0), BATON_OK);
 	while (__atomic_load_n(&W.quick_done, __ATOMIC_RELAXED) < 1)
 		baton_sched_yield();
 	/* Within the runner's idle wait (BATON_STAGE_RUNNER_IDLE_NS). */
-	T_CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
+	TC_CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
 	baton_stage_submit(W.work, NULL, FOREVER); /* full: waits */
-	T_CHECK(0);
+	TC_CHECK(0);
 }
 
 static void test_destroy_leaves_stages_idle(void **state)
 {
-	const struct cfg *c = *state;
+	const struct tc_cfg *c = *state;
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	struct baton_stage_attr st = BATON_STAGE_ATTR_INIT;
 	struct baton_stage_stats ss;
@@ -259,7 +259,7 @@ static void test_destroy_leaves_stages_idle(void **state)
 	ta.coro = *c->attr;
 	assert_int_equal(baton_sched_spawn(W.s, &ta, feeder, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(W.s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_stage_snapshot(W.work, &ss), BATON_OK);
 	assert_int_equal(ss.runners, 2);
 	assert_int_equal(ss.running, 2);
@@ -306,8 +306,8 @@ static void test_stage_destroyed_first(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CFG_TESTS(test_destroy_frees_blocked),
-		CFG_TESTS(test_destroy_leaves_stages_idle),
+		TC_CFG_TESTS(test_destroy_frees_blocked),
+		TC_CFG_TESTS(test_destroy_leaves_stages_idle),
 		cmocka_unit_test(test_stage_destroyed_first),
 	};
 

@@ -16,25 +16,25 @@ static int64_t slept[4];
 static void sleep_task(void *arg)
 {
 	intptr_t i = (intptr_t)arg;
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 
-	T_CHECK_RC(baton_sched_sleep(sleep_ns[i]), BATON_OK);
-	slept[i] = st_now() - t0;
+	TC_CHECK_RC(baton_sched_sleep(sleep_ns[i]), BATON_OK);
+	slept[i] = tc_now() - t0;
 }
 
 static void check_sleep(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
+	baton_sched_t *s = tc_sched(workers);
 	/* Loose: a loaded 2-core CI machine (other jobs' threads preempt the
 	 * worker for tens of ms), or qemu (time scale). */
-	int64_t slack = MS(1000) * st_time_scale();
+	int64_t slack = TC_MS(1000) * tc_time_scale();
 
-	st_reset();
-	st_watchdog(20, "sleep");
+	tc_reset();
+	tc_watchdog_phase(20, "sleep");
 	for (intptr_t i = 0; i < 4; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, sleep_task, (void *)i);
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, sleep_task, (void *)i);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	for (int i = 0; i < 4; i++) {
 		if (slept[i] < sleep_ns[i])
 			fail_msg("sleep(%lld) returned after %lld ns",
@@ -61,8 +61,8 @@ static void order_task(void *arg)
 {
 	int d = (int)(intptr_t)arg;
 
-	deadline[d] = st_now() + MS(2) * (d + 1);
-	T_CHECK_RC(baton_sched_sleep(MS(2) * (d + 1)), BATON_OK);
+	deadline[d] = tc_now() + TC_MS(2) * (d + 1);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(2) * (d + 1)), BATON_OK);
 	wake_log[wake_len++] = d;
 }
 
@@ -71,26 +71,26 @@ static void order_task(void *arg)
  * allows inversions only between deadlines closer than a margin. */
 static void test_sleep_order(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	int perm[SLEEPERS];
 	uint64_t x = 88172645463325252ULL;
-	int64_t margin = MS(10) * st_time_scale();
+	int64_t margin = TC_MS(10) * tc_time_scale();
 
-	st_reset();
-	st_watchdog(20, "sleep_order");
+	tc_reset();
+	tc_watchdog_phase(20, "sleep_order");
 	for (int i = 0; i < SLEEPERS; i++)
 		perm[i] = i;
 	for (int i = SLEEPERS - 1; i > 0; i--) {
-		int j = (int)(st_rand(&x) % (uint64_t)(i + 1)), tmp = perm[i];
+		int j = (int)(tc_rand(&x) % (uint64_t)(i + 1)), tmp = perm[i];
 
 		perm[i] = perm[j];
 		perm[j] = tmp;
 	}
 	wake_len = 0;
 	for (int i = 0; i < SLEEPERS; i++)
-		st_spawn(s, state, 0, order_task, (void *)(intptr_t)perm[i]);
+		tc_spawn(s, state, 0, order_task, (void *)(intptr_t)perm[i]);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(wake_len, SLEEPERS);
 	for (int i = 0; i < SLEEPERS; i++)
 		for (int j = i + 1; j < SLEEPERS; j++) {
@@ -111,7 +111,7 @@ static int long_woke;
 static void long_sleeper(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_sched_sleep(MS(100)), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(100)), BATON_OK);
 	long_woke = 1;
 }
 
@@ -124,20 +124,20 @@ static void stopper_task(void *arg)
 
 static void check_sleep_across_stop(void **state, unsigned workers)
 {
-	baton_sched_t *s = st_sched(workers);
-	int64_t t0 = st_now();
+	baton_sched_t *s = tc_sched(workers);
+	int64_t t0 = tc_now();
 
-	st_reset();
-	st_watchdog(20, "sleep_across_stop");
+	tc_reset();
+	tc_watchdog_phase(20, "sleep_across_stop");
 	long_woke = 0;
-	st_spawn(s, state, (int)workers - 1, long_sleeper, NULL);
-	st_spawn(s, state, 0, stopper_task, NULL);
+	tc_spawn(s, state, (int)workers - 1, long_sleeper, NULL);
+	tc_spawn(s, state, 0, stopper_task, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_int_equal(long_woke, 0);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(long_woke, 1);
-	assert_true(st_now() - t0 >= MS(100));
+	assert_true(tc_now() - t0 >= TC_MS(100));
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
@@ -171,10 +171,10 @@ static void bal_task(void *arg)
 	for (long i = 0; i < bal.iters ||
 	     (bal.model == BATON_CORO_STACKFUL &&
 	      !__atomic_load_n(&bal.stolen, __ATOMIC_RELAXED) &&
-	      st_now() < bal.until); i++) {
+	      tc_now() < bal.until); i++) {
 		w = baton_sched_worker_index();
 		if (w < 0 || w > 1) {
-			T_FAIL("worker index out of range");
+			TC_FAIL("worker index out of range");
 			return;
 		}
 		bal.seen[id][w]++;
@@ -196,7 +196,7 @@ static void bal_check(void **state)
 	for (int i = 0; i < BAL_TASKS; i++)
 		on1 += bal.seen[i][1] > 0;
 	assert_int_equal(bal.moved_after_start, 0);
-	if (ATTR(state)->model == BATON_CORO_STACKFUL && on1 == 0)
+	if (TC_ATTR(state)->model == BATON_CORO_STACKFUL && on1 == 0)
 		fail_msg("%d tasks spawned on worker 0 yielded for 3 s, none "
 			 "ever ran on idle worker 1: no steal", BAL_TASKS);
 }
@@ -204,18 +204,18 @@ static void bal_check(void **state)
 /* Tasks spawned on worker 0 before the run. */
 static void test_steal_spawned_before_run(void **state)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 
-	st_reset();
-	st_watchdog(30, "steal_before_run");
+	tc_reset();
+	tc_watchdog_phase(30, "steal_before_run");
 	memset(&bal, 0, sizeof(bal));
-	bal.model = ATTR(state)->model;
-	bal.iters = harness_scale(20000, 2000);
-	bal.until = st_now() + MS(3000) * st_time_scale();
+	bal.model = TC_ATTR(state)->model;
+	bal.iters = tc_scale(20000, 2000);
+	bal.until = tc_now() + TC_MS(3000) * tc_time_scale();
 	for (intptr_t i = 0; i < BAL_TASKS; i++)
-		st_spawn(s, state, 0, bal_task, (void *)i);
+		tc_spawn(s, state, 0, bal_task, (void *)i);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	bal_check(state);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
@@ -233,17 +233,17 @@ static void late_keeper(void *arg)
 {
 	struct late *l = arg;
 
-	T_CHECK_RC(baton_chan_recv(l->ch, NULL, MS(10000)), BATON_OK);
+	TC_CHECK_RC(baton_chan_recv(l->ch, NULL, TC_MS(10000)), BATON_OK);
 }
 
 static void *late_spawner(void *arg)
 {
 	struct late *l = arg;
-	struct baton_task_attr a = st_tattr(l->state, 0);
+	struct baton_task_attr a = tc_tattr(l->state, 0);
 
 	usleep(20000); /* worker 1 finds nothing and parks */
 	for (intptr_t i = 0; i < BAL_TASKS; i++)
-		T_CHECK_RC(baton_sched_spawn(l->s, &a, bal_task, (void *)i), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(l->s, &a, bal_task, (void *)i), BATON_OK);
 	/* Timeout 0 works from any thread: retry until the keeper waits. */
 	while (baton_chan_send(l->ch, NULL, 0) == BATON_EAGAIN)
 		usleep(100);
@@ -252,21 +252,21 @@ static void *late_spawner(void *arg)
 
 static void test_steal_after_park(void **state)
 {
-	struct late l = { state, st_sched(2), NULL };
+	struct late l = { state, tc_sched(2), NULL };
 	pthread_t th;
 
-	st_reset();
-	st_watchdog(30, "steal_after_park");
+	tc_reset();
+	tc_watchdog_phase(30, "steal_after_park");
 	memset(&bal, 0, sizeof(bal));
-	bal.model = ATTR(state)->model;
-	bal.iters = harness_scale(20000, 2000);
-	bal.until = st_now() + MS(3000) * st_time_scale();
+	bal.model = TC_ATTR(state)->model;
+	bal.iters = tc_scale(20000, 2000);
+	bal.until = tc_now() + TC_MS(3000) * tc_time_scale();
 	assert_int_equal(baton_chan_create(&l.ch, 0), BATON_OK);
-	st_spawn(l.s, state, 0, late_keeper, &l);
+	tc_spawn(l.s, state, 0, late_keeper, &l);
 	assert_int_equal(pthread_create(&th, NULL, late_spawner, &l), 0);
 	assert_int_equal(baton_sched_run(l.s), BATON_OK);
 	pthread_join(th, NULL);
-	T_VERDICT();
+	TC_VERDICT();
 	bal_check(state);
 	assert_int_equal(baton_chan_destroy(l.ch), BATON_OK);
 	assert_int_equal(baton_sched_destroy(l.s), BATON_OK);
@@ -285,24 +285,24 @@ static void short_task(void *arg)
 
 static void test_many_short_runs(void **state)
 {
-	baton_sched_t *s = st_sched(2);
-	int64_t until = st_now() + MS(700) * st_time_scale();
+	baton_sched_t *s = tc_sched(2);
+	int64_t until = tc_now() + TC_MS(700) * tc_time_scale();
 	long r;
 
-	st_watchdog(60, "many_short_runs (a run never returned: the stop "
+	tc_watchdog_phase(60, "many_short_runs (a run never returned: the stop "
 		    "did not reach an idle worker)");
-	for (r = 0; r < 200 || st_now() < until; r++) {
+	for (r = 0; r < 200 || tc_now() < until; r++) {
 		switch (r % 3) {
 		case 0:
-			st_spawn(s, state, (int)(r & 1), short_task, NULL);
+			tc_spawn(s, state, (int)(r & 1), short_task, NULL);
 			break;
 		case 1: /* worker 1 asks worker 0 for work as these end */
-			st_spawn(s, state, 0, short_task, (void *)2);
-			st_spawn(s, state, 0, short_task, (void *)3);
+			tc_spawn(s, state, 0, short_task, (void *)2);
+			tc_spawn(s, state, 0, short_task, (void *)3);
 			break;
 		default:
-			st_spawn(s, state, 1, short_task, (void *)1);
-			st_spawn(s, state, 0, short_task, (void *)4);
+			tc_spawn(s, state, 1, short_task, (void *)1);
+			tc_spawn(s, state, 0, short_task, (void *)4);
 			break;
 		}
 		assert_int_equal(baton_sched_run(s), BATON_OK);
@@ -324,7 +324,7 @@ static void inner_task(void *arg)
 {
 	struct nest *n = arg;
 
-	T_CHECK(baton_sched_self() == n->inner);
+	TC_CHECK(baton_sched_self() == n->inner);
 	n->inner_ran = 1;
 }
 
@@ -332,22 +332,22 @@ static void outer_task(void *arg)
 {
 	struct nest *n = arg;
 
-	T_CHECK_RC(baton_sched_run(n->inner), BATON_OK);
-	T_CHECK(n->inner_ran);
-	T_CHECK(baton_sched_self() == n->outer);
-	T_CHECK_RC(baton_sched_yield(), BATON_OK);
+	TC_CHECK_RC(baton_sched_run(n->inner), BATON_OK);
+	TC_CHECK(n->inner_ran);
+	TC_CHECK(baton_sched_self() == n->outer);
+	TC_CHECK_RC(baton_sched_yield(), BATON_OK);
 }
 
 static void test_nested_run(void **state)
 {
-	struct nest n = { state, st_sched(1), st_sched(1), 0 };
+	struct nest n = { state, tc_sched(1), tc_sched(1), 0 };
 
-	st_reset();
-	st_watchdog(20, "nested_run");
-	st_spawn(n.inner, state, 0, inner_task, &n);
-	st_spawn(n.outer, state, 0, outer_task, &n);
+	tc_reset();
+	tc_watchdog_phase(20, "nested_run");
+	tc_spawn(n.inner, state, 0, inner_task, &n);
+	tc_spawn(n.outer, state, 0, outer_task, &n);
 	assert_int_equal(baton_sched_run(n.outer), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(n.inner), BATON_OK);
 	assert_int_equal(baton_sched_destroy(n.outer), BATON_OK);
 }
@@ -380,27 +380,27 @@ static void *run_thread(void *arg)
 
 static void test_run_from_other_thread(void **state)
 {
-	baton_sched_t *s = st_sched(1);
+	baton_sched_t *s = tc_sched(1);
 	pthread_t th;
 	struct timespec ts;
 	void *ret;
 
-	st_watchdog(20, "run_from_other_thread");
+	tc_watchdog_phase(20, "run_from_other_thread");
 	cont_steps = 0;
-	st_spawn(s, state, 0, cont_task, NULL);
+	tc_spawn(s, state, 0, cont_task, NULL);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_true(cont_steps < 1000); /* stopped before it finished */
 	assert_int_equal(pthread_create(&th, NULL, run_thread, s), 0);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 3 * st_time_scale();
+	ts.tv_sec += 3 * tc_time_scale();
 	if (pthread_timedjoin_np(th, &ret, &ts) != 0) {
 		/* Cannot recover the spinning worker: end the program. */
 		fprintf(stderr, "FAIL: run from a second thread never returned "
 			"(a %s task started by the first run's thread is "
-			"re-queued forever)\n", ATTR(state)->name);
+			"re-queued forever)\n", TC_ATTR(state)->name);
 		_exit(1);
 	}
-	if (ATTR(state)->model == BATON_CORO_COPYSTACK) {
+	if (TC_ATTR(state)->model == BATON_CORO_COPYSTACK) {
 		assert_int_equal(*(int *)ret, BATON_ETHREAD);
 		assert_true(cont_steps < 1000); /* nothing ran */
 		while (cont_steps < 1000)
@@ -415,17 +415,17 @@ static void test_run_from_other_thread(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_sleep_1),
-		MODEL_TESTS(test_sleep_2),
-		MODEL_TESTS(test_sleep_order),
-		MODEL_TESTS(test_sleep_across_stop_1),
-		MODEL_TESTS(test_sleep_across_stop_2),
-		MODEL_TESTS(test_steal_spawned_before_run),
-		MODEL_TESTS(test_steal_after_park),
-		MODEL_TESTS(test_many_short_runs),
-		MODEL_TESTS(test_nested_run),
+		TC_MODEL_TESTS(test_sleep_1),
+		TC_MODEL_TESTS(test_sleep_2),
+		TC_MODEL_TESTS(test_sleep_order),
+		TC_MODEL_TESTS(test_sleep_across_stop_1),
+		TC_MODEL_TESTS(test_sleep_across_stop_2),
+		TC_MODEL_TESTS(test_steal_spawned_before_run),
+		TC_MODEL_TESTS(test_steal_after_park),
+		TC_MODEL_TESTS(test_many_short_runs),
+		TC_MODEL_TESTS(test_nested_run),
 		/* last: a failure here ends the program */
-		MODEL_TESTS(test_run_from_other_thread),
+		TC_MODEL_TESTS(test_run_from_other_thread),
 	};
 
 	return cmocka_run_group_tests_name("sched_timer", tests, NULL, NULL);

@@ -30,7 +30,7 @@ static int ring_recv(int id, intptr_t *v, uint64_t *x)
 	void *p = NULL;
 	int rc;
 
-	if ((st_rand(x) & 3) == 0) {
+	if ((tc_rand(x) & 3) == 0) {
 		struct baton_chan_op ops[2] = {
 			{ rg.never, BATON_CHAN_RECV, NULL, 0 },
 			{ rg.ch[id], BATON_CHAN_RECV, NULL, 0 },
@@ -40,7 +40,7 @@ static int ring_recv(int id, intptr_t *v, uint64_t *x)
 		rc = baton_chan_select(ops, 2, rg.wait_ns, &idx);
 		if (rc == BATON_OK) {
 			if (idx != 1) {
-				T_FAIL("select completed the decoy case");
+				TC_FAIL("select completed the decoy case");
 				return BATON_EINVAL;
 			}
 			rc = ops[1].result;
@@ -58,7 +58,7 @@ static void ring_send(int id, intptr_t v, uint64_t *x)
 	baton_chan_t *next = rg.ch[(id + 1) % RING];
 	int rc;
 
-	if ((st_rand(x) & 3) == 0) {
+	if ((tc_rand(x) & 3) == 0) {
 		struct baton_chan_op ops[2] = {
 			{ next, BATON_CHAN_SEND, (void *)v, 0 },
 			{ rg.never, BATON_CHAN_RECV, NULL, 0 },
@@ -67,7 +67,7 @@ static void ring_send(int id, intptr_t v, uint64_t *x)
 
 		rc = baton_chan_select(ops, 2, rg.wait_ns, &idx);
 		if (rc == BATON_OK && idx != 0)
-			T_FAIL("select completed the decoy case");
+			TC_FAIL("select completed the decoy case");
 	} else {
 		rc = baton_chan_send(next, (void *)v, rg.wait_ns);
 	}
@@ -76,9 +76,9 @@ static void ring_send(int id, intptr_t v, uint64_t *x)
 
 		snprintf(m, sizeof(m), "lost wake-up: send of token %ld was "
 			 "never taken", (long)v);
-		T_FAIL(m);
+		TC_FAIL(m);
 	} else if (rc != BATON_OK) {
-		T_CHECK_RC(rc, BATON_OK);
+		TC_CHECK_RC(rc, BATON_OK);
 	}
 }
 
@@ -103,11 +103,11 @@ static void ring_task(void *arg)
 				 "%lld ms for the token after hop %ld", id,
 				 (long long)(rg.wait_ns / 1000000),
 				 __atomic_load_n(&rg.passes, __ATOMIC_RELAXED));
-			T_FAIL(m);
+			TC_FAIL(m);
 			return;
 		}
 		if (rc != BATON_OK) {
-			T_CHECK_RC(rc, BATON_OK);
+			TC_CHECK_RC(rc, BATON_OK);
 			return;
 		}
 		if (v < 0) { /* poison: pass it on once around, then leave */
@@ -120,14 +120,14 @@ static void ring_task(void *arg)
 			__atomic_add_fetch(&rg.cross, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&rg.passes, 1, __ATOMIC_RELAXED);
 		if (v != __atomic_load_n(&rg.hops, __ATOMIC_RELAXED) + 1)
-			T_FAIL("token value skipped or repeated");
+			TC_FAIL("token value skipped or repeated");
 		__atomic_store_n(&rg.hops, v, __ATOMIC_RELAXED);
-		r = st_rand(&x);
+		r = tc_rand(&x);
 		if ((r & 7) == 0)
 			baton_sched_yield();
 		else if ((r & 255) == 1)
 			baton_sched_sleep((int64_t)((r >> 8) % 50000));
-		if (v >= rg.total || st_now() > rg.until) {
+		if (v >= rg.total || tc_now() > rg.until) {
 			initiator = true;
 			ring_send(id, -1, &x);
 		} else {
@@ -138,32 +138,32 @@ static void ring_task(void *arg)
 
 static void check_ring(void **state, size_t cap)
 {
-	baton_sched_t *s = st_sched(2);
-	int64_t t0 = st_now();
+	baton_sched_t *s = tc_sched(2);
+	int64_t t0 = tc_now();
 
-	st_reset();
-	st_watchdog(120, "token ring (a wait without timeout hung)");
+	tc_reset();
+	tc_watchdog_phase(120, "token ring (a wait without timeout hung)");
 	memset(&rg, 0, sizeof(rg));
-	rg.total = harness_scale(200000, 5000);
-	rg.wait_ns = MS(3000) * st_time_scale();
+	rg.total = tc_scale(200000, 5000);
+	rg.wait_ns = TC_MS(3000) * tc_time_scale();
 	/* Bounded in time too: on a loaded 2-core machine a hand-over between
 	 * workers can cost milliseconds (the woken worker waits for a CPU). */
-	rg.until = t0 + MS(800) * st_time_scale();
+	rg.until = t0 + TC_MS(800) * tc_time_scale();
 	rg.last_worker = -1;
 	for (int i = 0; i < RING; i++)
 		assert_int_equal(baton_chan_create(&rg.ch[i], cap), BATON_OK);
 	assert_int_equal(baton_chan_create(&rg.never, 0), BATON_OK);
 	/* Round robin from outside: the ring alternates between workers. */
 	for (intptr_t i = 0; i < RING; i++)
-		st_spawn(s, state, BATON_SCHED_ANY_WORKER, ring_task, (void *)i);
+		tc_spawn(s, state, BATON_SCHED_ANY_WORKER, ring_task, (void *)i);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(rg.hops, rg.passes);
 	assert_true(rg.passes >= 100);
 	if (getenv("BATON_TEST_VERBOSE"))
 		fprintf(stderr, "ring cap %zu: %ld hops, %ld across workers, "
 			"%.1f ms\n", cap, rg.passes, rg.cross,
-			(double)(st_now() - t0) / 1e6);
+			(double)(tc_now() - t0) / 1e6);
 	for (int i = 0; i < RING; i++)
 		assert_int_equal(baton_chan_destroy(rg.ch[i]), BATON_OK);
 	assert_int_equal(baton_chan_destroy(rg.never), BATON_OK);
@@ -193,43 +193,43 @@ static void pp_side(void *arg)
 	baton_chan_t *in = first ? p->pong : p->ping;
 	baton_chan_t *out = first ? p->ping : p->pong;
 	uint64_t x = 0x9E3779B97F4A7C15ULL * (uint64_t)((intptr_t)arg + 3);
-	int64_t deadline = st_now() + MS(20000) * st_time_scale();
+	int64_t deadline = tc_now() + TC_MS(20000) * tc_time_scale();
 
 	for (long i = 1; i <= p->n; i++) {
 		void *v = NULL;
 		int rc;
 
-		if (first && st_now() > p->until)
+		if (first && tc_now() > p->until)
 			i = -1; /* the last ping: both sides stop after it */
 		if (first) {
 			while ((rc = baton_chan_send(out, (void *)(intptr_t)i,
-						     (int64_t)(1 + st_rand(&x) % 20000))) ==
+						     (int64_t)(1 + tc_rand(&x) % 20000))) ==
 			       BATON_ETIMEDOUT)
-				if (st_now() > deadline) {
-					T_FAIL("lost wake-up: ping never taken");
+				if (tc_now() > deadline) {
+					TC_FAIL("lost wake-up: ping never taken");
 					return;
 				}
-			T_CHECK_RC(rc, BATON_OK);
+			TC_CHECK_RC(rc, BATON_OK);
 		}
-		while ((rc = baton_chan_recv(in, &v, (int64_t)(1 + st_rand(&x) % 20000))) ==
+		while ((rc = baton_chan_recv(in, &v, (int64_t)(1 + tc_rand(&x) % 20000))) ==
 		       BATON_ETIMEDOUT)
-			if (st_now() > deadline) {
-				T_FAIL("lost wake-up: answer never came");
+			if (tc_now() > deadline) {
+				TC_FAIL("lost wake-up: answer never came");
 				return;
 			}
-		T_CHECK_RC(rc, BATON_OK);
+		TC_CHECK_RC(rc, BATON_OK);
 		if (!first && v == (void *)(intptr_t)-1)
 			i = -1;
-		T_CHECK(v == (void *)(intptr_t)i);
+		TC_CHECK(v == (void *)(intptr_t)i);
 		if (!first) {
 			while ((rc = baton_chan_send(out, v,
-						     (int64_t)(1 + st_rand(&x) % 20000))) ==
+						     (int64_t)(1 + tc_rand(&x) % 20000))) ==
 			       BATON_ETIMEDOUT)
-				if (st_now() > deadline) {
-					T_FAIL("lost wake-up: pong never taken");
+				if (tc_now() > deadline) {
+					TC_FAIL("lost wake-up: pong never taken");
 					return;
 				}
-			T_CHECK_RC(rc, BATON_OK);
+			TC_CHECK_RC(rc, BATON_OK);
 		} else {
 			p->got++;
 		}
@@ -240,21 +240,21 @@ static void pp_side(void *arg)
 
 static void test_pingpong_timeouts(void **state)
 {
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 
-	st_reset();
-	st_watchdog(120, "ping-pong with timeouts");
+	tc_reset();
+	tc_watchdog_phase(120, "ping-pong with timeouts");
 	for (int k = 0; k < 2; k++) {
-		pps[k].n = harness_scale(20000, 500);
+		pps[k].n = tc_scale(20000, 500);
 		pps[k].got = 0;
-		pps[k].until = st_now() + MS(600) * st_time_scale();
+		pps[k].until = tc_now() + TC_MS(600) * tc_time_scale();
 		assert_int_equal(baton_chan_create(&pps[k].ping, 0), BATON_OK);
 		assert_int_equal(baton_chan_create(&pps[k].pong, 0), BATON_OK);
 	}
 	for (intptr_t i = 0; i < 4; i++)
-		st_spawn(s, state, (int)((i ^ (i >> 1)) & 1), pp_side, (void *)i);
+		tc_spawn(s, state, (int)((i ^ (i >> 1)) & 1), pp_side, (void *)i);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	for (int k = 0; k < 2; k++) {
 		/* Every ping was answered (the run ended, nobody is left
 		 * waiting); the count is what fit in the time. */
@@ -271,9 +271,9 @@ static void test_pingpong_timeouts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		MODEL_TESTS(test_ring_unbuffered),
-		MODEL_TESTS(test_ring_buffered),
-		MODEL_TESTS(test_pingpong_timeouts),
+		TC_MODEL_TESTS(test_ring_unbuffered),
+		TC_MODEL_TESTS(test_ring_buffered),
+		TC_MODEL_TESTS(test_pingpong_timeouts),
 	};
 
 	return cmocka_run_group_tests_name("stress_sched", tests, NULL, NULL);

@@ -32,7 +32,7 @@ static void test_single_thread(void **state)
 	void *res = NULL;
 
 	(void)state;
-	st_watchdog(30, "calls from one thread");
+	tc_watchdog_phase(30, "calls from one thread");
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	for (intptr_t i = 0; i < 1000; i++) {
 		assert_int_equal(baton_seq_call(s, plus_one, (void *)i, &res), BATON_OK);
@@ -65,7 +65,7 @@ static void test_init_on_stack(void **state)
 	void *res;
 
 	(void)state;
-	st_watchdog(30, "init on the dedicated stack");
+	tc_watchdog_phase(30, "init on the dedicated stack");
 	attr.init = init_fn;
 	attr.init_arg = &init_seq;
 	attr.name = "init-test";
@@ -95,7 +95,7 @@ static void test_init_runs_on_coroutine(void **state)
 	baton_seq_t *s;
 
 	(void)state;
-	st_watchdog(30, "init on the coroutine");
+	tc_watchdog_phase(30, "init on the coroutine");
 	attr.init = init_checks_coro;
 	init_saw_stack = -1;
 	assert_int_equal(baton_seq_create(&s, &attr), BATON_OK);
@@ -132,7 +132,7 @@ static void test_reentrant(void **state)
 	void *res;
 
 	(void)state;
-	st_watchdog(30, "nested calls");
+	tc_watchdog_phase(30, "nested calls");
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	n.s = s;
 	n.depth = 5;
@@ -168,7 +168,7 @@ static void test_edeadlk_off_stack(void **state)
 	void *res;
 
 	(void)state;
-	st_watchdog(30, "EDEADLK off the dedicated stack");
+	tc_watchdog_phase(30, "EDEADLK off the dedicated stack");
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_seq_call(s, resume_inside, s, &res), BATON_OK);
 	assert_int_equal((intptr_t)res, BATON_EDEADLK);
@@ -203,7 +203,7 @@ static void test_cross_seq(void **state)
 	void *res;
 
 	(void)state;
-	st_watchdog(30, "a call into a second sequencer");
+	tc_watchdog_phase(30, "a call into a second sequencer");
 	assert_int_equal(baton_seq_create(&c.a, NULL), BATON_OK);
 	assert_int_equal(baton_seq_create(&c.b, NULL), BATON_OK);
 	assert_int_equal(baton_seq_call(c.a, call_b, &c, &res), BATON_OK);
@@ -246,7 +246,7 @@ static void test_cross_seq_cycle(void **state)
 	struct baton_seq_attr attr = BATON_SEQ_ATTR_INIT;
 
 	(void)state;
-	st_watchdog(60, "two sequencers called in a cycle");
+	tc_watchdog_phase(60, "two sequencers called in a cycle");
 	attr.name = "cycle-a";
 	assert_int_equal(baton_seq_create(&c.a, &attr), BATON_OK);
 	attr.name = "cycle-b";
@@ -324,11 +324,11 @@ static void run_threads(unsigned k, int vary_k)
 	pthread_t t[THREADS];
 	struct baton_seq_stats st;
 
-	st_watchdog(120, "8 threads calling");
+	tc_watchdog_phase(120, "8 threads calling");
 	attr.batch = k;
 	assert_int_equal(baton_seq_create(&sh.s, &attr), BATON_OK);
 	sh.counter = 0;
-	sh.calls = harness_scale(20000, 2000);
+	sh.calls = tc_scale(20000, 2000);
 	atomic_init(&sh.errors, 0);
 	atomic_init(&sh.stop_k, vary_k);
 	pthread_barrier_init(&sh.start, NULL, THREADS);
@@ -435,7 +435,7 @@ static void run_gate(unsigned k)
 	pthread_t holder, w[3];
 	void *bad;
 
-	st_watchdog(60, "combining for sleeping waiters");
+	tc_watchdog_phase(60, "combining for sleeping waiters");
 	attr.batch = k;
 	assert_int_equal(baton_seq_create(&g.s, &attr), BATON_OK);
 	atomic_init(&g.entered, 0);
@@ -508,12 +508,12 @@ static void hold_until_a_sleeper(struct nap_shared *sh)
 {
 	struct baton_seq_stats st;
 	uint64_t before;
-	int64_t end = st_now() + MS(20);
+	int64_t end = tc_now() + TC_MS(20);
 
 	baton_seq_stats(sh->s, &st);
 	before = st.sleeps;
 	/* seq_cst: test bookkeeping, read again on every round */
-	while (atomic_load(&sh->callers) > 1 && (before == 0 || st_now() < end)) {
+	while (atomic_load(&sh->callers) > 1 && (before == 0 || tc_now() < end)) {
 		baton_seq_stats(sh->s, &st);
 		if (st.sleeps > before)
 			return;
@@ -538,7 +538,7 @@ static void *nap_fn(void *arg)
 static void *nap_worker(void *arg)
 {
 	struct nap_shared *sh = arg;
-	long calls = harness_scale(1500, 200);
+	long calls = tc_scale(1500, 200);
 
 	pthread_barrier_wait(&sh->start);
 	for (intptr_t i = 0; i < calls; i++) {
@@ -562,7 +562,7 @@ static void run_naps(unsigned k, int asym, const char *phase)
 	pthread_t t[4];
 	int saved;
 
-	st_watchdog(120, phase);
+	tc_watchdog_phase(120, phase);
 	attr.batch = k;
 	assert_int_equal(baton_seq_create(&sh.s, &attr), BATON_OK);
 	/* no sequencer is in use now: the mode may change */
@@ -581,7 +581,7 @@ static void run_naps(unsigned k, int asym, const char *phase)
 	if (saved >= 0)
 		__atomic_store_n(&baton__seq_asym, saved, __ATOMIC_RELAXED);
 	assert_int_equal(atomic_load(&sh.errors), 0);
-	assert_int_equal(sh.counter, 4 * harness_scale(1500, 200));
+	assert_int_equal(sh.counter, 4 * tc_scale(1500, 200));
 	assert_int_equal(baton_seq_stats(sh.s, &st), BATON_OK);
 	fprintf(stderr, "naps k=%u %s: %llu calls, %llu combined, %llu sleeps\n", k,
 		saved < 0 ? "(library's mode)" : asym && saved ? "membarrier" : "fences",
@@ -611,7 +611,7 @@ static void test_sleepers_after_fork(void **state)
 	int status = -1;
 
 	(void)state;
-	st_watchdog(120, "sleepers against releases after fork (the parent)");
+	tc_watchdog_phase(120, "sleepers against releases after fork (the parent)");
 	assert_int_equal(baton_seq_create(&first, NULL), BATON_OK);
 	assert_int_equal(baton_seq_destroy(first), BATON_OK);
 	pid = fork();
@@ -622,7 +622,7 @@ static void test_sleepers_after_fork(void **state)
 		pthread_t t[4];
 
 		/* the parent's alarm is not inherited */
-		st_watchdog(110, "sleepers against releases after fork (the child)");
+		tc_watchdog_phase(110, "sleepers against releases after fork (the child)");
 		attr.batch = 0;
 		if (baton_seq_create(&sh.s, &attr) != BATON_OK)
 			_exit(2);
@@ -637,7 +637,7 @@ static void test_sleepers_after_fork(void **state)
 			pthread_join(t[i], NULL);
 		pthread_barrier_destroy(&sh.start);
 		if (atomic_load(&sh.errors) != 0 ||
-		    sh.counter != 4 * harness_scale(1500, 200))
+		    sh.counter != 4 * tc_scale(1500, 200))
 			_exit(4);
 		baton_seq_stats(sh.s, &st);
 		baton_seq_destroy(sh.s);
@@ -687,7 +687,7 @@ static void test_errors(void **state)
 	void *res;
 
 	(void)state;
-	st_watchdog(30, "errors, destroy while busy");
+	tc_watchdog_phase(30, "errors, destroy while busy");
 	assert_int_equal(baton_seq_create(NULL, NULL), BATON_EINVAL);
 	attr.stack_size = 100;
 	assert_int_equal(baton_seq_create(&s, &attr), BATON_ESTACK);

@@ -82,7 +82,7 @@ static void test_thread_stack(void **state)
 	baton_seq_t *s;
 
 	(void)state;
-	harness_watchdog(10);
+	tc_watchdog(10);
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	assert_int_equal(busy_caller(s, 10000), 0);
 	assert_int_equal(baton_seq_destroy(s), BATON_OK);
@@ -102,7 +102,7 @@ static void test_from_coroutine(void **state)
 	void *out = (void *)(intptr_t)-1;
 
 	(void)state;
-	harness_watchdog(10);
+	tc_watchdog(10);
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_coro_create(&co, NULL, coro_body, s), BATON_OK);
 	assert_int_equal(baton_coro_resume(co, NULL, &out), BATON_OK);
@@ -141,7 +141,7 @@ static void test_nested_and_resuming(void **state)
 	void *res = NULL;
 
 	(void)state;
-	harness_watchdog(10);
+	tc_watchdog(10);
 	assert_int_equal(baton_seq_create(&nest_seq, NULL), BATON_OK);
 	assert_int_equal(baton_coro_create(&co, NULL, yielder, NULL), BATON_OK);
 	for (int i = 0; i < 20; i++) {
@@ -182,7 +182,7 @@ static void test_copystack_caller_evicted(void **state)
 	void *out = (void *)(intptr_t)-1;
 
 	(void)state;
-	harness_watchdog(10);
+	tc_watchdog(10);
 	ca.model = BATON_CORO_COPYSTACK;
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_coro_create(&evictor, &ca, yielder, NULL), BATON_OK);
@@ -232,7 +232,7 @@ static void test_fpenv_is_the_callers(void **state)
 	void *res;
 
 	(void)state;
-	harness_watchdog(10);
+	tc_watchdog(10);
 	assert_int_equal(fesetround(FE_TONEAREST), 0);
 	assert_int_equal(baton_seq_create(&s, NULL), BATON_OK);
 	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {

@@ -110,7 +110,7 @@ static void run_case(unsigned batch)
 	struct baton_seq_attr qa = BATON_SEQ_ATTR_INIT;
 	struct baton_seq_stats st;
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	fx = (struct fixture){ .hold_ns = 200000000 };
 	sa.workers = 2;
 	qa.batch = batch;
@@ -168,8 +168,8 @@ static void test_tasks_hammer(void **state)
 {
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 
-	harness_watchdog(120);
-	fx = (struct fixture){ .model = ATTR(state) };
+	tc_watchdog(120);
+	fx = (struct fixture){ .model = TC_ATTR(state) };
 	sa.workers = 2;
 	assert_int_equal(baton_sched_create(&fx.sched, &sa), BATON_OK);
 	assert_int_equal(baton_seq_create(&fx.seq, NULL), BATON_OK);
@@ -187,7 +187,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tasks_park_combining),
 		cmocka_unit_test(test_tasks_park_no_combining),
-		MODEL_TESTS(test_tasks_hammer),
+		TC_MODEL_TESTS(test_tasks_hammer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

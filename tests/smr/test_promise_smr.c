@@ -87,11 +87,11 @@ static void test_sections_and_destroy(void **state)
 	t2 = baton_smr_read_lock(d); /* nested */
 	assert_true(t2 == 0 || t2 == 1);
 	/* rule 1: synchronize inside a section waits for itself */
-	assert_int_equal(baton_smr_synchronize(d, MS(5)), BATON_ETIMEDOUT);
+	assert_int_equal(baton_smr_synchronize(d, TC_MS(5)), BATON_ETIMEDOUT);
 	assert_int_equal(baton_smr_synchronize(d, 0), BATON_EAGAIN);
 	/* barrier waits for itself once something is retired */
 	assert_int_equal(baton_smr_retire(d, d, count_free), BATON_OK);
-	assert_int_equal(baton_smr_barrier(d, MS(5)), BATON_ETIMEDOUT);
+	assert_int_equal(baton_smr_barrier(d, TC_MS(5)), BATON_ETIMEDOUT);
 	/* rule 7: destroy refuses an open section, the domain unchanged */
 	assert_int_equal(baton_smr_destroy(d), BATON_EBUSY);
 	assert_int_equal(baton_smr_read_unlock(d, t2), BATON_OK);
@@ -130,7 +130,7 @@ static void test_grace(void **state)
 	static int objs[BATON_SMR_BATCH + 3];
 
 	(void)state;
-	harness_watchdog(60);
+	tc_watchdog(60);
 	nfreed = 0;
 	assert_int_equal(baton_smr_create(&x_d), BATON_OK);
 	assert_int_equal(pthread_create(&th, NULL, lock_thread, NULL), 0);

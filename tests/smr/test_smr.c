@@ -64,7 +64,7 @@ static void test_barrier_kind(void **state)
 		      force ? force : "no");
 	assert_true(k >= BATON_SMR_BARRIER_FENCE && k <= BATON_SMR_BARRIER_MPROTECT);
 	assert_string_equal(baton_smr_barrier_name(99), "");
-	if (ST_TSAN || (force && strcmp(force, "fence") == 0)) {
+	if (TC_TSAN || (force && strcmp(force, "fence") == 0)) {
 		assert_int_equal(k, BATON_SMR_BARRIER_FENCE);
 	} else if (force && strcmp(force, "mprotect") == 0) {
 #if defined(__x86_64__)
@@ -125,7 +125,7 @@ static void test_args(void **state)
 	assert_int_equal(baton_smr_read_unlock(d, tok2), BATON_OK);
 	assert_int_equal(baton_smr_destroy(d), BATON_EBUSY);
 	/* A section open: a synchronize on the same domain times out. */
-	assert_int_equal(baton_smr_synchronize(d, MS(20)), BATON_ETIMEDOUT);
+	assert_int_equal(baton_smr_synchronize(d, TC_MS(20)), BATON_ETIMEDOUT);
 	assert_int_equal(baton_smr_read_unlock(d, tok), BATON_OK);
 	assert_int_equal(baton_smr_synchronize(d, -1), BATON_OK);
 	/* A slot is reused, not made again. */
@@ -158,7 +158,7 @@ static void test_retire_batches(void **state)
 	assert_int_equal(baton_smr_stats(d, &st), BATON_OK);
 	assert_int_equal(st.retired, 3 * BATON_SMR_BATCH + 5);
 	assert_int_equal(st.pending, 3 * BATON_SMR_BATCH + 5);
-	assert_int_equal(baton_smr_barrier(d, MS(10)), BATON_ETIMEDOUT);
+	assert_int_equal(baton_smr_barrier(d, TC_MS(10)), BATON_ETIMEDOUT);
 	assert_int_equal(baton_smr_read_unlock(d, tok), BATON_OK);
 	/* The shutdown barrier frees everything, the open batch too. */
 	assert_int_equal(baton_smr_barrier(d, -1), BATON_OK);
@@ -196,13 +196,13 @@ static void read_once(struct shared *sh)
 	int tok = baton_smr_read_lock(sh->d);
 	struct obj *o;
 
-	T_CHECK(tok == 0 || tok == 1);
+	TC_CHECK(tok == 0 || tok == 1);
 	/* Acquire: the object's fields, published before the pointer. */
 	o = __atomic_load_n(&sh->cur, __ATOMIC_ACQUIRE);
 	for (int k = 0; k < 50; k++)
-		T_CHECK(obj_live(o));
-	T_CHECK(o->value >= 0);
-	T_CHECK_RC(baton_smr_read_unlock(sh->d, tok), BATON_OK);
+		TC_CHECK(obj_live(o));
+	TC_CHECK(o->value >= 0);
+	TC_CHECK_RC(baton_smr_read_unlock(sh->d, tok), BATON_OK);
 	__atomic_fetch_add(&sh->reads, 1, __ATOMIC_RELAXED);
 }
 
@@ -224,10 +224,10 @@ static void replace_once(struct shared *sh, long v)
 	struct obj *old = __atomic_exchange_n(&sh->cur, obj_new(v), __ATOMIC_ACQ_REL);
 
 	if (sh->use_sync) {
-		T_CHECK_RC(baton_smr_synchronize(sh->d, -1), BATON_OK);
+		TC_CHECK_RC(baton_smr_synchronize(sh->d, -1), BATON_OK);
 		obj_free(old);
 	} else {
-		T_CHECK_RC(baton_smr_retire(sh->d, old, obj_free), BATON_OK);
+		TC_CHECK_RC(baton_smr_retire(sh->d, old, obj_free), BATON_OK);
 	}
 	if (sh->rearm)
 		alarm(sh->rearm);
@@ -246,16 +246,16 @@ static void run_threads(int use_sync)
 {
 	struct shared sh = { 0 };
 	pthread_t r[3], w[2];
-	long n = harness_scale(use_sync ? 2000 : 20000, 200);
+	long n = tc_scale(use_sync ? 2000 : 20000, 200);
 
-	st_reset();
+	tc_reset();
 	/* A hang is a writer that makes no progress: the watchdog counts
 	 * from the last replacement. With synchronize the run takes 4000
 	 * grace periods against spinning readers, each as long as the
 	 * scheduler takes to run a reader preempted in its section: 2 s
 	 * under TSan on an idle machine, over 80 s on a loaded one. */
-	st_watchdog(120, use_sync ? "threads, synchronize" : "threads, retire");
-	sh.rearm = 120 * (unsigned)st_time_scale();
+	tc_watchdog_phase(120, use_sync ? "threads, synchronize" : "threads, retire");
+	sh.rearm = 120 * (unsigned)tc_time_scale();
 	assert_int_equal(baton_smr_create(&sh.d), BATON_OK);
 	sh.cur = obj_new(0);
 	sh.replaced = n;
@@ -284,7 +284,7 @@ static void run_threads(int use_sync)
 	assert_true(st.readers >= 3);
 	obj_free(sh.cur);
 	assert_int_equal(baton_smr_destroy(sh.d), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 }
 
 static void test_threads_retire(void **state)
@@ -330,19 +330,19 @@ static void park_reader(void *arg)
 		struct obj *o;
 		int w0;
 
-		T_CHECK(tok == 0 || tok == 1);
+		TC_CHECK(tok == 0 || tok == 1);
 		w0 = baton_sched_worker_index();
 		o = __atomic_load_n(&p->cur, __ATOMIC_ACQUIRE); /* as above */
-		T_CHECK_RC(baton_chan_send(p->held, o, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_send(p->req[w0 ^ 1], NULL, -1), BATON_OK);
-		T_CHECK_RC(baton_chan_recv(p->wake, &msg, -1), BATON_OK);
-		T_CHECK(obj_live(o));
+		TC_CHECK_RC(baton_chan_send(p->held, o, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(p->req[w0 ^ 1], NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(p->wake, &msg, -1), BATON_OK);
+		TC_CHECK(obj_live(o));
 		if (baton_sched_worker_index() != w0)
 			p->moved++;
 		/* Relaxed: the unlock's release orders it for the writer. */
 		__atomic_store_n(&p->ended, r + 1, __ATOMIC_RELAXED);
-		T_CHECK_RC(baton_smr_read_unlock(p->d, tok), BATON_OK);
-		T_CHECK_RC(baton_chan_recv(p->done, &msg, -1), BATON_OK);
+		TC_CHECK_RC(baton_smr_read_unlock(p->d, tok), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(p->done, &msg, -1), BATON_OK);
 	}
 	baton_chan_close(p->req[0]);
 	baton_chan_close(p->req[1]);
@@ -359,8 +359,8 @@ static void park_waker(void *arg)
 	void *msg;
 
 	while (baton_chan_recv(w->p->req[w->k], &msg, -1) == BATON_OK) {
-		baton_sched_sleep(MS(5)); /* the writer waits meanwhile */
-		T_CHECK_RC(baton_chan_send(w->p->wake, NULL, -1), BATON_OK);
+		baton_sched_sleep(TC_MS(5)); /* the writer waits meanwhile */
+		TC_CHECK_RC(baton_chan_send(w->p->wake, NULL, -1), BATON_OK);
 	}
 }
 
@@ -372,53 +372,53 @@ static void park_writer(void *arg)
 		void *held;
 		struct obj *old;
 
-		T_CHECK_RC(baton_chan_recv(p->held, &held, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_recv(p->held, &held, -1), BATON_OK);
 		old = __atomic_exchange_n(&p->cur, obj_new(r), __ATOMIC_ACQ_REL);
-		T_CHECK(old == held);
+		TC_CHECK(old == held);
 		if (r % 2 == 0) {
 			/* Parks this task until the reader, parked in its
 			 * section on the other worker, has left it. */
-			T_CHECK_RC(baton_smr_synchronize(p->d, -1), BATON_OK);
-			T_CHECK(__atomic_load_n(&p->ended, __ATOMIC_ACQUIRE) >= r + 1);
+			TC_CHECK_RC(baton_smr_synchronize(p->d, -1), BATON_OK);
+			TC_CHECK(__atomic_load_n(&p->ended, __ATOMIC_ACQUIRE) >= r + 1);
 			obj_free(old);
 		} else {
-			T_CHECK_RC(baton_smr_retire(p->d, old, obj_free), BATON_OK);
-			T_CHECK_RC(baton_smr_poll(p->d), BATON_OK);
+			TC_CHECK_RC(baton_smr_retire(p->d, old, obj_free), BATON_OK);
+			TC_CHECK_RC(baton_smr_poll(p->d), BATON_OK);
 		}
-		T_CHECK_RC(baton_chan_send(p->done, NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(p->done, NULL, -1), BATON_OK);
 	}
-	T_CHECK_RC(baton_smr_barrier(p->d, -1), BATON_OK);
+	TC_CHECK_RC(baton_smr_barrier(p->d, -1), BATON_OK);
 }
 
 static void test_tasks_park_move(void **state)
 {
 	struct park p = { 0 };
 	struct waker wk[2] = { { &p, 0 }, { &p, 1 } };
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 
-	st_reset();
-	st_watchdog(120, "tasks, section across a park and a move");
-	p.rounds = (int)harness_scale(40, 10);
+	tc_reset();
+	tc_watchdog_phase(120, "tasks, section across a park and a move");
+	p.rounds = (int)tc_scale(40, 10);
 	assert_int_equal(baton_smr_create(&p.d), BATON_OK);
 	assert_int_equal(baton_chan_create(&p.held, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&p.wake, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&p.done, 1), BATON_OK);
 	for (int k = 0; k < 2; k++) {
-		struct baton_task_attr a = st_tattr(state, k);
+		struct baton_task_attr a = tc_tattr(state, k);
 
 		assert_int_equal(baton_chan_create(&p.req[k], 1), BATON_OK);
 		a.flags = BATON_TASK_BOUND;
 		assert_int_equal(baton_sched_spawn(s, &a, park_waker, &wk[k]), BATON_OK);
 	}
 	p.cur = obj_new(-1);
-	st_spawn(s, state, 0, park_reader, &p);
-	st_spawn(s, state, 1, park_writer, &p);
+	tc_spawn(s, state, 0, park_reader, &p);
+	tc_spawn(s, state, 1, park_writer, &p);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
-	print_message("%s: %d of %d sections ended on another worker\n", ATTR(state)->name,
+	TC_VERDICT();
+	print_message("%s: %d of %d sections ended on another worker\n", TC_ATTR(state)->name,
 		      p.moved, p.rounds);
 	/* A stackful task follows its waker; a copy-stack one stays. */
-	if (ATTR(state)->model == BATON_CORO_STACKFUL)
+	if (TC_ATTR(state)->model == BATON_CORO_STACKFUL)
 		assert_true(p.moved >= p.rounds / 2);
 	obj_free(p.cur);
 	assert_int_equal(baton_smr_destroy(p.d), BATON_OK);
@@ -454,16 +454,16 @@ static void mixed_writer(void *arg)
 	for (long i = 0; i < m->sh.replaced; i++) {
 		replace_once(&m->sh, i);
 		if (i % 16 == 0)
-			T_CHECK_RC(baton_smr_synchronize(m->sh.d, -1), BATON_OK);
+			TC_CHECK_RC(baton_smr_synchronize(m->sh.d, -1), BATON_OK);
 	}
-	T_CHECK_RC(baton_wg_done(m->wg), BATON_OK);
+	TC_CHECK_RC(baton_wg_done(m->wg), BATON_OK);
 }
 
 static void mixed_boss(void *arg)
 {
 	struct mixed *m = arg;
 
-	T_CHECK_RC(baton_wg_wait(m->wg, -1), BATON_OK);
+	TC_CHECK_RC(baton_wg_wait(m->wg, -1), BATON_OK);
 	/* Relaxed: the readers only need to notice eventually. */
 	__atomic_store_n(&m->sh.stop, 1, __ATOMIC_RELAXED);
 }
@@ -473,27 +473,27 @@ static void mixed_boss(void *arg)
 static void test_tasks_and_threads(void **state)
 {
 	struct mixed m = { 0 };
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	pthread_t rt, wt;
 
-	st_reset();
-	st_watchdog(120, "tasks and threads retiring");
-	m.sh.replaced = harness_scale(3000, 300);
+	tc_reset();
+	tc_watchdog_phase(120, "tasks and threads retiring");
+	m.sh.replaced = tc_scale(3000, 300);
 	assert_int_equal(baton_smr_create(&m.sh.d), BATON_OK);
 	assert_int_equal(baton_wg_create(&m.wg), BATON_OK);
 	m.sh.cur = obj_new(0);
 	assert_int_equal(baton_wg_add(m.wg, 2), BATON_OK);
 	assert_int_equal(pthread_create(&rt, NULL, reader_thread, &m.sh), 0);
 	assert_int_equal(pthread_create(&wt, NULL, writer_thread, &m.sh), 0);
-	st_spawn(s, state, 0, mixed_writer, &m);
-	st_spawn(s, state, 1, mixed_writer, &m);
-	st_spawn(s, state, 0, mixed_boss, &m);
+	tc_spawn(s, state, 0, mixed_writer, &m);
+	tc_spawn(s, state, 1, mixed_writer, &m);
+	tc_spawn(s, state, 0, mixed_boss, &m);
 	for (int i = 0; i < 4; i++)
-		st_spawn(s, state, i % 2, mixed_reader, &m);
+		tc_spawn(s, state, i % 2, mixed_reader, &m);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	pthread_join(wt, NULL);
 	pthread_join(rt, NULL);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_smr_barrier(m.sh.d, -1), BATON_OK);
 	obj_free(m.sh.cur);
 	assert_int_equal(baton_smr_destroy(m.sh.d), BATON_OK);
@@ -520,10 +520,10 @@ static void stall_reader(void *arg)
 	struct stall *st = arg;
 	void *p;
 
-	T_CHECK_RC(baton_smr_hp_acquire(st->d, &st->stalled), BATON_OK);
-	T_CHECK_RC(baton_smr_hp_protect(st->stalled, (void *const *)&st->cur, &p), BATON_OK);
+	TC_CHECK_RC(baton_smr_hp_acquire(st->d, &st->stalled), BATON_OK);
+	TC_CHECK_RC(baton_smr_hp_protect(st->stalled, (void *const *)&st->cur, &p), BATON_OK);
 	st->held = p;
-	baton_sched_sleep(MS(1)); /* parks holding it: the slot is the task's */
+	baton_sched_sleep(TC_MS(1)); /* parks holding it: the slot is the task's */
 }
 
 static long soak_seconds(void);
@@ -534,21 +534,21 @@ static void hp_reader(void *arg)
 	baton_smr_hp_t *hp;
 	int soak = soak_seconds() > 0;
 
-	T_CHECK_RC(baton_smr_hp_acquire(st->d, &hp), BATON_OK);
+	TC_CHECK_RC(baton_smr_hp_acquire(st->d, &hp), BATON_OK);
 	/* A soak keeps the slots busy for as long as the writer retires.
 	 * Relaxed: a stop flag, noticed eventually. */
 	for (long i = 0; i < 2000 || (soak && !__atomic_load_n(&st->done, __ATOMIC_RELAXED));
 	     i++) {
 		void *p;
 
-		T_CHECK_RC(baton_smr_hp_protect(hp, (void *const *)&st->cur, &p), BATON_OK);
+		TC_CHECK_RC(baton_smr_hp_protect(hp, (void *const *)&st->cur, &p), BATON_OK);
 		for (int k = 0; k < 20; k++)
-			T_CHECK(obj_live(p));
-		T_CHECK_RC(baton_smr_hp_clear(hp), BATON_OK);
+			TC_CHECK(obj_live(p));
+		TC_CHECK_RC(baton_smr_hp_clear(hp), BATON_OK);
 		if (i % 64 == 0)
 			baton_sched_yield();
 	}
-	T_CHECK_RC(baton_smr_hp_release(hp), BATON_OK);
+	TC_CHECK_RC(baton_smr_hp_release(hp), BATON_OK);
 }
 
 /* BATON_SMR_SOAK_SECONDS=S: the soak of the bound (make soak-smr). main
@@ -571,35 +571,35 @@ static struct {
 } soak_sum;
 
 /* The share of S seconds of the run about to start: S split between the
- * two models (MODEL_TESTS), the remainder to the last. */
+ * two models (TC_MODEL_TESTS), the remainder to the last. */
 static int64_t soak_share_ns(void)
 {
 	long s = soak_seconds();
 
-	return MS(1000) * (soak_sum.runs == 0 ? s / 2 : s - s / 2);
+	return TC_MS(1000) * (soak_sum.runs == 0 ? s / 2 : s - s / 2);
 }
 
 static void hp_writer(void *arg)
 {
 	struct stall *st = arg;
-	long n = soak_seconds() ? LONG_MAX : harness_scale(20000, 2000);
-	int64_t t0 = st_now();
+	long n = soak_seconds() ? LONG_MAX : tc_scale(20000, 2000);
+	int64_t t0 = tc_now();
 	int64_t end = soak_seconds() ? t0 + soak_share_ns() : 0;
 
-	for (long i = 0; i < n && (end == 0 || (i % 1024) || st_now() < end); i++) {
+	for (long i = 0; i < n && (end == 0 || (i % 1024) || tc_now() < end); i++) {
 		struct obj *old = __atomic_exchange_n(&st->cur, obj_new(i), __ATOMIC_ACQ_REL);
 		struct baton_smr_stats s;
 
-		T_CHECK_RC(baton_smr_hp_retire(st->d, old, obj_free), BATON_OK);
-		T_CHECK_RC(baton_smr_stats(st->d, &s), BATON_OK);
+		TC_CHECK_RC(baton_smr_hp_retire(st->d, old, obj_free), BATON_OK);
+		TC_CHECK_RC(baton_smr_stats(st->d, &s), BATON_OK);
 		if (s.hp_pending > st->max_pending)
 			st->max_pending = s.hp_pending;
 		st->bound = s.hp_bound;
-		T_CHECK(s.hp_pending <= s.hp_bound);
+		TC_CHECK(s.hp_pending <= s.hp_bound);
 		if (i % 128 == 0)
 			baton_sched_yield();
 	}
-	st->soak_ns = st_now() - t0;
+	st->soak_ns = tc_now() - t0;
 	/* Relaxed: a stop flag; run's return orders the rest for the test. */
 	__atomic_store_n(&st->done, 1, __ATOMIC_RELAXED);
 }
@@ -630,7 +630,7 @@ static int soak_report(int failed)
 	printf("smr soak (%s): %lld s, %s retired, %s freed, unreclaimed at most %llu "
 	       "(bound %llu = max(2 x %llu slots, %d)): %s\n",
 	       baton_smr_barrier_name(baton_smr_barrier_kind()),
-	       (long long)((soak_sum.ns + MS(500)) / MS(1000)), grouped(soak_sum.retired, r),
+	       (long long)((soak_sum.ns + TC_MS(500)) / TC_MS(1000)), grouped(soak_sum.retired, r),
 	       grouped(soak_sum.freed, f), (unsigned long long)soak_sum.max_pending,
 	       (unsigned long long)soak_sum.bound, (unsigned long long)soak_sum.slots,
 	       BATON_SMR_BATCH,
@@ -644,20 +644,20 @@ static int soak_report(int failed)
 static void test_hp_stalled_reader(void **state)
 {
 	struct stall st = { 0 };
-	baton_sched_t *s = st_sched(2);
+	baton_sched_t *s = tc_sched(2);
 	struct baton_smr_stats ss;
 
-	st_reset();
-	st_watchdog(120 + (unsigned)soak_seconds(), "hazard pointers, stalled reader");
+	tc_reset();
+	tc_watchdog_phase(120 + (unsigned)soak_seconds(), "hazard pointers, stalled reader");
 	assert_int_equal(baton_smr_create(&st.d), BATON_OK);
 	st.cur = obj_new(-1);
-	st_spawn(s, state, 0, stall_reader, &st);
+	tc_spawn(s, state, 0, stall_reader, &st);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_ptr_not_equal(st.held, NULL);
-	st_spawn(s, state, 0, hp_reader, &st);
-	st_spawn(s, state, 1, hp_reader, &st);
-	st_spawn(s, state, 1, hp_writer, &st);
+	tc_spawn(s, state, 0, hp_reader, &st);
+	tc_spawn(s, state, 1, hp_reader, &st);
+	tc_spawn(s, state, 1, hp_writer, &st);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_int_equal(baton_smr_stats(st.d, &ss), BATON_OK);
 	/* Counted before any check can end the test: a failed soak still
@@ -671,12 +671,12 @@ static void test_hp_stalled_reader(void **state)
 		soak_sum.max_pending = st.max_pending;
 	if (soak_sum.bound == 0 || st.bound < soak_sum.bound)
 		soak_sum.bound = st.bound;
-	T_VERDICT();
+	TC_VERDICT();
 	/* The stalled slot still names its object: it is alive, retired,
 	 * and the pending count stayed under the bound throughout. */
 	assert_true(obj_live(st.held));
 	print_message("%s: hazard slots %lu, bound %lu, most pending %lu, freed %lu\n",
-		      ATTR(state)->name, (unsigned long)ss.hp_slots, (unsigned long)st.bound,
+		      TC_ATTR(state)->name, (unsigned long)ss.hp_slots, (unsigned long)st.bound,
 		      (unsigned long)st.max_pending, (unsigned long)ss.freed);
 	assert_true(st.max_pending <= st.bound);
 	assert_true(ss.hp_bound == (ss.hp_slots * 2 > BATON_SMR_BATCH ? ss.hp_slots * 2
@@ -698,12 +698,12 @@ int main(void)
 		cmocka_unit_test(test_retire_batches),
 		cmocka_unit_test(test_threads_retire),
 		cmocka_unit_test(test_threads_synchronize),
-		MODEL_TESTS(test_tasks_park_move),
-		MODEL_TESTS(test_tasks_and_threads),
-		MODEL_TESTS(test_hp_stalled_reader),
+		TC_MODEL_TESTS(test_tasks_park_move),
+		TC_MODEL_TESTS(test_tasks_and_threads),
+		TC_MODEL_TESTS(test_hp_stalled_reader),
 	};
 	const struct CMUnitTest smr_soak[] = {
-		MODEL_TESTS(test_hp_stalled_reader),
+		TC_MODEL_TESTS(test_hp_stalled_reader),
 	};
 
 	if (soak_seconds())

@@ -3,9 +3,9 @@
  * tests/stage_test.h - shared by the stage tests (test_stage.c: flow and
  * limits; test_stage_flow.c: backpressure, close, counters, JSON, errors).
  *
- * Checks inside tasks are check.h's T_CHECK; run() asserts T_VERDICT once
+ * Checks inside tasks are check.h's TC_CHECK; run() asserts TC_VERDICT once
  * the scheduler has returned. Each test runs in both coroutine models on
- * one and on two workers (CFG_TESTS).
+ * one and on two workers (TC_CFG_TESTS).
  */
 #ifndef BATON_TESTS_STAGE_TEST_H
 #define BATON_TESTS_STAGE_TEST_H
@@ -14,13 +14,13 @@
 
 #include <baton/stage.h>
 
-static const struct cfg *cur;
+static const struct tc_cfg *cur;
 static baton_sched_t *sched;
 
 /* A generous deadline for waits that should end soon. */
 static inline int64_t patience(void)
 {
-	return MS(10000) * st_time_scale();
+	return TC_MS(10000) * tc_time_scale();
 }
 
 static inline struct baton_stage_attr stage_attr(const char *name,
@@ -59,8 +59,8 @@ static inline void setup_workers(void **state, unsigned workers)
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
 
 	cur = *state;
-	harness_watchdog(60);
-	st_reset();
+	tc_watchdog(60);
+	tc_reset();
 	sa.workers = workers;
 	assert_int_equal(baton_sched_create(&sched, &sa), BATON_OK);
 }
@@ -68,7 +68,7 @@ static inline void setup_workers(void **state, unsigned workers)
 /* The same with the configuration's workers. */
 static inline void setup(void **state)
 {
-	setup_workers(state, ((const struct cfg *)*state)->workers);
+	setup_workers(state, ((const struct tc_cfg *)*state)->workers);
 }
 
 /* Run `main_fn` as a task until the scheduler returns, check, free it. */
@@ -81,7 +81,7 @@ static inline void run(baton_task_fn main_fn, void *arg)
 		assert_int_equal(baton_sched_spawn(sched, &ta, main_fn, arg),
 				 BATON_OK);
 	assert_int_equal(baton_sched_run(sched), BATON_OK);
-	T_VERDICT();
+	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(sched), BATON_OK);
 	alarm(0);
 }
@@ -120,7 +120,7 @@ static inline int gauge_max(struct gauge *g)
 
 static inline void stats(baton_stage_t *st, struct baton_stage_stats *s)
 {
-	T_CHECK_RC(baton_stage_snapshot(st, s), BATON_OK);
+	TC_CHECK_RC(baton_stage_snapshot(st, s), BATON_OK);
 }
 
 /* Poll (sleeping) until the stage has completed at least n items. */
@@ -133,16 +133,16 @@ static inline void wait_completed(baton_stage_t *st, uint64_t n)
 		stats(st, &s);
 		if (s.completed >= n || waited > patience())
 			break;
-		baton_sched_sleep(MS(1) / 2);
-		waited += MS(1) / 2;
+		baton_sched_sleep(TC_MS(1) / 2);
+		waited += TC_MS(1) / 2;
 	}
-	T_CHECK(s.completed >= n);
+	TC_CHECK(s.completed >= n);
 }
 
 static inline void close_drain(baton_stage_t *st)
 {
-	T_CHECK_RC(baton_stage_close(st), BATON_OK);
-	T_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_close(st), BATON_OK);
+	TC_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
 }
 
 static inline void nop_handler(void *item, void *ctx)

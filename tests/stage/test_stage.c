@@ -22,7 +22,7 @@ static void pipe_double(void *item, void *ctx)
 	*v *= 2;
 	if ((*v & 6) == 0)
 		baton_sched_yield(); /* some handlers overlap */
-	T_CHECK_RC(baton_stage_submit(ctx, v, -1), BATON_OK);
+	TC_CHECK_RC(baton_stage_submit(ctx, v, -1), BATON_OK);
 }
 
 static void pipe_add(void *item, void *ctx)
@@ -39,19 +39,19 @@ static void pipe_main(void *arg)
 	(void)arg;
 	for (long i = 0; i < PIPE_N; i++) {
 		pipe_items[i] = i;
-		T_CHECK_RC(baton_stage_submit(pipe_a, &pipe_items[i], -1),
+		TC_CHECK_RC(baton_stage_submit(pipe_a, &pipe_items[i], -1),
 			 BATON_OK);
 	}
 	close_drain(pipe_a); /* a's handlers have all submitted to b */
 	close_drain(pipe_b);
 	stats(pipe_a, &a);
 	stats(pipe_b, &b);
-	T_CHECK(a.submitted == PIPE_N && a.completed == PIPE_N);
-	T_CHECK(b.submitted == PIPE_N && b.completed == PIPE_N);
-	T_CHECK(a.rejected == 0 && b.rejected == 0);
-	T_CHECK(a.queued == 0 && a.running == 0 && b.queued == 0 &&
+	TC_CHECK(a.submitted == PIPE_N && a.completed == PIPE_N);
+	TC_CHECK(b.submitted == PIPE_N && b.completed == PIPE_N);
+	TC_CHECK(a.rejected == 0 && b.rejected == 0);
+	TC_CHECK(a.queued == 0 && a.running == 0 && b.queued == 0 &&
 	      b.running == 0);
-	T_CHECK(a.closed && b.closed);
+	TC_CHECK(a.closed && b.closed);
 }
 
 static void test_pipeline(void **state)
@@ -74,7 +74,7 @@ static void conc_handler(void *item, void *ctx)
 	(void)item;
 	(void)ctx;
 	gauge_enter(&conc_gauge);
-	baton_sched_sleep(MS(1));
+	baton_sched_sleep(TC_MS(1));
 	gauge_leave(&conc_gauge);
 }
 
@@ -83,7 +83,7 @@ static void conc_main(void *arg)
 	baton_stage_t *st = arg;
 
 	for (int i = 0; i < 30; i++)
-		T_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
 	close_drain(st);
 }
 
@@ -110,9 +110,9 @@ static void db_handler(void *item, void *ctx)
 	(void)item;
 	(void)ctx;
 	gauge_enter(&db_gauge);
-	T_CHECK_RC(baton_pool_snapshot(db_pool, &ps), BATON_OK);
-	T_CHECK(ps.in_use >= 1 && ps.in_use <= 2); /* ours is held */
-	baton_sched_sleep(MS(1) / 2);
+	TC_CHECK_RC(baton_pool_snapshot(db_pool, &ps), BATON_OK);
+	TC_CHECK(ps.in_use >= 1 && ps.in_use <= 2); /* ours is held */
+	baton_sched_sleep(TC_MS(1) / 2);
 	gauge_leave(&db_gauge);
 }
 
@@ -122,13 +122,13 @@ static void db_main(void *arg)
 	struct baton_pool_stats ps;
 
 	for (int i = 0; i < 20; i++) {
-		T_CHECK_RC(baton_stage_submit(st[0], NULL, -1), BATON_OK);
-		T_CHECK_RC(baton_stage_submit(st[1], NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(st[0], NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(st[1], NULL, -1), BATON_OK);
 	}
 	close_drain(st[0]);
 	close_drain(st[1]);
-	T_CHECK_RC(baton_pool_snapshot(db_pool, &ps), BATON_OK);
-	T_CHECK(ps.in_use == 0 && ps.waiters == 0 && ps.acquired == 40);
+	TC_CHECK_RC(baton_pool_snapshot(db_pool, &ps), BATON_OK);
+	TC_CHECK(ps.in_use == 0 && ps.waiters == 0 && ps.acquired == 40);
 }
 
 static void test_shared_pool(void **state)
@@ -159,11 +159,11 @@ static void res_handler(void *item, void *ctx)
 	struct baton_pool_stats a, b, k;
 
 	(void)ctx;
-	T_CHECK_RC(baton_pool_snapshot(res_p1, &a), BATON_OK);
-	T_CHECK_RC(baton_pool_snapshot(res_p2, &b), BATON_OK);
-	T_CHECK_RC(baton_pool_snapshot(res_keep, &k), BATON_OK);
-	T_CHECK(a.in_use == 2 && b.in_use == 1); /* concurrency 1: ours only */
-	T_CHECK(k.in_use == (long)(intptr_t)item + 1); /* kept from before */
+	TC_CHECK_RC(baton_pool_snapshot(res_p1, &a), BATON_OK);
+	TC_CHECK_RC(baton_pool_snapshot(res_p2, &b), BATON_OK);
+	TC_CHECK_RC(baton_pool_snapshot(res_keep, &k), BATON_OK);
+	TC_CHECK(a.in_use == 2 && b.in_use == 1); /* concurrency 1: ours only */
+	TC_CHECK(k.in_use == (long)(intptr_t)item + 1); /* kept from before */
 }
 
 static void res_main(void *arg)
@@ -172,14 +172,14 @@ static void res_main(void *arg)
 	struct baton_pool_stats a, b, k;
 
 	for (intptr_t i = 0; i < 5; i++)
-		T_CHECK_RC(baton_stage_submit(st, (void *)i, -1), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(st, (void *)i, -1), BATON_OK);
 	close_drain(st);
-	T_CHECK_RC(baton_pool_snapshot(res_p1, &a), BATON_OK);
-	T_CHECK_RC(baton_pool_snapshot(res_p2, &b), BATON_OK);
-	T_CHECK_RC(baton_pool_snapshot(res_keep, &k), BATON_OK);
-	T_CHECK(a.in_use == 0 && b.in_use == 0 && k.in_use == 5);
-	T_CHECK_RC(baton_pool_release(res_keep, 6), BATON_EPERM);
-	T_CHECK_RC(baton_pool_release(res_keep, 5), BATON_OK);
+	TC_CHECK_RC(baton_pool_snapshot(res_p1, &a), BATON_OK);
+	TC_CHECK_RC(baton_pool_snapshot(res_p2, &b), BATON_OK);
+	TC_CHECK_RC(baton_pool_snapshot(res_keep, &k), BATON_OK);
+	TC_CHECK(a.in_use == 0 && b.in_use == 0 && k.in_use == 5);
+	TC_CHECK_RC(baton_pool_release(res_keep, 6), BATON_EPERM);
+	TC_CHECK_RC(baton_pool_release(res_keep, 5), BATON_OK);
 }
 
 static void test_resources_around_handler(void **state)
@@ -217,7 +217,7 @@ static void rt_handler(void *item, void *ctx)
 	(void)item;
 	(void)ctx;
 	gauge_enter(g);
-	baton_sched_sleep(MS(3));
+	baton_sched_sleep(TC_MS(3));
 	gauge_leave(g);
 }
 
@@ -226,11 +226,11 @@ static void rt_conc_main(void *arg)
 	baton_stage_t *st = arg;
 
 	for (int i = 0; i < 16; i++)
-		T_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
 	wait_completed(st, 2);
 	/* Relaxed: see rt_handler. */
 	__atomic_store_n(&rt_phase, 1, __ATOMIC_RELAXED);
-	T_CHECK_RC(baton_stage_set_concurrency(st, 4), BATON_OK);
+	TC_CHECK_RC(baton_stage_set_concurrency(st, 4), BATON_OK);
 	close_drain(st);
 }
 
@@ -257,17 +257,17 @@ static void rt_pool_main(void *arg)
 	int64_t waited = 0;
 
 	for (int i = 0; i < 24; i++)
-		T_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
 	wait_completed(st, 3);
-	T_CHECK_RC(baton_pool_set_capacity(rt_pool, 1), BATON_OK);
+	TC_CHECK_RC(baton_pool_set_capacity(rt_pool, 1), BATON_OK);
 	/* The holders from before finish; from then on one at a time. */
 	do {
-		T_CHECK_RC(baton_pool_snapshot(rt_pool, &ps), BATON_OK);
-		T_CHECK(ps.capacity == 1);
+		TC_CHECK_RC(baton_pool_snapshot(rt_pool, &ps), BATON_OK);
+		TC_CHECK(ps.capacity == 1);
 		if (ps.in_use <= 1)
 			break;
-		baton_sched_sleep(MS(1) / 2);
-		waited += MS(1) / 2;
+		baton_sched_sleep(TC_MS(1) / 2);
+		waited += TC_MS(1) / 2;
 	} while (waited < patience());
 	/* Relaxed: see rt_handler. */
 	__atomic_store_n(&rt_phase, 1, __ATOMIC_RELAXED);
@@ -311,13 +311,13 @@ static void reuse_main(void *arg)
 	struct baton_stage_stats ss;
 
 	for (int i = 0; i < REUSE_N; i++)
-		T_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
-	T_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
-	T_CHECK_RC(baton_stage_snapshot(st, &ss), BATON_OK);
-	T_CHECK(ss.completed == REUSE_N && ss.running == 0 && ss.runners == 0);
+		TC_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
+	TC_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_snapshot(st, &ss), BATON_OK);
+	TC_CHECK(ss.completed == REUSE_N && ss.running == 0 && ss.runners == 0);
 	/* A task per item would be REUSE_N; runners wait for the next item. */
-	T_CHECK(ss.runners_started >= 1 && ss.runners_started <= REUSE_N / 20);
-	T_CHECK_RC(baton_stage_close(st), BATON_OK);
+	TC_CHECK(ss.runners_started >= 1 && ss.runners_started <= REUSE_N / 20);
+	TC_CHECK_RC(baton_stage_close(st), BATON_OK);
 }
 
 static void test_runners_reused(void **state)
@@ -341,10 +341,10 @@ static void pin_handler(void *item, void *ctx)
 
 	(void)item;
 	(void)ctx;
-	T_CHECK(w == 1 || w == 2);
+	TC_CHECK(w == 1 || w == 2);
 	if (w >= 0 && w < 3)
 		__atomic_add_fetch(&pin_seen[w], 1, __ATOMIC_RELAXED);
-	baton_sched_sleep(MS(1) / 10); /* keep several busy at once */
+	baton_sched_sleep(TC_MS(1) / 10); /* keep several busy at once */
 }
 
 static void pin_main(void *arg)
@@ -352,7 +352,7 @@ static void pin_main(void *arg)
 	baton_stage_t *st = arg;
 
 	for (int i = 0; i < 200; i++)
-		T_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_OK);
 	close_drain(st);
 }
 
@@ -386,23 +386,23 @@ static void test_pinned_workers(void **state)
  * (a dispatcher or a runner pinned there would wait for the first handler
  * to return). The test tells "at the same time" from the handlers' own
  * clock readings, not from a duration. */
-#define HOLD_NS (MS(150))
+#define HOLD_NS (TC_MS(150))
 static int64_t hold_start[2], hold_end[2];
 static int hold_worker[2];
 
 static void hold_handler(void *item, void *ctx)
 {
 	long i = (long)(intptr_t)item;
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 
 	(void)ctx;
 	/* Relaxed, then release: hold_main's acquire of hold_start sees both. */
 	__atomic_store_n(&hold_worker[i], baton_sched_worker_index(), __ATOMIC_RELAXED);
 	__atomic_store_n(&hold_start[i], t0, __ATOMIC_RELEASE);
-	while (st_now() - t0 < HOLD_NS)
+	while (tc_now() - t0 < HOLD_NS)
 		; /* computing: the worker's other tasks cannot run */
 	/* Relaxed: read after the run, which orders it (the drain). */
-	__atomic_store_n(&hold_end[i], st_now(), __ATOMIC_RELAXED);
+	__atomic_store_n(&hold_end[i], tc_now(), __ATOMIC_RELAXED);
 }
 
 static void hold_main(void *arg)
@@ -410,16 +410,16 @@ static void hold_main(void *arg)
 	baton_stage_t *st = arg;
 	struct baton_stage_stats ss;
 
-	T_CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)0, -1), BATON_OK);
+	TC_CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)0, -1), BATON_OK);
 	/* The first handler is under way (on its worker) before the second
 	 * item is submitted. */
 	while (__atomic_load_n(&hold_start[0], __ATOMIC_ACQUIRE) == 0) /* pairs with the handler's release */
-		baton_sched_sleep(MS(1) / 10);
-	T_CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)1, -1), BATON_OK);
-	T_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
-	T_CHECK_RC(baton_stage_snapshot(st, &ss), BATON_OK);
-	T_CHECK(ss.completed == 2 && ss.runners_started == 2);
-	T_CHECK_RC(baton_stage_close(st), BATON_OK);
+		baton_sched_sleep(TC_MS(1) / 10);
+	TC_CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)1, -1), BATON_OK);
+	TC_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_snapshot(st, &ss), BATON_OK);
+	TC_CHECK(ss.completed == 2 && ss.runners_started == 2);
+	TC_CHECK_RC(baton_stage_close(st), BATON_OK);
 }
 
 static void test_spread_over_workers(void **state)
@@ -452,15 +452,15 @@ static void test_spread_over_workers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CFG_TESTS(test_pipeline),
-		CFG_TESTS(test_concurrency_limit),
-		CFG_TESTS(test_shared_pool),
-		CFG_TESTS(test_resources_around_handler),
-		CFG_TESTS(test_raise_concurrency),
-		CFG_TESTS(test_shrink_pool),
-		CFG_TESTS(test_runners_reused),
-		CFG_TESTS(test_pinned_workers),
-		CFG_TESTS(test_spread_over_workers),
+		TC_CFG_TESTS(test_pipeline),
+		TC_CFG_TESTS(test_concurrency_limit),
+		TC_CFG_TESTS(test_shared_pool),
+		TC_CFG_TESTS(test_resources_around_handler),
+		TC_CFG_TESTS(test_raise_concurrency),
+		TC_CFG_TESTS(test_shrink_pool),
+		TC_CFG_TESTS(test_runners_reused),
+		TC_CFG_TESTS(test_pinned_workers),
+		TC_CFG_TESTS(test_spread_over_workers),
 	};
 
 	/* e.g. BATON_TEST_FILTER='*1w' to run a few while debugging */

@@ -44,7 +44,7 @@ static void job_handler(void *item, void *ctx)
 		baton_sched_sleep(j->sleep_ns);
 	/* Acquire: the opener's stores before it opened. */
 	while (j->gate && !__atomic_load_n(j->gate, __ATOMIC_ACQUIRE))
-		baton_sched_sleep(MS(1) / 4);
+		baton_sched_sleep(TC_MS(1) / 4);
 	j->out = 2 * j->in;
 	/* Relaxed: counts, read after the handler's end is waited for. */
 	__atomic_store_n(&j->ran, 1, __ATOMIC_RELAXED);
@@ -83,7 +83,7 @@ static struct baton_pool_stats pool_stats(baton_pool_t *p)
 {
 	struct baton_pool_stats s;
 
-	T_CHECK_RC(baton_pool_snapshot(p, &s), BATON_OK);
+	TC_CHECK_RC(baton_pool_snapshot(p, &s), BATON_OK);
 	return s;
 }
 
@@ -94,19 +94,19 @@ static baton_wg_t *res_wg;
 
 static void res_caller(void *arg)
 {
-	struct job j = { (int)(intptr_t)arg, -1, (MS(1) / 2), NULL, 0, NULL };
+	struct job j = { (int)(intptr_t)arg, -1, (TC_MS(1) / 2), NULL, 0, NULL };
 	struct baton_stage_call c = BATON_STAGE_CALL_INIT;
 
 	/* A stackful caller may lend its frame: it stays until OK. The
 	 * copy-stack one must not (its stack moves while it waits). */
-	struct job *item = cur->attr == &harness_copystack ? job_new(j.in, j.sleep_ns, NULL, NULL)
+	struct job *item = cur->attr == &tc_copystack ? job_new(j.in, j.sleep_ns, NULL, NULL)
 							   : &j;
 
 	c.item = item;
-	T_CHECK_RC(baton_stage_call(res_st, &c, patience()), BATON_OK);
-	T_CHECK(c.queued == 1);
-	T_CHECK(item->out == 2 * item->in);
-	T_CHECK(item->ran == 1);
+	TC_CHECK_RC(baton_stage_call(res_st, &c, patience()), BATON_OK);
+	TC_CHECK(c.queued == 1);
+	TC_CHECK(item->out == 2 * item->in);
+	TC_CHECK(item->ran == 1);
 	if (item != &j)
 		free(item);
 	baton_wg_done(res_wg);
@@ -119,17 +119,17 @@ static void res_main(void *arg)
 
 	(void)arg;
 	ta.coro = *cur->attr;
-	T_CHECK_RC(baton_wg_create(&res_wg), BATON_OK);
+	TC_CHECK_RC(baton_wg_create(&res_wg), BATON_OK);
 	baton_wg_add(res_wg, RES_CALLERS);
 	for (int i = 0; i < RES_CALLERS; i++)
-		T_CHECK_RC(baton_sched_spawn(sched, &ta, res_caller, (void *)(intptr_t)(i + 1)),
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, res_caller, (void *)(intptr_t)(i + 1)),
 			 BATON_OK);
-	T_CHECK_RC(baton_wg_wait(res_wg, patience()), BATON_OK);
+	TC_CHECK_RC(baton_wg_wait(res_wg, patience()), BATON_OK);
 	baton_wg_destroy(res_wg);
 	close_drain(res_st);
 	stats(res_st, &s);
-	T_CHECK(s.submitted == RES_CALLERS && s.completed == RES_CALLERS);
-	T_CHECK(s.rejected == 0 && s.running == 0 && s.queued == 0);
+	TC_CHECK(s.submitted == RES_CALLERS && s.completed == RES_CALLERS);
+	TC_CHECK(s.rejected == 0 && s.running == 0 && s.queued == 0);
 }
 
 static void test_call_result(void **state)
@@ -152,23 +152,23 @@ static void room_main(void *arg)
 	struct baton_stage_stats s;
 
 	(void)arg;
-	T_CHECK_RC(baton_stage_submit(room_st, busy, 0), BATON_OK);   /* runs, held */
-	T_CHECK_RC(baton_stage_submit(room_st, queued, 0), BATON_OK); /* fills the queue */
+	TC_CHECK_RC(baton_stage_submit(room_st, busy, 0), BATON_OK);   /* runs, held */
+	TC_CHECK_RC(baton_stage_submit(room_st, queued, 0), BATON_OK); /* fills the queue */
 	c.item = mine;
 	c.queued = 7;
-	T_CHECK_RC(baton_stage_call(room_st, &c, 0), BATON_EAGAIN);
-	T_CHECK(c.queued == 0);
-	T_CHECK_RC(baton_stage_call(room_st, &c, MS(2)), BATON_ETIMEDOUT);
-	T_CHECK(c.queued == 0);
+	TC_CHECK_RC(baton_stage_call(room_st, &c, 0), BATON_EAGAIN);
+	TC_CHECK(c.queued == 0);
+	TC_CHECK_RC(baton_stage_call(room_st, &c, TC_MS(2)), BATON_ETIMEDOUT);
+	TC_CHECK(c.queued == 0);
 	stats(room_st, &s);
-	T_CHECK(s.rejected == 2 && s.submitted == 2);
+	TC_CHECK(s.rejected == 2 && s.submitted == 2);
 	open_gate(&gate);
 	/* Now there is room, and the result comes. */
-	T_CHECK_RC(baton_stage_call(room_st, &c, patience()), BATON_OK);
-	T_CHECK(c.queued == 1 && mine->out == 6);
+	TC_CHECK_RC(baton_stage_call(room_st, &c, patience()), BATON_OK);
+	TC_CHECK(c.queued == 1 && mine->out == 6);
 	close_drain(room_st);
-	T_CHECK(busy->out == 2 && queued->out == 4);
-	T_CHECK(freed == 0); /* nothing was abandoned */
+	TC_CHECK(busy->out == 2 && queued->out == 4);
+	TC_CHECK(freed == 0); /* nothing was abandoned */
 	free(busy);
 	free(queued);
 	free(mine);
@@ -199,26 +199,26 @@ static void dl_main(void *arg)
 	/* first's handler runs (held by the gate) past our deadline. */
 	c1.item = first;
 	c1.abandon = job_abandon;
-	c1.deadline = t0 + MS(3);
-	T_CHECK_RC(baton_stage_call(dl_st, &c1, patience()), BATON_ETIMEDOUT);
-	T_CHECK(c1.queued == 1);
-	T_CHECK(now_ns() >= c1.deadline);
+	c1.deadline = t0 + TC_MS(3);
+	TC_CHECK_RC(baton_stage_call(dl_st, &c1, patience()), BATON_ETIMEDOUT);
+	TC_CHECK(c1.queued == 1);
+	TC_CHECK(now_ns() >= c1.deadline);
 	/* second waits in the queue behind it past its deadline: its caller
 	 * leaves before its handler starts, so it is never handled. */
 	c2.item = second;
 	c2.abandon = job_abandon;
-	c2.deadline = now_ns() + MS(2);
-	T_CHECK_RC(baton_stage_call(dl_st, &c2, patience()), BATON_ETIMEDOUT);
-	T_CHECK(c2.queued == 1);
+	c2.deadline = now_ns() + TC_MS(2);
+	TC_CHECK_RC(baton_stage_call(dl_st, &c2, patience()), BATON_ETIMEDOUT);
+	TC_CHECK(c2.queued == 1);
 	/* Relaxed: a count; the handler is still held, nothing ended. */
-	T_CHECK(__atomic_load_n(&freed, __ATOMIC_RELAXED) == 0);
+	TC_CHECK(__atomic_load_n(&freed, __ATOMIC_RELAXED) == 0);
 	open_gate(&gate);
 	close_drain(dl_st);
 	/* Both ended on the stage's side, once each; only first was handled. */
-	T_CHECK(freed == 2);
-	T_CHECK(ran_total == 1);
+	TC_CHECK(freed == 2);
+	TC_CHECK(ran_total == 1);
 	stats(dl_st, &s);
-	T_CHECK(s.submitted == 2 && s.completed == 2 && s.running == 0 && s.queued == 0);
+	TC_CHECK(s.submitted == 2 && s.completed == 2 && s.running == 0 && s.queued == 0);
 }
 
 static void test_call_deadline(void **state)
@@ -261,28 +261,28 @@ static void cn_main(void *arg)
 
 	(void)arg;
 	ta.coro = *cur->attr;
-	T_CHECK_RC(baton_sched_spawn(sched, &ta, cn_caller, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(sched, &ta, cn_caller, NULL), BATON_OK);
 	/* Wait until the handler runs: the caller is then waiting for it. */
 	for (stats(cn_st, &s); s.running == 0 && waited < patience(); stats(cn_st, &s)) {
-		baton_sched_sleep(MS(1) / 4);
-		waited += (MS(1) / 4);
+		baton_sched_sleep(TC_MS(1) / 4);
+		waited += (TC_MS(1) / 4);
 	}
-	T_CHECK(s.running == 1);
+	TC_CHECK(s.running == 1);
 	/* Acquire: the caller's handle store. */
 	t = __atomic_load_n(&cn_caller_task, __ATOMIC_ACQUIRE);
-	T_CHECK(t != NULL);
-	T_CHECK_RC(baton_task_cancel(t), BATON_OK); /* it cannot have returned: held */
+	TC_CHECK(t != NULL);
+	TC_CHECK_RC(baton_task_cancel(t), BATON_OK); /* it cannot have returned: held */
 	/* Acquire: the caller's results. */
 	for (waited = 0; !__atomic_load_n(&cn_caller_done, __ATOMIC_ACQUIRE) && waited < patience();
-	     waited += (MS(1) / 4))
-		baton_sched_sleep(MS(1) / 4);
-	T_CHECK(cn_rc == BATON_ECANCELED && cn_queued == 1);
-	baton_sched_sleep(MS(2)); /* the caller's task has ended: its frame is gone */
+	     waited += (TC_MS(1) / 4))
+		baton_sched_sleep(TC_MS(1) / 4);
+	TC_CHECK(cn_rc == BATON_ECANCELED && cn_queued == 1);
+	baton_sched_sleep(TC_MS(2)); /* the caller's task has ended: its frame is gone */
 	/* Relaxed: a count; nothing ended yet, the handler is held. */
-	T_CHECK(__atomic_load_n(&cn_freed, __ATOMIC_RELAXED) == 0);
+	TC_CHECK(__atomic_load_n(&cn_freed, __ATOMIC_RELAXED) == 0);
 	open_gate(&cn_gate); /* the handler writes into its (heap) item, then it ends */
 	close_drain(cn_st);
-	T_CHECK(cn_freed == 1 && ran_total == 1);
+	TC_CHECK(cn_freed == 1 && ran_total == 1);
 }
 
 static void test_call_cancel(void **state)
@@ -304,10 +304,10 @@ static baton_stage_t *kp_read, *kp_work;
 static void kp_read_step(struct baton_stage_pass *p)
 {
 	*p = (struct baton_stage_pass)BATON_STAGE_PASS_INIT;
-	T_CHECK_RC(baton_stage_enter(kp_read, p, patience()), BATON_OK);
-	T_CHECK_RC(baton_stage_leave(p, NULL), BATON_OK);
-	T_CHECK(p->kept.stage == kp_read);
-	T_CHECK(pool_stats(kp_pool).in_use == 1);
+	TC_CHECK_RC(baton_stage_enter(kp_read, p, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_leave(p, NULL), BATON_OK);
+	TC_CHECK(p->kept.stage == kp_read);
+	TC_CHECK(pool_stats(kp_pool).in_use == 1);
 }
 
 static void kp_main(void *arg)
@@ -321,55 +321,55 @@ static void kp_main(void *arg)
 	(void)arg;
 	/* Released by hand: once, the second time a no-op. */
 	kp_read_step(&p);
-	T_CHECK_RC(baton_stage_kept_release(&p.kept), BATON_OK);
-	T_CHECK(p.kept.stage == NULL && pool_stats(kp_pool).in_use == 0);
-	T_CHECK_RC(baton_stage_kept_release(&p.kept), BATON_OK);
-	T_CHECK(pool_stats(kp_pool).in_use == 0);
+	TC_CHECK_RC(baton_stage_kept_release(&p.kept), BATON_OK);
+	TC_CHECK(p.kept.stage == NULL && pool_stats(kp_pool).in_use == 0);
+	TC_CHECK_RC(baton_stage_kept_release(&p.kept), BATON_OK);
+	TC_CHECK(pool_stats(kp_pool).in_use == 0);
 
 	/* Handed to a call: released by the time it returns. */
 	kp_read_step(&p);
 	c.item = j;
 	c.kept = p.kept;
-	T_CHECK_RC(baton_stage_call(kp_work, &c, patience()), BATON_OK);
-	T_CHECK(c.kept.stage == NULL && j->out == 8);
-	T_CHECK(pool_stats(kp_pool).in_use == 0);
-	T_CHECK_RC(baton_stage_kept_release(&c.kept), BATON_OK); /* emptied: no-op */
+	TC_CHECK_RC(baton_stage_call(kp_work, &c, patience()), BATON_OK);
+	TC_CHECK(c.kept.stage == NULL && j->out == 8);
+	TC_CHECK(pool_stats(kp_pool).in_use == 0);
+	TC_CHECK_RC(baton_stage_kept_release(&c.kept), BATON_OK); /* emptied: no-op */
 
 	/* A refused call keeps them with the caller. */
 	kp_read_step(&p);
-	T_CHECK_RC(baton_stage_set_queue_limit(kp_work, 1), BATON_OK);
+	TC_CHECK_RC(baton_stage_set_queue_limit(kp_work, 1), BATON_OK);
 	{
 		struct job *hold = job_new(1, 0, &gate, &freed), *fill = job_new(2, 0, NULL, &freed);
 
-		T_CHECK_RC(baton_stage_submit(kp_work, hold, 0), BATON_OK);
-		T_CHECK_RC(baton_stage_submit(kp_work, fill, 0), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(kp_work, hold, 0), BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(kp_work, fill, 0), BATON_OK);
 		c = (struct baton_stage_call)BATON_STAGE_CALL_INIT;
 		c.item = j;
 		c.kept = p.kept;
-		T_CHECK_RC(baton_stage_call(kp_work, &c, 0), BATON_EAGAIN);
-		T_CHECK(c.queued == 0 && c.kept.stage == kp_read);
-		T_CHECK(pool_stats(kp_pool).in_use == 1);
+		TC_CHECK_RC(baton_stage_call(kp_work, &c, 0), BATON_EAGAIN);
+		TC_CHECK(c.queued == 0 && c.kept.stage == kp_read);
+		TC_CHECK(pool_stats(kp_pool).in_use == 1);
 
 		/* Abandoned: released where the item finishes, not before. */
 		open_gate(&gate);
-		T_CHECK_RC(baton_stage_drain(kp_work, patience()), BATON_OK);
+		TC_CHECK_RC(baton_stage_drain(kp_work, patience()), BATON_OK);
 		gate = 0;
-		T_CHECK_RC(baton_stage_submit(kp_work, hold, 0), BATON_OK); /* held again */
+		TC_CHECK_RC(baton_stage_submit(kp_work, hold, 0), BATON_OK); /* held again */
 		j->gate = &gate;
 		c.abandon = job_abandon;
-		c.deadline = now_ns() + MS(2);
-		T_CHECK_RC(baton_stage_call(kp_work, &c, patience()), BATON_ETIMEDOUT);
-		T_CHECK(c.queued == 1 && c.kept.stage == NULL);
-		T_CHECK(pool_stats(kp_pool).in_use == 1); /* the item is still queued */
+		c.deadline = now_ns() + TC_MS(2);
+		TC_CHECK_RC(baton_stage_call(kp_work, &c, patience()), BATON_ETIMEDOUT);
+		TC_CHECK(c.queued == 1 && c.kept.stage == NULL);
+		TC_CHECK(pool_stats(kp_pool).in_use == 1); /* the item is still queued */
 		open_gate(&gate);
-		T_CHECK_RC(baton_stage_drain(kp_work, patience()), BATON_OK);
+		TC_CHECK_RC(baton_stage_drain(kp_work, patience()), BATON_OK);
 		free(hold);
 		free(fill);
 	}
 	ps = pool_stats(kp_pool);
-	T_CHECK(ps.in_use == 0 && ps.acquired == 3 && freed == 1);
-	T_CHECK_RC(baton_stage_close(kp_work), BATON_OK);
-	T_CHECK_RC(baton_stage_close(kp_read), BATON_OK);
+	TC_CHECK(ps.in_use == 0 && ps.acquired == 3 && freed == 1);
+	TC_CHECK_RC(baton_stage_close(kp_work), BATON_OK);
+	TC_CHECK_RC(baton_stage_close(kp_read), BATON_OK);
 }
 
 static void test_call_kept(void **state)
@@ -424,7 +424,7 @@ static void ask_handler(void *item, void *ctx)
 		return;
 	/* Held past the caller's deadline: the next question is refused. */
 	while (!__atomic_load_n(j->gate, __ATOMIC_ACQUIRE)) /* Acquire: see open_gate */
-		baton_sched_sleep(MS(1) / 4);
+		baton_sched_sleep(TC_MS(1) / 4);
 	j->in = baton_stage_ask(ask_st, j, ask_double, &j->out);
 	__atomic_add_fetch(&ran_total, 1, __ATOMIC_RELAXED); /* Relaxed: a count */
 }
@@ -439,24 +439,24 @@ static void ask_main(void *arg)
 	ask_caller = baton_task_handle();
 	j = job_new(3, 0, NULL, &freed);
 	c.item = j;
-	T_CHECK_RC(baton_stage_call(ask_st, &c, patience()), BATON_OK);
-	T_CHECK(j->out == 12 && j->ran == 2);
+	TC_CHECK_RC(baton_stage_call(ask_st, &c, patience()), BATON_OK);
+	TC_CHECK(j->out == 12 && j->ran == 2);
 	/* Not a called item being handled: refused. */
-	T_CHECK_RC(baton_stage_ask(ask_st, j, ask_double, NULL), BATON_EINVAL);
-	T_CHECK_RC(baton_stage_ask(NULL, j, ask_double, NULL), BATON_EINVAL);
-	T_CHECK_RC(baton_stage_ask(ask_st, j, NULL, NULL), BATON_EINVAL);
+	TC_CHECK_RC(baton_stage_ask(ask_st, j, ask_double, NULL), BATON_EINVAL);
+	TC_CHECK_RC(baton_stage_ask(NULL, j, ask_double, NULL), BATON_EINVAL);
+	TC_CHECK_RC(baton_stage_ask(ask_st, j, NULL, NULL), BATON_EINVAL);
 	/* The caller leaves before the third question: ECANCELED for it. */
 	j->gate = &gate;
 	j->freed = &freed;
 	c = (struct baton_stage_call)BATON_STAGE_CALL_INIT;
 	c.item = j;
-	c.deadline = now_ns() + MS(3);
-	T_CHECK_RC(baton_stage_call(ask_st, &c, patience()), BATON_ETIMEDOUT);
+	c.deadline = now_ns() + TC_MS(3);
+	TC_CHECK_RC(baton_stage_call(ask_st, &c, patience()), BATON_ETIMEDOUT);
 	open_gate(&gate);
-	T_CHECK_RC(baton_stage_drain(ask_st, patience()), BATON_OK);
-	T_CHECK(ran_total == 1 && j->in == BATON_ECANCELED);
+	TC_CHECK_RC(baton_stage_drain(ask_st, patience()), BATON_OK);
+	TC_CHECK(ran_total == 1 && j->in == BATON_ECANCELED);
 	free(j); /* no abandon function: it is ours to free once it ended */
-	T_CHECK_RC(baton_stage_close(ask_st), BATON_OK);
+	TC_CHECK_RC(baton_stage_close(ask_st), BATON_OK);
 }
 
 static void test_call_ask(void **state)
@@ -493,22 +493,22 @@ static void ca_main(void *arg)
 	gate = freed = 0;
 	c.item = job_new(1, 0, NULL, &freed);
 	c.abandon = job_abandon;
-	c.deadline = t0 + MS(3);
-	T_CHECK_RC(baton_stage_call(ca_st, &c, patience()), BATON_ETIMEDOUT);
+	c.deadline = t0 + TC_MS(3);
+	TC_CHECK_RC(baton_stage_call(ca_st, &c, patience()), BATON_ETIMEDOUT);
 	/* Cancelled: it ends long before its sleep would have. */
-	T_CHECK_RC(baton_stage_drain(ca_st, patience() / 2), BATON_OK);
-	T_CHECK(ca_sleep_rc == BATON_ECANCELED && freed == 1 && ran_total == 1);
+	TC_CHECK_RC(baton_stage_drain(ca_st, patience() / 2), BATON_OK);
+	TC_CHECK(ca_sleep_rc == BATON_ECANCELED && freed == 1 && ran_total == 1);
 	/* The cancelled runner ended; a new one serves the next call. */
 	c = (struct baton_stage_call)BATON_STAGE_CALL_INIT;
 	c.item = job_new(1, 0, NULL, &freed);
-	c.deadline = now_ns() + MS(3);
-	T_CHECK_RC(baton_stage_call(ca_st, &c, patience()), BATON_ETIMEDOUT);
-	T_CHECK_RC(baton_stage_drain(ca_st, patience() / 2), BATON_OK);
-	T_CHECK(ran_total == 2);
+	c.deadline = now_ns() + TC_MS(3);
+	TC_CHECK_RC(baton_stage_call(ca_st, &c, patience()), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_stage_drain(ca_st, patience() / 2), BATON_OK);
+	TC_CHECK(ran_total == 2);
 	free(c.item); /* ended, no abandon function */
 	stats(ca_st, &s);
-	T_CHECK(s.runners_started == 2 && s.completed == 2);
-	T_CHECK_RC(baton_stage_close(ca_st), BATON_OK);
+	TC_CHECK(s.runners_started == 2 && s.completed == 2);
+	TC_CHECK_RC(baton_stage_close(ca_st), BATON_OK);
 }
 
 static void test_call_cancel_abandoned(void **state)
@@ -562,14 +562,14 @@ static void test_call_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CFG_TESTS(test_call_result),
-		CFG_TESTS(test_call_room),
-		CFG_TESTS(test_call_deadline),
-		CFG_TESTS(test_call_cancel),
-		CFG_TESTS(test_call_kept),
-		CFG_TESTS(test_call_ask),
-		CFG_TESTS(test_call_cancel_abandoned),
-		cmocka_unit_test_prestate(test_call_bad_args, &cfg_sf1),
+		TC_CFG_TESTS(test_call_result),
+		TC_CFG_TESTS(test_call_room),
+		TC_CFG_TESTS(test_call_deadline),
+		TC_CFG_TESTS(test_call_cancel),
+		TC_CFG_TESTS(test_call_kept),
+		TC_CFG_TESTS(test_call_ask),
+		TC_CFG_TESTS(test_call_cancel_abandoned),
+		cmocka_unit_test_prestate(test_call_bad_args, &tc_cfg_sf1),
 	};
 
 	if (getenv("BATON_TEST_FILTER"))

@@ -11,7 +11,7 @@ static int bp_done;
 static void bp_blocked(void *arg)
 {
 	/* Waits for room: admitted once the gate opens. */
-	T_CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_OK);
+	TC_CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_OK);
 	/* Relaxed: a flag read after the drain. */
 	__atomic_store_n(&bp_done, 1, __ATOMIC_RELAXED);
 }
@@ -24,28 +24,28 @@ static void bp_main(void *arg)
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
 	/* The gate has no units: the head item waits for it, queued. */
-	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
-	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
-	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_stage_submit(st, NULL, MS(5)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
+	TC_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
+	TC_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_stage_submit(st, NULL, TC_MS(5)), BATON_ETIMEDOUT);
 	stats(st, &s);
-	T_CHECK(s.queued == 2 && s.running == 0 && s.submitted == 2 &&
+	TC_CHECK(s.queued == 2 && s.running == 0 && s.submitted == 2 &&
 	      s.rejected == 2);
 	ta.coro = *cur->attr;
-	T_CHECK_RC(baton_sched_spawn(sched, &ta, bp_blocked, st), BATON_OK);
-	baton_sched_sleep(MS(2)); /* it is now blocked in submit */
-	T_CHECK_RC(baton_pool_snapshot(bp_gate, &ps), BATON_OK);
-	T_CHECK(ps.waiters == 1 && ps.in_use == 0); /* the dispatcher */
+	TC_CHECK_RC(baton_sched_spawn(sched, &ta, bp_blocked, st), BATON_OK);
+	baton_sched_sleep(TC_MS(2)); /* it is now blocked in submit */
+	TC_CHECK_RC(baton_pool_snapshot(bp_gate, &ps), BATON_OK);
+	TC_CHECK(ps.waiters == 1 && ps.in_use == 0); /* the dispatcher */
 	/* Relaxed: see bp_blocked. */
-	T_CHECK(__atomic_load_n(&bp_done, __ATOMIC_RELAXED) == 0);
+	TC_CHECK(__atomic_load_n(&bp_done, __ATOMIC_RELAXED) == 0);
 	stats(st, &s);
-	T_CHECK(s.queued == 2 && s.rejected == 2);
-	T_CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
+	TC_CHECK(s.queued == 2 && s.rejected == 2);
+	TC_CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
 	/* Not closed yet: a close now would refuse the waiting producer. */
 	wait_completed(st, 3);
 	close_drain(st);
 	stats(st, &s);
-	T_CHECK(s.submitted == 3 && s.completed == 3 && s.rejected == 2);
+	TC_CHECK(s.submitted == 3 && s.completed == 3 && s.rejected == 2);
 }
 
 static void test_backpressure(void **state)
@@ -69,7 +69,7 @@ static int cd_refused;
 
 static void cd_blocked(void *arg)
 {
-	T_CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_ESHUTDOWN);
+	TC_CHECK_RC(baton_stage_submit(arg, NULL, -1), BATON_ESHUTDOWN);
 	/* Relaxed: a count read after the drain. */
 	__atomic_add_fetch(&cd_refused, 1, __ATOMIC_RELAXED);
 }
@@ -81,26 +81,26 @@ static void cd_main(void *arg)
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 
 	for (int i = 0; i < 3; i++)
-		T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
-	T_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
+		TC_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_OK);
+	TC_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
 	ta.coro = *cur->attr;
 	for (int i = 0; i < 2; i++)
-		T_CHECK_RC(baton_sched_spawn(sched, &ta, cd_blocked, st),
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, cd_blocked, st),
 			 BATON_OK);
-	baton_sched_sleep(MS(2));
-	T_CHECK_RC(baton_stage_set_queue_limit(st, 2), BATON_OK); /* below 3 */
+	baton_sched_sleep(TC_MS(2));
+	TC_CHECK_RC(baton_stage_set_queue_limit(st, 2), BATON_OK); /* below 3 */
 	stats(st, &s);
-	T_CHECK(s.queued == 3 && s.queue_limit == 2);
-	T_CHECK_RC(baton_stage_drain(st, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_stage_drain(st, MS(2)), BATON_ETIMEDOUT);
-	T_CHECK_RC(baton_stage_close(st), BATON_OK);
-	T_CHECK_RC(baton_stage_close(st), BATON_ESHUTDOWN);
-	T_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_ESHUTDOWN);
-	T_CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
-	T_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
+	TC_CHECK(s.queued == 3 && s.queue_limit == 2);
+	TC_CHECK_RC(baton_stage_drain(st, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_stage_drain(st, TC_MS(2)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_stage_close(st), BATON_OK);
+	TC_CHECK_RC(baton_stage_close(st), BATON_ESHUTDOWN);
+	TC_CHECK_RC(baton_stage_submit(st, NULL, -1), BATON_ESHUTDOWN);
+	TC_CHECK_RC(baton_pool_set_capacity(bp_gate, 1), BATON_OK);
+	TC_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);
 	stats(st, &s);
-	T_CHECK(s.submitted == 3 && s.completed == 3 && s.queued == 0);
-	T_CHECK(s.rejected == 4); /* EAGAIN, 2 refused waiters, 1 after close */
+	TC_CHECK(s.submitted == 3 && s.completed == 3 && s.queued == 0);
+	TC_CHECK(s.rejected == 4); /* EAGAIN, 2 refused waiters, 1 after close */
 }
 
 static void test_close_drains(void **state)
@@ -134,12 +134,12 @@ static void acc_handler(void *item, void *ctx)
 
 static void acc_producer(void *arg)
 {
-	long n = harness_scale(3000, 300);
+	long n = tc_scale(3000, 300);
 
 	for (long i = 0; i < n; i++) {
 		int rc = baton_stage_submit(arg, (void *)(uintptr_t)i, 0);
 
-		T_CHECK(rc == BATON_OK || rc == BATON_EAGAIN);
+		TC_CHECK(rc == BATON_OK || rc == BATON_EAGAIN);
 		/* Relaxed: counts read after every producer is done. */
 		__atomic_add_fetch(&acc_calls, 1, __ATOMIC_RELAXED);
 		if (rc == BATON_OK)
@@ -160,21 +160,21 @@ static void acc_main(void *arg)
 	ta.coro = *cur->attr;
 	acc_producing = ACC_PRODUCERS;
 	for (int i = 0; i < ACC_PRODUCERS; i++)
-		T_CHECK_RC(baton_sched_spawn(sched, &ta, acc_producer, st),
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, acc_producer, st),
 			 BATON_OK);
 	/* Acquire: pairs with each producer's release. */
 	while (__atomic_load_n(&acc_producing, __ATOMIC_ACQUIRE) > 0) {
 		stats(st, &s);
-		T_CHECK(s.submitted == s.completed + s.running + s.queued);
-		T_CHECK(s.running <= s.concurrency && s.queued <= s.queue_limit);
+		TC_CHECK(s.submitted == s.completed + s.running + s.queued);
+		TC_CHECK(s.running <= s.concurrency && s.queued <= s.queue_limit);
 		baton_sched_yield();
 	}
 	close_drain(st);
 	stats(st, &s);
-	T_CHECK(s.completed == s.submitted);
-	T_CHECK(s.submitted == (uint64_t)acc_ok);
-	T_CHECK(s.submitted + s.rejected == (uint64_t)acc_calls);
-	T_CHECK(s.rejected > 0); /* a queue of 4 is full now and then */
+	TC_CHECK(s.completed == s.submitted);
+	TC_CHECK(s.submitted == (uint64_t)acc_ok);
+	TC_CHECK(s.submitted + s.rejected == (uint64_t)acc_calls);
+	TC_CHECK(s.rejected > 0); /* a queue of 4 is full now and then */
 }
 
 static void test_snapshot_adds_up(void **state)
@@ -204,8 +204,8 @@ static void test_before_run(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(baton_stage_submit(st, NULL, 0), BATON_OK);
 	assert_int_equal(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
-	assert_int_equal(baton_stage_submit(st, NULL, MS(1)), BATON_ENOSCHED);
-	assert_int_equal(baton_stage_drain(st, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_stage_submit(st, NULL, TC_MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_stage_drain(st, TC_MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_stage_drain(st, 0), BATON_EAGAIN);
 	assert_int_equal(baton_stage_destroy(st), BATON_EBUSY);
 	assert_int_equal(baton_stage_snapshot(st, &s), BATON_OK);
@@ -231,7 +231,7 @@ static void test_bad_args(void **state)
 	char longname[BATON_NAME_MAX + 2];
 
 	cur = *state;
-	harness_watchdog(60);
+	tc_watchdog(60);
 	assert_int_equal(baton_sched_create(&sched, NULL), BATON_OK);
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
@@ -243,7 +243,7 @@ static void test_bad_args(void **state)
 	assert_int_equal(baton_pool_create(&p, "p", 1), BATON_OK);
 	assert_int_equal(baton_pool_acquire(NULL, 1, 0), BATON_EINVAL);
 	assert_int_equal(baton_pool_acquire(p, 0, 0), BATON_EINVAL);
-	assert_int_equal(baton_pool_acquire(p, 1, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_pool_acquire(p, 1, TC_MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_pool_acquire(p, 1, 0), BATON_OK);
 	assert_int_equal(baton_pool_acquire(p, 1, 0), BATON_EAGAIN);
 	assert_int_equal(baton_pool_destroy(p), BATON_EBUSY); /* in use */
@@ -320,11 +320,11 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CFG_TESTS(test_backpressure),
-		CFG_TESTS(test_close_drains),
-		CFG_TESTS(test_snapshot_adds_up),
-		CFG_TESTS(test_before_run),
-		cmocka_unit_test_prestate(test_bad_args, &cfg_sf1),
+		TC_CFG_TESTS(test_backpressure),
+		TC_CFG_TESTS(test_close_drains),
+		TC_CFG_TESTS(test_snapshot_adds_up),
+		TC_CFG_TESTS(test_before_run),
+		cmocka_unit_test_prestate(test_bad_args, &tc_cfg_sf1),
 	};
 
 	/* e.g. BATON_TEST_FILTER='*1w' to run a few while debugging */

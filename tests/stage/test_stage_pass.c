@@ -25,13 +25,13 @@ static void lim_task(void *arg)
 	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
 
 	(void)arg;
-	T_CHECK_RC(baton_stage_enter(lim_st, &p, patience()), BATON_OK);
-	T_CHECK(p.stage == lim_st);
+	TC_CHECK_RC(baton_stage_enter(lim_st, &p, patience()), BATON_OK);
+	TC_CHECK(p.stage == lim_st);
 	gauge_enter(&lim_gauge);
-	baton_sched_sleep(MS(1));
+	baton_sched_sleep(TC_MS(1));
 	gauge_leave(&lim_gauge);
-	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
-	T_CHECK(p.stage == NULL);
+	TC_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	TC_CHECK(p.stage == NULL);
 	baton_wg_done(lim_wg);
 }
 
@@ -42,18 +42,18 @@ static void lim_main(void *arg)
 
 	(void)arg;
 	ta.coro = *cur->attr;
-	T_CHECK_RC(baton_wg_create(&lim_wg), BATON_OK);
+	TC_CHECK_RC(baton_wg_create(&lim_wg), BATON_OK);
 	baton_wg_add(lim_wg, LIM_TASKS);
 	for (int i = 0; i < LIM_TASKS; i++)
-		T_CHECK_RC(baton_sched_spawn(sched, &ta, lim_task, NULL), BATON_OK);
-	T_CHECK_RC(baton_wg_wait(lim_wg, patience()), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, lim_task, NULL), BATON_OK);
+	TC_CHECK_RC(baton_wg_wait(lim_wg, patience()), BATON_OK);
 	baton_wg_destroy(lim_wg);
 	stats(lim_st, &s);
-	T_CHECK(s.submitted == LIM_TASKS && s.completed == LIM_TASKS);
-	T_CHECK(s.rejected == 0 && s.running == 0 && s.queued == 0);
-	T_CHECK(s.handler_ns >= (uint64_t)MS(LIM_TASKS));
-	T_CHECK(s.wait_ns > 0); /* ten of them waited for a slot */
-	T_CHECK(s.runners == 0 && s.runners_started == 0); /* no task of its own */
+	TC_CHECK(s.submitted == LIM_TASKS && s.completed == LIM_TASKS);
+	TC_CHECK(s.rejected == 0 && s.running == 0 && s.queued == 0);
+	TC_CHECK(s.handler_ns >= (uint64_t)TC_MS(LIM_TASKS));
+	TC_CHECK(s.wait_ns > 0); /* ten of them waited for a slot */
+	TC_CHECK(s.runners == 0 && s.runners_started == 0); /* no task of its own */
 }
 
 static void test_pass_limit(void **state)
@@ -75,10 +75,10 @@ static void fifo_task(void *arg)
 {
 	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
 
-	T_CHECK_RC(baton_stage_enter(fifo_st, &p, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(fifo_st, &p, patience()), BATON_OK);
 	fifo_order[fifo_n++] = (int)(intptr_t)arg; /* one at a time: no race */
-	baton_sched_sleep(MS(1) / 4);
-	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	baton_sched_sleep(TC_MS(1) / 4);
+	TC_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
 }
 
 static void fifo_main(void *arg)
@@ -91,9 +91,9 @@ static void fifo_main(void *arg)
 	ta.coro = *cur->attr;
 	ta.worker = 0; /* one worker: they queue in spawn order */
 	ta.flags = BATON_TASK_BOUND;
-	T_CHECK_RC(baton_stage_enter(fifo_st, &p, 0), BATON_OK); /* hold it */
+	TC_CHECK_RC(baton_stage_enter(fifo_st, &p, 0), BATON_OK); /* hold it */
 	for (intptr_t i = 0; i < FIFO_TASKS; i++) {
-		T_CHECK_RC(baton_sched_spawn(sched, &ta, fifo_task, (void *)i), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, fifo_task, (void *)i), BATON_OK);
 		/* Let it queue before the next one is spawned. */
 		for (;;) {
 			stats(fifo_st, &s);
@@ -102,10 +102,10 @@ static void fifo_main(void *arg)
 			baton_sched_yield();
 		}
 	}
-	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
-	T_CHECK_RC(baton_stage_drain(fifo_st, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	TC_CHECK_RC(baton_stage_drain(fifo_st, patience()), BATON_OK);
 	for (int i = 0; i < FIFO_TASKS; i++)
-		T_CHECK(fifo_order[i] == i);
+		TC_CHECK(fifo_order[i] == i);
 }
 
 static void test_pass_fifo(void **state)
@@ -126,8 +126,8 @@ static void ref_waiter(void *arg)
 	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
 
 	/* Queued behind the holder until the stage closes. */
-	T_CHECK_RC(baton_stage_enter(ref_st, &p, patience()), (int)(intptr_t)arg);
-	T_CHECK(p.stage == NULL);
+	TC_CHECK_RC(baton_stage_enter(ref_st, &p, patience()), (int)(intptr_t)arg);
+	TC_CHECK(p.stage == NULL);
 }
 
 static void ref_main(void *arg)
@@ -138,32 +138,32 @@ static void ref_main(void *arg)
 
 	(void)arg;
 	ta.coro = *cur->attr;
-	T_CHECK_RC(baton_stage_enter(ref_st, &p, 0), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(ref_st, &p, 0), BATON_OK);
 	/* The slot is taken: timeout 0 is refused, a timeout runs out. */
-	T_CHECK_RC(baton_stage_enter(ref_st, &q, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_stage_enter(ref_st, &q, MS(1)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_stage_enter(ref_st, &q, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_stage_enter(ref_st, &q, TC_MS(1)), BATON_ETIMEDOUT);
 	stats(ref_st, &s);
-	T_CHECK(s.rejected == 2 && s.submitted == 1 && s.queued == 0 && s.running == 1);
+	TC_CHECK(s.rejected == 2 && s.submitted == 1 && s.queued == 0 && s.running == 1);
 	/* One waits (the queue holds one): a third is refused at once. */
-	T_CHECK_RC(baton_sched_spawn(sched, &ta, ref_waiter, (void *)(intptr_t)BATON_ESHUTDOWN),
+	TC_CHECK_RC(baton_sched_spawn(sched, &ta, ref_waiter, (void *)(intptr_t)BATON_ESHUTDOWN),
 		 BATON_OK);
 	do {
 		baton_sched_yield();
 		stats(ref_st, &s);
 	} while (s.queued == 0);
-	T_CHECK_RC(baton_stage_enter(ref_st, &q, patience()), BATON_EAGAIN);
-	T_CHECK(q.stage == NULL);
+	TC_CHECK_RC(baton_stage_enter(ref_st, &q, patience()), BATON_EAGAIN);
+	TC_CHECK(q.stage == NULL);
 	/* Close refuses the waiter, not the holder. */
-	T_CHECK_RC(baton_stage_close(ref_st), BATON_OK);
-	T_CHECK_RC(baton_stage_enter(ref_st, &q, 0), BATON_ESHUTDOWN);
-	T_CHECK_RC(baton_stage_drain(ref_st, 0), BATON_EAGAIN); /* p is inside */
-	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
-	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_EINVAL); /* twice */
-	T_CHECK_RC(baton_stage_drain(ref_st, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_close(ref_st), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(ref_st, &q, 0), BATON_ESHUTDOWN);
+	TC_CHECK_RC(baton_stage_drain(ref_st, 0), BATON_EAGAIN); /* p is inside */
+	TC_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	TC_CHECK_RC(baton_stage_leave(&p, NULL), BATON_EINVAL); /* twice */
+	TC_CHECK_RC(baton_stage_drain(ref_st, patience()), BATON_OK);
 	stats(ref_st, &s);
 	/* EAGAIN, ETIMEDOUT, EAGAIN (full), the waiter, ESHUTDOWN. */
-	T_CHECK(s.rejected == 5 && s.submitted == 1 && s.completed == 1);
-	T_CHECK(s.queued == 0 && s.running == 0 && s.closed);
+	TC_CHECK(s.rejected == 5 && s.submitted == 1 && s.completed == 1);
+	TC_CHECK(s.queued == 0 && s.running == 0 && s.closed);
 }
 
 static void test_pass_refusals(void **state)
@@ -182,7 +182,7 @@ static long in_use(baton_pool_t *p)
 {
 	struct baton_pool_stats ps;
 
-	T_CHECK_RC(baton_pool_snapshot(p, &ps), BATON_OK);
+	TC_CHECK_RC(baton_pool_snapshot(p, &ps), BATON_OK);
 	return ps.in_use;
 }
 
@@ -193,28 +193,28 @@ static void need_main(void *arg)
 	int64_t end = 0;
 
 	(void)arg;
-	T_CHECK_RC(baton_stage_enter(need_st, &p, patience()), BATON_OK);
-	T_CHECK(in_use(need_db) == 1 && in_use(need_conn) == 1);
+	TC_CHECK_RC(baton_stage_enter(need_st, &p, patience()), BATON_OK);
+	TC_CHECK(in_use(need_db) == 1 && in_use(need_conn) == 1);
 	/* A slot is free, the db pool (capacity 1) is not: refused, and the
 	 * connection unit it took first is given back. */
-	T_CHECK_RC(baton_stage_enter(need_st, &q, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_stage_enter(need_st, &q, MS(1)), BATON_ETIMEDOUT);
-	T_CHECK(in_use(need_conn) == 1);
+	TC_CHECK_RC(baton_stage_enter(need_st, &q, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_stage_enter(need_st, &q, TC_MS(1)), BATON_ETIMEDOUT);
+	TC_CHECK(in_use(need_conn) == 1);
 	stats(need_st, &s);
-	T_CHECK(s.running == 1 && s.rejected == 2 && s.submitted == 1);
-	T_CHECK_RC(baton_stage_leave(&p, &end), BATON_OK);
-	T_CHECK(end > 0);
+	TC_CHECK(s.running == 1 && s.rejected == 2 && s.submitted == 1);
+	TC_CHECK_RC(baton_stage_leave(&p, &end), BATON_OK);
+	TC_CHECK(end > 0);
 	/* db went back, the KEEP connection unit did not. */
-	T_CHECK(in_use(need_db) == 0 && in_use(need_conn) == 1);
-	T_CHECK_RC(baton_pool_release(need_conn, 1), BATON_OK);
+	TC_CHECK(in_use(need_db) == 0 && in_use(need_conn) == 1);
+	TC_CHECK_RC(baton_pool_release(need_conn, 1), BATON_OK);
 	/* The step's start given by the caller: no clock read, same count. */
 	q.t0 = end;
-	T_CHECK_RC(baton_stage_enter(need_st, &q, 0), BATON_OK);
-	T_CHECK(q.t0 == end);
-	T_CHECK_RC(baton_stage_leave(&q, NULL), BATON_OK);
-	T_CHECK_RC(baton_pool_release(need_conn, 1), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(need_st, &q, 0), BATON_OK);
+	TC_CHECK(q.t0 == end);
+	TC_CHECK_RC(baton_stage_leave(&q, NULL), BATON_OK);
+	TC_CHECK_RC(baton_pool_release(need_conn, 1), BATON_OK);
 	stats(need_st, &s);
-	T_CHECK(s.completed == 2 && s.running == 0);
+	TC_CHECK(s.completed == 2 && s.running == 0);
 }
 
 static void test_pass_needs(void **state)
@@ -243,10 +243,10 @@ static void raise_task(void *arg)
 	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
 
 	(void)arg;
-	T_CHECK_RC(baton_stage_enter(raise_st, &p, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_enter(raise_st, &p, patience()), BATON_OK);
 	baton_wg_done(raise_wg);
-	T_CHECK_RC(baton_wg_wait(raise_wg, patience()), BATON_OK); /* all inside */
-	T_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
+	TC_CHECK_RC(baton_wg_wait(raise_wg, patience()), BATON_OK); /* all inside */
+	TC_CHECK_RC(baton_stage_leave(&p, NULL), BATON_OK);
 }
 
 static void raise_main(void *arg)
@@ -256,18 +256,18 @@ static void raise_main(void *arg)
 
 	(void)arg;
 	ta.coro = *cur->attr;
-	T_CHECK_RC(baton_wg_create(&raise_wg), BATON_OK);
+	TC_CHECK_RC(baton_wg_create(&raise_wg), BATON_OK);
 	baton_wg_add(raise_wg, 4);
 	for (int i = 0; i < 4; i++)
-		T_CHECK_RC(baton_sched_spawn(sched, &ta, raise_task, NULL), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, raise_task, NULL), BATON_OK);
 	do {
 		baton_sched_yield();
 		stats(raise_st, &s);
 	} while (s.queued < 3);
-	T_CHECK(s.running == 1);
+	TC_CHECK(s.running == 1);
 	/* Four must be inside at once to pass the wait group. */
-	T_CHECK_RC(baton_stage_set_concurrency(raise_st, 4), BATON_OK);
-	T_CHECK_RC(baton_stage_drain(raise_st, patience()), BATON_OK);
+	TC_CHECK_RC(baton_stage_set_concurrency(raise_st, 4), BATON_OK);
+	TC_CHECK_RC(baton_stage_drain(raise_st, patience()), BATON_OK);
 	baton_wg_destroy(raise_wg);
 }
 
@@ -314,12 +314,12 @@ static void test_pass_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CFG_TESTS(test_pass_limit),
-		CFG_TESTS(test_pass_fifo),
-		CFG_TESTS(test_pass_refusals),
-		CFG_TESTS(test_pass_needs),
-		CFG_TESTS(test_pass_raise),
-		cmocka_unit_test_prestate(test_pass_bad_args, &cfg_sf1),
+		TC_CFG_TESTS(test_pass_limit),
+		TC_CFG_TESTS(test_pass_fifo),
+		TC_CFG_TESTS(test_pass_refusals),
+		TC_CFG_TESTS(test_pass_needs),
+		TC_CFG_TESTS(test_pass_raise),
+		cmocka_unit_test_prestate(test_pass_bad_args, &tc_cfg_sf1),
 	};
 
 	if (getenv("BATON_TEST_FILTER"))

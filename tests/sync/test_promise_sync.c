@@ -53,7 +53,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(baton_wg_add(wg, LONG_MIN), BATON_EINVAL);
 	assert_int_equal(baton_wg_count(wg), 2);
 	assert_int_equal(baton_wg_wait(wg, 0), BATON_EAGAIN);
-	assert_int_equal(baton_wg_wait(wg, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_wg_wait(wg, TC_MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_wg_add(wg, -2), BATON_OK);
 	/* at 0 the wait returns at once, outside tasks too */
 	assert_int_equal(baton_wg_wait(wg, 0), BATON_OK);
@@ -69,7 +69,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(baton_sem_value(s), 2);
 	assert_int_equal(baton_sem_acquire(s, 3, 0), BATON_EAGAIN);
 	assert_int_equal(baton_sem_value(s), 2);
-	assert_int_equal(baton_sem_acquire(s, 3, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_sem_acquire(s, 3, TC_MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_sem_acquire(s, 2, 0), BATON_OK);
 	assert_int_equal(baton_sem_value(s), 0);
 	assert_int_equal(baton_sem_destroy(s), BATON_OK);
@@ -83,7 +83,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(baton_mutex_destroy(m), BATON_EBUSY);
 	assert_int_equal(baton_mutex_unlock(m), BATON_OK);
 	assert_int_equal(baton_mutex_unlock(m), BATON_EPERM);
-	assert_int_equal(baton_mutex_lock(m, MS(1)), BATON_ENOSCHED);
+	assert_int_equal(baton_mutex_lock(m, TC_MS(1)), BATON_ENOSCHED);
 	assert_int_equal(baton_mutex_destroy(m), BATON_OK);
 }
 
@@ -124,16 +124,16 @@ static int order[4], norder;
 
 static void pm_waiter(void *arg)
 {
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 	order[norder++] = (int)(intptr_t)arg;
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void pm_timed(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_mutex_lock(mu, MS(2)), BATON_ETIMEDOUT);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
+	TC_CHECK_RC(baton_mutex_lock(mu, TC_MS(2)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
 }
 
 static void pm_owner(void *arg)
@@ -141,25 +141,25 @@ static void pm_owner(void *arg)
 	baton_sched_t *s = baton_sched_self();
 
 	(void)arg;
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_EDEADLK);
-	T_CHECK_RC(baton_sched_spawn(s, NULL, pm_timed, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(10)), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_EDEADLK);
+	TC_CHECK_RC(baton_sched_spawn(s, NULL, pm_timed, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(10)), BATON_OK);
 	for (intptr_t i = 1; i <= 3; i++) {
-		T_CHECK_RC(baton_sched_spawn(s, NULL, pm_waiter, (void *)i), BATON_OK);
-		T_CHECK_RC(baton_sched_yield(), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(s, NULL, pm_waiter, (void *)i), BATON_OK);
+		TC_CHECK_RC(baton_sched_yield(), BATON_OK);
 	}
-	T_CHECK_RC(baton_sched_sleep(MS(2)), BATON_OK);
-	T_CHECK_RC(baton_mutex_destroy(mu), BATON_EBUSY);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(2)), BATON_OK);
+	TC_CHECK_RC(baton_mutex_destroy(mu), BATON_EBUSY);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 	/* ownership passed to waiter 1 at once: no barging back in */
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
-	T_CHECK_RC(baton_sched_sleep(MS(5)), BATON_OK);
-	T_CHECK(norder == 3);
-	T_CHECK(order[0] == 1 && order[1] == 2 && order[2] == 3);
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(5)), BATON_OK);
+	TC_CHECK(norder == 3);
+	TC_CHECK(order[0] == 1 && order[1] == 2 && order[2] == 3);
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void test_mutex_fifo(void **state)
@@ -167,7 +167,7 @@ static void test_mutex_fifo(void **state)
 	(void)state;
 	norder = 0;
 	assert_int_equal(baton_mutex_create(&mu), BATON_OK);
-	st_run_one("mutex fifo", pm_owner, NULL);
+	tc_run_one("mutex fifo", pm_owner, NULL);
 	assert_int_equal(baton_mutex_destroy(mu), BATON_OK);
 }
 
@@ -181,14 +181,14 @@ static int got_big, got_small;
 static void ps_big(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_sem_acquire(sem, 3, -1), BATON_OK);
+	TC_CHECK_RC(baton_sem_acquire(sem, 3, -1), BATON_OK);
 	got_big = 1;
 }
 
 static void ps_small(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_sem_acquire(sem, 1, -1), BATON_OK);
+	TC_CHECK_RC(baton_sem_acquire(sem, 1, -1), BATON_OK);
 	got_small = 1;
 }
 
@@ -207,28 +207,28 @@ static void ps_main(void *arg)
 
 	(void)arg;
 	/* one unit free, a timed-out request for 2 takes nothing */
-	T_CHECK_RC(baton_sem_acquire(sem, 2, MS(2)), BATON_ETIMEDOUT);
-	T_CHECK(baton_sem_value(sem) == 1);
-	T_CHECK_RC(baton_sched_spawn(s, NULL, ps_big, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(2)), BATON_OK);
-	T_CHECK_RC(baton_sched_spawn(s, NULL, ps_small, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(2)), BATON_OK);
+	TC_CHECK_RC(baton_sem_acquire(sem, 2, TC_MS(2)), BATON_ETIMEDOUT);
+	TC_CHECK(baton_sem_value(sem) == 1);
+	TC_CHECK_RC(baton_sched_spawn(s, NULL, ps_big, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(2)), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(s, NULL, ps_small, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(2)), BATON_OK);
 	/* 1 unit is free, but the request of 3 is ahead */
-	T_CHECK(baton_sem_value(sem) == 1);
-	T_CHECK(got_small == 0);
-	T_CHECK_RC(baton_sem_acquire(sem, 1, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_sem_destroy(sem), BATON_EBUSY);
-	T_CHECK(pthread_create(&th, NULL, releaser, NULL) == 0);
-	T_CHECK_RC(baton_sched_sleep(MS(60)), BATON_OK);
-	T_CHECK(pthread_join(th, &rc) == 0);
-	T_CHECK(rc == (void *)(intptr_t)BATON_OK);
+	TC_CHECK(baton_sem_value(sem) == 1);
+	TC_CHECK(got_small == 0);
+	TC_CHECK_RC(baton_sem_acquire(sem, 1, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_sem_destroy(sem), BATON_EBUSY);
+	TC_CHECK(pthread_create(&th, NULL, releaser, NULL) == 0);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(60)), BATON_OK);
+	TC_CHECK(pthread_join(th, &rc) == 0);
+	TC_CHECK(rc == (void *)(intptr_t)BATON_OK);
 	/* 3 free: the head's 3 granted, nothing left for the later 1 */
-	T_CHECK(got_big == 1 && got_small == 0);
-	T_CHECK(baton_sem_value(sem) == 0);
-	T_CHECK_RC(baton_sem_release(sem, 1), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(2)), BATON_OK);
-	T_CHECK(got_small == 1);
-	T_CHECK(baton_sem_value(sem) == 0);
+	TC_CHECK(got_big == 1 && got_small == 0);
+	TC_CHECK(baton_sem_value(sem) == 0);
+	TC_CHECK_RC(baton_sem_release(sem, 1), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(2)), BATON_OK);
+	TC_CHECK(got_small == 1);
+	TC_CHECK(baton_sem_value(sem) == 0);
 }
 
 static void test_sem_order(void **state)
@@ -236,7 +236,7 @@ static void test_sem_order(void **state)
 	(void)state;
 	got_big = got_small = 0;
 	assert_int_equal(baton_sem_create(&sem, 1), BATON_OK);
-	st_run_one("sem order", ps_main, NULL);
+	tc_run_one("sem order", ps_main, NULL);
 	assert_int_equal(baton_sem_destroy(sem), BATON_OK);
 }
 
@@ -249,7 +249,7 @@ static int released;
 static void pw_waiter(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	TC_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
 	released++;
 }
 
@@ -268,22 +268,22 @@ static void pw_main(void *arg)
 	int64_t t0;
 
 	(void)arg;
-	T_CHECK_RC(baton_wg_add(wg, 1), BATON_OK);
-	t0 = st_now();
-	T_CHECK_RC(baton_wg_wait(wg, MS(5)), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(5));
-	T_CHECK_RC(baton_sched_spawn(s, NULL, pw_waiter, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_spawn(s, NULL, pw_waiter, NULL), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(2)), BATON_OK);
-	T_CHECK_RC(baton_wg_destroy(wg), BATON_EBUSY);
-	T_CHECK(pthread_create(&th, NULL, doner, NULL) == 0);
+	TC_CHECK_RC(baton_wg_add(wg, 1), BATON_OK);
+	t0 = tc_now();
+	TC_CHECK_RC(baton_wg_wait(wg, TC_MS(5)), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(5));
+	TC_CHECK_RC(baton_sched_spawn(s, NULL, pw_waiter, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_spawn(s, NULL, pw_waiter, NULL), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(2)), BATON_OK);
+	TC_CHECK_RC(baton_wg_destroy(wg), BATON_EBUSY);
+	TC_CHECK(pthread_create(&th, NULL, doner, NULL) == 0);
 	/* the count reaches 0 in the thread; raise it at once from here */
-	T_CHECK(pthread_join(th, &rc) == 0);
-	T_CHECK(rc == (void *)(intptr_t)BATON_OK);
-	T_CHECK_RC(baton_wg_add(wg, 1), BATON_OK);
-	T_CHECK_RC(baton_sched_sleep(MS(5)), BATON_OK);
-	T_CHECK(released == 2);
-	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
+	TC_CHECK(pthread_join(th, &rc) == 0);
+	TC_CHECK(rc == (void *)(intptr_t)BATON_OK);
+	TC_CHECK_RC(baton_wg_add(wg, 1), BATON_OK);
+	TC_CHECK_RC(baton_sched_sleep(TC_MS(5)), BATON_OK);
+	TC_CHECK(released == 2);
+	TC_CHECK_RC(baton_wg_done(wg), BATON_OK);
 }
 
 static void test_wg(void **state)
@@ -291,7 +291,7 @@ static void test_wg(void **state)
 	(void)state;
 	released = 0;
 	assert_int_equal(baton_wg_create(&wg), BATON_OK);
-	st_run_one("wait group", pw_main, NULL);
+	tc_run_one("wait group", pw_main, NULL);
 	assert_int_equal(baton_wg_count(wg), 0);
 	assert_int_equal(baton_wg_destroy(wg), BATON_OK);
 }

@@ -13,25 +13,25 @@ static void mutex_excl_task(void *arg)
 	long iters = (long)arg;
 
 	for (long i = 0; i < iters; i++) {
-		T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+		TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 		excl_body();
-		T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+		TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 		if (i % 7 == 0)
 			baton_sched_yield();
 	}
-	T_CHECK_RC(baton_wg_done(wg), BATON_OK);
+	TC_CHECK_RC(baton_wg_done(wg), BATON_OK);
 }
 
 static void mutex_excl_main(void *arg)
 {
-	long tasks = harness_scale(16, 6), iters = harness_scale(200, 30);
+	long tasks = tc_scale(16, 6), iters = tc_scale(200, 30);
 
 	(void)arg;
-	T_CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
+	TC_CHECK_RC(baton_wg_add(wg, tasks), BATON_OK);
 	for (long i = 0; i < tasks; i++)
 		spawn(mutex_excl_task, (void *)iters);
-	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
-	T_CHECK(counter == tasks * iters);
+	TC_CHECK_RC(baton_wg_wait(wg, -1), BATON_OK);
+	TC_CHECK(counter == tasks * iters);
 }
 
 static void test_mutex_exclusion(void **state)
@@ -53,38 +53,38 @@ static void test_mutex_exclusion(void **state)
 static void fifo_waiter(void *arg)
 {
 	long id = (long)arg;
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 
 	arrive();
 	if (id == 3) {
-		T_CHECK_RC(baton_mutex_lock(mu, MS(5)), BATON_ETIMEDOUT);
-		T_CHECK(st_now() - t0 >= MS(5));
-		T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
+		TC_CHECK_RC(baton_mutex_lock(mu, TC_MS(5)), BATON_ETIMEDOUT);
+		TC_CHECK(tc_now() - t0 >= TC_MS(5));
+		TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);
 		return;
 	}
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 	order[norder++] = (int)id;
 	baton_sched_yield();
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void mutex_fifo_main(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 	for (long i = 0; i < 6; i++) {
 		spawn(fifo_waiter, (void *)i);
 		await_arrivals((int)i + 1);
 	}
 	/* Waiter 3 has timed out by now (5 ms after it queued). */
-	baton_sched_sleep(MS(5));
-	T_CHECK_RC(baton_mutex_destroy(mu), BATON_EBUSY); /* held, waited on */
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN); /* no barging */
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);   /* not ours now */
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);    /* after the rest */
-	T_CHECK(norder == 5);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	baton_sched_sleep(TC_MS(5));
+	TC_CHECK_RC(baton_mutex_destroy(mu), BATON_EBUSY); /* held, waited on */
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN); /* no barging */
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM);   /* not ours now */
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);    /* after the rest */
+	TC_CHECK(norder == 5);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void test_mutex_fifo(void **state)
@@ -102,31 +102,31 @@ static void test_mutex_fifo(void **state)
 /* --- timeouts and try ----------------------------------------------------- */
 static void timeout_waiter(void *arg)
 {
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 
 	(void)arg;
 	arrive();
-	T_CHECK_RC(baton_mutex_lock(mu, MS(5)), BATON_ETIMEDOUT);
-	T_CHECK(st_now() - t0 >= MS(5));
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* held by another */
+	TC_CHECK_RC(baton_mutex_lock(mu, TC_MS(5)), BATON_ETIMEDOUT);
+	TC_CHECK(tc_now() - t0 >= TC_MS(5));
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* held by another */
 	arrive();
 	/* Still usable: this one gets it once the holder lets go. */
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EDEADLK);
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_EDEADLK);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* not any more */
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EDEADLK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_EDEADLK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* not any more */
 }
 
 static void mutex_timeout_main(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* never locked */
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);   /* try, free */
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* never locked */
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);   /* try, free */
 	spawn(timeout_waiter, NULL);
 	await_arrivals(2); /* it timed out and queued again */
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void test_mutex_timeout(void **state)
@@ -153,29 +153,29 @@ static void ghost_mutex_waiter(void *arg)
 {
 	(void)arg;
 	ghost_rc = baton_mutex_lock(mu, 3 * ghost_x);
-	T_CHECK(ghost_rc == BATON_ETIMEDOUT ||
+	TC_CHECK(ghost_rc == BATON_ETIMEDOUT ||
 	      (cur->workers > 1 && ghost_rc == BATON_OK));
 	if (ghost_rc == BATON_OK)
-		T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+		TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 static void ghost_mutex_main(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
 	spawn(ghost_mutex_waiter, NULL);
 	spawn(ghost_spinner, NULL);
 	baton_sched_sleep(2 * ghost_x); /* the waiter queues, then the spin */
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 	if (cur->workers == 1)
-		T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK); /* not the ghost's */
+		TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK); /* not the ghost's */
 	else
-		T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
+		TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
 
 static void test_mutex_ghost(void **state)
 {
-	ghost_x = MS(5) * st_time_scale();
+	ghost_x = TC_MS(5) * tc_time_scale();
 	assert_int_equal(baton_mutex_create(&mu), BATON_OK);
 	run(state, ghost_mutex_main, NULL);
 	assert_int_equal(baton_mutex_destroy(mu), BATON_OK); /* nobody owns it */
@@ -186,10 +186,10 @@ static void *nested_body(void *arg, void *in)
 	(void)arg;
 	(void)in;
 	/* In a coroutine the task resumed: acts for the task, cannot park. */
-	T_CHECK_RC(baton_mutex_lock(mu, -1), BATON_ENOSCHED);
-	T_CHECK_RC(baton_sem_acquire(sm, 1, MS(5)), BATON_ENOSCHED);
-	T_CHECK_RC(baton_wg_wait(wg, -1), BATON_ENOSCHED);
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);
+	TC_CHECK_RC(baton_mutex_lock(mu, -1), BATON_ENOSCHED);
+	TC_CHECK_RC(baton_sem_acquire(sm, 1, TC_MS(5)), BATON_ENOSCHED);
+	TC_CHECK_RC(baton_wg_wait(wg, -1), BATON_ENOSCHED);
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_OK);
 	return NULL;
 }
 
@@ -202,17 +202,17 @@ static void nested_main(void *arg)
 	 * copy-stack task goes through the copier. (That path once drew a
 	 * rare ASan report in copy_in: stale redzones of an unmapped stack;
 	 * test_copystack_asan_repeat runs it many times.) */
-	T_CHECK_RC(baton_coro_create(&co, cur->attr, nested_body, NULL), BATON_OK);
-	T_CHECK_RC(baton_coro_resume(co, NULL, NULL), BATON_OK);
-	T_CHECK_RC(baton_coro_destroy(co), BATON_OK);
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_OK); /* the task's own lock */
+	TC_CHECK_RC(baton_coro_create(&co, cur->attr, nested_body, NULL), BATON_OK);
+	TC_CHECK_RC(baton_coro_resume(co, NULL, NULL), BATON_OK);
+	TC_CHECK_RC(baton_coro_destroy(co), BATON_OK);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK); /* the task's own lock */
 }
 
 static void mutex_thread_owned(void *arg)
 {
 	(void)arg;
-	T_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* the thread's */
-	T_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_mutex_unlock(mu), BATON_EPERM); /* the thread's */
+	TC_CHECK_RC(baton_mutex_lock(mu, 0), BATON_EAGAIN);
 }
 
 static void test_outside_tasks(void **state)
@@ -220,16 +220,16 @@ static void test_outside_tasks(void **state)
 	long v;
 
 	cur = *state;
-	st_reset();
+	tc_reset();
 	assert_int_equal(baton_mutex_create(&mu), BATON_OK);
 	assert_int_equal(baton_sem_create(&sm, 1), BATON_OK);
 	assert_int_equal(baton_wg_create(&wg), BATON_OK);
 	assert_int_equal(baton_wg_add(wg, 1), BATON_OK);
 
 	assert_int_equal(baton_mutex_lock(mu, -1), BATON_ENOSCHED);
-	assert_int_equal(baton_mutex_lock(mu, MS(5)), BATON_ENOSCHED);
+	assert_int_equal(baton_mutex_lock(mu, TC_MS(5)), BATON_ENOSCHED);
 	assert_int_equal(baton_sem_acquire(sm, 1, -1), BATON_ENOSCHED);
-	assert_int_equal(baton_wg_wait(wg, MS(5)), BATON_ENOSCHED);
+	assert_int_equal(baton_wg_wait(wg, TC_MS(5)), BATON_ENOSCHED);
 	assert_int_equal(baton_wg_wait(wg, 0), BATON_EAGAIN);
 	assert_int_equal(baton_wg_done(wg), BATON_OK);
 	assert_int_equal(baton_wg_wait(wg, 0), BATON_OK);
@@ -305,11 +305,11 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CFG_TESTS(test_mutex_exclusion),
-		CFG_TESTS(test_mutex_fifo),
-		CFG_TESTS(test_mutex_timeout),
-		CFG_TESTS(test_mutex_ghost),
-		CFG_TESTS(test_outside_tasks),
+		TC_CFG_TESTS(test_mutex_exclusion),
+		TC_CFG_TESTS(test_mutex_fifo),
+		TC_CFG_TESTS(test_mutex_timeout),
+		TC_CFG_TESTS(test_mutex_ghost),
+		TC_CFG_TESTS(test_outside_tasks),
 		cmocka_unit_test(test_bad_args),
 	};
 

@@ -125,7 +125,7 @@ static void threads_hammer_with_gc(void **state)
 	struct baton_seq_stats sa, sb;
 
 	(void)state;
-	calls_per_thread = harness_scale(100000, 10000);
+	calls_per_thread = tc_scale(100000, 10000);
 	assert_int_equal(baton_chicken_gc_stats(&a), BATON_OK);
 	assert_int_equal(baton_seq_stats(baton_chicken_seq(), &sa), BATON_OK);
 	for (long t = 0; t < THREADS; t++)
@@ -246,6 +246,6 @@ int main(void)
 		cmocka_unit_test(stop_is_final),
 	};
 
-	harness_watchdog(120);
+	tc_watchdog(120);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,6 @@ int main(void)
 		cmocka_unit_test(test_errors),
 	};
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

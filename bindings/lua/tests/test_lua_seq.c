@@ -90,10 +90,10 @@ static void test_threads_gc(void **state)
 	long long cycles, finalized;
 
 	(void)state;
-	harness_watchdog(240);
+	tc_watchdog(240);
 	assert_int_equal(baton_lua_create(&sh.bl, NULL), BATON_OK);
 	assert_int_equal(baton_lua_dostring(sh.bl, work_src, &err), BATON_OK);
-	sh.calls = harness_scale(100000, 10000);
+	sh.calls = tc_scale(100000, 10000);
 	atomic_init(&sh.errors, 0);
 	for (long i = 0; i < THREADS; i++) {
 		w[i].sh = &sh;
@@ -137,7 +137,7 @@ static void test_types_and_errors(void **state)
 	void *top;
 
 	(void)state;
-	harness_watchdog(20);
+	tc_watchdog(20);
 	assert_int_equal(baton_lua_create(NULL, NULL), BATON_EINVAL);
 	assert_int_equal(baton_lua_create(&bl, NULL), BATON_OK);
 	assert_int_equal(baton_lua_dostring(bl,
