@@ -22,7 +22,7 @@
 #     [ASAN_REPEAT n])      under ASan also NAME_asan_repeat: n runs in a row
 #
 # A program links libbaton, cmocka, libm and baton_check (tests/check.c,
-# the state behind tests/check.h), sees tests/ (check.h) and is
+# the state behind tests/check.h), sees tests/ (check.h, internal.h) and the generated config.h, and is
 # compiled with BATON_TEST_DEBUG (debug checks on) and BATON_TEST_UCONTEXT
 # (the portable switch) set to 0 or 1. Cross-compiled runs (qemu) get the
 # light loops and a longer time scale (its variants too).
@@ -70,7 +70,8 @@ function(baton_add_test name)
     add_executable(${name} ${T_SOURCES})
     target_compile_definitions(${name} PRIVATE BATON_TEST_DEBUG=$<BOOL:${BATON_DEBUG}>
       BATON_TEST_UCONTEXT=$<BOOL:${BATON_SWITCH_UCONTEXT}> ${T_DEFINES})
-    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${T_INCLUDES})
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests
+      ${PROJECT_BINARY_DIR}/generated ${T_INCLUDES})
     target_link_libraries(${name} PRIVATE baton_check baton PkgConfig::CMOCKA m ${T_LIBS})
     add_test(NAME ${name} COMMAND ${name} ${T_ARGS})
   endif()

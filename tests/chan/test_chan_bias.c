@@ -11,13 +11,9 @@
  * kernel refuses it (and under ThreadSanitizer) every channel is shared
  * from the start and the tests check that instead. */
 #include "check.h"
+#include "internal.h"
 
 #include <stdbool.h>
-
-/* Internal (src/chan/chan.c, src/common/barrier.c): the library is linked
- * statically into the tests. */
-int baton__chan_bias_state(const baton_chan_t *ch);
-bool baton__barrier_available(void);
 
 enum { UNSET = 0, BIASED = 1, REVOKING = 2, SHARED = 3, CANDIDATE = 4 };
 

@@ -2,7 +2,10 @@
 """The library's include graph against the layer order of
 docs/architecture.md: a module includes only its own and lower layers; and
 nothing is left out of the build by accident (every source named in
-CMakeLists.txt, every test folder in tests/CMakeLists.txt).
+CMakeLists.txt, every test folder in tests/CMakeLists.txt); and tests reach
+the library's internals only through tests/internal.h, which includes the
+internal headers (a prototype of a baton__ hook written in a test would
+still link after the hook's signature changed).
 
 Run by CTest (test `layers`): check_layers.py SOURCE_DIR. Standard library
 only; exits 1 naming every violation. The check shows it can fail first (a
@@ -78,6 +81,52 @@ def violations(root, layers):
     return out
 
 
+# A declaration at file scope of a baton__ function or variable: a return
+# or variable type, then the name, then `(`, `;` or an attribute.
+HAND_DECL = re.compile(r"^(?:extern\s+)?(?:const\s+|unsigned\s+|struct\s+\w+\s+)*"
+                       r"\w+[\s*]+baton__\w+\s*(?:\(|;|\[|__attribute__)")
+
+
+def hand_declared(root):
+    """(file, line) for every baton__ hook a test declares itself instead
+    of including tests/internal.h (tests/ and bindings/*/tests)."""
+    out = []
+    dirs = [os.path.join(root, "tests")]
+    bindings = os.path.join(root, "bindings")
+    if os.path.isdir(bindings):
+        dirs += [os.path.join(bindings, b, "tests") for b in sorted(os.listdir(bindings))]
+    for top in dirs:
+        for dirpath, _, files in os.walk(top):
+            for f in files:
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, root)
+                if not f.endswith((".c", ".h")) or rel == os.path.join("tests", "internal.h"):
+                    continue
+                for line in open(path, errors="replace"):
+                    if HAND_DECL.match(line) and "{" not in line:
+                        out.append((rel, line.strip()))
+    return out
+
+
+def test_tests_declare_no_internal_hooks(tmp_path=None):
+    """No test declares a baton__ hook by hand; shown able to fail on a
+    scratch tree first."""
+    from pathlib import Path
+    if tmp_path is not None:
+        scratch = Path(tmp_path) / "decl"
+        (scratch / "tests" / "m").mkdir(parents=True)
+        (scratch / "tests" / "m" / "test_m.c").write_text(
+            "extern int baton__knob __attribute__((weak));\n"
+            "uint64_t baton__count(void);\n"
+            "\tx = baton__count();\n")
+        bad = hand_declared(str(scratch))
+        assert [b[1] for b in bad] == ["extern int baton__knob __attribute__((weak));",
+                                       "uint64_t baton__count(void);"], bad
+    bad = hand_declared(ROOT)
+    assert not bad, "declare these in tests/internal.h (from the library's headers): " + \
+        "; ".join(f"{f}: {l}" for f, l in bad)
+
+
 def test_library_follows_the_layers():
     layers = read_layers(os.path.join(ROOT, "docs", "architecture.md"))
     bad = violations(ROOT, layers)
@@ -150,11 +199,11 @@ def main():
         ROOT = os.path.abspath(sys.argv[1])
     checks = [test_a_cycle_is_caught, test_library_follows_the_layers,
               test_every_src_folder_has_a_layer, test_every_source_is_listed_in_cmake,
-              test_every_test_folder_is_built]
+              test_every_test_folder_is_built, test_tests_declare_no_internal_hooks]
     failed = 0
     for check in checks:
         try:
-            if check is test_a_cycle_is_caught:
+            if check in (test_a_cycle_is_caught, test_tests_declare_no_internal_hooks):
                 with tempfile.TemporaryDirectory() as tmp:
                     check(tmp)
             else:

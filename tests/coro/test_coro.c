@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The coroutine API: values in and out, status, nesting, every error code. */
 #include "check.h"
+#include "internal.h"
 
 #include <baton/coro.h>
 
@@ -218,10 +219,7 @@ static void many_coroutines_round_robin(void **state)
 /* The scheduler's way to keep its task record in the coroutine's own
  * memory (src/coro/coro_internal.h): the record must stay out of the
  * frames' way in both models, however deep the body goes, and a stackful
- * one starts a cache line. */
-int baton__coro_create_headed(baton_coro_t **out, const struct baton_coro_attr *attr,
-			      baton_coro_fn fn, size_t head);
-
+ * one starts a cache line (baton__coro_create_headed, from internal.h). */
 enum { HEAD = 320, DIVE = 16 };
 
 static int dive(int depth)

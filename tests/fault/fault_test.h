@@ -25,7 +25,7 @@
 
 #include <baton/coro.h>
 
-#include "../../src/common/fault.h"
+#include "internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>

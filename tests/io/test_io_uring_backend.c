@@ -28,6 +28,7 @@
 #endif
 
 #include "check.h"
+#include "internal.h"
 
 #include <baton/io.h>
 #include <baton/sched.h>
@@ -347,8 +348,6 @@ static void test_overflow_rearm(void **state)
 
 /* --- submissions the kernel refuses ---------------------------------------- */
 #if BATON_EXPECT_URING
-extern unsigned baton__uring_sqe_failures; /* src/io/uring.c's test knob */
-
 static void refused_task(void *arg)
 {
 	int a[2], b[2];
@@ -400,11 +399,6 @@ static void test_refused_submissions(void **state)
 }
 
 /* --- setup flags, their fall-back, and peeks ------------------------------- */
-#if BATON_EXPECT_URING
-extern unsigned baton__uring_setup_refused; /* src/io/uring.c's test knobs */
-unsigned baton__uring_setup_of_self(void);
-#endif
-
 struct later_write {
 	int fd;
 	long delay_ns;

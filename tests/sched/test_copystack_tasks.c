@@ -12,6 +12,7 @@
  * its worker at every instruction of the hop, the copies included. One
  * worker, so every hand-off between two copy-stack tasks copies. */
 #include "check.h"
+#include "internal.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -27,10 +28,6 @@ static struct baton_task_attr cs_attr(void)
 	a.coro.model = BATON_CORO_COPYSTACK;
 	return a;
 }
-
-/* Save buffers the calling thread has allocated (src/coro): a task that
- * never leaves the shared stack must not get one. */
-uint64_t baton__coro_thread_save_allocs(void);
 
 /* --- never blocks: nothing copied -------------------------------------- */
 static long nb_ran;

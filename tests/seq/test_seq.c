@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "internal.h"
 
 #include <baton/seq.h>
 
@@ -482,12 +483,8 @@ static void test_combining_serves_sleepers(void **state)
  * to sleep. A lost wake-up hangs (the watchdog fails the test). Run with
  * the releases' fence a compiler barrier against the sleepers' membarrier
  * (when the kernel has it), and with full fences on both sides (the
- * fallback).
+ * fallback), through src/seq/seq.c's knob baton__seq_asym (internal.h).
  */
-/* src/seq/seq.c's mode, a test knob; weak: a shared libbaton does not
- * export it, and then only the mode the library chose runs */
-extern int baton__seq_asym __attribute__((weak));
-
 struct nap_shared {
 	baton_seq_t *s;
 	long counter;		/* only under the sequencer */
