@@ -157,7 +157,7 @@ static inline void *baton__coro_switch(struct baton_coro *from,
 					 to->stack_hi, baton__coro_entry, value);
 	} else if (from_dies) {
 		/* Nobody will read what a switch would save of `from`. */
-		baton__arch_jump(&to->ctx, value);
+		baton__arch_jump(&from->ctx, &to->ctx, value);
 	} else {
 		value = baton__arch_switch(&from->ctx, &to->ctx, value);
 	}
@@ -288,11 +288,25 @@ bool baton__copystack_points_inside(const void *p);
 
 /* coro.c */
 
+/* 1 if the calling thread's own context shares the FP state
+ * (baton_coro_thread_share_fpenv), 0 if not: what a scheduler's worker
+ * puts back after its run. */
+int baton__coro_thread_fp_shared(void);
+/* 1 if `co` shares the FP state (no FP work at its switches), for tests. */
+int baton__coro_fp_shared(const baton_coro_t *co);
+
 /* Bytes the calling thread has copied on and off its shared stack so far
  * (copy-stack switches): for the scheduler's statistics. */
 uint64_t baton__coro_thread_copied(void);
 /* Save buffers the calling thread has allocated so far (for tests). */
 uint64_t baton__coro_thread_save_allocs(void);
+
+/* A flag of baton_coro_attr.flags that only baton__coro_create_headed
+ * accepts: the coroutine keeps its own FP control state, confined to it
+ * (BATON_ARCH_FP_CONFINED: a switch from it to a shared context puts back
+ * the thread's shared state). What a task spawned with
+ * BATON_TASK_OWN_FPENV gets. */
+#define BATON__CORO_FP_CONFINED 0x80000000u
 
 /*
  * A coroutine with `head` bytes of the embedder's (a scheduler task's
