@@ -77,7 +77,7 @@
  *     feenableexcept, fesetenv...) is spawned with BATON_TASK_OWN_FPENV:
  *     its state is its own (it starts in its worker's), kept across its
  *     switches and moves, and never seen by other tasks, which find their
- *     worker's state again after it. (Before 0.x, each task kept its own
+ *     worker's state again after it. (Up to 0.1 each task kept its own
  *     state, stored and reloaded at every switch; see NEWS.md.) The
  *     attribute's coro.flags may not also ask for
  *     BATON_CORO_SHARED_FPENV. With the ucontext switch every context

@@ -319,9 +319,9 @@ static size_t control_block_size(void)
 	return (sizeof(struct baton_coro) + 63) & ~(size_t)63;
 }
 
-#ifndef COLOR_FRAMES
+/* Bytes of top frames that the highest cache colour still leaves in the
+ * top page (see create_stackful). */
 #define COLOR_FRAMES 512
-#endif
 /* A stackful coroutine's mapping: its low pages, the usable stack, and a
  * top page shared by the highest stack frames, `head` bytes of the
  * embedder's (zero for a plain create) and the control block, in that order
@@ -348,7 +348,11 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	/* Cache colouring: stacks are page-aligned, so without an offset every
 	 * control block and every top frame would share the same cache sets,
 	 * and 20000 coroutines would fight over a handful of them. Successive
-	 * coroutines step 64 bytes down, over 32 colours (2 KiB). */
+	 * coroutines step 64 bytes down, over as many colours as the top page
+	 * holds with COLOR_FRAMES bytes of frames left below the control
+	 * block (54 for a plain coroutine): a 32 KiB 8-way L1 chooses the set
+	 * by the page offset alone, and with 32 colours (2 KiB) 100 hot
+	 * coroutines did not fit in the sets they covered. */
 	ncolors = (top - head - control_block_size() - COLOR_FRAMES) / 64 + 1;
 	if (ncolors > 64)
 		ncolors = 64;
