@@ -25,7 +25,9 @@
 #include "../common/sanitizer.h"
 
 /* A stackful coroutine's control block sits at the top of its own mapping,
- * above its stack: one allocation, and a resume touches one page for both. */
+ * above its stack: one allocation, and a resume touches one page for both.
+ * What a resume/yield round trip reads and writes (ctx, resumer, the
+ * status bytes, discard) is its first cache line. */
 struct baton_coro {
 	baton_arch_ctx_t ctx;	    /* saved registers while not running */
 	struct baton_coro *resumer; /* where yield and return go */
@@ -44,9 +46,11 @@ struct baton_coro {
 	uint8_t head16;		    /* copy-stack: 16-byte units of its block
 				       before it, the embedder's (see
 				       baton__coro_create_headed) */
+	void *discard;		    /* sink for values nobody asked for (the
+				       switch stores there: it shares the
+				       first line with the fields above) */
 	baton_coro_fn fn;
 	void *arg;
-	void *discard;		    /* sink for values nobody asked for */
 
 	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
 	/* What only one model uses: a copy-stack coroutine is mostly its
