@@ -106,7 +106,7 @@ struct own_run {
 	int wrong_own, wrong_peer, wrong_bystander;
 	int workers_seen;	 /* bit i: the own task ran on worker i */
 	int own_shared;
-	volatile int done;
+	int done;		 /* atomic: the own task ends */
 };
 
 /* Sets its mode, then passes a token back and forth with a peer bound to
@@ -129,7 +129,9 @@ static void own_task(void *arg)
 		baton_sched_yield();
 		r->workers_seen |= 1 << baton_sched_worker_index();
 	}
-	r->done = 1;
+	/* Release: pairs with the bystander's acquire (only the flag is
+	 * read there; TSan wants the pairing). */
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
 static void peer_task(void *arg)
@@ -153,7 +155,8 @@ static void bystander_task(void *arg)
 {
 	struct own_run *r = arg;
 
-	while (!r->done) {
+	/* Acquire: see own_task. */
+	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
 		if (fegetround() != FE_TONEAREST)
 			r->wrong_bystander++;
 		baton_sched_yield();
