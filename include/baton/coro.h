@@ -89,6 +89,13 @@
  *     created with BATON_CORO_SHARED_FPENV, and a thread's own context after
  *     baton_coro_thread_share_fpenv(1), have none of their own instead: they
  *     run in the state of whoever switched to them and must not change it.
+ *     This stays the default for plain coroutines: a coroutine may be a
+ *     generator that computes in its own rounding mode, and a program that
+ *     wants switches without FP work says so with the flag. Scheduler tasks
+ *     default to sharing their worker's state instead (baton/sched.h rule
+ *     6); a task with BATON_TASK_OWN_FPENV keeps its own, and its state,
+ *     unlike a plain coroutine's, never reaches the shared contexts it
+ *     switches to (they find their worker's state again).
  *  6. Reporting a guard-page overflow by name takes a SIGSEGV handler. baton
  *     installs one when the first coroutine is created; it handles faults
  *     in baton's guard pages and passes every other fault to the handler

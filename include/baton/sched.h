@@ -70,6 +70,21 @@
  *     thread may use the primitives those tasks wait on during destroy.
  *     Let tasks finish first where their cleanup matters (baton_sched_stop()
  *     ends a run that still has blocked tasks).
+ *  6. Tasks share their worker's floating-point control state (rounding
+ *     mode, exception masks) by default, as Go's goroutines and most
+ *     coroutine runtimes do: a task runs in the state its worker's thread
+ *     had when the run started (worker 0: the thread that calls
+ *     baton_sched_run; the others are started by it and begin in its
+ *     state), and a switch between two such tasks does no FP work. Such a
+ *     task must not change that state. A task that does (fesetround,
+ *     feenableexcept, fesetenv...) is spawned with BATON_TASK_OWN_FPENV:
+ *     its state is its own (it starts in its worker's), kept across its
+ *     switches and moves, and never seen by other tasks, which find their
+ *     worker's state again after it. (Up to 0.1 each task kept its own
+ *     state, stored and reloaded at every switch; see NEWS.md.) The
+ *     attribute's coro.flags may not also ask for
+ *     BATON_CORO_SHARED_FPENV. With the ucontext switch every context
+ *     keeps the state it was created in (a task: its spawner's).
  */
 #ifndef BATON_SCHED_H
 #define BATON_SCHED_H
@@ -125,12 +140,18 @@ static inline int baton_sched_attr_init(struct baton_sched_attr *a)
 /** The task stays on the worker it starts on: it is never stolen and does
  * not follow the task that wakes it (to keep I/O apart from compute). */
 #define BATON_TASK_BOUND 1u
+/** The task keeps a floating-point control state of its own (rule 6): it
+ * may change the rounding mode or the exception masks, and the change
+ * stays with it across its blocking calls, yields and moves between
+ * workers, and never reaches other tasks or the worker. Costs an FP state
+ * store and reload at each switch to and from the task. */
+#define BATON_TASK_OWN_FPENV 2u
 /** Spawn options: the coroutine to create and where to start it. */
 struct baton_task_attr {
 	struct baton_coro_attr coro; /**< model, stack size, name */
 	int worker; /**< BATON_SCHED_ANY_WORKER: the spawning task's worker,
 		       or round-robin when spawned from outside a task */
-	unsigned flags; /**< 0 or BATON_TASK_BOUND */
+	unsigned flags; /**< 0, or BATON_TASK_BOUND and BATON_TASK_OWN_FPENV */
 };
 /** The defaults of struct baton_task_attr, as an initialiser. */
 #define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER, 0 }
@@ -165,7 +186,8 @@ BATON_API int baton_sched_create(baton_sched_t **out,
  * @param fn the task's body
  * @param arg passed to `fn`
  * @return BATON_OK, or an error: BATON_EINVAL (NULL s or fn, worker out of
- * range, unknown flags, bad coroutine attributes), BATON_ESTACK, BATON_ENOMEM,
+ * range, unknown flags, bad coroutine attributes, BATON_TASK_OWN_FPENV with
+ * BATON_CORO_SHARED_FPENV), BATON_ESTACK, BATON_ENOMEM,
  * BATON_ESHUTDOWN (the scheduler is being destroyed). */
 BATON_API int baton_sched_spawn(baton_sched_t *s,
 				const struct baton_task_attr *attr,

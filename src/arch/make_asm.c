@@ -12,6 +12,17 @@
 uint64_t baton__arch_fpenv(void);
 void baton__arch_trampoline(void);
 
+/* The thread's shared FP state (arch.h), in the layout of a saved slot:
+ * what the switches load when an own-state context switches to a shared
+ * one. Read by the switches through the initial-exec model, as baton__tls. */
+__attribute__((visibility("hidden"))) __thread uint64_t baton__fp_shared
+	__attribute__((tls_model("initial-exec")));
+
+void baton__arch_fp_shared_set(void)
+{
+	baton__fp_shared = baton__arch_fpenv();
+}
+
 
 #if defined(__x86_64__)
 

@@ -23,17 +23,52 @@
  *
  * FPCR (rounding mode, flush-to-zero...) is callee-saved. Writing it is
  * expensive on many cores while reading it is cheap, so it is written only
- * when the target's saved value differs from the current one, and not at
- * all when the target shares the FP state (the flag word at [ctx, #8],
- * BATON_CORO_SHARED_FPENV: see switch_x86_64.S for the rule). Reading FPCR
- * into the saved frame costs nothing worth a branch, so it always happens.
+ * when the value to load differs from the current one. The rule of
+ * arch.h: a context that shares the FP state (bit 0 of the flag byte at
+ * [ctx, #8], BATON_CORO_SHARED_FPENV) has none of its own; a switch loads
+ * the target's FPCR only if the target keeps its own, and the thread's
+ * shared state (baton__fp_shared) when a confined own-state context (bit 7)
+ * switches to a shared one. Reading FPCR into the saved frame costs nothing worth a
+ * branch, so it always happens.
+ *
+ * A context suspended by baton__arch_hop (arch.h) has no frame: its flag
+ * byte reads 3, [ctx, #16] and [ctx, #24] hold its x29 and the address it
+ * resumes at, every other register is dead. The load resumes it there and
+ * sets its byte back to 1.
  */
+/* The thread's shared FPCR into FPCR, if it differs from the current one
+ * (x9), which it then becomes. Uses x10, x11. */
+	.macro	FP_SHARED_LOAD
+	adrp	x10, :gottprel:baton__fp_shared
+	ldr	x10, [x10, #:gottprel_lo12:baton__fp_shared]
+	mrs	x11, tpidr_el0
+	ldr	x10, [x11, x10]
+	cmp	x10, x9
+	b.eq	9f
+	msr	fpcr, x10
+	mov	x9, x10
+9:
+	.endm
+
+/* From (x0) and to (x1) flag bytes into w12 and w13; confined -> shared
+ * loads the thread's shared state. x9 holds the current FPCR. */
+	.macro	FP_PASS
+	ldrb	w12, [x0, #8]
+	ldrb	w13, [x1, #8]
+	tbnz	w12, #0, 8f		/* from shares */
+	tbz	w13, #0, 8f		/* to keeps its own */
+	tbz	w12, #7, 8f		/* from is not confined */
+	FP_SHARED_LOAD
+8:
+	.endm
+
 /* The two halves of a switch. SWITCH_SAVE: store the callee-saved state of
  * the running context (x3 is its `out`) and its stack pointer in from (x0);
- * x9 keeps the current FPCR. SWITCH_LOAD: load to's (x1) stack pointer,
- * restore what its SWITCH_SAVE stored (FPCR only if it differs from x9)
- * and hand it the value in x2. baton__arch_start uses the first half
- * alone, baton__arch_jump the second. */
+ * x9 keeps the current FPCR, w13 to's flag byte. SWITCH_LOAD: load to's
+ * (x1) stack pointer, restore what its SWITCH_SAVE stored (FPCR only if it
+ * keeps its own and it differs from x9), or resume it where it hopped, and
+ * hand it the value in x2. baton__arch_start uses the first half alone,
+ * baton__arch_jump the second. */
 	.macro	SWITCH_SAVE
 	sub	sp, sp, #176
 	stp	x19, x20, [sp, #0]
@@ -48,15 +83,21 @@
 	stp	d14, d15, [sp, #144]
 	mrs	x9, fpcr
 	stp	x9, x3, [sp, #160]	/* fpcr, out */
+	FP_PASS
 	mov	x10, sp
 	str	x10, [x0]		/* from->sp */
 	.endm
 
-	.macro	SWITCH_LOAD exit
-	ldr	w12, [x1, #8]		/* to shares the FP state? */
+/* flags: "loaded" when w13 already holds to's flag byte (SWITCH_SAVE,
+ * FP_PASS), anything else to read it here. */
+	.macro	SWITCH_LOAD exit, flags
+	.ifnc	\flags, loaded
+	ldrb	w13, [x1, #8]
+	.endif
 	ldr	x10, [x1]
 	mov	sp, x10			/* to->sp: from here on we are `to` */
-	cbnz	w12, 0f
+	tbnz	w13, #1, 5f		/* hopped (3) */
+	tbnz	w13, #0, 0f		/* shared (1); own: 0 or 0x80 */
 	ldr	x11, [sp, #160]
 	cmp	x11, x9
 	b.ne	1f
@@ -79,6 +120,10 @@
 2:	\exit
 1:	msr	fpcr, x11
 	b	0b
+5:	mov	w12, #1			/* hopped: runs again */
+	strb	w12, [x1, #8]
+	ldp	x29, x9, [x1, #16]
+	br	x9
 	.endm
 
 	.text
@@ -93,7 +138,7 @@ baton__arch_switch:
 	.hidden	baton__arch_switch_out
 baton__arch_switch_out:
 	SWITCH_SAVE
-	SWITCH_LOAD "br x30"
+	SWITCH_LOAD "br x30", loaded
 	.cfi_endproc
 	.size	baton__arch_switch, .-baton__arch_switch
 
@@ -113,7 +158,7 @@ baton__arch_switch_out:
 baton__arch_switch_ret:
 	.cfi_startproc
 	SWITCH_SAVE
-	SWITCH_LOAD ret
+	SWITCH_LOAD ret, loaded
 	.cfi_endproc
 	.size	baton__arch_switch_ret, .-baton__arch_switch_ret
 
@@ -163,10 +208,12 @@ baton__arch_start:
 	.size	baton__arch_start, .-baton__arch_start
 
 /*
- * void baton__arch_jump(baton_arch_ctx_t *to, void *value);
+ * void baton__arch_jump(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                       void *value);
  *
  * The second half of the switch alone, for a context that ends: resume
- * `to`, save nothing (see switch_x86_64.S). Never returns.
+ * `to`, save nothing of `from` (its flag byte is read: confined -> shared loads
+ * the thread's shared state; see switch_x86_64.S). Never returns.
  */
 	.globl	baton__arch_jump
 	.hidden	baton__arch_jump
@@ -175,17 +222,18 @@ baton__arch_start:
 baton__arch_jump:
 	.cfi_startproc
 	mrs	x9, fpcr		/* what SWITCH_LOAD compares with */
-	mov	x2, x1			/* the value */
-	mov	x1, x0			/* to */
-	SWITCH_LOAD "br x30"
+	FP_PASS
+	SWITCH_LOAD "br x30", loaded
 	.cfi_endproc
 	.size	baton__arch_jump, .-baton__arch_jump
 
 /*
- * void baton__arch_restart(char *hi, void (*entry)(void *), void *value);
+ * void baton__arch_restart(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                          char *hi, void (*entry)(void *), void *value);
  *
  * baton__arch_start for a caller that ends: save nothing, move to the top
- * of [.., hi) and call entry(value) there (see switch_x86_64.S).
+ * of [.., hi) and call entry(value) there (see switch_x86_64.S); confined
+ * -> shared loads the thread's shared state.
  */
 	.globl	baton__arch_restart
 	.hidden	baton__arch_restart
@@ -193,10 +241,12 @@ baton__arch_jump:
 	.p2align 4
 baton__arch_restart:
 	.cfi_startproc
-	and	x0, x0, #~15		/* the top, 16-byte aligned */
-	mov	x19, x1			/* what the trampoline calls */
-	mov	sp, x0
-	mov	x0, x2			/* ... and hands over */
+	mrs	x9, fpcr
+	FP_PASS
+	and	x2, x2, #~15		/* the top, 16-byte aligned */
+	mov	x19, x3			/* what the trampoline calls */
+	mov	sp, x2
+	mov	x0, x4			/* ... and hands over */
 	mov	x29, xzr
 	b	baton__arch_trampoline
 	.cfi_endproc
@@ -230,7 +280,7 @@ baton__arch_swap_ret:
 	mov	x1, x19
 	mrs	x9, fpcr		/* what SWITCH_LOAD compares with */
 	mov	x2, xzr			/* the value handed over: NULL */
-	SWITCH_LOAD ret
+	SWITCH_LOAD ret, read
 	.cfi_endproc
 	.size	baton__arch_swap_ret, .-baton__arch_swap_ret
 

@@ -61,8 +61,10 @@ void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 	return baton__arch_switch(from, to, value);
 }
 
-void baton__arch_jump(baton_arch_ctx_t *to, void *value)
+void baton__arch_jump(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+		     void *value)
 {
+	(void)from;
 	to->value = value;
 	handoff_target = to;
 	setcontext(&to->uc);

@@ -45,14 +45,19 @@
  */
 /*
  * The FP control state, per context unless the context shares it: the
- * flag word at 8(ctx) (baton_arch_ctx_t.shared_fp) says the context has no
- * state of its own (BATON_CORO_SHARED_FPENV). The rule, for a switch from
- * A to B: store A's state only if A keeps its own, load B's only if B
- * keeps its own. A shared context never changes the state, so every entry
- * into an own-state context still finds exactly its saved value, and a
- * switch between two shared contexts does no FP work at all. The tests are
- * on words the switch reads anyway (next to the saved stack pointer) and
- * predict perfectly; a shared context's slot is left unwritten.
+ * flag byte at 8(ctx) (baton_arch_ctx_t.flags) says the context has no
+ * state of its own (bit 0, BATON_CORO_SHARED_FPENV), for a shared context
+ * whether it was suspended by the inline hop (bit 1, see below), and for
+ * an own-state one whether its state is confined to it (bit 7: so that
+ * one signed compare with 1 tells own, shared and hopped apart). The rule,
+ * for a switch from A to B (arch.h): store A's state only if A keeps its
+ * own, load B's only if B keeps its own, and load the thread's shared
+ * state (baton__fp_shared) when A is confined and B shares. A shared
+ * context never changes the state, so every entry into an own-state
+ * context still finds exactly its saved value, and a switch between two
+ * shared contexts does no FP work at all. The tests are on the byte the switch reads anyway
+ * (next to the saved stack pointer) and predict perfectly; a shared
+ * context's slot is left unwritten.
  *
  * On the Intel Xeon this was measured on, what stmxcsr stores cannot be
  * forwarded to a load: a switch back to a context that switched away a
@@ -60,13 +65,37 @@
  * so a resume/yield round trip with both stores and loads costs about
  * 60 ns against 5 ns without them (the bare switch). That wait is what the
  * shared flag removes.
+ *
+ * A context suspended by baton__arch_hop (arch.h, inline in the
+ * scheduler's hand-off) has no frame here: its flag byte reads 3, and
+ * 16(ctx) and 24(ctx) hold its rbp and the address it resumes at, with
+ * every other register dead (the hop declared them clobbered). The load
+ * below resumes it by restoring rsp and rbp and jumping there, and sets
+ * its byte back to 1 (running, shared).
  */
-/* The two halves of a switch. SWITCH_SAVE: push the callee-saved state
- * of the running context (rcx is its `out`) and store the stack pointer in
- * from (rdi). SWITCH_LOAD: load to's (rsi) stack pointer, restore what its
- * SWITCH_SAVE pushed and hand it the value in rdx. baton__arch_start uses
- * the first half alone, baton__arch_jump the second. */
-	.macro	SWITCH_SAVE
+/* The thread's shared FP state (thread.c sets it): MXCSR, x87 control
+ * word, in the layout of the saved slot. An own-state context switching to
+ * a shared one loads it (rax is free then: the value travels in rdx). */
+	.macro	FP_SHARED_LOAD
+	movq	baton__fp_shared@gottpoff(%rip), %rax
+	ldmxcsr	%fs:(%rax)
+	fldcw	%fs:4(%rax)
+	.endm
+
+/* A confined context (rdi, bit 7: own state, confined) switching to a
+ * shared one (rsi): the thread's shared state back. */
+	.macro	FP_PASS
+	testb	$0x80, 8(%rdi)
+	jz	2f
+	testb	$1, 8(%rsi)
+	jz	2f
+	FP_SHARED_LOAD
+2:
+	.endm
+
+/* The registers the switch saves, `out` (rcx) and room for the FP state,
+ * and the test of whether the running context (rdi) keeps its own. */
+	.macro	SWITCH_PUSH
 	pushq	%rbp
 	pushq	%rbx
 	pushq	%r12
@@ -76,19 +105,28 @@
 	pushq	%rcx			/* out */
 	subq	$8, %rsp
 	testb	$1, 8(%rdi)		/* from shares the FP state? */
+	.endm
+
+/* The first half of a switch: push the callee-saved state of the running
+ * context (rcx is its `out`), store its FP state if it keeps its own and,
+ * if it is confined and `to` (rsi) shares, load the thread's shared
+ * state; then store the stack pointer in from (rdi). baton__arch_start and baton__arch_swap_ret
+ * use it; the switch proper (SWITCH_BODY) inlines it in its own order. */
+	.macro	SWITCH_SAVE
+	SWITCH_PUSH
 	jnz	1f
 	stmxcsr	(%rsp)
 	fnstcw	4(%rsp)
-1:	movq	%rsp, (%rdi)		/* from->sp */
+1:	FP_PASS
+	movq	%rsp, (%rdi)		/* from->sp */
 	.endm
 
-	.macro	SWITCH_LOAD exit
-	testb	$1, 8(%rsi)		/* to shares the FP state? */
-	movq	(%rsi), %rsp		/* to->sp: from here on we are `to` */
-	jnz	2f
-	ldmxcsr	(%rsp)			/* the target's FP control state */
-	fldcw	4(%rsp)
-2:	addq	$8, %rsp
+/* The rest of a switch, from the point where rsp is to's (rsi) saved
+ * stack pointer: pop what its SWITCH_SAVE pushed and hand it the value in
+ * rdx (its `out` receives it and it returns 0, or it returns the value);
+ * leave by `exit` (jmp: pop + indirect jmp; ret). */
+	.macro	SWITCH_POP exit
+	addq	$8, %rsp		/* the FP slot */
 	popq	%rcx			/* out */
 	popq	%r15
 	popq	%r14
@@ -110,9 +148,61 @@
 	.endif
 	.endm
 
+/* Resume a hopped context (rsi, rsp already its stack pointer). */
+	.macro	HOPPED_RESUME
+	movb	$1, 8(%rsi)
+	movq	16(%rsi), %rbp
+	jmpq	*24(%rsi)
+	.endm
+
+/* The second half of a switch alone, for a `to` (rsi) of any kind: load its
+ * stack pointer and FP state (if it keeps its own), then pop or resume the
+ * hop. baton__arch_jump and baton__arch_swap_ret use it. */
+	.macro	SWITCH_LOAD exit
+	cmpb	$1, 8(%rsi)		/* own 0 or 0x80 (< 1 signed), shared 1, hopped 3 */
+	movq	(%rsi), %rsp		/* to->sp: from here on we are `to` */
+	je	4f
+	jg	5f
+	ldmxcsr	(%rsp)			/* the target's FP control state */
+	fldcw	4(%rsp)
+4:	SWITCH_POP \exit
+5:	HOPPED_RESUME
+	.endm
+
+/*
+ * The switch: SWITCH_SAVE and SWITCH_LOAD, arranged so that the two common
+ * cases run straight through with no test made twice: own -> own (store,
+ * then load; the FP test of `to` made in the save half decides the load)
+ * and shared -> shared (no FP work, one compare for the kind of `to`).
+ */
 	.macro	SWITCH_BODY exit
-	SWITCH_SAVE
-	SWITCH_LOAD \exit
+	SWITCH_PUSH
+	jnz	6f
+	stmxcsr	(%rsp)
+	fnstcw	4(%rsp)
+	testb	$1, 8(%rsi)		/* to shares? */
+	jnz	7f
+	movq	%rsp, (%rdi)		/* own -> own */
+	movq	(%rsi), %rsp
+	ldmxcsr	(%rsp)
+	fldcw	4(%rsp)
+4:	SWITCH_POP \exit
+6:	movq	%rsp, (%rdi)		/* shared -> ? */
+	cmpb	$1, 8(%rsi)		/* own 0 or 0x80 (< 1 signed), shared 1, hopped 3 */
+	movq	(%rsi), %rsp
+	je	4b
+	jg	5f
+	ldmxcsr	(%rsp)
+	fldcw	4(%rsp)
+	jmp	4b
+7:	testb	$0x80, 8(%rdi)		/* own -> shared: confined? */
+	jz	8f
+	FP_SHARED_LOAD
+8:	movq	%rsp, (%rdi)
+	cmpb	$1, 8(%rsi)
+	movq	(%rsi), %rsp
+	je	4b
+5:	HOPPED_RESUME
 	.endm
 
 	.text
@@ -239,13 +329,16 @@ baton__arch_start:
 	.size	baton__arch_start, .-baton__arch_start
 
 /*
- * void baton__arch_jump(baton_arch_ctx_t *to, void *value);
+ * void baton__arch_jump(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                       void *value);
  *
  * The second half of the switch alone: resume `to` and hand it `value`,
- * saving nothing, for a context that ends (a coroutine whose function has
- * returned). Storing its registers and FP control state would be work for
- * nobody, and the x87 control word store is among the slowest steps of a
- * switch on the AMD cores we measured. Never returns.
+ * saving nothing of `from` (a coroutine whose function has returned; only
+ * its flag byte is read: confined -> shared loads the thread's shared
+ * state).
+ * Storing its registers and FP control state would be work for nobody, and
+ * the x87 control word store is among the slowest steps of a switch on the
+ * AMD cores we measured. Never returns.
  */
 	.globl	baton__arch_jump
 	.hidden	baton__arch_jump
@@ -254,17 +347,19 @@ baton__arch_start:
 baton__arch_jump:
 	.cfi_startproc
 	endbr64
-	movq	%rsi, %rdx		/* the value */
-	movq	%rdi, %rsi		/* to */
+	FP_PASS
 	SWITCH_LOAD jmp
 	.cfi_endproc
 	.size	baton__arch_jump, .-baton__arch_jump
 
 /*
- * void baton__arch_restart(char *hi, void (*entry)(void *), void *value);
+ * void baton__arch_restart(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+ *                          char *hi, void (*entry)(void *), void *value);
  *
  * baton__arch_start for a caller that ends: nothing is saved, the stack
- * pointer moves to the top of [.., hi) and entry(value) is called there.
+ * pointer moves to the top of [.., hi) and entry(value) is called there
+ * (`from` and `to` are read for their flag bytes: confined -> shared loads
+ * the thread's shared state, as any switch).
  * The new stack may be the one we run on (a copy-stack coroutine that ends
  * and starts the next one on the same shared stack): from the moment rsp
  * moves, nothing below the new top is read again, and until then rsp
@@ -277,10 +372,11 @@ baton__arch_jump:
 baton__arch_restart:
 	.cfi_startproc
 	endbr64
-	andq	$-16, %rdi		/* the top, 16-byte aligned */
-	movq	%rsi, %r12		/* what the trampoline calls */
-	movq	%rdx, %rax		/* ... and hands over */
-	movq	%rdi, %rsp
+	FP_PASS
+	andq	$-16, %rdx		/* the top, 16-byte aligned */
+	movq	%rcx, %r12		/* what the trampoline calls */
+	movq	%r8, %rax		/* ... and hands over */
+	movq	%rdx, %rsp
 	xorl	%ebp, %ebp
 	jmp	baton__arch_trampoline
 	.cfi_endproc

@@ -108,7 +108,7 @@ static int ensure_shared(struct baton_thread *t)
 			copier_main);
 	/* The copier never touches the FP state: it shares it, so a switch
 	 * through it costs what the direct switch would (see arch's rule). */
-	c->ctx.shared_fp = 1;
+	c->ctx.flags = BATON_ARCH_SHARED_FP;
 	return BATON_OK;
 }
 
@@ -372,7 +372,6 @@ void baton__copystack_restart(struct baton_thread *t, struct baton_coro *from,
 {
 	struct baton_shared_stack *s = &t->shared;
 
-	(void)from;
 	to->home = t->serial;
 	to->stack_lo = s->lo;
 	to->stack_hi = s->hi;
@@ -380,7 +379,7 @@ void baton__copystack_restart(struct baton_thread *t, struct baton_coro *from,
 	mark_dirty(s, (char *)__builtin_frame_address(0) - SAVE_MARGIN);
 	s->owner = to;
 	t->current = to;
-	baton__arch_restart(s->hi, baton__coro_entry, NULL);
+	baton__arch_restart(&from->ctx, &to->ctx, s->hi, baton__coro_entry, NULL);
 }
 #endif
 

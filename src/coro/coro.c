@@ -22,6 +22,8 @@
 /* baton__copystack_swap finds a coroutine from its context. */
 _Static_assert(offsetof(struct baton_coro, ctx) == 0,
 	       "the context opens the control block");
+_Static_assert(offsetof(struct baton_coro, discard) + sizeof(void *) <= 64,
+	       "a round trip touches one line of the control block");
 
 static struct baton_coro *running(struct baton_thread *t)
 {
@@ -113,7 +115,12 @@ static inline bool needs_slow_switch(const struct baton_thread *t,
 	       (to->model == BATON_CORO_COPYSTACK && t->shared.owner != to);
 }
 
-int baton_coro_resume(baton_coro_t *co, void *in, void **out)
+/* The general resume: every case the fast path below leaves to it (a
+ * thread not set up, a bad or busy target, a copy-stack target, a canary
+ * caller, the sanitizers' and debug builds). Out of line, so that the fast
+ * path makes no call that returns and keeps no frame of its own. */
+static __attribute__((noinline)) int resume_general(baton_coro_t *co, void *in,
+						    void **out)
 {
 	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *from;
@@ -157,7 +164,46 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 	return baton__arch_switch_out(&from->ctx, &co->ctx, in, out);
 }
 
-int baton_coro_yield(void *out, void **in)
+/* Zero for a suspended stackful coroutine: the fast resume's test of its
+ * target. Two byte loads, not one 16-bit load of both: the status byte was
+ * stored by the last switch, and a wider load that straddles a recent
+ * narrower store cannot take its value from the store buffer (it waits for
+ * the store to complete). */
+static inline unsigned status_model(const struct baton_coro *co)
+{
+	return (unsigned)co->status | co->model;
+}
+
+_Static_assert(BATON_CORO_SUSPENDED == 0 && BATON_CORO_STACKFUL == 0,
+	       "a suspended stackful coroutine reads as zero");
+
+/* The fast resume: a suspended stackful coroutine resumed on a thread set
+ * up, from a caller without a canary, in a build without switch hooks.
+ * Nothing but the bookkeeping and a tail call to the switch: no frame, no
+ * call that returns (which would make the compiler save registers that the
+ * switch saves again). */
+int baton_coro_resume(baton_coro_t *co, void *in, void **out)
+{
+	struct baton_thread *t = &baton__tls;
+	struct baton_coro *from;
+
+	if (BATON_SWITCH_HOOKS || BATON_DEBUG || BATON_UNLIKELY(co == NULL) ||
+	    BATON_UNLIKELY(status_model(co) != 0) || BATON_UNLIKELY(!t->ready))
+		return resume_general(co, in, out);
+	from = running(t);
+	if (BATON_UNLIKELY(from->canary))
+		return resume_general(co, in, out);
+	if (out == NULL)
+		out = &from->discard;
+	co->resumer = from;
+	co->status = BATON_CORO_RUNNING;
+	from->status = BATON_CORO_NORMAL;
+	t->current = co;
+	return baton__arch_switch_out(&from->ctx, &co->ctx, in, out);
+}
+
+/* The general yield (see resume_general). */
+static __attribute__((noinline)) int yield_general(void *out, void **in)
 {
 	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *co = t->current;
@@ -181,6 +227,29 @@ int baton_coro_yield(void *out, void **in)
 	to->status = BATON_CORO_RUNNING;
 	if (BATON_UNLIKELY(needs_slow_switch(t, to)))
 		return yield_slow(t, co, to, out, in);
+	t->current = to == &t->root ? NULL : to;
+	return baton__arch_switch_out(&co->ctx, &to->ctx, out, in);
+}
+
+/* The fast yield: a stackful coroutine without a canary yields to a
+ * stackful resumer, in a build without switch hooks (see the fast resume).
+ * A thread not set up has no current coroutine: the general path. */
+int baton_coro_yield(void *out, void **in)
+{
+	struct baton_thread *t = &baton__tls;
+	struct baton_coro *co = t->current;
+	struct baton_coro *to;
+
+	if (BATON_SWITCH_HOOKS || BATON_DEBUG || BATON_UNLIKELY(co == NULL) ||
+	    BATON_UNLIKELY(co->canary))
+		return yield_general(out, in);
+	to = co->resumer;
+	if (BATON_UNLIKELY((co->model | to->model) != BATON_CORO_STACKFUL))
+		return yield_general(out, in);
+	if (in == NULL)
+		in = &co->discard;
+	co->status = BATON_CORO_SUSPENDED;
+	to->status = BATON_CORO_RUNNING;
 	t->current = to == &t->root ? NULL : to;
 	return baton__arch_switch_out(&co->ctx, &to->ctx, out, in);
 }
@@ -252,6 +321,9 @@ static size_t control_block_size(void)
 	return (sizeof(struct baton_coro) + 63) & ~(size_t)63;
 }
 
+/* Bytes of top frames that the highest cache colour still leaves in the
+ * top page (see create_stackful). */
+#define COLOR_FRAMES 512
 /* A stackful coroutine's mapping: its low pages, the usable stack, and a
  * top page shared by the highest stack frames, `head` bytes of the
  * embedder's (zero for a plain create) and the control block, in that order
@@ -262,7 +334,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	size_t page = baton__stack_page();
 	size_t low = BATON_STACK_LOW_PAGES * page;
 	size_t usable = (size + page - 1) & ~(page - 1);
-	size_t map_size, color;
+	size_t map_size, color, top, ncolors;
 	struct baton_stack st;
 	struct baton_coro *co;
 	int rc;
@@ -270,16 +342,23 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	/* The low pages (guard, or slack below the canary) come on top of
 	 * the usable size; the control block shares the highest stack page
 	 * (the first one any resume touches). */
-	map_size = low + usable +
-		   ((head + control_block_size() + 31 * 64 + page - 1) & ~(page - 1));
+	top = (head + control_block_size() + 31 * 64 + page - 1) & ~(page - 1);
+	map_size = low + usable + top;
 	rc = baton__stack_take(t, map_size, canary, &st);
 	if (rc != BATON_OK)
 		return rc;
 	/* Cache colouring: stacks are page-aligned, so without an offset every
 	 * control block and every top frame would share the same cache sets,
 	 * and 20000 coroutines would fight over a handful of them. Successive
-	 * coroutines step 64 bytes down, over 32 colours (2 KiB). */
-	color = (t->next_color++ % 32u) * 64u;
+	 * coroutines step 64 bytes down, over as many colours as the top page
+	 * holds with COLOR_FRAMES bytes of frames left below the control
+	 * block (54 for a plain coroutine): a 32 KiB 8-way L1 chooses the set
+	 * by the page offset alone, and with 32 colours (2 KiB) 100 hot
+	 * coroutines did not fit in the sets they covered. */
+	ncolors = (top - head - control_block_size() - COLOR_FRAMES) / 64 + 1;
+	if (ncolors > 64)
+		ncolors = 64;
+	color = (t->next_color++ % ncolors) * 64u;
 	/* A recycled stack still carries its last owner's redzones (ASan) and
 	 * memcheck's view of its dead frames. */
 	baton__sanitizer_unpoison((char *)st.map + low, map_size - low);
@@ -315,13 +394,14 @@ static int create_copystack(struct baton_thread *t, baton_coro_t **out,
 }
 
 /* The checks every create makes of its attributes. */
-static int check_attr(const struct baton_coro_attr *attr, void *arg)
+static int check_attr(const struct baton_coro_attr *attr, void *arg,
+		      unsigned known)
 {
 	size_t size = attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT;
 
 	if ((attr->model != BATON_CORO_STACKFUL &&
 	     attr->model != BATON_CORO_COPYSTACK) ||
-	    (attr->flags & ~BATON_CORO_FLAGS_KNOWN) ||
+	    (attr->flags & ~known) ||
 	    (attr->model == BATON_CORO_COPYSTACK && attr->stack_size != 0))
 		return BATON_EINVAL;
 	if (attr->model == BATON_CORO_STACKFUL &&
@@ -336,6 +416,17 @@ static int check_attr(const struct baton_coro_attr *attr, void *arg)
 }
 
 static const struct baton_coro_attr attr_defaults = BATON_CORO_ATTR_INIT;
+
+/* The flags a headed coroutine (a scheduler task) may have. */
+#define HEADED_FLAGS_KNOWN (BATON_CORO_FLAGS_KNOWN | BATON__CORO_FP_CONFINED)
+
+/* The arch layer's flags for a coroutine created with `flags`. */
+static inline uint8_t ctx_flags(unsigned flags)
+{
+	if (flags & BATON_CORO_SHARED_FPENV)
+		return BATON_ARCH_SHARED_FP;
+	return (flags & BATON__CORO_FP_CONFINED) ? BATON_ARCH_FP_CONFINED : 0;
+}
 
 /* Rule 6 of coro.h: the first create installs the overflow handler (unless
  * the program said no first), and the choice holds for the process; each
@@ -369,7 +460,7 @@ static int create_checked(baton_coro_t **out, const struct baton_coro_attr *attr
 	if (rc != BATON_OK)
 		return rc;
 	init_common(*out, fn, head ? (*out)->stack_hi : arg, attr->name);
-	(*out)->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
+	(*out)->ctx.flags = ctx_flags(attr->flags);
 	if (attr->model == BATON_CORO_STACKFUL)
 		baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
 				baton__coro_entry);
@@ -385,7 +476,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 		return BATON_EINVAL;
 	if (attr == NULL)
 		attr = &attr_defaults;
-	rc = check_attr(attr, arg);
+	rc = check_attr(attr, arg, BATON_CORO_FLAGS_KNOWN);
 	if (rc != BATON_OK)
 		return rc;
 	return create_checked(out, attr, fn, arg, 0);
@@ -397,7 +488,7 @@ static int create_stackful_headed(baton_coro_t **out,
 				  const struct baton_coro_attr *attr,
 				  baton_coro_fn fn, size_t head)
 {
-	int rc = check_attr(attr, NULL);
+	int rc = check_attr(attr, NULL, HEADED_FLAGS_KNOWN);
 
 	if (rc != BATON_OK)
 		return rc;
@@ -417,7 +508,7 @@ static inline void headed_init(struct baton_coro *co,
 	co->fn = fn;
 	co->arg = (char *)co - head;
 	baton__sanitizer_fiber_init(&co->san, false);
-	co->ctx.shared_fp = (attr->flags & BATON_CORO_SHARED_FPENV) != 0;
+	co->ctx.flags = ctx_flags(attr->flags);
 }
 
 /* Out of line, so that the create of an unnamed one needs no frame. */
@@ -465,7 +556,7 @@ int baton__coro_create_headed(baton_coro_t **out,
 	if (BATON_UNLIKELY(out == NULL || fn == NULL || attr == NULL ||
 			   attr->model != BATON_CORO_COPYSTACK ||
 			   attr->stack_size != 0 ||
-			   (attr->flags & ~BATON_CORO_FLAGS_KNOWN)))
+			   (attr->flags & ~HEADED_FLAGS_KNOWN)))
 		return BATON_EINVAL;
 	/* Only a thread set up has spare blocks. */
 	t = &baton__tls;
@@ -537,8 +628,25 @@ int baton_coro_thread_share_fpenv(int shared)
 
 	if (t->current != NULL)
 		return BATON_EBUSY;
-	t->root.ctx.shared_fp = shared != 0;
+	if (shared) {
+		t->root.ctx.flags |= BATON_ARCH_SHARED_FP;
+		/* The state the thread is in now is what shared contexts run
+		 * in (arch.h). */
+		baton__arch_fp_shared_set();
+	} else {
+		t->root.ctx.flags &= (uint8_t)~BATON_ARCH_SHARED_FP;
+	}
 	return BATON_OK;
+}
+
+int baton__coro_fp_shared(const baton_coro_t *co)
+{
+	return (co->ctx.flags & BATON_ARCH_SHARED_FP) != 0;
+}
+
+int baton__coro_thread_fp_shared(void)
+{
+	return (baton__thread_get()->root.ctx.flags & BATON_ARCH_SHARED_FP) != 0;
 }
 
 int baton_coro_status(const baton_coro_t *co)

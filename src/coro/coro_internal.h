@@ -25,7 +25,9 @@
 #include "../common/sanitizer.h"
 
 /* A stackful coroutine's control block sits at the top of its own mapping,
- * above its stack: one allocation, and a resume touches one page for both. */
+ * above its stack: one allocation, and a resume touches one page for both.
+ * What a resume/yield round trip reads and writes (ctx, resumer, the
+ * status bytes, discard) is its first cache line. */
 struct baton_coro {
 	baton_arch_ctx_t ctx;	    /* saved registers while not running */
 	struct baton_coro *resumer; /* where yield and return go */
@@ -44,9 +46,11 @@ struct baton_coro {
 	uint8_t head16;		    /* copy-stack: 16-byte units of its block
 				       before it, the embedder's (see
 				       baton__coro_create_headed) */
+	void *discard;		    /* sink for values nobody asked for (the
+				       switch stores there: it shares the
+				       first line with the fields above) */
 	baton_coro_fn fn;
 	void *arg;
-	void *discard;		    /* sink for values nobody asked for */
 
 	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
 	/* What only one model uses: a copy-stack coroutine is mostly its
@@ -157,7 +161,7 @@ static inline void *baton__coro_switch(struct baton_coro *from,
 					 to->stack_hi, baton__coro_entry, value);
 	} else if (from_dies) {
 		/* Nobody will read what a switch would save of `from`. */
-		baton__arch_jump(&to->ctx, value);
+		baton__arch_jump(&from->ctx, &to->ctx, value);
 	} else {
 		value = baton__arch_switch(&from->ctx, &to->ctx, value);
 	}
@@ -287,11 +291,25 @@ bool baton__copystack_points_inside(const void *p);
 
 /* coro.c */
 
+/* 1 if the calling thread's own context shares the FP state
+ * (baton_coro_thread_share_fpenv), 0 if not: what a scheduler's worker
+ * puts back after its run. */
+int baton__coro_thread_fp_shared(void);
+/* 1 if `co` shares the FP state (no FP work at its switches), for tests. */
+int baton__coro_fp_shared(const baton_coro_t *co);
+
 /* Bytes the calling thread has copied on and off its shared stack so far
  * (copy-stack switches): for the scheduler's statistics. */
 uint64_t baton__coro_thread_copied(void);
 /* Save buffers the calling thread has allocated so far (for tests). */
 uint64_t baton__coro_thread_save_allocs(void);
+
+/* A flag of baton_coro_attr.flags that only baton__coro_create_headed
+ * accepts: the coroutine keeps its own FP control state, confined to it
+ * (BATON_ARCH_FP_CONFINED: a switch from it to a shared context puts back
+ * the thread's shared state). What a task spawned with
+ * BATON_TASK_OWN_FPENV gets. */
+#define BATON__CORO_FP_CONFINED 0x80000000u
 
 /*
  * A coroutine with `head` bytes of the embedder's (a scheduler task's

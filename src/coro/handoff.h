@@ -37,25 +37,36 @@ static inline baton_coro_t *baton__coro_running(void)
  * at once, with nothing switched. */
 int baton__coro_handoff(baton_coro_t *to);
 
-/* baton__coro_handoff, inline where it can be: the scheduler's hop. On
- * x86-64 the fields of this thread's state are read with one %fs-relative
- * load each, which cannot go stale; between two stackful coroutines
- * without canaries, in a build without switch hooks, nothing but the
- * bookkeeping below and the switch is needed. Everything else takes the
+/* baton__coro_handoff, inline where it can be: the scheduler's hop.
+ * Between two stackful coroutines without canaries that share the FP state
+ * (every scheduler task but those spawned with BATON_TASK_OWN_FPENV), in a
+ * build without switch hooks, nothing but the bookkeeping below and the
+ * inline switch (baton__arch_hop) is needed. On x86-64 the fields of this
+ * thread's state are read with one %fs-relative load each, which cannot go
+ * stale; elsewhere the state is found afresh (the caller may have moved
+ * to another thread since it last looked). Everything else takes the
  * out-of-line path. */
 static inline int baton__coro_handoff_inline(baton_coro_t *to)
 {
-#if defined(__x86_64__) && !BATON_SWITCH_HOOKS && !BATON_SWITCH_UCONTEXT
-	struct baton_coro *from = baton__tls.current;
+#if BATON_ARCH_HAS_HOP && !BATON_SWITCH_HOOKS
+#if defined(__x86_64__)
+#define BATON_HOP_TLS (&baton__tls)
+#else
+	struct baton_thread *tls = baton__thread_get_after_switch();
+#define BATON_HOP_TLS tls
+#endif
+	struct baton_coro *from = BATON_HOP_TLS->current;
 
-	if (BATON_LIKELY(to->model == BATON_CORO_STACKFUL && !from->canary)) {
+	if (BATON_LIKELY(to->model == BATON_CORO_STACKFUL && !from->canary &&
+			 (from->ctx.flags & to->ctx.flags & BATON_ARCH_SHARED_FP))) {
 		to->resumer = from->resumer;
 		from->status = BATON_CORO_SUSPENDED;
 		to->status = BATON_CORO_RUNNING;
-		baton__tls.current = to;
-		return baton__arch_switch_ret(&from->ctx, &to->ctx, NULL,
-					     &from->discard);
+		BATON_HOP_TLS->current = to;
+		baton__arch_hop(&from->ctx, &to->ctx);
+		return BATON_OK;
 	}
+#undef BATON_HOP_TLS
 #endif
 	return baton__coro_handoff(to);
 }

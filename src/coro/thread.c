@@ -101,6 +101,9 @@ void baton__thread_init(struct baton_thread *t)
 	t->root.model = BATON_CORO_STACKFUL;
 	memcpy(t->root.name, "(thread)", sizeof("(thread)"));
 	find_root_stack(&t->root);
+	/* Until the thread says otherwise (baton_coro_thread_share_fpenv),
+	 * shared contexts run in the state it has now. */
+	baton__arch_fp_shared_set();
 	baton__sanitizer_fiber_init(&t->root.san, true);
 	install_altstack(t);
 	pthread_setspecific(exit_key, t);

@@ -295,6 +295,24 @@ static struct baton_worker *pick_worker(struct baton_sched *s, int index)
 					      __ATOMIC_RELAXED) % s->nworkers];
 }
 
+/* The task's coroutine: sharing its worker's FP state unless the task
+ * asks for its own, which is then confined to it (sched.h rule 6). */
+static int create_task_coro(baton_coro_t **co, const struct baton_task_attr *attr,
+			    bool copystack)
+{
+	struct baton_coro_attr ca = attr->coro;
+
+	if (attr->flags & BATON_TASK_OWN_FPENV) {
+		if (ca.flags & BATON_CORO_SHARED_FPENV)
+			return BATON_EINVAL;
+		ca.flags |= BATON__CORO_FP_CONFINED;
+	} else {
+		ca.flags |= BATON_CORO_SHARED_FPENV;
+	}
+	return baton__coro_create_headed(co, &ca, task_main,
+					copystack ? TASK_HEAD : TASK_HEAD_STACKFUL);
+}
+
 int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		      baton_task_fn fn, void *arg)
 {
@@ -310,7 +328,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 		attr = &defaults;
 	if (attr->worker < BATON_SCHED_ANY_WORKER ||
 	    (attr->worker >= 0 && (unsigned)attr->worker >= s->nworkers) ||
-	    (attr->flags & ~BATON_TASK_BOUND))
+	    (attr->flags & ~(BATON_TASK_BOUND | BATON_TASK_OWN_FPENV)))
 		return BATON_EINVAL;
 	if (__atomic_load_n(&s->ctl.destroying, __ATOMIC_RELAXED))
 		return BATON_ESHUTDOWN;
@@ -318,8 +336,7 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	 * control block (copy-stack), or at the top of the stack, by the
 	 * frames a hop touches (stackful). */
 	copystack = attr->coro.model == BATON_CORO_COPYSTACK;
-	rc = baton__coro_create_headed(&co, &attr->coro, task_main,
-				      copystack ? TASK_HEAD : TASK_HEAD_STACKFUL);
+	rc = create_task_coro(&co, attr, copystack);
 	if (rc != BATON_OK)
 		return rc;
 	t = (struct baton_task *)co->arg;

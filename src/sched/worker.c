@@ -166,8 +166,15 @@ void baton__worker_loop(struct baton_worker *w)
 	struct baton_sched *s = w->sched;
 	struct baton_worker *outer = baton__worker_get(); /* a run inside a task */
 	uint64_t copied = baton__coro_thread_copied();
+	/* The worker's own context shares the FP state with its tasks
+	 * (sched.h rule 6): resuming a task and its yield back do no FP
+	 * work. Not in a run inside a task, whose coroutine is not ours to
+	 * declare. */
+	int fp_was_shared = outer ? -1 : baton__coro_thread_fp_shared();
 	struct baton_task *t;
 
+	if (fp_was_shared == 0)
+		baton_coro_thread_share_fpenv(1);
 	baton__worker_self = w;
 	for (;;) {
 		if (BATON_UNLIKELY(w->ticks >= BATON_POLL_TICKS ||
@@ -193,5 +200,7 @@ void baton__worker_loop(struct baton_worker *w)
 		baton__steal_serve(w);
 	live_return(w);
 	w->stats.copied_bytes += baton__coro_thread_copied() - copied;
+	if (fp_was_shared == 0)
+		baton_coro_thread_share_fpenv(0);
 	baton__worker_self = outer;
 }
