@@ -6,6 +6,7 @@
  * moves between workers, and nobody else ever sees it.
  */
 #include "check.h"
+#include "internal.h" /* baton__coro_fp_shared: 1 if the coroutine shares the FP state */
 
 #include <fenv.h>
 
@@ -16,9 +17,6 @@
 #define BATON_TEST_UCONTEXT 0
 #endif
 
-/* src/coro: 1 if the coroutine shares the FP state (the switch stores and
- * loads nothing for it). */
-int baton__coro_fp_shared(const baton_coro_t *co);
 
 static baton_sched_t *make_sched(unsigned workers)
 {
@@ -234,6 +232,6 @@ int main(void)
 		cmocka_unit_test(own_and_shared_refused),
 	};
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
