@@ -47,7 +47,7 @@ static int in_reserve(struct http_conn *c, size_t more, size_t limit)
 		cap *= 2;
 	if (cap > limit)
 		cap = limit;
-	p = c->in == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c->srv)
+	p = c->in == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c)
 						  : baton__realloc(c->in, cap);
 	if (p == NULL)
 		return BATON_ENOMEM;
@@ -75,6 +75,19 @@ static int read_more_for(struct http_conn *c, size_t limit, int64_t timeout_ns, 
 /* What read_idle says when the connection parked: its task ends. */
 #define IDLE_PARKED 2
 
+/* Between requests, with nothing read and nothing owed: the three
+ * buffers back to the worker's cache, taken again when bytes arrive. */
+static void put_buffers(struct http_conn *c)
+{
+	baton__http_buf_put(c, c->in, c->in_cap);
+	baton__http_buf_put(c, c->out, c->out_cap); /* written: flush ran */
+	baton__http_buf_put(c, c->work, HTTP_BUF_SIZE);
+	c->in = c->out = NULL;
+	c->work = NULL;
+	c->in_cap = c->out_cap = 0;
+	c->out_len = 0;
+}
+
 /* Between requests: the next request's first bytes. If none is there
  * yet, the connection gives its buffers back and parks: its task ends, and
  * what is left is its record and a notification on its handle, which
@@ -88,13 +101,7 @@ static int read_idle(struct http_conn *c, size_t limit, size_t *n)
 
 	if (rc != BATON_EAGAIN)
 		return rc;
-	baton__http_buf_put(c->srv, c->in, c->in_cap);
-	baton__http_buf_put(c->srv, c->out, c->out_cap); /* written: flush ran */
-	baton__http_buf_put(c->srv, c->work, HTTP_BUF_SIZE);
-	c->in = c->out = NULL;
-	c->work = NULL;
-	c->in_cap = c->out_cap = 0;
-	c->out_len = 0;
+	put_buffers(c);
 	if (baton__http_conn_park(c, baton__clock_now() + idle))
 		return IDLE_PARKED;
 	/* Bytes came since the read: a waiting read takes them. */
@@ -174,7 +181,7 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 			/* The request's fields go into the work block, taken
 			 * now that its bytes are here. */
 			if (c->work == NULL) {
-				if ((c->work = baton__http_buf_get(srv)) == NULL)
+				if ((c->work = baton__http_buf_get(c)) == NULL)
 					return -503;
 				c->work->prog = (struct baton_http_progress)
 					BATON_HTTP_PROGRESS_INIT;
@@ -198,9 +205,17 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 			 * request as soon as it reads the response (on the same
 			 * CPU, it runs while we write) would otherwise find us
 			 * reading it at once, again and again, while the others
-			 * wait: fairness per request, as an event loop has. */
-			if (c->served && !c->woke)
+			 * wait: fairness per request, as an event loop has.
+			 * The turn often brings the next request, which then
+			 * costs no park and no new task. Nothing is held across
+			 * it: many connections may be in this yield at once,
+			 * and the buffers they held overflowed the worker's
+			 * small cache into malloc and free (and the heap's trim
+			 * and page faults) on every request. */
+			if (c->served && !c->woke) {
+				put_buffers(c);
 				baton_sched_yield();
+			}
 			c->woke = false; /* a task just started came last */
 			/* Idle, closed by shutdown. */
 			if (!baton__http_conn_set_idle(c, true))
@@ -421,7 +436,8 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	    baton__clock_now() >= view.deadline)
 		rc = HTTP_HANDLER_TIMED_OUT;
 	resp->stream_ = NULL;
-	baton__free(decoded);
+	if (decoded != NULL) /* rarely: a path with a %-escape */
+		baton__free(decoded);
 	return rc;
 }
 

@@ -20,7 +20,7 @@ static struct http_job *job_new(struct http_conn *c, const struct baton_http_req
 				struct http_stream *st)
 {
 	const struct baton_http_request *head = view->head_;
-	struct http_job *job = baton__http_buf_get(c->srv);
+	struct http_job *job = baton__http_buf_get(c);
 	size_t used;
 
 	if (job == NULL)
@@ -47,7 +47,7 @@ static struct http_job *job_new(struct http_conn *c, const struct baton_http_req
 /* The connection's side, once the call gave the job back. */
 void baton__http_job_put(struct http_conn *c, struct http_job *job)
 {
-	baton__http_buf_put(c->srv, job, HTTP_BUF_SIZE);
+	baton__http_buf_put(c, job, HTTP_BUF_SIZE);
 }
 
 /* The call's abandon function: the connection left the job at its

@@ -23,7 +23,7 @@ bool baton__http_out_reserve(struct http_conn *c, size_t more)
 		return true;
 	while (cap < c->out_len + more)
 		cap *= 2;
-	p = c->out == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c->srv)
+	p = c->out == NULL && cap == HTTP_BUF_SIZE ? baton__http_buf_get(c)
 						   : baton__realloc(c->out, cap);
 	if (p == NULL)
 		return false;

@@ -235,8 +235,10 @@ bool baton__http_conn_set_idle(struct http_conn *c, bool idle);
 /* Park c (its task is about to end): true if armed, false if bytes came
  * meanwhile (the task reads them). */
 bool baton__http_conn_park(struct http_conn *c, int64_t idle_until);
-void *baton__http_buf_get(struct baton_http_server *srv);
-void baton__http_buf_put(struct baton_http_server *srv, void *p, size_t cap);
+/* A buffer of HTTP_BUF_SIZE bytes from (or back to) the cache of the
+ * worker c is bound to; only c's task and notification call these. */
+void *baton__http_buf_get(struct http_conn *c);
+void baton__http_buf_put(struct http_conn *c, void *p, size_t cap);
 bool baton__http_shutting(struct baton_http_server *srv);
 
 /* step.c */

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../common/alloc.h"
@@ -311,6 +312,35 @@ static bool drained_still(struct baton_io *io)
 	return still;
 }
 
+/* Whether io is known not to be a socket (a pipe, FIFO, tty...): then
+ * read(2) and write(2), else recv(2) and send(2). Relaxed: the reader and
+ * the writer of a handle may both learn it, and store the same value. */
+static inline bool io_not_sock(const struct baton_io *io)
+{
+	return __atomic_load_n(&io->not_sock, __ATOMIC_RELAXED);
+}
+
+static inline void io_set_not_sock(struct baton_io *io)
+{
+	__atomic_store_n(&io->not_sock, true, __ATOMIC_RELAXED);
+}
+
+/* recv(2) on a socket: the socket's own call, a shorter way through the
+ * kernel than read(2), which goes through the generic file layers first
+ * (vfs_read, sock_read_iter); read(2) on anything else (recv says
+ * ENOTSOCK once, then the handle knows). */
+static ssize_t io_recv(struct baton_io *io, void *buf, size_t len)
+{
+	if (BATON_LIKELY(!io_not_sock(io))) {
+		ssize_t r = recv(io->fd, buf, len, 0);
+
+		if (r >= 0 || errno != ENOTSOCK)
+			return r;
+		io_set_not_sock(io);
+	}
+	return read(io->fd, buf, len);
+}
+
 int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 		  size_t *n)
 {
@@ -331,7 +361,7 @@ int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
 		}
 		/* Relaxed: only compared with itself later, under the lock. */
 		edges = __atomic_load_n(&io->read_edges, __ATOMIC_RELAXED);
-		r = read(io->fd, buf, len);
+		r = io_recv(io, buf, len);
 		if (r >= 0) {
 			if (r > 0 && (size_t)r < len) {
 				/* No lock: only the reader uses these two (a
@@ -397,15 +427,15 @@ int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 	if (io == NULL || (buf == NULL && len))
 		return BATON_EINVAL;
 	while (done < len) {
-		ssize_t r;
+		ssize_t r = -1;
 
-		if (BATON_LIKELY(!io->not_sock)) {
+		if (BATON_LIKELY(!io_not_sock(io))) {
 			r = send(io->fd, (const char *)buf + done, len - done,
 				 MSG_NOSIGNAL);
 			if (r < 0 && errno == ENOTSOCK)
-				io->not_sock = true; /* and once more below */
+				io_set_not_sock(io); /* and once more below */
 		}
-		if (io->not_sock)
+		if (r < 0 && io_not_sock(io))
 			r = write_nosigpipe(io->fd, (const char *)buf + done, len - done);
 		if (r >= 0) {
 			done += (size_t)r;

@@ -41,7 +41,8 @@ struct baton_io {
 				      own two: see io.c) */
 	bool hup;		   /* error or hang-up: every wait returns */
 	bool rdhup;		   /* the peer's end seen: reads never wait */
-	bool not_sock;		   /* send() said ENOTSOCK: a pipe, FIFO, tty */
+	bool not_sock;		   /* recv() or send() said ENOTSOCK: a pipe, FIFO,
+				      tty; read() and write() then (atomic) */
 	/* (Here, in the bools' padding: an idle connection's whole cost is
 	 * its handle and its owner's record, so the handle stays small.) */
 	unsigned pending;	   /* io_uring: requests in flight + flags */
