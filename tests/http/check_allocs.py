@@ -23,13 +23,11 @@ import argparse
 import os
 import shutil
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_locks import calls_by_function, dump, free_port, self_test  # noqa: E402
+from check_locks import callgrind_httpd, self_test  # noqa: E402
 
 ALLOC = ("malloc", "calloc", "realloc", "free")
 
@@ -66,44 +64,20 @@ def main():
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("check_allocs: valgrind not installed: skipped")
         return 77
-    port = free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        server = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out.%p",
-             os.path.abspath(args.httpd), "--port", str(port), "--address", "127.0.0.1",
-             "--workers", "1", "--handler", "hello"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp,
-            # The path allocates the same on either backend; epoll, as
-            # check_locks.py does.
-            env=dict(os.environ, BATON_IO_BACKEND="epoll"))
+    # The path allocates the same on either backend (epoll, as check_locks).
+    with callgrind_httpd(args.httpd, 1, "check_allocs") as dump_counts:
+        # The first run opens the connections (a record and a handle
+        # each) and fills the caches; the second reuses them.
+        socks = [socket.create_connection(("127.0.0.1", dump_counts.port), timeout=60)
+                 for _ in range(args.connections)]
         try:
-            for _ in range(600):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-            else:
-                raise SystemExit("check_allocs: the server did not listen within 60 s")
-            # The first run opens the connections (a record and a handle
-            # each) and fills the caches; the second reuses them.
-            socks = [socket.create_connection(("127.0.0.1", port), timeout=60)
-                     for _ in range(args.connections)]
-            try:
-                serve(socks, args.requests // 3)
-                calls_by_function(dump(server.pid, tmp, "a"))
-                serve(socks, args.requests)
-                b = calls_by_function(dump(server.pid, tmp, "b"))
-            finally:
-                for s in socks:
-                    s.close()
+            serve(socks, args.requests // 3)
+            dump_counts("a")
+            serve(socks, args.requests)
+            b = dump_counts("b")
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            for s in socks:
+                s.close()
     bad = []
     for name in ALLOC:
         per = b.get(name, 0) / args.requests

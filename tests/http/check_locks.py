@@ -17,6 +17,7 @@ and valgrind only; bounded in time (every wait has a timeout). The check
 shows it can fail first: its parser must count a known call file right.
 """
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -117,6 +118,46 @@ def dump(pid, tmp, tag):
     raise SystemExit("check_locks: callgrind wrote no dump within 60 s")
 
 
+@contextlib.contextmanager
+def callgrind_httpd(httpd, workers, who):
+    """baton-httpd (hello handler, `workers` workers, epoll) under
+    callgrind, listening; yields a function that dumps the counts since the
+    last dump under a tag and returns calls_by_function's map of them (its
+    `port` attribute is the server's port). The server is stopped on the
+    way out, whatever happened."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out.%p",
+             os.path.abspath(httpd), "--port", str(port), "--address", "127.0.0.1",
+             "--workers", str(workers), "--handler", "hello"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp,
+            # valgrind does not follow io_uring's shared rings; what is
+            # counted is the server's, the same on either backend.
+            env=dict(os.environ, BATON_IO_BACKEND="epoll"))
+        try:
+            for _ in range(600):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            else:
+                raise SystemExit(f"{who}: the server did not listen within 60 s")
+
+            def dump_counts(tag):
+                return calls_by_function(dump(server.pid, tmp, tag))
+            dump_counts.port = port
+            yield dump_counts
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("httpd")
@@ -127,37 +168,12 @@ def main():
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("check_locks: valgrind not installed: skipped")
         return 77
-    port = free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        server = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out.%p",
-             os.path.abspath(args.httpd), "--port", str(port), "--address", "127.0.0.1", "--workers", "2",
-             "--handler", "hello"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp,
-            # valgrind does not follow io_uring's shared rings; the locks
-            # counted are the server's, the same on either backend.
-            env=dict(os.environ, BATON_IO_BACKEND="epoll"))
-        try:
-            for _ in range(600):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-            else:
-                raise SystemExit("check_locks: the server did not listen within 60 s")
-            first = args.requests // 6
-            serve(port, first)
-            a = calls_by_function(dump(server.pid, tmp, "a"))
-            serve(port, args.requests)
-            b = calls_by_function(dump(server.pid, tmp, "b"))
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+    with callgrind_httpd(args.httpd, 2, "check_locks") as dump_counts:
+        first = args.requests // 6
+        serve(dump_counts.port, first)
+        a = dump_counts("a")
+        serve(dump_counts.port, args.requests)
+        b = dump_counts("b")
     # Each dump holds the counts since the one before it (callgrind zeroes
     # them at a dump): b covers the N requests alone, a the first N/6
     # with start-up. Per request: b over N.
