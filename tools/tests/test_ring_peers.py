@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The C++ peers of the ring benchmark (docs/ring.md), run with tiny
-workloads: their output is the two JSON lines of docs/bench-format.md and
+"""The C++, CAF and Erlang peers of the ring benchmark (docs/ring.md), run
+with tiny workloads: their output is the two JSON lines of docs/bench-format.md and
 every round's message came back intact (the programs check it and print a
 ``"status": "failed"`` line otherwise). Correctness only: no figure is
 compared with anything.
@@ -11,6 +11,7 @@ The programs come from the bench build (``cmake --preset bench``), which
 import json
 import math
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -27,6 +28,10 @@ PEERS = {
     "boost-fiber": ["ring-boost-fiber", "--sched", "work-stealing"],
     "cpp20-1t": ["ring-cpp20"],
     "cpp20-pool": ["ring-cpp20-pool"],
+    "caf-1t": ["ring-caf", "--threads", "1"],
+    "caf": ["ring-caf", "--threads", "0"],
+    "erlang-1t": ["ring-erlang", "--schedulers", "1"],
+    "erlang": ["ring-erlang", "--schedulers", "0"],
 }
 
 
@@ -34,16 +39,22 @@ SOURCES = {
     "ring-boost-fiber": "boost_fiber.cpp",
     "ring-cpp20": "cpp20.cpp",
     "ring-cpp20-pool": "cpp20_pool.cpp",
+    "ring-caf": "caf/ring_caf.cpp",
+    "ring-erlang": "erlang/ring_erlang.erl",
 }
 PEERS_SRC = ROOT / "bench" / "ring" / "peers"
 
 
 def program(name):
     path = RING / name
+    if name == "ring-erlang" and shutil.which("erl") is None:
+        pytest.skip("erl not on PATH (erlang-base)")
     if not path.exists():
         pytest.skip(f"{path} not built (cmake --preset bench && cmake --build build/bench)")
+    # The script's program is the module it runs.
+    built = RING / "ring_erlang.beam" if name == "ring-erlang" else path
     newer = [src for src in (PEERS_SRC / SOURCES[name], PEERS_SRC / "ring_common.h")
-             if src.stat().st_mtime > path.stat().st_mtime]
+             if src.stat().st_mtime > built.stat().st_mtime]
     if newer:
         pytest.skip(f"{path} is older than {newer[0].name}: rebuild (cmake --build build/bench)")
     return path
@@ -122,3 +133,27 @@ def test_ring_manifest_names_the_pool_peer():
     assert impl.peer is True and impl.cmd[0] == "{build}/bench/ring/ring-cpp20-pool"
     assert ["baton-mt-stackful", "cpp20-pool"] in suite.pairs
     assert {"a": "baton-mt-stackful", "b": "cpp20-pool", "at_least": 1.5} in suite.targets
+
+
+@pytest.mark.parametrize("args", [["ring-caf", "--threads", "1"],
+                                  ["ring-erlang", "--schedulers", "1"]])
+def test_actor_peers_refuse_bad_arguments(args):
+    """A ring size that does not divide the coroutines, or a ring of one,
+    exits 2 and prints no JSON line."""
+    for bad in (["--n", "3", "--coroutines", "4", "--rounds", "1"],
+                ["--n", "1", "--coroutines", "4", "--rounds", "1"]):
+        proc = run(args + bad)
+        assert proc.returncode == 2 and proc.stdout == "", (bad, proc.stdout, proc.stderr)
+
+
+def test_ring_manifest_names_the_actor_peers():
+    """caf-1t, caf, erlang-1t and erlang close the impls, each paired with
+    baton on as many threads (no build needed)."""
+    from baton_bench.manifest import load_suite
+
+    suite = load_suite(ROOT / "bench" / "ring" / "suite.json")
+    assert list(suite.impls)[-4:] == ["caf-1t", "caf", "erlang-1t", "erlang"]
+    assert suite.impls["erlang"].requires == ["erl"]
+    for pair in (["baton-1t-stackful", "caf-1t"], ["baton-mt-stackful", "caf"],
+                 ["baton-1t-stackful", "erlang-1t"], ["baton-mt-stackful", "erlang"]):
+        assert pair in suite.pairs

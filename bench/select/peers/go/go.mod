@@ -1,0 +1,4 @@
+// SPDX-License-Identifier: MIT
+module baton/bench/select
+
+go 1.23
