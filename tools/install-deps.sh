@@ -8,8 +8,8 @@
 #   deb    what building and checking the Debian packages takes (make deb)
 #   docs   what building the man pages and HTML reference takes (make docs)
 #   test   and the test toolchain: cmocka, valgrind, clang, the AArch64 cross
-#          toolchain with qemu-user and arm64 cmocka, Spin, and Boost.Fiber
-#          for the ring peers' tests
+#          toolchain with qemu-user and arm64 cmocka, Spin, and Boost.Fiber,
+#          CAF and Erlang for the ring peers' tests
 #   bench  and the benchmarks' peers
 set -eu
 what=${1:-test}
@@ -19,14 +19,15 @@ pkgs="build-essential cmake ninja-build pkg-config python3-venv
       chicken-bin libchicken-dev liblua5.4-dev lua5.4 liburing-dev"
 # Test: cmocka, valgrind, clang (the fuzzer), Spin, the AArch64 cross
 # toolchain with qemu-user, arm64 cmocka (multiarch) for the cross tests,
-# and what the C++ ring peers checked by tools/tests/test_ring_peers.py
-# build with (g++, Boost.Fiber).
+# and what the ring peers checked by tools/tests/test_ring_peers.py build
+# and run with (g++, Boost.Fiber, CAF, Erlang).
 case $what in httpd | deb | docs) ;;
 soak)
 	pkgs="$pkgs libcmocka-dev" ;;
 *)
 	pkgs="$pkgs libcmocka-dev valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-	      qemu-user spin clang libclang-rt-14-dev g++ libboost-fiber-dev" ;;
+	      qemu-user spin clang libclang-rt-14-dev g++ libboost-fiber-dev libcaf-dev
+	      erlang-base" ;;
 esac
 # Packages (make deb, and make test's package tests): debhelper and
 # dpkg-dev build them, help2man writes the man page, lintian checks them.
@@ -40,8 +41,8 @@ case $what in test | deb | docs)
 esac
 # Benchmarks: the peers of docs/ and bench/*/suite.json.
 if [ "$what" = bench ]; then
-	pkgs="$pkgs g++ libboost-context-dev libboost-fiber-dev luajit2 libck-dev liburcu-dev
-	      nginx libnginx-mod-http-lua guile-3.0 h2o wrk apache2-utils"
+	pkgs="$pkgs g++ libboost-context-dev libboost-fiber-dev libcaf-dev erlang-base luajit2
+	      libck-dev liburcu-dev nginx libnginx-mod-http-lua guile-3.0 h2o wrk apache2-utils"
 fi
 
 missing=""
