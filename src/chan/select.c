@@ -21,9 +21,9 @@
  * busy workers most of a select was spent in locks and the time a run took
  * depended on how often the two workers met there. In the select suite
  * (docs/select.md: 8 producers filling 4 buffered channels, 2 consumers
- * selecting over all 4, 2 workers) the buffered runs went from about 4 M
- * to about 12 M messages per second, and from 4.4 M to 12 M per CPU
- * second.
+ * selecting over all 4, 2 workers), 40 runs alternated with and without
+ * step 1 took a contended lock 24,700 times against 145,000 at the median
+ * and ran at 8.2 M messages per second against 3.8 M.
  */
 #include <stdbool.h>
 #include <stdlib.h>
