@@ -64,9 +64,9 @@ static unsigned next_random(void)
 	return state;
 }
 
-/* BATON_EINVAL for bad arguments; *needs_owner is set when a case receives from
- * a single-receiver channel (`single` is fixed at creation: read unlocked),
- * whose owner check needs every channel locked (step 2). */
+/* BATON_EINVAL for bad arguments. *needs_owner is set when a case
+ * receives from a single-receiver channel (`single` is fixed at creation:
+ * read unlocked), whose owner check needs every channel locked (step 2). */
 static int validate(const struct baton_chan_op *ops, size_t n, size_t *index,
 		    bool *needs_owner)
 {
