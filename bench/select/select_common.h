@@ -9,6 +9,7 @@
 #include "../ring/peers/ring_common.h" /* rc_parse_pos, rc_now_ns, rc_cmp_double */
 
 #define SEL_MAX_CHANNELS 64
+#define SEL_MAX_RUNS 1024 /* the most --runs */
 
 struct sel_opts {
 	long workers, producers, consumers, channels, messages, capacity;
@@ -65,6 +66,8 @@ static void sel_parse_args(int argc, char **argv, struct sel_opts *o)
 	}
 	if (o->channels > SEL_MAX_CHANNELS)
 		rc_bad(prog, "--channels is at most 64");
+	if (o->runs > SEL_MAX_RUNS)
+		rc_bad(prog, "--runs is at most 1024");
 }
 
 static void sel_params(const struct sel_opts *o)
@@ -79,10 +82,8 @@ static void sel_report(const char *impl, int peer, const struct sel_opts *o,
 		       const double *samples)
 {
 	long n = o->runs;
-	double s[1024];
+	double s[SEL_MAX_RUNS];
 
-	if (n > 1024)
-		n = 1024;
 	memcpy(s, samples, (size_t)n * sizeof(*s));
 	qsort(s, (size_t)n, sizeof(*s), rc_cmp_double);
 	printf("{\"suite\":\"select\",\"impl\":\"%s\",\"peer\":%s,\"metric\":\"msgs_per_s\","
