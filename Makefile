@@ -58,7 +58,7 @@ $(VENV)/.bench-stamp: tools/pyproject.toml
 # The test matrix is data: the workflow presets ci-* of CMakePresets.json
 # (configure, build and test each configuration: native, ASan+UBSan, TSan
 # on the tests labelled threads, ucontext on the unit tests, AArch64 under
-# qemu; and the C++ ring peers), run in their order. `cmake --workflow
+# qemu; and the ring peers and select-baton that tools/tests runs), run in their order. `cmake --workflow
 # --preset ci-NAME` runs one of them alone.
 CI_WORKFLOWS = $(shell python3 -c 'import json; \
 	print(" ".join(w["name"] for w in json.load(open("CMakePresets.json"))["workflowPresets"] \
@@ -75,7 +75,7 @@ test: deps-test $(VENV)/.test-stamp
 	# (the default where the kernel has it) for the ASan one.
 	BATON_IO_BACKEND=epoll $(PY) -m pytest -q -p no:cacheprovider tests/http --httpd $(BUILD)/native/baton-httpd
 	BATON_IO_BACKEND=io_uring $(PY) -m pytest -q -p no:cacheprovider tests/http --httpd $(BUILD)/asan/baton-httpd
-	# The Python tooling, with the C++ ring peers (ci-bench-peers) that
+	# The Python tooling, with the ring peers and select-baton (ci-bench-peers) that
 	# tools/tests/test_ring_peers.py runs (correctness, not speed).
 	$(PY) -m pytest -q -p no:cacheprovider tools/tests
 	# The packages as a user gets them (tests/packaging): make deb, then the
