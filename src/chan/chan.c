@@ -261,6 +261,8 @@ static __attribute__((noinline)) int send_general(struct baton_chan *ch,
 		baton__wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
+	if (t->cancellable) /* unlinked by wait.c if cancelled: see there */
+		baton__chan_pin_waiter(ch, t->owner, t);
 	return baton__wait_one_held(t, &ch->sendq, &ch->lock, held,
 				    &(struct baton_wait_carry){ .value = value },
 				    timeout_ns);
@@ -280,10 +282,13 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 		return rc;
 	}
 	rc = baton__chan_try_recv_locked(ch, &v, &wl);
-	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
+	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0) {
+		if (t->cancellable) /* as in send_general */
+			baton__chan_pin_waiter(ch, t->owner, t);
 		return baton__wait_one_held(t, &ch->recvq, &ch->lock, held,
 					    &(struct baton_wait_carry){ .received = value },
 					    timeout_ns);
+	}
 	baton__spin_unlock(held);
 	baton__wakelist_run(&wl);
 	if (rc == BATON_CHAN_BLOCK)
@@ -455,7 +460,7 @@ recv_any(struct baton_chan *ch, void **value, int64_t timeout_ns)
 	 * switch, in registers it saves: taking the wait out of line into a
 	 * smaller frame measured 7 instructions more per hop, not fewer.) */
 	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
-			 timeout_ns < 0))
+			 timeout_ns < 0 && !t->cancellable)) /* general: pins */
 		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held,
 					      &(struct baton_wait_carry){ .received = value },
 					      -1);

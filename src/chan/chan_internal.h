@@ -167,6 +167,28 @@ static inline baton_spinlock_t *baton__chan_lock_try(struct baton_chan *ch,
 	return NULL;
 }
 
+/* Before a task of worker `self` parks through baton__wait_park (a select,
+ * a timed or cancellable wait) with a waiter in ch, ch's lock held: if ch
+ * is biased to self, or self's candidate (which only self can promote),
+ * keep the task on self until its waiters are unlinked. Its cleanup (step
+ * 4 of wait.h) takes the raw `lock`, which only self's thread may do on a
+ * channel biased to self: self's tasks hold `own` instead, and a task that
+ * followed its waker to worker V would edit the wait queues alongside
+ * them. Every other state is settled (SHARED) or becomes SHARED at
+ * anybody else's use, under `lock`, which then excludes everybody. */
+static inline void baton__chan_pin_waiter(struct baton_chan *ch,
+					  struct baton_worker *self,
+					  struct baton_task *t)
+{
+	/* Relaxed: under `lock` or `own`; only self's thread stores self or
+	 * self's candidate, and only self can turn the candidate into self. */
+	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_RELAXED);
+
+	if (self && (b == (uintptr_t)self ||
+		     b == ((uintptr_t)self | BATON_CHAN_CANDIDATE)))
+		t->wait_timed = true; /* wait.c: not moved before step 4 */
+}
+
 /* Outcome of one non-blocking step. */
 enum {
 	BATON_CHAN_BLOCK = 1, /* would block: nothing happened */

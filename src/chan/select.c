@@ -193,6 +193,10 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 		return BATON_ENOMEM;
 	}
 	baton__wait_begin(t);
+	/* Our waiters are unlinked after the park under each channel's raw
+	 * `lock` (wait.c): not on another worker while one is biased to us. */
+	for (size_t i = 0; i < m; i++)
+		baton__chan_pin_waiter(chans[i], self, t);
 	for (size_t i = 0; i < n; i++) {
 		struct baton_chan *ch = ops[i].chan;
 		struct baton_waiter *w = baton__wait_add(

@@ -125,7 +125,9 @@ struct baton_task {
 	struct baton_worker *owner; /* the worker that runs it next */
 	uint32_t wait_state;	    /* enum baton_wait_state (wait.h) */
 	bool wait_solo;		    /* one waiter, no timeout: one claimant */
-	bool wait_timed;	    /* parked with a timeout on owner's heap */
+	bool wait_timed;	    /* parked with a timeout on owner's heap, or
+				     * pinned there until its waiters are
+				     * unlinked (wait.c): not moved */
 	bool pinned;		    /* copy-stack and started: cannot migrate */
 	bool bound;		    /* BATON_TASK_BOUND: never migrates */
 	bool copystack;		    /* its coroutine's model */

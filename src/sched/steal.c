@@ -18,9 +18,12 @@
 /* How long a thief waits for an answer before looking again (ns). */
 #define BATON_STEAL_WAIT_NS 50000
 
+/* Not a task with a timeout on our heap, nor one that must unlink its
+ * waiters here (wait_timed: a channel biased to us, wait.c). */
 static bool movable(const struct baton_task *t)
 {
-	return !t->pinned && !t->bound && t->timeout.index == SIZE_MAX;
+	return !t->pinned && !t->bound && t->timeout.index == SIZE_MAX &&
+	       !t->wait_timed;
 }
 
 void baton__steal_serve(struct baton_worker *w)

@@ -128,8 +128,11 @@ void baton__wait_parked_cancellable(struct baton_worker *w,
 int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
 {
 	struct baton_worker *w = t->owner;
+	/* A primitive may have set wait_timed already (false at rest): its
+	 * waiters must be unlinked on this worker (baton__chan_pin_waiter). */
+	bool pinned = t->wait_timed;
 
-	t->wait_timed = timeout_ns >= 0;
+	t->wait_timed = pinned || timeout_ns >= 0;
 	if (BATON_UNLIKELY(t->cancellable) && cancelled_before_park(t))
 		goto done;
 	if (timeout_ns >= 0) {
@@ -145,7 +148,7 @@ int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
 					baton__spin_unlock(t->locks[i]);
 				goto done;
 			}
-			t->wait_timed = false;
+			t->wait_timed = pinned;
 		}
 	}
 	baton__sched_task_after(t, t->cancellable ? BATON_AFTER_PARK_CANCELLABLE

@@ -302,6 +302,92 @@ static void test_foreign_users(void **state)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
+/* --- a waiter in a channel biased to its worker is unlinked there --------- */
+/* A task parked in an untimed select with a waiter in a channel biased to
+ * its worker W0, woken through another channel from W1, must not follow
+ * its waker to W1: it unlinks its waiter under the raw `lock`, while W0's
+ * tasks take the biased `own` (baton__chan_pin_waiter). The same for a
+ * cancellable receive cancelled from W1. A task of W0 hammers the biased
+ * channel meanwhile. Meaningful where channels are biased (not under
+ * TSan, where everything is shared and the task may move). */
+static baton_chan_t *pin_a, *pin_b;
+static baton_task_t *pin_cancel_me;
+static int pin_phase, pin_done;
+static struct baton_worker *pin_w0, *pin_after_select, *pin_after_cancel;
+
+static void pin_hammer(void *arg)
+{
+	(void)arg;
+	/* Acquire/relaxed: a flag polled across workers. */
+	while (!__atomic_load_n(&pin_done, __ATOMIC_ACQUIRE)) {
+		TC_CHECK_RC(baton_chan_recv(pin_a, NULL, 0), BATON_EAGAIN);
+		baton_sched_yield();
+	}
+}
+
+static void pin_selector(void *arg)
+{
+	struct baton_chan_op ops[2] = {
+		{ .chan = pin_a, .dir = BATON_CHAN_RECV },
+		{ .chan = pin_b, .dir = BATON_CHAN_RECV },
+	};
+	size_t idx = 9;
+
+	(void)arg;
+	pin_w0 = baton__worker_get();
+	warm(pin_a);
+	TC_CHECK_RC(baton_chan_select(ops, 2, -1, &idx), BATON_OK);
+	TC_CHECK(idx == 1 && ops[1].result == BATON_OK);
+	pin_after_select = baton__worker_get();
+	/* Now a cancellable untimed receive on the biased channel. */
+	pin_cancel_me = baton_task_handle();
+	__atomic_store_n(&pin_phase, 1, __ATOMIC_RELEASE);
+	TC_CHECK_RC(baton_chan_recv(pin_a, NULL, -1), BATON_ECANCELED);
+	pin_after_cancel = baton__worker_get();
+	__atomic_store_n(&pin_done, 1, __ATOMIC_RELEASE);
+}
+
+static void pin_waker(void *arg)
+{
+	(void)arg;
+	/* An unbuffered try send succeeds only once the selector is parked. */
+	while (baton_chan_send(pin_b, (void *)1, 0) != BATON_OK)
+		baton_sched_yield();
+	while (!__atomic_load_n(&pin_phase, __ATOMIC_ACQUIRE))
+		baton_sched_yield();
+	/* Let it park (a cancel before the park is seen by it as well). */
+	for (int i = 0; i < 1000; i++)
+		baton_sched_yield();
+	TC_CHECK_RC(baton_task_cancel(pin_cancel_me), BATON_OK);
+}
+
+static void test_waiter_stays_with_bias(void **state)
+{
+	baton_sched_t *s = tc_sched(2);
+	struct baton_task_attr a0 = tc_tattr(state, 0);
+	struct baton_task_attr b0 = bound(state, 0), b1 = bound(state, 1);
+
+	tc_reset();
+	tc_watchdog_phase(60, "select and cancel woken from another worker");
+	pin_phase = pin_done = 0;
+	pin_w0 = pin_after_select = pin_after_cancel = NULL;
+	assert_int_equal(baton_chan_create(&pin_a, 0), BATON_OK);
+	assert_int_equal(baton_chan_create(&pin_b, 0), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, &a0, pin_selector, NULL), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, &b0, pin_hammer, NULL), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, &b1, pin_waker, NULL), BATON_OK);
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	TC_VERDICT();
+	if (baton__barrier_available()) {
+		assert_ptr_equal(pin_after_select, pin_w0);
+		assert_ptr_equal(pin_after_cancel, pin_w0);
+		assert_int_equal(baton__chan_bias_state(pin_a), BIASED);
+	}
+	assert_int_equal(baton_chan_destroy(pin_a), BATON_OK);
+	assert_int_equal(baton_chan_destroy(pin_b), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +395,7 @@ int main(void)
 		TC_MODEL_TESTS(test_second_user_early),
 		TC_MODEL_TESTS(test_handover),
 		TC_MODEL_TESTS(test_foreign_users),
+		TC_MODEL_TESTS(test_waiter_stays_with_bias),
 	};
 
 	return cmocka_run_group_tests_name("chan_bias", tests, NULL, NULL);
