@@ -28,10 +28,31 @@
 
 #define BATON_LUA_SPARE_THREADS 16
 
+/* What one run's allocations hold (baton_lua_create_ex's
+ * BATON_LUA_ACCOUNT): a slot of the state's table, named by each block's
+ * header together with the slot's generation, so that a block freed after
+ * its run ended is credited to nobody. */
+struct baton_lua_account {
+	size_t live;	 /* bytes of the blocks it holds now */
+	size_t peak;	 /* the most it held */
+	size_t budget;	 /* 0: none */
+	uint32_t gen;	 /* bumped when the slot is given back */
+	uint32_t next;	 /* the free list */
+	bool refused;	 /* an allocation was refused for the budget */
+};
+
 struct baton_lua {
 	baton_seq_t *seq;
 	lua_State *L; /* used only on the sequencer's stack */
 	int open_rc;
+	unsigned flags;	   /* baton_lua_create_ex's */
+	/* The allocator's counts, written on the sequencer's stack only. */
+	size_t mem_total;  /* bytes Lua holds (headers not counted) */
+	struct baton_lua_account *acct; /* [0] is nobody's */
+	uint32_t nacct, acct_cap, acct_free;
+	uint32_t cur;	   /* the account charged now; 0: none */
+	bool warn_on;	   /* warn("@on") */
+	bool warn_cont;	   /* a warning is being continued */
 	/* Finished task coroutines kept for the next run (registry refs). */
 	lua_State *spare[BATON_LUA_SPARE_THREADS];
 	int spare_ref[BATON_LUA_SPARE_THREADS];
@@ -86,6 +107,10 @@ struct baton_lua_task {
 	int nargs;     /* values for the next resume, on co's stack */
 	bool finished;
 	bool in_task;  /* the caller is a scheduler task: waits may park */
+	uint32_t acct; /* its account (BATON_LUA_ACCOUNT), or 0 */
+	int64_t cpu_ns;	       /* slice time so far */
+	unsigned long slices;
+	int stopped;	       /* BATON_LUA_STOP_* once a limit stopped it */
 	int rc;
 	struct baton_lua_value *err;
 	struct baton_lua_op op;
@@ -93,6 +118,30 @@ struct baton_lua_task {
 
 /* baton_lua.c: a malloc'd copy of p[0..len) as a string value. */
 int baton__lua_set_string(struct baton_lua_value *v, const char *p, size_t len);
+/* baton_lua.c, on the stack: a fresh account with this budget (0 when the
+ * state does not account, or no memory for the table), and its end. */
+uint32_t baton__lua_account_open(struct baton_lua *bl, size_t budget);
+void baton__lua_account_close(struct baton_lua *bl, uint32_t slot, size_t *peak, bool *refused);
+
+/* lua_slice.c: the slice clock of the calling thread (a timer and a
+ * signal, no hook while a slice runs). begin before resuming co for a
+ * slice of t that is due at `end` (INT64_MAX: never; `period`: how often
+ * to look again once it overruns), end after. enter/leave around a
+ * resume of another coroutine from the slice (the coroutine library),
+ * so that the hook goes to the one that runs. */
+int64_t baton__lua_now(void);
+int baton__lua_slice_signal(void);
+void baton__lua_slice_begin(struct baton_lua_task *t, lua_State *co, int64_t now, int64_t end,
+			    int64_t period);
+void baton__lua_slice_end(lua_State *co);
+lua_State *baton__lua_slice_enter(lua_State *co);
+void baton__lua_slice_leave(lua_State *co, lua_State *prev);
+/* Time the current slice has run (0 outside one). */
+int64_t baton__lua_slice_elapsed(int64_t now);
+
+/* lua_run.c: why the run must stop now (its deadline passed, its CPU
+ * budget is used up: a message), or NULL; *rc gets the run's result. */
+const char *baton__lua_task_stop(struct baton_lua_task *t, int64_t now, int *rc);
 
 /* lua_lib.c: open the `baton` library in L (a global table). Raises. */
 int baton__lua_open_lib(lua_State *L);
