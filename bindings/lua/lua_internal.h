@@ -108,6 +108,7 @@ struct baton_lua_task {
 	bool finished;
 	bool in_task;  /* the caller is a scheduler task: waits may park */
 	uint32_t acct; /* its account (BATON_LUA_ACCOUNT), or 0 */
+	int64_t slice_ns;      /* its next slice's time (see lua_run.c) */
 	int64_t cpu_ns;	       /* slice time so far */
 	unsigned long slices;
 	int stopped;	       /* BATON_LUA_STOP_* once a limit stopped it */
@@ -138,6 +139,10 @@ lua_State *baton__lua_slice_enter(lua_State *co);
 void baton__lua_slice_leave(lua_State *co, lua_State *prev);
 /* Time the current slice has run (0 outside one). */
 int64_t baton__lua_slice_elapsed(int64_t now);
+/* Steps run on the calling thread so far (any state): a run that yielded
+ * at a slice's end compares it before and after, to see whether another
+ * run took the worker meanwhile. */
+unsigned long baton__lua_thread_steps(void);
 
 /* lua_run.c: why the run must stop now (its deadline passed, its CPU
  * budget is used up: a message), or NULL; *rc gets the run's result. */

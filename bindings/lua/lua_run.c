@@ -19,6 +19,16 @@
  * refused memory is followed by a full collection, so that what it held
  * goes back at once.
  *
+ * A slice's end costs a timer signal (a few to tens of microseconds on a
+ * virtual machine), which buys nothing when no other task wants the
+ * worker. So a run that yields at a slice's end and gets the worker back
+ * at once (its yield took under SLICE_ALONE_NS and no other Lua step ran on
+ * the thread meanwhile) doubles its next slice, up to SLICE_STRETCH_MAX
+ * times the slice it was given; the first time another task ran in
+ * between, it is back to the given slice. A computation alone on its
+ * worker then costs one slice end per 8 ms (by default), and a request
+ * that arrives beside it waits at most that long for its first turn.
+ *
  * Coroutines that ended normally are kept (a few per state) for the next
  * run: a new thread per call costs as much as a small handler.
  */
@@ -29,6 +39,9 @@
 #include <baton/sched.h>
 
 #include "lua_internal.h"
+
+#define SLICE_STRETCH_MAX 8
+#define SLICE_ALONE_NS 20000 /* a yield back this fast found nobody else */
 
 struct baton_lua_task *baton__lua_task_of(lua_State *L)
 {
@@ -205,7 +218,7 @@ static int64_t slice_end(const struct baton_lua_task *t, int64_t now)
 	int64_t end = INT64_MAX;
 
 	if (t->r->slice_ns >= 0)
-		end = now + (t->r->slice_ns ? t->r->slice_ns : BATON_LUA_SLICE_DEFAULT_NS);
+		end = now + t->slice_ns;
 	if (t->r->deadline > 0 && t->r->deadline < end)
 		end = t->r->deadline;
 	if (t->r->cpu_ns > 0 && now + (t->r->cpu_ns - t->cpu_ns) < end)
@@ -326,6 +339,7 @@ static void *step(void *arg)
 int baton_lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_lua_value *err)
 {
 	struct baton_lua_task t;
+	int64_t base;
 	int rc;
 
 	if (bl == NULL || r == NULL || r->start == NULL || r->finish == NULL)
@@ -346,15 +360,29 @@ int baton_lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_l
 	t.rc = BATON_OK;
 	t.err = err;
 	t.in_task = baton_sched_self() != NULL;
+	base = r->slice_ns > 0 ? r->slice_ns : BATON_LUA_SLICE_DEFAULT_NS;
+	t.slice_ns = base;
 	for (;;) {
 		rc = baton_seq_call(bl->seq, step, &t, NULL);
 		if (rc != BATON_OK)
 			return rc; /* only before the first step: nothing started */
 		if (t.finished)
 			return t.rc;
-		if (t.op.kind != LOP_NONE)
+		if (t.op.kind != LOP_NONE) {
 			baton__lua_op_run(&t.op, t.in_task); /* parks this task only */
-		else if (t.in_task)
+			t.slice_ns = base;
+		} else if (t.in_task) {
+			unsigned long steps = baton__lua_thread_steps();
+			int64_t t0 = baton__lua_now();
+
 			baton_sched_yield(); /* a slice is over: the worker's others */
+			if (baton__lua_now() - t0 < SLICE_ALONE_NS &&
+			    baton__lua_thread_steps() == steps) {
+				if (t.slice_ns < base * SLICE_STRETCH_MAX)
+					t.slice_ns *= 2; /* alone: end less often */
+			} else {
+				t.slice_ns = base;
+			}
+		}
 	}
 }

@@ -68,6 +68,12 @@ struct slice_clock {
 };
 
 static __thread struct slice_clock clock_tls;
+static __thread unsigned long thread_steps;
+
+unsigned long baton__lua_thread_steps(void)
+{
+	return thread_steps;
+}
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_key_t timer_key;
@@ -200,6 +206,7 @@ void baton__lua_slice_begin(struct baton_lua_task *t, lua_State *co, int64_t now
 {
 	struct slice_clock *c = &clock_tls; /* first touched here, not in the handler */
 
+	thread_steps++;
 	c->task = t;
 	c->end = end;
 	c->period = period > 0 ? period : BATON_LUA_SLICE_DEFAULT_NS;
