@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <baton/http.h>
+#include <baton/sched.h>
 
 /* A request's budgets in a Lua or Scheme handler (docs/httpd.md, Limits):
  * CPU, the time it computes (Lua: its slices; Scheme: its calls into the
@@ -49,6 +50,8 @@ struct httpd_handler_opts {
 	struct httpd_limits limits;	/* --handler-cpu, --handler-memory */
 	const struct httpd_route_limits *routes; /* --route-limits, nroutes of them */
 	size_t nroutes;
+	size_t lua_max_timers;		/* pending baton.after/every per state; 0 = default */
+	baton_sched_t *sched;		/* runs the timers a Lua file sets as it loads */
 };
 
 #define HTTPD_MAX_RESPONSE_BODY_DEFAULT ((size_t)16 << 20)
@@ -107,6 +110,9 @@ static inline bool httpd_request_expired(const struct baton_http_req *req)
 void *httpd_lua_load(const struct httpd_handler_opts *opts);
 int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 void httpd_lua_unload(void *ctx);
+/* Cancel the pending baton.after/every timers of a loaded Lua handler and
+ * stop their running calls (reload, shutdown); new ones are refused. */
+void httpd_lua_stop_timers(void *ctx);
 
 void *httpd_scheme_load(const struct httpd_handler_opts *opts);
 int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);

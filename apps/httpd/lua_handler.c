@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -88,9 +89,27 @@ static void *load_on_stack(lua_State *L, void *arg)
 	return j;
 }
 
-/* A state of its own, with FILE run in it. */
-static int load_vm(struct lua_vm *vm, const char *file, unsigned i, unsigned flags)
+/* A timer callback failed: one line, as a handler's error. */
+static void timer_error(void *arg, const char *msg)
 {
+	const char *file = arg;
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "baton-httpd: lua timer %s: error: %s\n", file, msg);
+
+	if (n > (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 1, line[n - 1] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* nowhere else to say it */
+	}
+}
+
+/* A state of its own, with FILE run in it. `worker`: the one it serves
+ * (its timers run there), or -1 for the shared state. */
+static int load_vm(struct lua_vm *vm, const struct httpd_handler_opts *o, unsigned i, int worker,
+		   unsigned flags)
+{
+	const char *file = o->file;
+	struct baton_lua_tasks_attr ta = BATON_LUA_TASKS_ATTR_INIT;
 	struct baton_seq_attr sa;
 	struct load_job j = { file, LUA_NOREF, "" };
 	char name[32];
@@ -103,6 +122,16 @@ static int load_vm(struct lua_vm *vm, const char *file, unsigned i, unsigned fla
 		fprintf(stderr, "baton-httpd: cannot create a Lua state\n");
 		return -1;
 	}
+	/* Timers: the same slices and budgets as a handler, no deadline. */
+	ta.sched = o->sched;
+	ta.worker = worker;
+	ta.max_timers = o->lua_max_timers;
+	ta.slice_ns = o->lua_slice_ns;
+	ta.cpu_ns = o->limits.cpu_ns;
+	ta.mem_bytes = (flags & BATON_LUA_ACCOUNT) ? o->limits.mem_bytes : 0;
+	ta.error = timer_error;
+	ta.error_arg = (void *)file;
+	baton_lua_set_tasks(vm->bl, &ta);
 	if (baton_lua_with(vm->bl, load_on_stack, &j, &ok) != BATON_OK || ok == NULL) {
 		fprintf(stderr, "baton-httpd: lua: %s\n", j.err[0] ? j.err : "load failed");
 		baton_lua_destroy(vm->bl);
@@ -119,9 +148,22 @@ void httpd_lua_unload(void *ctx)
 
 	if (h == NULL)
 		return;
-	for (unsigned i = 0; i < h->n; i++)
-		baton_lua_destroy(h->vm[i].bl);
+	for (unsigned i = 0; i < h->n; i++) {
+		/* Waits for its timers' and threads' tasks to end (they were
+		 * cancelled); a state whose tasks do not end is left as it is. */
+		if (baton_lua_destroy(h->vm[i].bl) != BATON_OK)
+			fprintf(stderr, "baton-httpd: a Lua state's background tasks did not end: "
+				"it is left open\n");
+	}
 	free(h);
+}
+
+void httpd_lua_stop_timers(void *ctx)
+{
+	struct lua_handler *h = ctx;
+
+	for (unsigned i = 0; h != NULL && i < h->n; i++)
+		baton_lua_cancel_tasks(h->vm[i].bl, 0);
 }
 
 void *httpd_lua_load(const struct httpd_handler_opts *opts)
@@ -137,7 +179,7 @@ void *httpd_lua_load(const struct httpd_handler_opts *opts)
 	h->max_response_body = opts->max_response_body;
 	h->opts = opts;
 	for (; h->n < n; h->n++) {
-		if (load_vm(&h->vm[h->n], opts->file, h->n,
+		if (load_vm(&h->vm[h->n], opts, h->n, n == 1 ? -1 : (int)h->n,
 			    httpd_limits_any_memory(opts) ? BATON_LUA_ACCOUNT : 0) != 0) {
 			httpd_lua_unload(h);
 			return NULL;

@@ -63,6 +63,8 @@ static void usage(FILE *f)
 		"                           (\"not enough memory\", a 500) (default 64M; 0 = none)\n"
 		"  --route-limits PREFIX cpu=TIME,memory=BYTES  the budgets of the requests whose\n"
 		"                           path starts with PREFIX (longest prefix wins; repeat)\n"
+		"  --lua-max-timers N       pending baton.after/baton.every timers per Lua state;\n"
+		"                           past it they return nil, \"too many pending timers\" (1024)\n"
 		"  --scheme-eval            interpret the Scheme FILE with eval instead of compiling it\n"
 		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 (16777216)\n"
 		"  --static DIR             serve GET/HEAD files under DIR before the handler, never\n"
@@ -248,6 +250,7 @@ struct signal_ctx {
 	baton_http_server_t *srv, *admin;
 	const char *kind;    /* the handler, for SIGHUP's reload */
 	const struct httpd_handler_opts *ho;
+	void *ctx;	     /* the handler's context now (its Lua timers) */
 	long drain_ms;	     /* --drain-timeout */
 	pthread_mutex_t lock;
 	pthread_cond_t ended_cond;
@@ -298,6 +301,18 @@ static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 			struct baton_http_server_attr *a);
 static void unload_handler(const char *kind, void *ctx);
 
+/* A Lua handler's timers (baton.after, baton.every): cancelled on reload
+ * and shutdown. */
+static void stop_timers(const char *kind, void *ctx)
+{
+#if BATON_HTTPD_LUA
+	if (!strcmp(kind, "lua"))
+		httpd_lua_stop_timers(ctx);
+#endif
+	(void)kind;
+	(void)ctx;
+}
+
 /* How long a reload waits for the requests still on the old handler
  * before it leaves its release to them (the server releases it after
  * their end, or at exit). */
@@ -319,8 +334,13 @@ static void reload(struct signal_ctx *sc)
 		fprintf(stderr, "baton-httpd: reload failed: the running handler stays\n");
 		return;
 	}
+	/* The old handler's timers end now: its requests in flight finish on
+	 * it, but nothing new starts there. */
+	stop_timers(sc->kind, sc->ctx);
 	rc = baton_http_server_set_handler(sc->srv, na.handler, na.ctx, na.release,
 					   RELOAD_WAIT_NS);
+	if (rc == BATON_OK || rc == BATON_ETIMEDOUT)
+		sc->ctx = na.ctx;
 	if (rc == BATON_OK) {
 		fprintf(stderr, "baton-httpd: reloaded\n");
 	} else if (rc == BATON_ETIMEDOUT) {
@@ -352,6 +372,7 @@ static void *signal_thread(void *arg)
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 		baton_http_server_shutdown(sc->srv);
+		stop_timers(sc->kind, sc->ctx); /* pending timers would keep the run alive */
 		if (sc->admin)
 			baton_http_server_shutdown(sc->admin);
 		await_drain(sc);
@@ -413,7 +434,7 @@ int main(int argc, char **argv)
 	baton_io_backend_t io = BATON_IO_AUTO;
 	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT, 0,
 					 { HTTPD_CPU_BUDGET_DEFAULT_NS, HTTPD_MEM_BUDGET_DEFAULT },
-					 NULL, 0 };
+					 NULL, 0, 0, NULL };
 	const char *kind = "hello";
 	struct signal_ctx sc = { .drain_ms = 30000 };
 	baton_sched_t *s;
@@ -470,6 +491,8 @@ int main(int argc, char **argv)
 			ho.limits.cpu_ns = parse_time_opt(o, v);
 		} else if (!strcmp(o, "--handler-memory")) {
 			ho.limits.mem_bytes = parse_size_opt(o, v);
+		} else if (!strcmp(o, "--lua-max-timers")) {
+			ho.lua_max_timers = (size_t)parse_num(o, v, 1, 10000000);
 		} else if (!strcmp(o, "--route-limits")) {
 			add_route(&ho, v, i + 2 < argc ? argv[i + 2] : NULL);
 			i++;
@@ -561,6 +584,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ho.workers = (unsigned)baton_sched_workers(s);
+	ho.sched = s;
 	if (load_handler(kind, &ho, &a) != 0) {
 		baton_sched_destroy(s);
 		return 1;
@@ -573,6 +597,7 @@ int main(int argc, char **argv)
 	sigaddset(&sc.set, SIGHUP);
 	sc.kind = kind;
 	sc.ho = &ho;
+	sc.ctx = a.ctx;
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 

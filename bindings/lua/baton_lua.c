@@ -254,7 +254,8 @@ static void *open_state(void *arg)
 	/* The main thread's extra space is what new threads copy: no run. */
 	*(void **)lua_getextraspace(bl->L) = NULL;
 	lua_pushcfunction(bl->L, baton__lua_open_lib);
-	if (lua_pcall(bl->L, 0, 0, 0) != LUA_OK) {
+	lua_pushlightuserdata(bl->L, bl);
+	if (lua_pcall(bl->L, 1, 0, 0) != LUA_OK) {
 		lua_close(bl->L);
 		bl->L = NULL;
 		bl->open_rc = BATON_ENOMEM;
@@ -285,6 +286,10 @@ int baton_lua_create_ex(baton_lua_t **out, const struct baton_seq_attr *attr, un
 	if (bl == NULL)
 		return BATON_ENOMEM;
 	bl->flags = flags;
+	if ((rc = baton__lua_bg_init(bl)) != BATON_OK) {
+		free(bl);
+		return rc;
+	}
 	a.init = open_state;
 	a.init_arg = bl;
 	rc = baton_seq_create(&bl->seq, &a);
@@ -293,6 +298,7 @@ int baton_lua_create_ex(baton_lua_t **out, const struct baton_seq_attr *attr, un
 		rc = bl->open_rc;
 	}
 	if (rc != BATON_OK) {
+		baton__lua_bg_destroy(bl);
 		free(bl);
 		return rc;
 	}
@@ -516,6 +522,12 @@ int baton_lua_destroy(baton_lua_t *bl)
 		return BATON_OK;
 	if (baton_seq_on_stack(bl->seq))
 		return BATON_EBUSY;
+	/* Its background tasks first: they use the state. */
+	rc = baton_lua_cancel_tasks(bl, 1);
+	if (rc != BATON_OK)
+		return rc;
+	if (!baton__lua_bg_quiet(bl))
+		return BATON_EBUSY;
 	rc = baton_seq_call(bl->seq, do_close, bl, NULL);
 	if (rc != BATON_OK)
 		return rc;
@@ -523,6 +535,7 @@ int baton_lua_destroy(baton_lua_t *bl)
 	if (rc != BATON_OK)
 		return rc;
 	free(bl->acct);
+	baton__lua_bg_destroy(bl);
 	free(bl);
 	return BATON_OK;
 }

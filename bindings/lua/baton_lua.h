@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 
+#include <baton/sched.h>
 #include <baton/seq.h>
 
 #ifdef __cplusplus
@@ -207,6 +208,60 @@ struct baton_lua_run {
 	struct baton_lua_usage *usage; /* may be NULL */
 };
 
+/*
+ * Background runs of a state (docs/embedding-lua.md): the `baton` library's
+ * timers and threads.
+ *
+ *   t = baton.after(ms, fn, ...)   fn(...) once, ms from now; t:cancel()
+ *   t = baton.every(ms, fn, ...)   fn(...) every ms (a call still running
+ *                                  when the next is due skips that one)
+ *   th = baton.spawn(fn, ...)      fn(...) as a run of its own, now
+ *   th, ok, ... = baton.wait_any(th1, th2, ...)  or (baton.wait_any{...}):
+ *                                  the first of them to end, and what it
+ *                                  returned (ok false and the error if it
+ *                                  failed); th:cancel() stops a loser
+ *   ok, ... = baton.wait(th)
+ *   th:done(), th:result(), th:cancel()
+ *
+ * A pending timer is a small userdata (no task, no stack): one runner task
+ * per state sleeps until the next is due and starts a task for each call,
+ * which runs as a Lua run with the limits below. At most max_timers are
+ * pending: baton.after and baton.every return nil and "too many pending
+ * timers (at most N)" past that. A thread runs with the limits of the run
+ * that spawned it (its deadline, its budgets, each counted apart) and is
+ * cancelled when that run ends. baton_lua_cancel_tasks drops the pending
+ * timers and stops the running callbacks (and threads) at their next slice
+ * or wait; from then on the state refuses new ones ("closing").
+ */
+#define BATON_LUA_MAX_TIMERS_DEFAULT 1024
+
+struct baton_lua_tasks_attr {
+	baton_sched_t *sched; /* for timers set outside a run (the state's
+				 chunk), which has no task; NULL: refused there */
+	int worker;	      /* their worker, or BATON_SCHED_ANY_WORKER */
+	size_t max_timers;    /* pending timers at most; 0: the default */
+	long long slice_ns, cpu_ns; /* each timer callback's run (baton_lua_run) */
+	size_t mem_bytes;
+	/* May be NULL. A timer callback failed: what, on any thread. */
+	void (*error)(void *arg, const char *msg);
+	void *error_arg;
+};
+
+#define BATON_LUA_TASKS_ATTR_INIT { NULL, BATON_SCHED_ANY_WORKER, 0, 0, 0, 0, NULL, NULL }
+
+/* Set the state's background attributes (copied). Before any timer is set:
+ * typically right after creating the state. Errors: BATON_EINVAL. */
+int baton_lua_set_tasks(baton_lua_t *bl, const struct baton_lua_tasks_attr *a);
+
+/* Drop the pending timers and stop the running timer callbacks (with
+ * `threads`, the threads too) at their next slice's end or wait; new ones
+ * are refused from now on. Any thread but the state's own calls. Errors:
+ * BATON_EINVAL, baton_seq_call's. */
+int baton_lua_cancel_tasks(baton_lua_t *bl, int threads);
+
+/* Timers pending now (a plain read: exact when the state is idle). */
+size_t baton_lua_timers(const baton_lua_t *bl);
+
 /* Run r->start's function to its end, slice by slice (above). Errors:
  * BATON_EINVAL (NULL bl or r, no start or finish, or mem_bytes on a state
  * without BATON_LUA_ACCOUNT), BATON_EDEADLK (called from inside a call on
@@ -220,9 +275,11 @@ int baton_lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_l
 /* Free a string result; sets *v to nil. NULL is a no-op. */
 void baton_lua_value_clear(struct baton_lua_value *v);
 
-/* lua_close on the dedicated stack, then destroy the sequencer. NULL is a
- * no-op. Errors: BATON_EBUSY (called from inside a call on this state:
- * nothing was closed). See rule 4 for calls from other threads. */
+/* Cancel the background runs (baton_lua_cancel_tasks(bl, 1)) and wait up
+ * to 10 s for their tasks to end; then lua_close on the dedicated stack and
+ * destroy the sequencer. NULL is a no-op. Errors: BATON_EBUSY (called from
+ * inside a call on this state, or background tasks still running after
+ * 10 s: nothing was closed). See rule 4 for calls from other threads. */
 int baton_lua_destroy(baton_lua_t *bl);
 
 #ifdef __cplusplus

@@ -22,7 +22,11 @@
 
 #include <lua.h>
 
+#include <pthread.h>
+
 #include <baton/io.h>
+#include <baton/sched.h>
+#include <baton/sync.h>
 
 #include "baton_lua.h"
 
@@ -41,6 +45,36 @@ struct baton_lua_account {
 	bool refused;	 /* an allocation was refused for the budget */
 };
 
+struct lua_timer;
+
+/* A background task of the state (a timer's runner or callback, a
+ * thread): listed while it runs, so that closing can cancel it. */
+struct bg_link {
+	struct bg_link *next, **prev;
+	baton_task_t *task;	/* its handle (it can be cancelled) */
+	bool thread;		/* a baton.spawn thread (else a timer's) */
+	bool cancelled;		/* its run stops at its next step */
+};
+
+/* The state's background runs: timers (baton.after, baton.every) and
+ * threads (baton.spawn). lua_bg.c. */
+struct baton_lua_bg {
+	/* On the sequencer's stack only: the pending timers, a min-heap by
+	 * due time, and whether a runner task is alive to fire them. */
+	struct lua_timer **heap;
+	size_t n, cap;
+	bool runner;
+	/* Any thread, under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t ended;	/* ntasks reached 0 */
+	unsigned ntasks;	/* background tasks alive (spawned, not ended) */
+	struct bg_link *live;
+	bool closing;		/* no new timers; timer callbacks stop */
+	bool closing_all;	/* threads too */
+	baton_sem_t *wake;	/* the runner sleeps on it until the next due time */
+	struct baton_lua_tasks_attr a;
+};
+
 struct baton_lua {
 	baton_seq_t *seq;
 	lua_State *L; /* used only on the sequencer's stack */
@@ -53,6 +87,7 @@ struct baton_lua {
 	uint32_t cur;	   /* the account charged now; 0: none */
 	bool warn_on;	   /* warn("@on") */
 	bool warn_cont;	   /* a warning is being continued */
+	struct baton_lua_bg bg;
 	/* Finished task coroutines kept for the next run (registry refs). */
 	lua_State *spare[BATON_LUA_SPARE_THREADS];
 	int spare_ref[BATON_LUA_SPARE_THREADS];
@@ -74,6 +109,7 @@ enum baton_lua_op_kind {
 	LOP_CONNECT, /* sock, host (a Lua string on the coroutine's stack), port */
 	LOP_SEND,    /* sock, data, len */
 	LOP_RECV,    /* sock, pattern, n */
+	LOP_WAIT_THREADS, /* data: an array of len struct lua_thread pointers */
 };
 
 enum baton_lua_recv { LRECV_N, LRECV_LINE, LRECV_ALL };
@@ -104,6 +140,8 @@ struct baton_lua_task {
 	lua_State *co;
 	int co_ref;
 	int socks_ref; /* a table of the sockets it opened, or LUA_NOREF */
+	int threads_ref; /* a table of the threads it spawned, or LUA_NOREF */
+	const bool *cancel; /* a background run's flag: stop when it is set */
 	int nargs;     /* values for the next resume, on co's stack */
 	bool finished;
 	bool in_task;  /* the caller is a scheduler task: waits may park */
@@ -143,6 +181,24 @@ int64_t baton__lua_slice_elapsed(int64_t now);
  * at a slice's end compares it before and after, to see whether another
  * run took the worker meanwhile. */
 unsigned long baton__lua_thread_steps(void);
+
+/* lua_bg.c: open the background parts of the `baton` library (after,
+ * every, spawn, the thread methods) in the table on top of L; set up and
+ * tear down the state's bg record; the wait for threads (LOP_WAIT_THREADS,
+ * in the task); cancel a run's threads when it ends (on the stack). */
+void baton__lua_open_bg(lua_State *L, struct baton_lua *bl);
+int baton__lua_bg_init(struct baton_lua *bl);
+void baton__lua_bg_destroy(struct baton_lua *bl);
+void baton__lua_wait_threads(struct baton_lua_op *op);
+void baton__lua_cancel_threads(lua_State *L, int threads_ref);
+/* Wait (at most 10 s) until no background task is alive: false if some
+ * still are. A plain thread. */
+bool baton__lua_bg_quiet(struct baton_lua *bl);
+/* The state whose library function runs (registry). */
+struct baton_lua *baton__lua_state_of(lua_State *L);
+/* lua_run.c: baton_lua_run with a flag that stops it (background runs). */
+int baton__lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_lua_value *err,
+		   const bool *cancel);
 
 /* lua_run.c: why the run must stop now (its deadline passed, its CPU
  * budget is used up: a message), or NULL; *rc gets the run's result. */

@@ -408,6 +408,9 @@ void baton__lua_op_run(struct baton_lua_op *op, bool in_task)
 	case LOP_RECV:
 		do_recv(op);
 		break;
+	case LOP_WAIT_THREADS:
+		baton__lua_wait_threads(op);
+		break;
 	default:
 		break;
 	}
@@ -453,6 +456,11 @@ int baton__lua_op_push(lua_State *L, struct baton_lua_op *op)
 	case LOP_SLEEP:
 	case LOP_YIELD:
 		return 0;
+	case LOP_WAIT_THREADS:
+		if (op->rc != BATON_OK)
+			return push_error(L, op);
+		lua_pushboolean(L, 1);
+		return 1;
 	case LOP_CONNECT:
 		if (op->rc != BATON_OK)
 			return push_error(L, op);
@@ -682,6 +690,8 @@ static const char http_client[] =
 
 int baton__lua_open_lib(lua_State *L)
 {
+	struct baton_lua *bl = lua_touserdata(L, 1);
+
 	static const luaL_Reg lib[] = {
 		{ "sleep", l_sleep }, { "yield", l_yield }, { "now", l_now },
 		{ "clock", l_clock }, { "tcp", l_tcp },	    { NULL, NULL },
@@ -702,6 +712,7 @@ int baton__lua_open_lib(lua_State *L)
 	lua_setfield(L, -2, "__tostring");
 	lua_pop(L, 1);
 	luaL_newlib(L, lib);
+	baton__lua_open_bg(L, bl);
 	if (luaL_loadbuffer(L, http_client, sizeof(http_client) - 1, "=baton.http") != LUA_OK)
 		return lua_error(L);
 	lua_pushvalue(L, -2);

@@ -52,6 +52,11 @@ const char *baton__lua_task_stop(struct baton_lua_task *t, int64_t now, int *rc)
 {
 	int64_t cpu;
 
+	if (t->cancel != NULL && __atomic_load_n(t->cancel, __ATOMIC_ACQUIRE)) {
+		if (rc)
+			*rc = BATON_ECANCELED;
+		return "stopped: cancelled";
+	}
 	if (t->r->deadline > 0 && now >= t->r->deadline) {
 		if (rc)
 			*rc = BATON_ETIMEDOUT;
@@ -93,7 +98,8 @@ static void fail(struct baton_lua_task *t, lua_State *from, int status)
 static void stop(struct baton_lua_task *t, int rc, const char *why)
 {
 	set_error(t, rc, why, strlen(why));
-	t->stopped = rc == BATON_ETIMEDOUT ? BATON_LUA_STOP_DEADLINE : BATON_LUA_STOP_CPU;
+	t->stopped = rc == BATON_ETIMEDOUT ? BATON_LUA_STOP_DEADLINE :
+		     rc == BATON_LUA_BUDGET ? BATON_LUA_STOP_CPU : BATON_LUA_STOP_NONE;
 }
 
 /* Protected: a coroutine (a spare or a new one), anchored, with the
@@ -183,6 +189,10 @@ static void end(lua_State *L, struct baton_lua_task *t, bool ok)
 	if (t->r->done)
 		t->r->done(L, t->r->arg);
 	close_socks(L, t);
+	if (t->threads_ref != LUA_NOREF) { /* its threads end with it */
+		baton__lua_cancel_threads(L, t->threads_ref);
+		t->threads_ref = LUA_NOREF;
+	}
 	if (t->co != NULL) {
 		*(struct baton_lua_task **)lua_getextraspace(t->co) = NULL;
 		lua_settop(t->co, 0);
@@ -338,6 +348,12 @@ static void *step(void *arg)
 
 int baton_lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_lua_value *err)
 {
+	return baton__lua_run(bl, r, err, NULL);
+}
+
+int baton__lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_lua_value *err,
+		   const bool *cancel)
+{
 	struct baton_lua_task t;
 	int64_t base;
 	int rc;
@@ -357,6 +373,8 @@ int baton_lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_l
 	t.r = r;
 	t.co_ref = LUA_NOREF;
 	t.socks_ref = LUA_NOREF;
+	t.threads_ref = LUA_NOREF;
+	t.cancel = cancel;
 	t.rc = BATON_OK;
 	t.err = err;
 	t.in_task = baton_sched_self() != NULL;
