@@ -46,3 +46,11 @@ def idle_after(pid, seconds=1.0):
     c0 = cpu_seconds(pid)
     time.sleep(seconds)
     return cpu_seconds(pid) - c0
+
+
+def sanitized(binary):
+    """True for an AddressSanitizer build, whose quarantine holds freed
+    memory (up to 256 MiB): RSS says nothing there; LeakSanitizer at exit
+    does."""
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()

@@ -16,7 +16,7 @@ import os
 import signal
 import time
 
-from limitlib import get, rss_kib
+from limitlib import get, rss_kib, sanitized
 from test_handlers import HANDLERS, Server, stopped_cleanly
 from test_httpd import _free_port
 
@@ -79,7 +79,8 @@ def test_pending_timers_cost_no_slots_and_little_memory(httpd, tmp_path):
         after = rss_kib(srv.proc.pid)
         per = (after - before) * 1024 / 10000
         print("10,000 pending timers: %.0f bytes each of RSS (target < 1024)" % per)
-        assert per < 1024
+        if not sanitized(httpd):  # (ASan's redzones and quarantine)
+            assert per < 1024
         stats = json.loads(body(admin, "/_stats")[1])
         conns = [p for p in stats["pools"] if p["name"] == "connections"][0]
         assert conns["in_use"] <= 1, conns  # ours, at most
