@@ -209,6 +209,9 @@ static int64_t parse_slice(const char *v)
 			"default: 1, 0.5, 250us, 2ms), or off\n");
 		exit(2);
 	}
+	if (!errno && end != v && *end == '\0' && n >= 100) /* the old form's range */
+		fprintf(stderr, "baton-httpd: --lua-slice %s is read as %s ms (a slice was a count "
+			"of VM instructions before); write %sms to say so\n", v, v, v);
 	return ns;
 }
 
