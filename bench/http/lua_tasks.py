@@ -20,9 +20,11 @@ upstream  ``--workers 1``: ``wrk -t1 -c50`` keeps 50 requests waiting 100 ms
 compute   ``--workers 1 --compute-workers 2``: two 0.5 s requests at once;
           prints the time until both are answered (``both_ms``, target
           <= 600 ms) for baton-lua-compute. Then the same calibrated loop
-          alone, one request at a time, on a server pinned to one CPU
-          (``taskset``), with slices (baton-lua-loop-slices, the default
-          1 ms) and without (baton-lua-loop-off, ``--lua-slice off``):
+          (its size calibrated once, by a server of its own, so that both
+          rows run the same work) alone, one request at a time, on a server
+          pinned to one CPU (``taskset``), with slices
+          (baton-lua-loop-slices, the default 1 ms) and without
+          (baton-lua-loop-off, ``--lua-slice off``):
           ``loop_ms`` each, and ``slice_cost_pct``, how much slower the
           sliced loop is (target <= 3 %). Slices cost nothing while they
           run (no hook is set: a timer ends them), so this is what the
@@ -60,11 +62,15 @@ SCENARIOS = {"slices": ("baton-lua-slices", "nginx-lua"),
 LOOP_REQUESTS = 5  # sequential /long requests per loop run; their median
 
 
-def baton_handler(up_port):
+def baton_handler(up_port, steps_n=None):
+    """The handler; steps_n fixes the loop's size (else calibrated as the
+    server starts)."""
+    n = str(steps_n) if steps_n else f"calibrate({LONG_MS})"
     return LUA_COMMON + f"""
-local N = calibrate({LONG_MS})
+local N = {n}
 return function(request, body)
   if request.target == "/long" then return 200, nil, "long " .. steps(N) .. "\\n" end
+  if request.target == "/n" then return 200, nil, tostring(N) end
   if request.target == "/up" then
     local sock = baton.tcp()
     sock:settimeout(5000)
@@ -235,15 +241,36 @@ def one_at_a_time(port, pid):
     return sorted(took)[len(took) // 2], (cpu_ms(pid) - c0) / LOOP_REQUESTS
 
 
-def one_run(impl, args, tools, up_port):
+def calibrate_steps(args, up_port):
+    """The loop's size for 0.5 s, calibrated once by a server of its own
+    (pinned, slices off), so that the sliced and unsliced servers of the
+    loop rows run the very same work."""
+    with tempfile.TemporaryDirectory() as tmp:
+        handler = os.path.join(tmp, "tasks.lua")
+        run_http.write(handler, baton_handler(up_port))
+        argv = server_argv("baton-lua-loop-off", args, tmp, tmp, handler, up_port)
+        srv = run_http.Server(argv, None, tmp, pin=True)
+        try:
+            srv.wait_ready(args.port, run_http.START_TIMEOUT)
+            c = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
+            try:
+                c.request("GET", "/n")
+                return int(c.getresponse().read())
+            finally:
+                c.close()
+        finally:
+            srv.stop()
+
+
+def one_run(impl, args, tools, up_port, steps_n=None):
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)  # nginx's workers run as nobody
         www = os.path.join(tmp, "www")
         os.makedirs(www)
         run_http.write(os.path.join(www, "static"), "static\n")
         handler = os.path.join(tmp, "tasks.lua")
-        run_http.write(handler, baton_handler(up_port))
         loop = impl.startswith("baton-lua-loop-")
+        run_http.write(handler, baton_handler(up_port, steps_n if loop else None))
         srv = run_http.Server(server_argv(impl, args, tmp, www, handler, up_port), None, tmp,
                               pin=loop)
         try:
@@ -290,13 +317,19 @@ def main():
     samples = {i: [] for i in impls}
     missing = {}
     up = Upstream()
+    steps_n = None
     try:
+        if any(i.startswith("baton-lua-loop-") for i in impls):
+            try:
+                steps_n = calibrate_steps(args, up.port)
+            except run_http.Missing as err:
+                missing.update({i: str(err) for i in impls})
         for _ in range(args.runs):
             for impl in impls:  # alternating
                 if impl in missing:
                     continue
                 try:
-                    samples[impl].append(one_run(impl, args, tools, up.port))
+                    samples[impl].append(one_run(impl, args, tools, up.port, steps_n))
                 except run_http.Missing as err:
                     missing[impl] = str(err)
                 except run_http.Failed as err:
