@@ -283,7 +283,7 @@ static void *step_charged(struct baton_lua_task *t)
 			return NULL;
 		}
 	}
-	now = baton__lua_now();
+	/* (now is the step's start: what ran since is this run's too.) */
 	baton__lua_slice_begin(t, t->co, now, slice_end(t, now), t->r->slice_ns);
 	status = lua_resume(t->co, L, t->nargs, &nres);
 	t1 = baton__lua_now();
