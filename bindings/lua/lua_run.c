@@ -26,7 +26,7 @@
  * the thread meanwhile) doubles its next slice, up to SLICE_STRETCH_MAX
  * times the slice it was given; the first time another task ran in
  * between, it is back to the given slice. A computation alone on its
- * worker then costs one slice end per 8 ms (by default), and a request
+ * worker then costs one slice end per 4 ms (by default), and a request
  * that arrives beside it waits at most that long for its first turn.
  *
  * Coroutines that ended normally are kept (a few per state) for the next
@@ -40,7 +40,7 @@
 
 #include "lua_internal.h"
 
-#define SLICE_STRETCH_MAX 8
+#define SLICE_STRETCH_MAX 4
 #define SLICE_ALONE_NS 20000 /* a yield back this fast found nobody else */
 
 struct baton_lua_task *baton__lua_task_of(lua_State *L)
