@@ -11,8 +11,33 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include <baton/http.h>
+#include <baton/sched.h>
+
+/* A request's budgets in a Lua or Scheme handler (docs/httpd.md, Limits):
+ * CPU, the time it computes (Lua: its slices; Scheme: its calls into the
+ * runtime), and memory (Lua: what its allocations hold at once; Scheme:
+ * what the heap grew by during its call). 0: no limit. */
+struct httpd_limits {
+	int64_t cpu_ns;
+	size_t mem_bytes;
+};
+
+#define HTTPD_CPU_BUDGET_DEFAULT_NS (10 * 1000000000LL) /* --handler-cpu 10000 */
+#define HTTPD_MEM_BUDGET_DEFAULT ((size_t)64 << 20)	 /* --handler-memory 64M */
+
+/* --route-limits PREFIX LIMITS: the budgets of the requests whose decoded
+ * path starts with PREFIX (the longest such prefix wins); a budget it does
+ * not name is the server's. */
+struct httpd_route_limits {
+	const char *prefix;
+	size_t len;
+	struct httpd_limits lim;
+	bool has_cpu, has_mem;
+};
 
 /* What the command line says about the handler. */
 struct httpd_handler_opts {
@@ -21,10 +46,47 @@ struct httpd_handler_opts {
 	bool lua_shared;		/* one Lua state for every worker */
 	bool scheme_eval;		/* interpret the file instead of compiling it */
 	size_t max_response_body;	/* a larger body breaks a rule */
-	unsigned lua_slice;		/* Lua VM instructions per slice; 0 = default */
+	int64_t lua_slice_ns;		/* a Lua slice's time; 0 = default (1 ms), < 0 = off */
+	struct httpd_limits limits;	/* --handler-cpu, --handler-memory */
+	const struct httpd_route_limits *routes; /* --route-limits, nroutes of them */
+	size_t nroutes;
+	size_t lua_max_timers;		/* pending baton.after/every per state; 0 = default */
+	baton_sched_t *sched;		/* runs the timers a Lua file sets as it loads */
 };
 
 #define HTTPD_MAX_RESPONSE_BODY_DEFAULT ((size_t)16 << 20)
+
+/* The budgets of req: its route's, else the server's. */
+static inline struct httpd_limits httpd_limits_of(const struct httpd_handler_opts *o,
+						  const struct baton_http_req *req)
+{
+	struct httpd_limits l = o->limits;
+	const struct httpd_route_limits *best = NULL;
+
+	for (size_t i = 0; i < o->nroutes; i++) {
+		const struct httpd_route_limits *r = &o->routes[i];
+
+		if (r->len <= req->path_len && (best == NULL || r->len > best->len) &&
+		    memcmp(req->path, r->prefix, r->len) == 0)
+			best = r;
+	}
+	if (best != NULL && best->has_cpu)
+		l.cpu_ns = best->lim.cpu_ns;
+	if (best != NULL && best->has_mem)
+		l.mem_bytes = best->lim.mem_bytes;
+	return l;
+}
+
+/* Whether any request may have a memory budget (Lua then accounts). */
+static inline bool httpd_limits_any_memory(const struct httpd_handler_opts *o)
+{
+	if (o->limits.mem_bytes != 0)
+		return true;
+	for (size_t i = 0; i < o->nroutes; i++)
+		if (o->routes[i].has_mem && o->routes[i].lim.mem_bytes != 0)
+			return true;
+	return false;
+}
 
 int httpd_hello(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 /* hello, with the routes that test --handler-timeout (hello.c) */
@@ -33,10 +95,10 @@ int httpd_debug(void *ctx, const struct baton_http_req *req, struct baton_http_r
 /*
  * The request's deadline (--handler-timeout, baton/http.h rule 8): true
  * once it has passed. An interpreter that cannot be cancelled while it
- * computes asks this from its hook: the Lua handler's count hook calls it
- * every slice and raises a Lua error when it says true (the request is
- * then answered 504, whatever the handler does next). A clock read, no
- * lock: any thread, for the request being handled.
+ * computes asks this at its safe points: CHICKEN's timer interrupt in the
+ * Scheme handler (the Lua binding reads req->deadline itself, at every
+ * slice's end). A clock read, no lock: any thread, for the request being
+ * handled.
  */
 static inline bool httpd_request_expired(const struct baton_http_req *req)
 {
@@ -48,6 +110,9 @@ static inline bool httpd_request_expired(const struct baton_http_req *req)
 void *httpd_lua_load(const struct httpd_handler_opts *opts);
 int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
 void httpd_lua_unload(void *ctx);
+/* Cancel the pending baton.after/every timers of a loaded Lua handler and
+ * stop their running calls (reload, shutdown); new ones are refused. */
+void httpd_lua_stop_timers(void *ctx);
 
 void *httpd_scheme_load(const struct httpd_handler_opts *opts);
 int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp);
@@ -144,5 +209,12 @@ void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void 
 int httpd_scm_req_count(const struct baton_http_req *req, int what);
 int httpd_scm_reply_stream(struct httpd_reply *r, long key);
 void httpd_scm_rule(struct httpd_reply *r, const void *msg, size_t len);
+/* The limits of a request's call (scheme_handler.c's context): begin and
+ * end of each call into the runtime, with the heap in use then; and, from
+ * the timer-interrupt hook, whether it must stop (0: no; 1 deadline, 2 CPU
+ * budget, 3 memory budget). */
+void httpd_scm_call_begin(void *ctx, size_t heap_used);
+void httpd_scm_call_end(void *ctx);
+int httpd_scm_stop_reason(size_t heap_used);
 
 #endif

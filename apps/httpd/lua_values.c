@@ -413,53 +413,42 @@ void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_repl
 
 /* --- a streamed body ------------------------------------------------------- */
 
+/*
+ * Each piece is a Lua run of its own (baton_lua_run): the generator is a
+ * coroutine of the state for that call, so it gets slices, the request's
+ * deadline, what is left of its CPU budget and a memory budget per piece,
+ * and may wait (baton.sleep, sockets) as the handler may.
+ */
 struct piece_job {
 	struct httpd_reply *r;
 	bool end;
 };
 
-/* Under lua_pcall: the generator's next piece, copied into the reply. */
-static int protected_next(lua_State *L)
+static int piece_start(lua_State *L, void *arg)
 {
-	struct piece_job *j = lua_touserdata(L, 1);
-	const char *s;
-	size_t n;
+	struct piece_job *j = arg;
 
 	lua_rawgeti(L, LUA_REGISTRYINDEX, (lua_Integer)j->r->stream_key);
-	lua_call(L, 0, 1);
-	if (lua_isnil(L, -1)) {
-		j->end = true;
-	} else if (lua_type(L, -1) == LUA_TSTRING) {
-		s = lua_tolstring(L, -1, &n);
-		httpd_reply_piece(j->r, s, n);
-	} else {
-		httpd_reply_rule(j->r, "a stream's piece must be a string, or nil at the end, "
-				 "not a %s", luaL_typename(L, -1));
-	}
 	return 0;
 }
 
-static void *next_on_stack(lua_State *L, void *arg)
+/* The generator's next piece, copied into the reply. */
+static int piece_finish(lua_State *L, int base, int n, void *arg)
 {
 	struct piece_job *j = arg;
-	int top = lua_gettop(L);
+	const char *s;
+	size_t len;
 
-	if (!lua_checkstack(L, 4)) {
-		httpd_reply_error(j->r, "the Lua stack is full", 21);
-		return NULL;
+	if (n == 0 || lua_isnil(L, base)) {
+		j->end = true;
+	} else if (lua_type(L, base) == LUA_TSTRING) {
+		s = lua_tolstring(L, base, &len);
+		httpd_reply_piece(j->r, s, len);
+	} else {
+		httpd_reply_rule(j->r, "a stream's piece must be a string, or nil at the end, "
+				 "not a %s", luaL_typename(L, base));
 	}
-	lua_pushcfunction(L, protected_next);
-	lua_pushlightuserdata(L, j);
-	if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-		size_t len = 0;
-		const char *msg = lua_tolstring(L, -1, &len);
-
-		if (msg == NULL)
-			msg = "(error object is not a string)", len = strlen(msg);
-		httpd_reply_error(j->r, msg, len);
-	}
-	lua_settop(L, top);
-	return NULL;
+	return 0;
 }
 
 static void *unref_on_stack(lua_State *L, void *arg)
@@ -471,11 +460,22 @@ static void *unref_on_stack(lua_State *L, void *arg)
 }
 
 int httpd_lua_stream(baton_lua_t *bl, const struct baton_http_req *req, struct httpd_reply *r,
-		     const char *file)
+		     const char *file, const struct baton_lua_run *limits, int *stopped)
 {
 	struct piece_job j = { r, false };
+	struct baton_lua_usage use;
+	struct baton_lua_run run = *limits;
+	struct baton_lua_value err = { BATON_LUA_NIL, { 0 } };
+	long long cpu_left = limits->cpu_ns;
 	int rc;
 
+	run.start = piece_start;
+	run.finish = piece_finish;
+	run.resume = NULL;
+	run.done = NULL;
+	run.arg = &j;
+	run.usage = &use;
+	*stopped = BATON_LUA_STOP_NONE;
 	/* The head first: the client learns the status before the first
 	 * piece is made. A HEAD gets the head only: the generator is not
 	 * run for pieces nobody would see. */
@@ -484,11 +484,23 @@ int httpd_lua_stream(baton_lua_t *bl, const struct baton_http_req *req, struct h
 	if (req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0)
 		j.end = true;
 	while (r->rc == BATON_OK && !j.end) {
-		rc = baton_lua_with(bl, next_on_stack, &j, NULL);
-		if (rc != BATON_OK)
+		if (limits->cpu_ns > 0)
+			run.cpu_ns = cpu_left > 0 ? cpu_left : 1;
+		rc = baton_lua_run(bl, &run, &err);
+		cpu_left -= use.cpu_ns;
+		if (use.stopped != BATON_LUA_STOP_NONE)
+			*stopped = use.stopped;
+		if (rc == BATON_LUA_ERROR || rc == BATON_ETIMEDOUT || rc == BATON_LUA_BUDGET) {
+			if (err.type == BATON_LUA_STRING)
+				httpd_reply_error(r, err.u.s.ptr, err.u.s.len);
+			else
+				httpd_reply_error(r, "the stream failed", 17);
+		} else if (rc != BATON_OK) {
 			httpd_reply_error(r, baton_strerror(rc), strlen(baton_strerror(rc)));
-		else if (!j.end && r->rc == BATON_OK)
+		} else if (!j.end && r->rc == BATON_OK) {
 			httpd_reply_send_piece(r);
+		}
+		baton_lua_value_clear(&err);
 	}
 	baton_lua_with(bl, unref_on_stack, r, NULL);
 	return httpd_reply_done(r, "lua", file);

@@ -32,10 +32,12 @@ void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_repl
 
 /* A reply made a stream (the handler returned a function as its body):
  * after httpd_reply_done, send the head, then call the function on bl for
- * one piece at a time, each sent before the next is asked for, until it
- * returns nil; the last result of the handler (a broken rule or error is
- * logged as httpd_reply_done does). */
+ * one piece at a time, each a Lua run with the slice, deadline and budgets
+ * of `limits` (the CPU budget is what the handler left of it), each piece
+ * sent before the next is asked for, until it returns nil; the last result
+ * of the handler (a broken rule or error is logged as httpd_reply_done
+ * does). *stopped: the limit that stopped a piece (BATON_LUA_STOP_*). */
 int httpd_lua_stream(baton_lua_t *bl, const struct baton_http_req *req, struct httpd_reply *r,
-		     const char *file);
+		     const char *file, const struct baton_lua_run *limits, int *stopped);
 
 #endif

@@ -52,8 +52,19 @@ static void usage(FILE *f)
 		"                           (values headers body) or (values status headers body);\n"
 		"                           compiled with csc at start-up; FILE.so is loaded as is\n"
 		"  --lua-shared             one Lua state for all workers (default: one per worker)\n"
-		"  --lua-slice N            Lua VM instructions a handler runs before the other\n"
-		"                           requests of its worker get a turn (10000)\n"
+		"  --lua-slice TIME         how long a Lua handler computes before the other\n"
+		"                           requests of its worker get a turn: ms, or with a unit\n"
+		"                           (500us, 2ms); off: only at its waits (default 1ms)\n"
+		"  --handler-cpu TIME       a Lua or Scheme handler's CPU budget per request (ms,\n"
+		"                           or with a unit); past it the handler is stopped and\n"
+		"                           the request answered 504 (default 10000; 0 = none)\n"
+		"  --handler-memory BYTES   a Lua or Scheme handler's memory budget per request\n"
+		"                           (k, M, G: KiB, MiB, GiB); over it an allocation fails\n"
+		"                           (\"not enough memory\", a 500) (default 64M; 0 = none)\n"
+		"  --route-limits PREFIX cpu=TIME,memory=BYTES  the budgets of the requests whose\n"
+		"                           path starts with PREFIX (longest prefix wins; repeat)\n"
+		"  --lua-max-timers N       pending baton.after/baton.every timers per Lua state;\n"
+		"                           past it they return nil, \"too many pending timers\" (1024)\n"
 		"  --scheme-eval            interpret the Scheme FILE with eval instead of compiling it\n"
 		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 (16777216)\n"
 		"  --static DIR             serve GET/HEAD files under DIR before the handler, never\n"
@@ -96,11 +107,153 @@ static long parse_num(const char *opt, const char *s, long min, long max)
 	return v;
 }
 
+/* A time: a number of ms, or one with a unit (ns, us, ms, s); *ns gets it. */
+static bool parse_time(const char *s, int64_t *ns)
+{
+	char *end;
+	double v, unit = 1e6;
+
+	errno = 0;
+	v = s ? strtod(s, &end) : 0;
+	if (s == NULL || errno || end == s || v < 0 || v != v)
+		return false;
+	if (*end == '\0' || !strcmp(end, "ms"))
+		unit = 1e6;
+	else if (!strcmp(end, "us"))
+		unit = 1e3;
+	else if (!strcmp(end, "ns"))
+		unit = 1;
+	else if (!strcmp(end, "s"))
+		unit = 1e9;
+	else
+		return false;
+	if (v * unit > 86400e9)
+		return false;
+	*ns = (int64_t)(v * unit + 0.5);
+	return true;
+}
+
+/* A size: bytes, or with k, M, G (KiB, MiB, GiB; "KiB" and "kB" spellings too). */
+static bool parse_size(const char *s, size_t *out)
+{
+	char *end;
+	double v, unit = 1;
+
+	errno = 0;
+	v = s ? strtod(s, &end) : 0;
+	if (s == NULL || errno || end == s || v < 0 || v != v)
+		return false;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': unit = 1024.0; end++; break;
+	case 'm': case 'M': unit = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': unit = 1024.0 * 1024 * 1024; end++; break;
+	default: return false;
+	}
+	if (*end && strcmp(end, "iB") && strcmp(end, "B") && strcmp(end, "b"))
+		return false;
+	if (v * unit > 1e15)
+		return false;
+	*out = (size_t)(v * unit + 0.5);
+	return true;
+}
+
+static int64_t parse_time_opt(const char *opt, const char *v)
+{
+	int64_t ns;
+
+	if (!parse_time(v, &ns)) {
+		fprintf(stderr, "baton-httpd: %s wants a time: ms, or with a unit (500us, 2ms, 1s)\n",
+			opt);
+		exit(2);
+	}
+	return ns;
+}
+
+static size_t parse_size_opt(const char *opt, const char *v)
+{
+	size_t n;
+
+	if (!parse_size(v, &n)) {
+		fprintf(stderr, "baton-httpd: %s wants a size: bytes, or with k, M or G (64M)\n", opt);
+		exit(2);
+	}
+	return n;
+}
+
+#define LUA_SLICE_MIN_NS 10000LL	     /* 10 us */
+#define LUA_SLICE_MAX_NS 1000000000LL	     /* 1 s */
+
+/* --lua-slice: a time now. It was a number of VM instructions (100 and
+ * up, 10000 by default): a bare number is read as ms, and one that can
+ * only have meant instructions (above the longest slice) is refused with
+ * a word on the change. */
+static int64_t parse_slice(const char *v)
+{
+	int64_t ns;
+	char *end;
+	long n;
+
+	if (v && !strcmp(v, "off"))
+		return -1;
+	errno = 0;
+	n = v ? strtol(v, &end, 10) : 0;
+	if (v && !errno && end != v && *end == '\0' && n > 1000) {
+		fprintf(stderr, "baton-httpd: --lua-slice %s: a slice is a time now (ms by default, "
+			"at most 1000 ms), no longer a count of VM instructions; give a time such "
+			"as 1ms or 250us, or off\n", v);
+		exit(2);
+	}
+	if (!parse_time(v, &ns) || ns < LUA_SLICE_MIN_NS || ns > LUA_SLICE_MAX_NS) {
+		fprintf(stderr, "baton-httpd: --lua-slice wants a time from 10us to 1000ms (ms by "
+			"default: 1, 0.5, 250us, 2ms), or off\n");
+		exit(2);
+	}
+	if (!errno && end != v && *end == '\0' && n >= 100) /* the old form's range */
+		fprintf(stderr, "baton-httpd: --lua-slice %s is read as %s ms (a slice was a count "
+			"of VM instructions before); write %sms to say so\n", v, v, v);
+	return ns;
+}
+
+/* --route-limits PREFIX cpu=TIME,memory=SIZE: one more route. */
+static void add_route(struct httpd_handler_opts *ho, const char *prefix, const char *spec)
+{
+	struct httpd_route_limits *routes, r = { prefix, prefix ? strlen(prefix) : 0,
+						 { 0, 0 }, false, false };
+	char buf[256], *save = NULL, *item;
+
+	if (prefix == NULL || spec == NULL || prefix[0] != '/' || strlen(spec) >= sizeof(buf)) {
+		fprintf(stderr, "baton-httpd: --route-limits wants a path prefix (/api/) and its "
+			"limits (cpu=5000,memory=256M)\n");
+		exit(2);
+	}
+	strcpy(buf, spec);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(item, "cpu=", 4) && parse_time(item + 4, &r.lim.cpu_ns)) {
+			r.has_cpu = true;
+		} else if (!strncmp(item, "memory=", 7) && parse_size(item + 7, &r.lim.mem_bytes)) {
+			r.has_mem = true;
+		} else {
+			fprintf(stderr, "baton-httpd: --route-limits %s: '%s' is not cpu=TIME or "
+				"memory=BYTES\n", prefix, item);
+			exit(2);
+		}
+	}
+	routes = realloc((void *)ho->routes, (ho->nroutes + 1) * sizeof(*routes));
+	if (routes == NULL) {
+		fprintf(stderr, "baton-httpd: out of memory\n");
+		exit(1);
+	}
+	routes[ho->nroutes++] = r;
+	ho->routes = routes;
+}
+
 struct signal_ctx {
 	sigset_t set;
 	baton_http_server_t *srv, *admin;
 	const char *kind;    /* the handler, for SIGHUP's reload */
 	const struct httpd_handler_opts *ho;
+	void *ctx;	     /* the handler's context now (its Lua timers) */
 	long drain_ms;	     /* --drain-timeout */
 	pthread_mutex_t lock;
 	pthread_cond_t ended_cond;
@@ -151,6 +304,18 @@ static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 			struct baton_http_server_attr *a);
 static void unload_handler(const char *kind, void *ctx);
 
+/* A Lua handler's timers (baton.after, baton.every): cancelled on reload
+ * and shutdown. */
+static void stop_timers(const char *kind, void *ctx)
+{
+#if BATON_HTTPD_LUA
+	if (!strcmp(kind, "lua"))
+		httpd_lua_stop_timers(ctx);
+#endif
+	(void)kind;
+	(void)ctx;
+}
+
 /* How long a reload waits for the requests still on the old handler
  * before it leaves its release to them (the server releases it after
  * their end, or at exit). */
@@ -172,8 +337,13 @@ static void reload(struct signal_ctx *sc)
 		fprintf(stderr, "baton-httpd: reload failed: the running handler stays\n");
 		return;
 	}
+	/* The old handler's timers end now: its requests in flight finish on
+	 * it, but nothing new starts there. */
+	stop_timers(sc->kind, sc->ctx);
 	rc = baton_http_server_set_handler(sc->srv, na.handler, na.ctx, na.release,
 					   RELOAD_WAIT_NS);
+	if (rc == BATON_OK || rc == BATON_ETIMEDOUT)
+		sc->ctx = na.ctx;
 	if (rc == BATON_OK) {
 		fprintf(stderr, "baton-httpd: reloaded\n");
 	} else if (rc == BATON_ETIMEDOUT) {
@@ -205,6 +375,7 @@ static void *signal_thread(void *arg)
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 		baton_http_server_shutdown(sc->srv);
+		stop_timers(sc->kind, sc->ctx); /* pending timers would keep the run alive */
 		if (sc->admin)
 			baton_http_server_shutdown(sc->admin);
 		await_drain(sc);
@@ -264,7 +435,9 @@ int main(int argc, char **argv)
 	const char *admin = NULL;
 	struct baton_sched_attr sa;
 	baton_io_backend_t io = BATON_IO_AUTO;
-	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT, 0 };
+	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT, 0,
+					 { HTTPD_CPU_BUDGET_DEFAULT_NS, HTTPD_MEM_BUDGET_DEFAULT },
+					 NULL, 0, 0, NULL };
 	const char *kind = "hello";
 	struct signal_ctx sc = { .drain_ms = 30000 };
 	baton_sched_t *s;
@@ -316,7 +489,16 @@ int main(int argc, char **argv)
 		} else if (!strcmp(o, "--queue-timeout")) {
 			a.queue_timeout_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--lua-slice")) {
-			ho.lua_slice = (unsigned)parse_num(o, v, 100, 1L << 30);
+			ho.lua_slice_ns = parse_slice(v);
+		} else if (!strcmp(o, "--handler-cpu")) {
+			ho.limits.cpu_ns = parse_time_opt(o, v);
+		} else if (!strcmp(o, "--handler-memory")) {
+			ho.limits.mem_bytes = parse_size_opt(o, v);
+		} else if (!strcmp(o, "--lua-max-timers")) {
+			ho.lua_max_timers = (size_t)parse_num(o, v, 1, 10000000);
+		} else if (!strcmp(o, "--route-limits")) {
+			add_route(&ho, v, i + 2 < argc ? argv[i + 2] : NULL);
+			i++;
 		} else if (!strcmp(o, "--handler-timeout")) {
 			a.handler_timeout_ns = parse_num(o, v, 0, 86400000) * 1000000;
 		} else if (!strcmp(o, "--static")) {
@@ -405,6 +587,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ho.workers = (unsigned)baton_sched_workers(s);
+	ho.sched = s;
 	if (load_handler(kind, &ho, &a) != 0) {
 		baton_sched_destroy(s);
 		return 1;
@@ -417,6 +600,7 @@ int main(int argc, char **argv)
 	sigaddset(&sc.set, SIGHUP);
 	sc.kind = kind;
 	sc.ho = &ho;
+	sc.ctx = a.ctx;
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -464,5 +648,6 @@ int main(int argc, char **argv)
 	baton_http_server_destroy(sc.admin);
 	baton_http_server_destroy(sc.srv); /* releases the handler in place */
 	baton_sched_destroy(s);
+	free((void *)ho.routes);
 	return rc == BATON_OK ? 0 : 1;
 }

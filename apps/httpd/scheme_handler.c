@@ -11,9 +11,18 @@
  * on the runtime's stack, since the collector moves Scheme strings.
  *
  * CHICKEN has one runtime per process, so there is one handler.
+ *
+ * Limits: a Scheme handler cannot be cancelled from outside, so the host's
+ * timer-interrupt hook (scheme_host.scm) asks httpd_scm_stop_reason at
+ * CHICKEN's own safe points whether the request is past its deadline, its
+ * CPU budget (the time its calls spent in the runtime) or its memory budget
+ * (what the heap grew by during its call), and abandons the handler by an
+ * escape continuation when it is. The runtime and the compute worker are
+ * then free again; the request gets 504 (time) or 500 (memory).
  */
 #include <ctype.h>
 #include <limits.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +33,95 @@
 /* Generated from scheme_host.scm by define-sequenced-callback. */
 int httpd_scheme_eval_file_try(char *path, int *ret);
 int httpd_scheme_load_so_try(char *path, char *shown_as, int *ret);
-int httpd_scheme_handle_try(void *req, void *reply);
-int httpd_scheme_next_try(long key, void *reply, int *ret);
+int httpd_scheme_handle_try(void *req, void *reply, void *ctx);
+int httpd_scheme_next_try(long key, void *reply, void *ctx, int *ret);
 int httpd_scheme_drop_try(long key);
 
 struct scheme_handler {
 	const char *file;
 	size_t max_response_body;
+	const struct httpd_handler_opts *opts; /* main's: the limits, per route */
 };
 
 static struct scheme_handler the_handler;
+
+/* A request's limits and what its calls into the runtime used. */
+enum { SCM_GO_ON, SCM_DEADLINE, SCM_CPU, SCM_MEMORY };
+
+struct scm_ctx {
+	const struct baton_http_req *req;
+	struct httpd_limits lim;
+	int64_t start;	  /* the current call's */
+	int64_t cpu_used; /* the calls' before it */
+	size_t mem_base;  /* the heap in use when the current call began */
+	int stopped;	  /* SCM_*: what the hook found last */
+};
+
+/* The call in the runtime now: set and read on its stack only. */
+static struct scm_ctx *current;
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void httpd_scm_call_begin(void *ctx, size_t heap_used)
+{
+	struct scm_ctx *c = ctx;
+
+	c->start = mono_ns();
+	c->mem_base = heap_used;
+	c->stopped = SCM_GO_ON;
+	current = c;
+}
+
+void httpd_scm_call_end(void *ctx)
+{
+	struct scm_ctx *c = ctx;
+
+	c->cpu_used += mono_ns() - c->start;
+	current = NULL;
+}
+
+/* From the timer-interrupt hook: must the call stop, and why. */
+int httpd_scm_stop_reason(size_t heap_used)
+{
+	struct scm_ctx *c = current;
+	int why = SCM_GO_ON;
+
+	if (c == NULL)
+		return SCM_GO_ON;
+	if (httpd_request_expired(c->req))
+		why = SCM_DEADLINE;
+	else if (c->lim.cpu_ns > 0 && c->cpu_used + (mono_ns() - c->start) >= c->lim.cpu_ns)
+		why = SCM_CPU;
+	else if (c->lim.mem_bytes > 0 && heap_used > c->mem_base &&
+		 heap_used - c->mem_base > c->lim.mem_bytes)
+		why = SCM_MEMORY;
+	return c->stopped = why;
+}
+
+/* The one log line of a handler a limit stopped says which. */
+static void say_stopped(struct httpd_reply *r, const struct scm_ctx *c)
+{
+	char why[160];
+	int n;
+
+	if (c->stopped == SCM_DEADLINE)
+		n = snprintf(why, sizeof(why), "stopped: handler timeout, the request's deadline "
+			     "has passed");
+	else if (c->stopped == SCM_CPU)
+		n = snprintf(why, sizeof(why), "stopped: its CPU budget (%lld ms) is used up "
+			     "(answered 504)", (long long)(c->lim.cpu_ns / 1000000));
+	else
+		n = snprintf(why, sizeof(why), "stopped: not enough memory, its memory budget "
+			     "(%zu bytes) is used up", c->lim.mem_bytes);
+	r->rc = BATON_OK; /* replace whatever the reply had */
+	httpd_reply_error(r, why, (size_t)n);
+}
 
 static const char *req_part(const struct baton_http_req *req, int part, int i, size_t *len)
 {
@@ -215,6 +303,7 @@ void *httpd_scheme_load(const struct httpd_handler_opts *opts)
 		return NULL;
 	the_handler.file = opts->file;
 	the_handler.max_response_body = opts->max_response_body;
+	the_handler.opts = opts;
 	return &the_handler;
 }
 
@@ -228,7 +317,7 @@ void httpd_scheme_unload(void *ctx)
  * asked for, until it returns #f or an end-of-file object. Not run for a
  * HEAD. The procedure is dropped from the host's table at the end. */
 static int scheme_stream(const struct baton_http_req *req, struct httpd_reply *r,
-			 const char *file)
+			 const char *file, struct scm_ctx *ctx)
 {
 	int more = 1, rc;
 
@@ -237,9 +326,11 @@ static int scheme_stream(const struct baton_http_req *req, struct httpd_reply *r
 	if (req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0)
 		more = 0;
 	while (r->rc == BATON_OK && more) {
-		rc = httpd_scheme_next_try(r->stream_key, r, &more);
+		rc = httpd_scheme_next_try(r->stream_key, r, ctx, &more);
 		if (rc != BATON_OK)
 			httpd_reply_error(r, baton_strerror(rc), strlen(baton_strerror(rc)));
+		else if (ctx->stopped != SCM_GO_ON)
+			say_stopped(r, ctx);
 		else if (more && r->rc == BATON_OK)
 			httpd_reply_send_piece(r);
 	}
@@ -251,17 +342,34 @@ int httpd_scheme(void *ctx, const struct baton_http_req *req, struct baton_http_
 {
 	struct scheme_handler *h = ctx;
 	struct httpd_reply reply;
+	struct scm_ctx c = { req, httpd_limits_of(h->opts, req), 0, 0, 0, SCM_GO_ON };
 	int rc;
 
 	httpd_reply_init(&reply, resp, h->max_response_body);
-	rc = httpd_scheme_handle_try((void *)req, &reply);
+	if (httpd_request_expired(req)) {
+		/* It waited for the runtime past its deadline (the runtime
+		 * serves one call at a time): the server answers 504. */
+		c.stopped = SCM_DEADLINE;
+		say_stopped(&reply, &c);
+		return httpd_reply_done(&reply, "scheme", h->file);
+	}
+	rc = httpd_scheme_handle_try((void *)req, &reply, &c);
 	if (rc != BATON_OK) {
 		const char *why = baton_strerror(rc);
 
 		httpd_reply_error(&reply, why, strlen(why));
+	} else if (c.stopped != SCM_GO_ON) {
+		say_stopped(&reply, &c);
 	}
 	rc = httpd_reply_done(&reply, "scheme", h->file);
-	if (rc == BATON_OK && reply.stream)
-		rc = scheme_stream(req, &reply, h->file);
+	/* The CPU budget is a timeout of the handler's: 504, as past
+	 * --handler-timeout (baton/http.h rule 1). */
+	if (c.stopped == SCM_CPU)
+		return -504;
+	if (rc == BATON_OK && reply.stream) {
+		rc = scheme_stream(req, &reply, h->file, &c);
+		if (c.stopped == SCM_CPU && rc != BATON_OK)
+			return -504;
+	}
 	return rc;
 }

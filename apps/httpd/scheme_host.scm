@@ -27,11 +27,23 @@
 ;;; Every condition the handler raises is caught here and becomes a 500
 ;;; with one log line; one that reached CHICKEN's top-level handler would
 ;;; end the process.
+;;;
+;;; Limits (docs/httpd.md, Limits): compiled code (and eval) counts down
+;;; C_timer_interrupt_counter at procedure entries and, when it runs out,
+;;; the runtime calls ##sys#interrupt-hook with reason 255 at its next safe
+;;; point (every 10000 procedure calls: tens of microseconds of Scheme).
+;;; Our hook asks C whether the request being handled is past its deadline,
+;;; its CPU budget or its memory budget (scheme_handler.c) and, if so,
+;;; jumps to the escape continuation its call captured: the handler is
+;;; abandoned there, past any handle-exceptions or guard of its own (which
+;;; could catch an error and go on looping), and its call returns to C,
+;;; which answers 504 (time) or 500 (memory). Else it calls the hook that
+;;; was there before (the runtime's own).
 
 (include "baton-chicken.scm")
 (import scheme (chicken base) (chicken foreign) (chicken platform)
         (chicken condition) (chicken blob) (chicken format) (chicken load)
-        (chicken port) (chicken string) (srfi 4)
+        (chicken port) (chicken string) (chicken gc) (srfi 4)
         baton-chicken)
 
 (foreign-declare "#include \"handlers.h\"")
@@ -50,6 +62,49 @@
 (define reply-finish! (foreign-lambda int "httpd_reply_finish" c-pointer scheme-pointer size_t))
 (define reply-rule! (foreign-lambda void "httpd_scm_rule" c-pointer scheme-pointer size_t))
 (define reply-error! (foreign-lambda int "httpd_reply_error" c-pointer scheme-pointer size_t))
+(define call-begin! (foreign-lambda void "httpd_scm_call_begin" c-pointer size_t))
+(define call-end! (foreign-lambda void "httpd_scm_call_end" c-pointer))
+(define stop-reason (foreign-lambda int "httpd_scm_stop_reason" size_t))
+
+;;; Limits
+
+;; The bytes of the heap in use: its half (the fromspace) less what is free
+;; at its top, as memory-statistics counts them, without its major GC.
+(define heap-used*
+  (foreign-lambda* size_t ((size_t heap))
+    "C_return(heap / 2 - (size_t)((char *)C_fromspace_limit - (char *)C_fromspace_top));"))
+(define (heap-size) (heap-used* (vector-ref (##sys#memory-info) 0)))
+
+;; The escape of the call in progress (a continuation of the sequenced
+;; callback that handles a request), or #f.
+(define current-escape #f)
+
+(set! ##sys#interrupt-hook
+  (let ((old ##sys#interrupt-hook))
+    (lambda (reason state)
+      (when (and (eq? reason 255) current-escape)   ; C_TIMER_INTERRUPT_NUMBER
+        (let ((why (stop-reason (heap-size))))
+          (when (eq? why 3)                          ; over its memory: collect first
+            (gc #t)
+            (set! why (stop-reason (heap-size))))
+          (unless (eq? why 0)
+            (current-escape why))))
+      (old reason state))))
+
+;; (thunk) with the limits of ctx (scheme_handler.c) enforced; its value,
+;; or (stopped why) when a limit stopped it (1 deadline, 2 CPU, 3 memory).
+(define (with-limits ctx thunk stopped)
+  (let ((result (call/cc
+                 (lambda (k)
+                   (set! current-escape k)
+                   (call-begin! ctx (heap-size))
+                   (cons 'done (thunk))))))
+    (set! current-escape #f)
+    (call-end! ctx)
+    (if (pair? result)
+        (cdr result)
+        (begin (when (eq? result 3) (gc #t)) ; what it held goes back
+               (stopped result)))))
 
 ;;; Messages
 
@@ -247,14 +302,19 @@
            (rule out "the handler returned ~a value(s), not (values headers body) or (values status headers body)"
                  n)))))
 
-;; The reply (reply.c) says how it ended; nothing to return.
-(define-sequenced-callback (httpd_scheme_handle (c-pointer req) (c-pointer out)) void
-  (handle-exceptions exn
-      (let ((line (condition->line exn)))
-        (reply-error! out line (string-length line)))
-    (call-with-values
-        (lambda () (baton-httpd#handler (make-request req) (request-body req)))
-      (lambda results (give-response out results)))))
+;; The reply (reply.c) says how it ended; a limit that stopped the handler
+;; is C's to tell (ctx). Nothing to return.
+(define-sequenced-callback (httpd_scheme_handle (c-pointer req) (c-pointer out)
+                                                (c-pointer ctx)) void
+  (with-limits ctx
+    (lambda ()
+      (handle-exceptions exn
+          (let ((line (condition->line exn)))
+            (reply-error! out line (string-length line)))
+        (call-with-values
+            (lambda () (baton-httpd#handler (make-request req) (request-body req)))
+          (lambda results (give-response out results)))))
+    (lambda (why) #f)))
 
 ;; A stream's next piece into the reply: 1, or 0 at its end (#f or an
 ;; end-of-file object) or once the reply is broken.
@@ -269,13 +329,16 @@
                     (shown piece))
               0)))
 
-(define-sequenced-callback (httpd_scheme_next (long key) (c-pointer out)) int
-  (handle-exceptions exn
-      (let ((line (condition->line exn)))
-        (reply-error! out line (string-length line))
-        0)
-    (let ((e (assv key streams)))
-      (if e (give-piece out ((cdr e))) 0))))
+(define-sequenced-callback (httpd_scheme_next (long key) (c-pointer out) (c-pointer ctx)) int
+  (with-limits ctx
+    (lambda ()
+      (handle-exceptions exn
+          (let ((line (condition->line exn)))
+            (reply-error! out line (string-length line))
+            0)
+        (let ((e (assv key streams)))
+          (if e (give-piece out ((cdr e))) 0))))
+    (lambda (why) 0)))
 
 (define-sequenced-callback (httpd_scheme_drop (long key)) void
   (set! streams (let loop ((ss streams))

@@ -19,7 +19,16 @@ upstream  ``--workers 1``: ``wrk -t1 -c50`` keeps 50 requests waiting 100 ms
           baton-lua-upstream and nginx-lua (1 worker process).
 compute   ``--workers 1 --compute-workers 2``: two 0.5 s requests at once;
           prints the time until both are answered (``both_ms``, target
-          <= 600 ms) for baton-lua-compute.
+          <= 600 ms) for baton-lua-compute. Then the same calibrated loop
+          (its size calibrated once, by a server of its own, so that both
+          rows run the same work) alone, one request at a time, on a server
+          pinned to one CPU (``taskset``), with slices
+          (baton-lua-loop-slices, the default 1 ms) and without
+          (baton-lua-loop-off, ``--lua-slice off``):
+          ``loop_ms`` each, and ``slice_cost_pct``, how much slower the
+          sliced loop is (target <= 3 %). Slices cost nothing while they
+          run (no hook is set: a timer ends them), so this is what the
+          1,000 slice ends a second cost.
 
 The upstream is a server in this process (asyncio) that answers each line
 after 100 ms. JSON lines (docs/bench-format.md), suite ``http``, medians over
@@ -49,14 +58,19 @@ LONG_MS = 500
 DELAY = 0.1
 SCENARIOS = {"slices": ("baton-lua-slices", "nginx-lua"),
              "upstream": ("baton-lua-upstream", "nginx-lua"),
-             "compute": ("baton-lua-compute",)}
+             "compute": ("baton-lua-compute", "baton-lua-loop-slices", "baton-lua-loop-off")}
+LOOP_REQUESTS = 5  # sequential /long requests per loop run; their median
 
 
-def baton_handler(up_port):
+def baton_handler(up_port, steps_n=None):
+    """The handler; steps_n fixes the loop's size (else calibrated as the
+    server starts)."""
+    n = str(steps_n) if steps_n else f"calibrate({LONG_MS})"
     return LUA_COMMON + f"""
-local N = calibrate({LONG_MS})
+local N = {n}
 return function(request, body)
   if request.target == "/long" then return 200, nil, "long " .. steps(N) .. "\\n" end
+  if request.target == "/n" then return 200, nil, tostring(N) end
   if request.target == "/up" then
     local sock = baton.tcp()
     sock:settimeout(5000)
@@ -161,6 +175,10 @@ def server_argv(impl, args, tmp, www, handler, up_port):
         split = {"slices": ["--workers", "1", "--compute-workers", "1"],
                  "upstream": ["--workers", "1"],
                  "compute": ["--workers", "1", "--compute-workers", "2"]}[args.scenario]
+        if impl.startswith("baton-lua-loop-"):
+            split = ["--workers", "1", "--compute-workers", "1"]
+            if impl == "baton-lua-loop-off":
+                split += ["--lua-slice", "off"]
         return [os.path.abspath(httpd), "--address", "127.0.0.1", "--port", str(args.port),
                 *split, "--static", www, "--handler", "lua", handler]
     nginx = run_http.need_tool("nginx", "nginx")
@@ -195,19 +213,71 @@ def two_at_once(port):
     return took
 
 
-def one_run(impl, args, tools, up_port):
+def cpu_ms(pid):
+    """CPU time the process has used (user + system), in ms."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def one_at_a_time(port, pid):
+    """The median wall time of LOOP_REQUESTS /long requests made one after
+    the other (the loop alone on its CPU), and the server's CPU time per
+    request over them (what a busy machine disturbs least)."""
+    took = []
+    c0 = cpu_ms(pid)
+    for _ in range(LOOP_REQUESTS):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            t0 = time.monotonic()
+            c.request("GET", "/long")
+            r = c.getresponse()
+            r.read()
+            took.append((time.monotonic() - t0) * 1000)
+            if r.status != 200:
+                raise run_http.Failed(f"/long answered {r.status}")
+        finally:
+            c.close()
+    return sorted(took)[len(took) // 2], (cpu_ms(pid) - c0) / LOOP_REQUESTS
+
+
+def calibrate_steps(args, up_port):
+    """The loop's size for 0.5 s, calibrated once by a server of its own
+    (pinned, slices off), so that the sliced and unsliced servers of the
+    loop rows run the very same work."""
+    with tempfile.TemporaryDirectory() as tmp:
+        handler = os.path.join(tmp, "tasks.lua")
+        run_http.write(handler, baton_handler(up_port))
+        argv = server_argv("baton-lua-loop-off", args, tmp, tmp, handler, up_port)
+        srv = run_http.Server(argv, None, tmp, pin=True)
+        try:
+            srv.wait_ready(args.port, run_http.START_TIMEOUT)
+            c = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
+            try:
+                c.request("GET", "/n")
+                return int(c.getresponse().read())
+            finally:
+                c.close()
+        finally:
+            srv.stop()
+
+
+def one_run(impl, args, tools, up_port, steps_n=None):
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)  # nginx's workers run as nobody
         www = os.path.join(tmp, "www")
         os.makedirs(www)
         run_http.write(os.path.join(www, "static"), "static\n")
         handler = os.path.join(tmp, "tasks.lua")
-        run_http.write(handler, baton_handler(up_port))
+        loop = impl.startswith("baton-lua-loop-")
+        run_http.write(handler, baton_handler(up_port, steps_n if loop else None))
         srv = run_http.Server(server_argv(impl, args, tmp, www, handler, up_port), None, tmp,
-                              pin=False)
+                              pin=loop)
         try:
             srv.wait_ready(args.port, run_http.START_TIMEOUT)
             base = f"http://127.0.0.1:{args.port}"
+            if loop:
+                return one_at_a_time(args.port, srv.proc.pid)
             if args.scenario == "compute":
                 return two_at_once(args.port)
             busy, conns, probe, probe_conns = (("/long", 4, "/cheap", 1)
@@ -247,13 +317,19 @@ def main():
     samples = {i: [] for i in impls}
     missing = {}
     up = Upstream()
+    steps_n = None
     try:
+        if any(i.startswith("baton-lua-loop-") for i in impls):
+            try:
+                steps_n = calibrate_steps(args, up.port)
+            except run_http.Missing as err:
+                missing.update({i: str(err) for i in impls})
         for _ in range(args.runs):
             for impl in impls:  # alternating
                 if impl in missing:
                     continue
                 try:
-                    samples[impl].append(one_run(impl, args, tools, up.port))
+                    samples[impl].append(one_run(impl, args, tools, up.port, steps_n))
                 except run_http.Missing as err:
                     missing[impl] = str(err)
                 except run_http.Failed as err:
@@ -265,9 +341,26 @@ def main():
                       if args.scenario == "compute" else
                       ("p99_ms", {"scenario": args.scenario,
                                   "route": "cheap" if args.scenario == "slices" else "static"}))
+    loop_params = {"scenario": "compute", "long_ms": LONG_MS, "requests": LOOP_REQUESTS,
+                   "pinned": True}
     for impl in impls:
-        print(json.dumps(run_http.line(impl, metric, "ms", params, samples[impl] or None,
-                                       "missing", missing.get(impl))))
+        if not impl.startswith("baton-lua-loop-"):
+            print(json.dumps(run_http.line(impl, metric, "ms", params, samples[impl] or None,
+                                           "missing", missing.get(impl))))
+            continue
+        for i, m in enumerate(("loop_ms", "loop_cpu_ms")):
+            print(json.dumps(run_http.line(impl, m, "ms", loop_params,
+                                           [x[i] for x in samples[impl]] or None,
+                                           "missing", missing.get(impl))))
+    on, off = samples.get("baton-lua-loop-slices"), samples.get("baton-lua-loop-off")
+    if on and off:
+        # Runs alternate: pair them, so that a slow moment hits both. The
+        # CPU time is the figure of record; the wall time is printed too.
+        for i, m in enumerate(("slice_cost_wall_pct", "slice_cost_pct")):
+            pct = [(a[i] - b[i]) * 100.0 / b[i] for a, b in zip(on, off)]
+            print(json.dumps(run_http.line("baton-lua-loop-slices", m, "%",
+                                           {"scenario": "compute", "target_pct": 3,
+                                            "slice_ms": 1}, pct)))
     return 0
 
 

@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 
+#include <baton/sched.h>
 #include <baton/seq.h>
 
 #ifdef __cplusplus
@@ -80,6 +81,13 @@ struct baton_lua_value {
  * the state). Errors: BATON_EINVAL, BATON_ENOMEM, baton_seq_create's. */
 int baton_lua_create(baton_lua_t **out, const struct baton_seq_attr *attr);
 
+/* baton_lua_create with flags: 0, or BATON_LUA_ACCOUNT (above). */
+int baton_lua_create_ex(baton_lua_t **out, const struct baton_seq_attr *attr, unsigned flags);
+
+/* Bytes the state's allocations hold now (a plain read of a count the
+ * allocator keeps: exact when the state is idle). */
+size_t baton_lua_memory(const baton_lua_t *bl);
+
 /* Call the global function `name` with nargs arguments (integers, numbers,
  * strings, booleans, nil) and store its first result in *result (if not
  * NULL). Errors: BATON_EINVAL (NULL bl or name, nargs < 0, args NULL with
@@ -102,14 +110,24 @@ int baton_lua_with(baton_lua_t *bl, void *(*fn)(struct lua_State *L, void *arg),
 baton_seq_t *baton_lua_seq(baton_lua_t *bl);
 
 /*
- * Lua tasks: a function run as a coroutine of the state, in slices. Every
- * `slice` VM instructions a count hook yields the coroutine back to
- * baton_lua_run(), which leaves the sequencer (so that other calls, other
- * runs' slices among them, get the state) and, from a scheduler task,
- * yields to its worker's other tasks before the next slice. Where Lua
- * cannot yield (inside a C function such as table.sort's comparator, or a
- * coroutine the function made itself) the slice runs on to the next point
- * where it can.
+ * Lua tasks: a function run as a coroutine of the state, in slices of
+ * time. When a slice's time is up (1 ms by default) the coroutine yields
+ * back to baton_lua_run(), which leaves the sequencer (so that other calls,
+ * other runs' slices among them, get the state) and, from a scheduler task,
+ * yields to its worker's other tasks before the next slice. No hook is set
+ * while a slice runs (a Lua 5.4 hook slows every instruction): a per-thread
+ * timer signals the thread when the slice is due, and the signal handler
+ * arms a count-1 hook that yields (lua.c's way of stopping a script on
+ * SIGINT). Where Lua cannot yield (inside a C function such as
+ * table.sort's comparator, or a coroutine the function resumed itself) the
+ * slice runs on to the next point where it can.
+ *
+ * Limits of a run: a deadline, a budget of slice time (CPU) and, on a
+ * state made with BATON_LUA_ACCOUNT, a budget of memory its allocations may
+ * hold at once. Past the deadline or the CPU budget the run is stopped at
+ * the end of its slice (with a Lua error where it could not yield); an
+ * allocation over the memory budget fails, which Lua raises as "not enough
+ * memory" in the run, after a full collection.
  *
  * Inside a run the `baton` library's waits park the task instead of its
  * worker (docs/embedding-lua.md): baton.sleep(s), baton.yield(),
@@ -130,10 +148,40 @@ baton_seq_t *baton_lua_seq(baton_lua_t *bl);
  *         ...lua_tostring(L, base)...                      // may raise
  *         return 0;
  *     }
- *     struct baton_lua_run r = { push_fn, take, NULL, NULL, "x", 0 };
+ *     struct baton_lua_run r = { push_fn, take, NULL, NULL, "x" };
  *     rc = baton_lua_run(bl, &r, &err);                    // from a task
+ *
+ * The slices are signalled with a real-time signal (the first of
+ * SIGRTMIN+6 .. SIGRTMAX-1 without a handler, taken on the first run), on
+ * the thread's alternate signal stack where it has one, with SA_RESTART; a
+ * blocking call that is not restarted may see EINTR once after a slice.
  */
-#define BATON_LUA_SLICE_DEFAULT 10000u
+#define BATON_LUA_SLICE_DEFAULT_NS 1000000LL /* 1 ms */
+
+/* baton_lua_create_ex flags: account each run's memory (a 16-byte header
+ * per block naming its run), which baton_lua_run.mem_bytes needs. */
+#define BATON_LUA_ACCOUNT 1u
+
+/* A run was stopped for its CPU budget (baton_lua_run.cpu_ns). */
+#define BATON_LUA_BUDGET (-102)
+
+/* Why a run was stopped (baton_lua_usage.stopped). */
+enum {
+	BATON_LUA_STOP_NONE = 0,
+	BATON_LUA_STOP_DEADLINE, /* BATON_ETIMEDOUT */
+	BATON_LUA_STOP_CPU,	 /* BATON_LUA_BUDGET */
+	BATON_LUA_STOP_MEMORY,	 /* an allocation was refused and the run
+				    failed with "not enough memory" */
+};
+
+/* What a run used, filled in when it ends. */
+struct baton_lua_usage {
+	long long cpu_ns;     /* time in its slices */
+	unsigned long slices; /* slices (and steps after waits) */
+	size_t mem_peak;      /* the most its allocations held at once
+				 (BATON_LUA_ACCOUNT), else 0 */
+	int stopped;	      /* BATON_LUA_STOP_* */
+};
 
 struct baton_lua_run {
 	/* Push the function and its arguments onto L, return how many
@@ -150,22 +198,88 @@ struct baton_lua_run {
 	 * not raise. */
 	void (*done)(struct lua_State *L, void *arg);
 	void *arg;
-	unsigned slice; /* VM instructions per slice; 0 = BATON_LUA_SLICE_DEFAULT */
+	long long slice_ns;  /* a slice's time: 0 = BATON_LUA_SLICE_DEFAULT_NS;
+				< 0: no slices (the run gives its worker up
+				only in waits; the limits below still hold) */
+	long long deadline;  /* CLOCK_MONOTONIC ns: stop the run then; 0 = none */
+	long long cpu_ns;    /* budget of slice time; 0 = none */
+	size_t mem_bytes;    /* budget of memory its allocations hold at once;
+				0 = none; needs BATON_LUA_ACCOUNT */
+	struct baton_lua_usage *usage; /* may be NULL */
 };
 
+/*
+ * Background runs of a state (docs/embedding-lua.md): the `baton` library's
+ * timers and threads.
+ *
+ *   t = baton.after(ms, fn, ...)   fn(...) once, ms from now; t:cancel()
+ *   t = baton.every(ms, fn, ...)   fn(...) every ms (a call still running
+ *                                  when the next is due skips that one)
+ *   th = baton.spawn(fn, ...)      fn(...) as a run of its own, now
+ *   th, ok, ... = baton.wait_any(th1, th2, ...)  or (baton.wait_any{...}):
+ *                                  the first of them to end, and what it
+ *                                  returned (ok false and the error if it
+ *                                  failed); th:cancel() stops a loser
+ *   ok, ... = baton.wait(th)
+ *   th:done(), th:result(), th:cancel()
+ *
+ * A pending timer is a small userdata (no task, no stack): one runner task
+ * per state sleeps until the next is due and starts a task for each call,
+ * which runs as a Lua run with the limits below. At most max_timers are
+ * pending: baton.after and baton.every return nil and "too many pending
+ * timers (at most N)" past that. A thread runs with the limits of the run
+ * that spawned it (its deadline, its budgets, each counted apart) and is
+ * cancelled when that run ends. baton_lua_cancel_tasks drops the pending
+ * timers and stops the running callbacks (and threads) at their next slice
+ * or wait; from then on the state refuses new ones ("closing").
+ */
+#define BATON_LUA_MAX_TIMERS_DEFAULT 1024
+
+struct baton_lua_tasks_attr {
+	baton_sched_t *sched; /* for timers set outside a run (the state's
+				 chunk), which has no task; NULL: refused there */
+	int worker;	      /* their worker, or BATON_SCHED_ANY_WORKER */
+	size_t max_timers;    /* pending timers at most; 0: the default */
+	long long slice_ns, cpu_ns; /* each timer callback's run (baton_lua_run) */
+	size_t mem_bytes;
+	/* May be NULL. A timer callback failed: what, on any thread. */
+	void (*error)(void *arg, const char *msg);
+	void *error_arg;
+};
+
+#define BATON_LUA_TASKS_ATTR_INIT { NULL, BATON_SCHED_ANY_WORKER, 0, 0, 0, 0, NULL, NULL }
+
+/* Set the state's background attributes (copied). Before any timer is set:
+ * typically right after creating the state. Errors: BATON_EINVAL. */
+int baton_lua_set_tasks(baton_lua_t *bl, const struct baton_lua_tasks_attr *a);
+
+/* Drop the pending timers and stop the running timer callbacks (with
+ * `threads`, the threads too) at their next slice's end or wait; new ones
+ * are refused from now on. Any thread but the state's own calls. Errors:
+ * BATON_EINVAL, baton_seq_call's. */
+int baton_lua_cancel_tasks(baton_lua_t *bl, int threads);
+
+/* Timers pending now (a plain read: exact when the state is idle). */
+size_t baton_lua_timers(const baton_lua_t *bl);
+
 /* Run r->start's function to its end, slice by slice (above). Errors:
- * BATON_EINVAL (NULL bl or r, or no start or finish), BATON_EDEADLK (called
- * from inside a call on the same state), BATON_LUA_ERROR (the function,
- * start or finish raised: the message as a string in *err if err is not
- * NULL, to be cleared), BATON_ENOMEM, baton_seq_call's. */
+ * BATON_EINVAL (NULL bl or r, no start or finish, or mem_bytes on a state
+ * without BATON_LUA_ACCOUNT), BATON_EDEADLK (called from inside a call on
+ * the same state), BATON_LUA_ERROR (the function, start or finish raised:
+ * the message as a string in *err if err is not NULL, to be cleared),
+ * BATON_ETIMEDOUT (stopped at its deadline) and BATON_LUA_BUDGET (stopped
+ * for its CPU budget), each with a message in *err, BATON_ENOMEM,
+ * baton_seq_call's. */
 int baton_lua_run(baton_lua_t *bl, const struct baton_lua_run *r, struct baton_lua_value *err);
 
 /* Free a string result; sets *v to nil. NULL is a no-op. */
 void baton_lua_value_clear(struct baton_lua_value *v);
 
-/* lua_close on the dedicated stack, then destroy the sequencer. NULL is a
- * no-op. Errors: BATON_EBUSY (called from inside a call on this state:
- * nothing was closed). See rule 4 for calls from other threads. */
+/* Cancel the background runs (baton_lua_cancel_tasks(bl, 1)) and wait up
+ * to 10 s for their tasks to end; then lua_close on the dedicated stack and
+ * destroy the sequencer. NULL is a no-op. Errors: BATON_EBUSY (called from
+ * inside a call on this state, or background tasks still running after
+ * 10 s: nothing was closed). See rule 4 for calls from other threads. */
 int baton_lua_destroy(baton_lua_t *bl);
 
 #ifdef __cplusplus

@@ -408,6 +408,9 @@ void baton__lua_op_run(struct baton_lua_op *op, bool in_task)
 	case LOP_RECV:
 		do_recv(op);
 		break;
+	case LOP_WAIT_THREADS:
+		baton__lua_wait_threads(op);
+		break;
 	default:
 		break;
 	}
@@ -453,6 +456,11 @@ int baton__lua_op_push(lua_State *L, struct baton_lua_op *op)
 	case LOP_SLEEP:
 	case LOP_YIELD:
 		return 0;
+	case LOP_WAIT_THREADS:
+		if (op->rc != BATON_OK)
+			return push_error(L, op);
+		lua_pushboolean(L, 1);
+		return 1;
 	case LOP_CONNECT:
 		if (op->rc != BATON_OK)
 			return push_error(L, op);
@@ -475,6 +483,107 @@ int baton__lua_op_push(lua_State *L, struct baton_lua_op *op)
 	default:
 		return 0;
 	}
+}
+
+/* --- the coroutine library, told to the slice clock ----------------------- */
+
+/*
+ * coroutine.resume and coroutine.wrap as Lua's own (lcorolib.c), except
+ * that they tell the slice clock which coroutine runs (lua_slice.c): a hook
+ * the clock sets must go to that one, or a loop inside a coroutine the
+ * task made would never see the end of its slice (nor its deadline).
+ */
+
+/* Resume co with the narg values on top of L: the number of results moved
+ * to L, or -1 with the error on top of L. */
+static int resume_in(lua_State *L, lua_State *co, int narg)
+{
+	lua_State *prev;
+	int status, nres;
+
+	if (!lua_checkstack(co, narg)) {
+		lua_pushliteral(L, "too many arguments to resume");
+		return -1;
+	}
+	lua_xmove(L, co, narg);
+	prev = baton__lua_slice_enter(co);
+	status = lua_resume(co, L, narg, &nres);
+	baton__lua_slice_leave(co, prev);
+	if (status != LUA_OK && status != LUA_YIELD) {
+		lua_xmove(co, L, 1);
+		return -1;
+	}
+	if (!lua_checkstack(L, nres + 1)) {
+		lua_pop(co, nres);
+		lua_pushliteral(L, "too many results to resume");
+		return -1;
+	}
+	lua_xmove(co, L, nres);
+	return nres;
+}
+
+static int co_resume(lua_State *L)
+{
+	lua_State *co = lua_tothread(L, 1);
+	int n;
+
+	luaL_argexpected(L, co != NULL, 1, "thread");
+	n = resume_in(L, co, lua_gettop(L) - 1);
+	if (n < 0) {
+		lua_pushboolean(L, 0);
+		lua_insert(L, -2);
+		return 2; /* false, the error */
+	}
+	lua_pushboolean(L, 1);
+	lua_insert(L, -(n + 1));
+	return n + 1; /* true, what it returned or yielded */
+}
+
+static int co_wrapped(lua_State *L)
+{
+	lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+	int n = resume_in(L, co, lua_gettop(L)), st;
+
+	if (n >= 0)
+		return n;
+	st = lua_status(co);
+	if (st != LUA_OK && st != LUA_YIELD) { /* it failed: close it, pass its error on */
+#if LUA_VERSION_RELEASE_NUM >= 50406
+		st = lua_closethread(co, L);
+#else
+		st = lua_resetthread(co);
+#endif
+		lua_xmove(co, L, 1);
+	}
+	if (st != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+		luaL_where(L, 1); /* where the wrapped function was called */
+		lua_insert(L, -2);
+		lua_concat(L, 2);
+	}
+	return lua_error(L);
+}
+
+static int co_wrap(lua_State *L)
+{
+	lua_State *co;
+
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	co = lua_newthread(L);
+	lua_pushvalue(L, 1);
+	lua_xmove(L, co, 1);
+	lua_pushcclosure(L, co_wrapped, 1);
+	return 1;
+}
+
+static void replace_coroutine_lib(lua_State *L)
+{
+	if (lua_getglobal(L, "coroutine") == LUA_TTABLE) {
+		lua_pushcfunction(L, co_resume);
+		lua_setfield(L, -2, "resume");
+		lua_pushcfunction(L, co_wrap);
+		lua_setfield(L, -2, "wrap");
+	}
+	lua_pop(L, 1);
 }
 
 /* --- the HTTP client, in Lua over the sockets ------------------------------ */
@@ -581,6 +690,8 @@ static const char http_client[] =
 
 int baton__lua_open_lib(lua_State *L)
 {
+	struct baton_lua *bl = lua_touserdata(L, 1);
+
 	static const luaL_Reg lib[] = {
 		{ "sleep", l_sleep }, { "yield", l_yield }, { "now", l_now },
 		{ "clock", l_clock }, { "tcp", l_tcp },	    { NULL, NULL },
@@ -601,10 +712,12 @@ int baton__lua_open_lib(lua_State *L)
 	lua_setfield(L, -2, "__tostring");
 	lua_pop(L, 1);
 	luaL_newlib(L, lib);
+	baton__lua_open_bg(L, bl);
 	if (luaL_loadbuffer(L, http_client, sizeof(http_client) - 1, "=baton.http") != LUA_OK)
 		return lua_error(L);
 	lua_pushvalue(L, -2);
 	lua_call(L, 1, 0);
 	lua_setglobal(L, "baton");
+	replace_coroutine_lib(L);
 	return 0;
 }

@@ -63,7 +63,7 @@ def test_request_fields_survive_other_requests_slices(httpd, tmp_path):
     while the other requests' slices ran on the same state, each see their
     own headers; a small --lua-slice makes the slices many."""
     srv = Server(httpd, str(tmp_path), ["lua", TASKS],
-                 ["--workers", "1", "--lua-slice", "200"])
+                 ["--workers", "1", "--lua-slice", "50us"])
     try:
         results = {}
 
