@@ -139,7 +139,7 @@ static double run_all(baton_lua_t *bl, struct job *j)
 {
 	struct baton_sched_attr a;
 	baton_sched_t *s;
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 
 	j->bl = bl;
 	baton_sched_attr_init(&a);
@@ -148,7 +148,7 @@ static double run_all(baton_lua_t *bl, struct job *j)
 	assert_int_equal(baton_sched_spawn(s, NULL, run_job, j), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	return (st_now() - t0) / 1e9;
+	return (tc_now() - t0) / 1e9;
 }
 
 static void call_str(baton_lua_t *bl, const char *fn, char *out, size_t cap)
@@ -321,6 +321,6 @@ int main(void)
 		cmocka_unit_test(test_timer_errors_and_chunk_timers),
 	};
 
-	harness_watchdog(60);
+	tc_watchdog(60);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,14 +111,14 @@ static void run_limited(void *arg)
 {
 	struct limited *l = arg;
 	struct job j = { l->bl, l->fn, 0, 0, "", 0 };
-	int64_t t0 = st_now();
+	int64_t t0 = tc_now();
 	struct baton_lua_run r = { start, finish, NULL, NULL, &j, l->slice_ns,
-				   l->deadline_ms ? t0 + MS(l->deadline_ms) : 0,
+				   l->deadline_ms ? t0 + TC_MS(l->deadline_ms) : 0,
 				   l->cpu_ms * 1000000, l->mem, &l->use };
 	struct baton_lua_value err;
 
 	l->rc = baton_lua_run(l->bl, &r, &err);
-	l->took = st_now() - t0;
+	l->took = tc_now() - t0;
 	snprintf(l->out, sizeof(l->out), "%s", err.type == BATON_LUA_STRING ? err.u.s.ptr : j.out);
 	baton_lua_value_clear(&err);
 	l->order = ++finished;
@@ -283,8 +283,8 @@ static void test_deadline_stops_endless_loops(void **state)
 			assert_int_equal(l[0].rc, BATON_ETIMEDOUT);
 			assert_int_equal(l[0].use.stopped, BATON_LUA_STOP_DEADLINE);
 		}
-		assert_true(l[0].took >= MS(100));
-		assert_true(l[0].took < MS(100) + MS(500) * st_time_scale());
+		assert_true(l[0].took >= TC_MS(100));
+		assert_true(l[0].took < TC_MS(100) + TC_MS(500) * tc_time_scale());
 		assert_int_equal(l[1].rc, BATON_OK); /* the state goes on */
 		if (i == 0) /* a loop that can yield is sliced */
 			assert_int_equal(l[1].order, 1);
@@ -304,8 +304,8 @@ static void test_cpu_budget_stops_endless_loops(void **state)
 	run_limited_all(&l, 1);
 	assert_int_equal(l.rc, BATON_LUA_BUDGET);
 	assert_int_equal(l.use.stopped, BATON_LUA_STOP_CPU);
-	assert_true(l.use.cpu_ns >= MS(50));
-	assert_true(l.use.cpu_ns < MS(50) + MS(200) * st_time_scale());
+	assert_true(l.use.cpu_ns >= TC_MS(50));
+	assert_true(l.use.cpu_ns < TC_MS(50) + TC_MS(200) * tc_time_scale());
 	run_limited_all(&sort, 1);
 	assert_int_equal(sort.rc, BATON_LUA_BUDGET);
 	/* A 50 ms sleep with a 20 ms budget: sleeping is not computing. */
@@ -314,7 +314,7 @@ static void test_cpu_budget_stops_endless_loops(void **state)
 	run_limited_all(&nap, 1);
 	assert_int_equal(nap.rc, BATON_OK);
 	assert_string_equal(nap.out, "rested");
-	assert_true(nap.use.cpu_ns < MS(20));
+	assert_true(nap.use.cpu_ns < TC_MS(20));
 	assert_int_equal(baton_lua_destroy(bl), BATON_OK);
 }
 
