@@ -62,9 +62,11 @@
  * (a 413 to a client still sending its body, a 431 to a long head).
  *
  * Rules a caller must keep:
- *  1. A handler returns BATON_OK with resp filled in, or an error code,
- *     answered with 500 (BATON_ETIMEDOUT with 503, the answer to a request
- *     that waited queue_timeout_ns for a slot; rule 8's timeout with 504).
+ *  1. A handler returns BATON_OK with resp filled in, a negative HTTP
+ *     status (-400 to -599: answered with that status and an empty body),
+ *     or an error code, answered with 500 (BATON_ETIMEDOUT with 503, the
+ *     answer to a request that waited queue_timeout_ns for a slot; rule 8's
+ *     timeout with 504).
  *     It may block (it runs in a task), but holds a
  *     handler slot meanwhile.
  *  2. resp->body, the header strings and resp->headers must stay valid

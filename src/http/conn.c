@@ -536,9 +536,10 @@ static struct http_outcome serve_request(struct http_conn *c, struct http_pass *
 		keep = keep && st.keep;
 		next = rc == BATON_OK ? OUT_NEXT : OUT_CLOSE;
 	} else if (rc != BATON_OK) {
-		/* A handler's error, a status of the server's (-4xx/-5xx), or
-		 * past its timeout (HTTP_HANDLER_TIMED_OUT, -504). */
-		status = rc == BATON_ETIMEDOUT ? 503 : rc <= -400 ? -rc : 500;
+		/* A handler's error, a status (-400 to -599; anything
+		 * further down is an error, a 500), or past its timeout
+		 * (HTTP_HANDLER_TIMED_OUT, -504). */
+		status = rc == BATON_ETIMEDOUT ? 503 : rc <= -400 && rc >= -599 ? -rc : 500;
 		next = OUT_ANSWER;
 	} else {
 		rc = baton__http_respond(c, &req, &resp, keep);
