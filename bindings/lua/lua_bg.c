@@ -670,15 +670,7 @@ static int l_spawn(lua_State *L)
 	th->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	*ud = th;
 	/* Listed in the run, which cancels it when it ends. */
-	if (t->threads_ref == LUA_NOREF) {
-		lua_newtable(L);
-		t->threads_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	}
-	lua_rawgeti(L, LUA_REGISTRYINDEX, t->threads_ref);
-	lua_pushvalue(L, -2);
-	lua_pushboolean(L, 1);
-	lua_rawset(L, -3);
-	lua_pop(L, 1);
+	baton__lua_run_list(L, &t->threads_ref);
 	if (!bg_count(bl, true) || bg_spawn(bl, thread_task, th) != BATON_OK) {
 		luaL_unref(L, LUA_REGISTRYINDEX, th->fn_ref);
 		th->fn_ref = LUA_NOREF;

@@ -194,6 +194,10 @@ void baton__lua_cancel_threads(lua_State *L, int threads_ref);
 /* Wait (at most 10 s) until no background task is alive: false if some
  * still are. A plain thread. */
 bool baton__lua_bg_quiet(struct baton_lua *bl);
+/* lua_lib.c: list the value on top of L (left there) as a key of the
+ * run's table *ref (made on first use), so that the run finds what it
+ * opened or spawned when it ends. */
+void baton__lua_run_list(lua_State *L, int *ref);
 /* The state whose library function runs (registry). */
 struct baton_lua *baton__lua_state_of(lua_State *L);
 /* lua_run.c: baton_lua_run with a flag that stops it (background runs). */

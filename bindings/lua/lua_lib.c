@@ -112,6 +112,19 @@ static struct baton_lua_sock *check_sock(lua_State *L)
 	return luaL_checkudata(L, 1, SOCK_META);
 }
 
+void baton__lua_run_list(lua_State *L, int *ref)
+{
+	if (*ref == LUA_NOREF) {
+		lua_newtable(L);
+		*ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
+	lua_rawgeti(L, LUA_REGISTRYINDEX, *ref);
+	lua_pushvalue(L, -2);
+	lua_pushboolean(L, 1);
+	lua_rawset(L, -3);
+	lua_pop(L, 1);
+}
+
 static int l_tcp(lua_State *L)
 {
 	struct baton_lua_task *t = baton__lua_task_of(L);
@@ -123,16 +136,8 @@ static int l_tcp(lua_State *L)
 	memset(s, 0, sizeof(*s));
 	s->timeout_ns = SOCK_TIMEOUT_DEFAULT_NS;
 	luaL_setmetatable(L, SOCK_META);
-	/* The run closes it when it ends: listed in a table of the run. */
-	if (t->socks_ref == LUA_NOREF) {
-		lua_newtable(L);
-		t->socks_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	}
-	lua_rawgeti(L, LUA_REGISTRYINDEX, t->socks_ref);
-	lua_pushvalue(L, -2);
-	lua_pushboolean(L, 1);
-	lua_rawset(L, -3);
-	lua_pop(L, 1);
+	/* The run closes it when it ends. */
+	baton__lua_run_list(L, &t->socks_ref);
 	return 1;
 }
 
