@@ -191,6 +191,9 @@ static bool sweeps_handlers(const struct baton_http_server *srv)
 	return srv->a.handler_timeout_ns > 0 && !srv->compute;
 }
 
+/* How often the sweeper looks for the last connection once shutting. */
+#define SHUTDOWN_TICK 10000000 /* 10 ms */
+
 /* How often the sweeper looks: a tenth of the idle timeout within [10 ms,
  * 1 s], and of the handler timeout within [1 ms, 100 ms]; a parked
  * connection is closed, and a 504 comes, at most that late. */
@@ -255,6 +258,7 @@ static void sweeper(void *arg)
 
 	for (;;) {
 		bool end;
+		int rc;
 
 		pthread_mutex_lock(&srv->lock);
 		sweep(srv, baton__clock_now());
@@ -263,7 +267,12 @@ static void sweeper(void *arg)
 		pthread_mutex_unlock(&srv->lock);
 		if (end)
 			return;
-		if (baton_sched_sleep(tick) != BATON_OK)
+		/* Wait a tick, or until shutdown releases a unit; once shutting,
+		 * look every SHUTDOWN_TICK for the last connection to end, so that
+		 * the run returns promptly, not up to a whole tick later. */
+		rc = baton_sem_acquire(srv->sweep_wake, 1,
+				       baton__http_shutting(srv) ? SHUTDOWN_TICK : tick);
+		if (rc != BATON_OK && rc != BATON_ETIMEDOUT)
 			baton_sched_yield(); /* no timer: look again soon */
 	}
 }
@@ -437,6 +446,7 @@ static void server_free(struct baton_http_server *srv)
 	baton__free(srv->workers);
 	baton_pool_destroy(srv->conns);
 	baton_pool_destroy(srv->inflight);
+	baton_sem_destroy(srv->sweep_wake);
 	baton_pool_destroy(srv->slots);
 	pthread_mutex_destroy(&srv->lock);
 	baton__free(srv->host);
@@ -547,7 +557,8 @@ int baton_http_server_create(baton_http_server_t **out, baton_sched_t *s,
 	if (srv->static_dir && (rc = baton__http_static_init(srv)) != BATON_OK)
 		goto fail;
 	if ((rc = baton_pool_create(&srv->conns, "connections", attr->max_connections)) ||
-	    (rc = baton_pool_create(&srv->inflight, "in-flight", attr->max_inflight)))
+	    (rc = baton_pool_create(&srv->inflight, "in-flight", attr->max_inflight)) ||
+	    (rc = baton_sem_create(&srv->sweep_wake, 0)))
 		goto fail;
 	srv->io_workers = (unsigned)baton_sched_workers(s) - attr->compute_workers;
 	srv->compute = attr->compute_workers > 0;
@@ -640,6 +651,9 @@ int baton_http_server_shutdown(baton_http_server_t *srv)
 		if (__atomic_load_n(&c->idle, __ATOMIC_SEQ_CST))
 			shutdown(c->fd, SHUT_RD);
 	pthread_mutex_unlock(&srv->lock);
+	/* The sweeper may be in a wait of up to a second: end it now. A
+	 * second shutdown's unit only makes it look once more. */
+	(void)baton_sem_release(srv->sweep_wake, 1);
 	return BATON_OK;
 }
 

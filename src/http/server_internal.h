@@ -138,6 +138,7 @@ struct baton_http_server {
 	bool shutting;		/* (atomic) */
 	bool acceptor_done;
 	bool sweeper_done;	/* the sweeper ended (or never got memory) */
+	baton_sem_t *sweep_wake; /* shutdown ends the sweeper's wait at once */
 };
 
 struct http_conn {

@@ -4,11 +4,17 @@
  * their own, without clients (tests/http/ runs the server for real): every
  * invalid attribute is refused with BATON_EINVAL, compute workers need a
  * worker left for I/O, the handler-queue setter works only with them and
- * within the capacity, the stats writer reports the length it needs, and a
- * server shut down before its scheduler runs ends cleanly.
+ * within the capacity, the stats writer reports the length it needs, a
+ * server shut down before its scheduler runs ends cleanly, and one shut
+ * down while it runs lets the run return at once, not a sweeper tick later.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -216,6 +222,57 @@ static void test_set_handler(void **state)
 	assert_int_equal(released[0], 0);
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A task of the server's scheduler: shut the server down once it runs
+ * (its sweeper is then in a wait of a whole tick: a tenth of the default
+ * 60 s idle timeout, capped at 1 s), and connect once so that the
+ * acceptor looks at the shutdown. */
+static void shut_soon(void *arg)
+{
+	baton_http_server_t *srv = arg;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd;
+
+	assert_int_equal(baton_sched_sleep(50000000), BATON_OK);
+	assert_int_equal(baton_http_server_shutdown(srv), BATON_OK);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((unsigned short)baton_http_server_port(srv));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	(void)!connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+}
+
+static void test_shutdown_ends_the_run_promptly(void **state)
+{
+	baton_sched_t *s = make_sched(1);
+	baton_http_server_t *srv;
+	struct baton_http_server_attr a = good_attr();
+	int64_t t0, took;
+
+	(void)state;
+	tc_watchdog(30);
+	assert_int_equal(baton_http_server_create(&srv, s, &a), BATON_OK);
+	assert_int_equal(baton_sched_spawn(s, NULL, shut_soon, srv), BATON_OK);
+	t0 = now_ns();
+	assert_int_equal(baton_sched_run(s), BATON_OK);
+	took = now_ns() - t0;
+	/* 50 ms until the shutdown, then the sweeper's 10 ms look: well under
+	 * the second a sweeper asleep for its whole tick would add. */
+	if (took >= 600000000)
+		fail_msg("the run returned %lld ms after it began (shutdown at 50 ms)",
+			 (long long)(took / 1000000));
+	assert_int_equal(baton_http_server_destroy(srv), BATON_OK);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_handler_queue_and_stages),
 		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_set_handler),
+		cmocka_unit_test(test_shutdown_ends_the_run_promptly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
