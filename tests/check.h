@@ -213,6 +213,20 @@ static inline void tc_run_one(const char *phase, baton_task_fn fn, void *arg)
 #define TC_TSAN 0
 #endif
 
+/* AddressSanitizer: every signal delivery and every copied stack costs
+ * many times its native price, so the storms and the deepest searches
+ * are smaller there (their point is a behaviour, shown at any size). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TC_ASAN 1
+#endif
+#endif
+#ifndef TC_ASAN
+#define TC_ASAN 0
+#endif
+
 /* Tiny per-thread PRNG for the stress tests (xorshift64*). */
 static inline uint64_t tc_rand(uint64_t *x)
 {
