@@ -21,6 +21,16 @@
  *                   deeper coroutine, which copy-stack tasks copy at every
  *                   hop); written before the ring starts, checked after
  *                   it ends; the impl name gets "-dD"
+ *   --cold-rounds K every run is preceded by a run of the first K rounds
+ *                   alone (the same ring, made anew): two more lines give
+ *                   its rate (msgs_per_s_first_rounds) and that of the
+ *                   remaining rounds (msgs_per_s_after_first_rounds, from
+ *                   the difference of the two runs' times)
+ *   --bound F       with 1t-copystack and --depth D: the depth bound of
+ *                   docs/ring.md instead of the ring, as a rate: 1e9 over
+ *                   t(D=0) + F * t_memcpy(D) ns per hop, both measured in
+ *                   this process (with t(D) beside them); the impl name is
+ *                   "bound-1t-copystack-dD"
  *
  * Timing starts when every task has reached its first receive and the
  * starter task hands each ring's leader its start token, and ends when the
@@ -68,6 +78,8 @@ static long depth;		/* --depth: live stack bytes per task */
 static double copied_per_hop;	/* copy-stack bytes copied per hop, last run */
 static long depth_errors;	/* tasks whose --depth bytes changed (atomic) */
 static bool single;		/* --impl ...-single: single-receiver inboxes */
+static long cold_rounds;	/* --cold-rounds: the first rounds, apart */
+static double bound_factor;	/* --bound: memcpy's factor in the bound */
 
 static void note_failure(int rc)
 {
@@ -162,7 +174,7 @@ static void fail(const char *impl, const char *what, long at, int rc)
 	rc_fail(impl, &opts, msg);
 }
 
-/* One timed run; returns messages per second. */
+/* One timed run of opts.rounds rounds; returns its nanoseconds. */
 static double run_once(const char *impl, unsigned workers,
 		       enum baton_coro_model model, bool first)
 {
@@ -230,57 +242,178 @@ static double run_once(const char *impl, unsigned workers,
 	for (long i = 0; i < c; i++)
 		baton_chan_destroy(members[i].in);
 	free(members);
-	return (double)opts.n * (double)rings * (double)opts.rounds * 1e9 / (double)elapsed;
+	return (double)elapsed;
 }
 
-/* The two JSON lines of docs/bench-format.md ("peer": false). */
-static void report(const char *impl, const double *samples, double rss_per)
+/* Hops of a run of `rounds` rounds. */
+static double hops_of(long rounds)
 {
-	long n = opts.runs;
+	return (double)opts.n * (double)rings * (double)rounds;
+}
+
+/*
+ * --bound: what the copies of a copy-stack hop cost alone, in ns per hop.
+ * Each hop copies `len` bytes off the top of the shared stack into the
+ * parking task's buffer and `len` bytes of the next task's buffer onto it,
+ * with libc's memcpy as the hop does (copy_bytes in src/coro/copystack.c),
+ * in the order of a ring on one worker: a ring's message goes round for
+ * BATON_SCHED_RUNNEXT_MAX hops (its run-next chain), then the next ring's
+ * chain runs, so the buffers are as warm or as cold as the hop's. The
+ * buffers are malloc'd at len + 16 bytes like the save buffers, one per
+ * task, in task order; the stack's top is page-aligned like the shared
+ * stack's.
+ */
+static double memcpy_ns_per_hop(size_t len)
+{
+	long c = opts.coroutines, n = opts.n;
+	size_t span = (len + 2 * 4096 - 1) & ~(size_t)4095;
+	char **buf = malloc((size_t)c * sizeof(*buf));
+	long *at = calloc((size_t)rings, sizeof(*at));
+	long *left = malloc((size_t)rings * sizeof(*left));
+	char *stack = aligned_alloc(4096, span), *top = stack + span - len;
+	int64_t t0;
+	double ns;
+
+	if (buf == NULL || at == NULL || left == NULL || stack == NULL)
+		fail("memcpy", "malloc", 0, BATON_ENOMEM);
+	memset(stack, 0, span);
+	for (long i = 0; i < c; i++) {
+		buf[i] = malloc(len + 16);
+		if (buf[i] == NULL)
+			fail("memcpy", "malloc", i, BATON_ENOMEM);
+		memset(buf[i], (int)(i & 0xff), len); /* written, as a park writes it */
+	}
+	for (long r = 0; r < rings; r++)
+		left[r] = n * opts.rounds;
+	t0 = rc_now_ns();
+	for (long busy = rings; busy > 0;) {
+		busy = 0;
+		for (long r = 0; r < rings; r++) {
+			char **ring = buf + r * n;
+			long k = left[r] < BATON_SCHED_RUNNEXT_MAX ? left[r]
+								  : BATON_SCHED_RUNNEXT_MAX;
+			long i = at[r];
+
+			left[r] -= k;
+			while (k-- > 0) {
+				long next = i + 1 == n ? 0 : i + 1;
+
+				memcpy(ring[i], top, len);	/* i parks */
+				memcpy(top, ring[next], len);	/* next runs */
+				/* The copies are the work: keep every one. */
+				__asm__ __volatile__("" : : "r"(top) : "memory");
+				i = next;
+			}
+			at[r] = i;
+			busy += left[r] > 0;
+		}
+	}
+	ns = (double)(rc_now_ns() - t0) / hops_of(opts.rounds);
+	for (long i = 0; i < c; i++)
+		free(buf[i]);
+	free(buf);
+	free(at);
+	free(left);
+	free(stack);
+	return ns;
+}
+
+static double median(const double *v, long n, double *lo, double *hi)
+{
 	double *sorted = malloc((size_t)n * sizeof(*sorted));
 	double med;
 
 	if (sorted == NULL)
-		fail(impl, "malloc", 0, BATON_ENOMEM);
-	memcpy(sorted, samples, (size_t)n * sizeof(*sorted));
+		fail("ring", "malloc", 0, BATON_ENOMEM);
+	memcpy(sorted, v, (size_t)n * sizeof(*sorted));
 	qsort(sorted, (size_t)n, sizeof(*sorted), rc_cmp_double);
 	med = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+	*lo = sorted[0];
+	*hi = sorted[n - 1];
+	free(sorted);
+	return med;
+}
+
+/* One JSON line of docs/bench-format.md ("peer": false): the median of
+ * v[0..n) with `prec` decimals, its extremes, and the samples when there
+ * are several or it is a rate (msgs/s); `extra` (empty, or fields each led
+ * by a comma) closes it. Returns the median. */
+static double print_line(const char *impl, const char *metric, const char *unit,
+			 const double *v, long n, int prec, const char *extra)
+{
+	double lo, hi, med = median(v, n, &lo, &hi);
+
 	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
-	       "\"metric\":\"msgs_per_s\",\"value\":%.1f,\"unit\":\"msgs/s\",",
-	       impl, med);
+	       "\"metric\":\"%s\",\"value\":%.*f,\"unit\":\"%s\",",
+	       impl, metric, prec, med, unit);
 	rc_params(stdout, &opts);
-	printf(",\"runs\":%ld,\"min\":%.1f,\"max\":%.1f,\"samples\":[", n,
-	       sorted[0], sorted[n - 1]);
-	for (long i = 0; i < n; i++)
-		printf("%s%.1f", i ? "," : "", samples[i]);
-	printf("]}\n{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
-	       "\"metric\":\"rss_bytes_per_coro\",\"value\":%.1f,\"unit\":\"bytes\",",
-	       impl, rss_per);
-	rc_params(stdout, &opts);
-	printf(",\"runs\":1,\"min\":%.1f,\"max\":%.1f}\n", rss_per, rss_per);
-	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
-	       "\"metric\":\"cross_wakes_per_hop\",\"value\":%.6f,\"unit\":\"wake-ups\",",
-	       impl, xwakes_per_hop);
-	rc_params(stdout, &opts);
-	printf(",\"runs\":1,\"min\":%.6f,\"max\":%.6f}\n", xwakes_per_hop,
-	       xwakes_per_hop);
+	printf(",\"runs\":%ld,\"min\":%.*f,\"max\":%.*f", n, prec, lo, prec, hi);
+	if (n > 1 || strcmp(unit, "msgs/s") == 0) {
+		printf(",\"samples\":[");
+		for (long i = 0; i < n; i++)
+			printf("%s%.*f", i ? "," : "", prec, v[i]);
+		printf("]");
+	}
+	printf("%s}\n", extra);
+	return med;
+}
+
+/* The lines of docs/bench-format.md, msgs_per_s and rss_bytes_per_coro,
+ * then this program's own. */
+static void report(const char *impl, const double *samples, double rss_per)
+{
+	double med = print_line(impl, "msgs_per_s", "msgs/s", samples, opts.runs, 1, "");
+
+	print_line(impl, "rss_bytes_per_coro", "bytes", &rss_per, 1, 1, "");
+	print_line(impl, "cross_wakes_per_hop", "wake-ups", &xwakes_per_hop, 1, 6, "");
 	if (copied_per_hop > 0) {
 		double ns_per_kib = 1e9 / med / (copied_per_hop / 1024.0);
 
-		printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
-		       "\"metric\":\"copied_bytes_per_hop\",\"value\":%.1f,\"unit\":\"bytes\",",
-		       impl, copied_per_hop);
-		rc_params(stdout, &opts);
-		printf(",\"runs\":1,\"min\":%.1f,\"max\":%.1f}\n", copied_per_hop,
-		       copied_per_hop);
-		printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":false,"
-		       "\"metric\":\"ns_per_kib\",\"value\":%.2f,\"unit\":\"ns\",",
-		       impl, ns_per_kib);
-		rc_params(stdout, &opts);
-		printf(",\"runs\":1,\"min\":%.2f,\"max\":%.2f}\n", ns_per_kib, ns_per_kib);
+		print_line(impl, "copied_bytes_per_hop", "bytes", &copied_per_hop, 1, 1, "");
+		print_line(impl, "ns_per_kib", "ns", &ns_per_kib, 1, 2, "");
 	}
 	fflush(stdout);
-	free(sorted);
+}
+/*
+ * --bound F: per run, the ring at depth D (for the bytes a hop copies
+ * there, and t(D) for comparison), the ring at D = 0 and the copies alone
+ * (memcpy_ns_per_hop), all in ns per hop. The first line is the bound as
+ * a rate, 1e9 / (t(D=0) + F * t_memcpy(D)), so that the suite compares it
+ * with the D ring's msgs_per_s; then each part, and t(D) over the bound
+ * (at most 1 where the bound held in this process).
+ */
+static void run_bound(const char *impl, enum baton_coro_model model)
+{
+	long runs = opts.runs, d = depth;
+	double *v = calloc((size_t)runs * 6, sizeof(*v));
+	double *rate = v, *t0 = v + runs, *td = t0 + runs, *tm = td + runs;
+	double *tb = tm + runs, *over = tb + runs, bytes = 0;
+	char extra[48];
+
+	if (v == NULL)
+		fail(impl, "malloc", 0, BATON_ENOMEM);
+	for (long r = 0; r < runs; r++) {
+		depth = d;
+		td[r] = run_once(impl, 1, model, r == 0) / hops_of(opts.rounds);
+		bytes = copied_per_hop; /* out and back in: half each way */
+		depth = 0;
+		t0[r] = run_once(impl, 1, model, false) / hops_of(opts.rounds);
+		tm[r] = memcpy_ns_per_hop((size_t)(bytes / 2 + 0.5));
+		tb[r] = t0[r] + bound_factor * tm[r];
+		rate[r] = 1e9 / tb[r];
+		over[r] = td[r] / tb[r];
+	}
+	depth = d;
+	snprintf(extra, sizeof(extra), ",\"factor\":%g", bound_factor);
+	print_line(impl, "msgs_per_s", "msgs/s", rate, runs, 1, extra);
+	print_line(impl, "bound_ns_per_hop", "ns", tb, runs, 2, extra);
+	print_line(impl, "ns_per_hop_d0", "ns", t0, runs, 2, "");
+	print_line(impl, "memcpy_ns_per_hop", "ns", tm, runs, 2, "");
+	print_line(impl, "ns_per_hop", "ns", td, runs, 2, "");
+	print_line(impl, "ns_per_hop_over_bound", "ratio", over, runs, 3, extra);
+	print_line(impl, "copied_bytes_per_hop", "bytes", &bytes, 1, 1, "");
+	fflush(stdout);
+	free(v);
 }
 
 int main(int argc, char **argv)
@@ -306,8 +439,17 @@ int main(int argc, char **argv)
 			depth = strtol(argv[++i], &end, 10);
 			if (*end != '\0' || depth < 0 || depth > 1024 * 1024)
 				rc_bad(argv[0], "--depth wants an integer in [0, 1048576]");
-		}
-		else
+		} else if (strcmp(argv[i], "--cold-rounds") == 0 && i + 1 < argc) {
+			cold_rounds = rc_parse_pos(argv[++i], 1000000000L);
+			if (cold_rounds == 0)
+				rc_bad(argv[0], "--cold-rounds wants a positive integer");
+		} else if (strcmp(argv[i], "--bound") == 0 && i + 1 < argc) {
+			char *end;
+
+			bound_factor = strtod(argv[++i], &end);
+			if (*end != '\0' || !(bound_factor > 0 && bound_factor < 1000))
+				rc_bad(argv[0], "--bound wants a factor in (0, 1000)");
+		} else
 			rest[nrest++] = argv[i];
 	}
 	rest[nrest] = NULL;
@@ -344,16 +486,53 @@ int main(int argc, char **argv)
 	    stack_size < (size_t)depth + BATON_CORO_STACK_MIN)
 		stack_size = ((size_t)depth + BATON_CORO_STACK_MIN + 4095) & ~(size_t)4095;
 	rings = opts.coroutines / opts.n;
-	samples = malloc((size_t)opts.runs * sizeof(*samples));
+	if (bound_factor > 0) {
+		if (model != BATON_CORO_COPYSTACK || workers != 1 || single ||
+		    depth == 0 || cold_rounds)
+			rc_bad(argv[0], "--bound wants --impl 1t-copystack and --depth D > 0 "
+			       "(and no --cold-rounds)");
+		snprintf(impl, sizeof(impl), "bound-1t-copystack-d%ld", depth);
+		run_bound(impl, model);
+		return 0;
+	}
+	if (cold_rounds >= opts.rounds)
+		rc_bad(argv[0], "--cold-rounds must be below --rounds");
+	samples = calloc((size_t)opts.runs * 3, sizeof(*samples));
 	if (samples == NULL)
 		fail(impl, "malloc", 0, BATON_ENOMEM);
-	double rss_per = 0;
+	double rss_per = 0, *cold = samples + opts.runs, *after = cold + opts.runs;
 	for (long r = 0; r < opts.runs; r++) {
-		samples[r] = run_once(impl, workers, model, r == 0);
-		if (r == 0)
+		double ns, cold_ns = 0;
+
+		if (cold_rounds) { /* the same ring, made anew, for K rounds */
+			long all = opts.rounds;
+
+			opts.rounds = cold_rounds;
+			cold_ns = run_once(impl, workers, model, r == 0);
+			opts.rounds = all;
+		}
+		if (r == 0 && cold_rounds)
 			rss_per = (double)(rss_ready - rss_before) / (double)opts.coroutines;
+		ns = run_once(impl, workers, model, r == 0 && !cold_rounds);
+		samples[r] = hops_of(opts.rounds) * 1e9 / ns;
+		if (r == 0 && !cold_rounds)
+			rss_per = (double)(rss_ready - rss_before) / (double)opts.coroutines;
+		if (cold_rounds) {
+			cold[r] = hops_of(cold_rounds) * 1e9 / cold_ns;
+			after[r] = ns > cold_ns ? hops_of(opts.rounds - cold_rounds) * 1e9 /
+							 (ns - cold_ns) : 0;
+		}
 	}
 	report(impl, samples, rss_per);
+	if (cold_rounds) {
+		char extra[48];
+
+		snprintf(extra, sizeof(extra), ",\"first_rounds\":%ld", cold_rounds);
+		print_line(impl, "msgs_per_s_first_rounds", "msgs/s", cold, opts.runs, 1, extra);
+		print_line(impl, "msgs_per_s_after_first_rounds", "msgs/s", after, opts.runs, 1,
+			   extra);
+		fflush(stdout);
+	}
 	free(samples);
 	return 0;
 }
