@@ -11,9 +11,9 @@
  *                      item on one worker
  *   --impl spawn-copystack-1w   the same with copy-stack tasks, which never
  *                      block: spawn, run to the end and free
- *   --impl pass-1w     no hand-off: the task passes through a stage without
- *                      handler (enter, count, leave) per item, as a
- *                      connection task does through the server's steps
+ *   --impl pass-1w     no hand-off: the task passes through a gate
+ *                      (enter, count, leave) per item, as a connection
+ *                      task does through the server's steps
  *
  * The handler does nothing but count, so the figure is the hand-off. The
  * submitter keeps the queue busy (submit waits when it is full). One JSON
@@ -64,15 +64,15 @@ static void submitter(void *arg)
 
 static void passer(void *arg)
 {
-	baton_stage_t *st = arg;
+	baton_gate_t *g = arg;
 
 	for (long i = 0; i < items; i++) {
-		struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+		struct baton_gate_pass p = BATON_GATE_PASS_INIT;
 
-		if (baton_stage_enter(st, &p, -1) != BATON_OK)
+		if (baton_gate_enter(g, &p, -1) != BATON_OK)
 			abort();
 		count(NULL, NULL);
-		baton_stage_leave(&p, NULL);
+		baton_gate_leave(&p, NULL);
 	}
 }
 
@@ -97,6 +97,7 @@ static double run_once(const char *impl)
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	baton_sched_t *s;
 	baton_stage_t *st = NULL;
+	baton_gate_t *g = NULL;
 	int64_t t0;
 
 	sa.workers = strcmp(impl, "runner-2w") == 0 ? 2 : 1;
@@ -108,11 +109,22 @@ static double run_once(const char *impl)
 			item_attr.coro.model = BATON_CORO_COPYSTACK;
 		if (baton_sched_spawn(s, &ta, spawner, s) != BATON_OK)
 			abort();
+	} else if (strcmp(impl, "pass-1w") == 0) {
+		struct baton_gate_attr a = BATON_GATE_ATTR_INIT;
+
+		a.name = "bench";
+		a.queue_capacity = 256;
+		if (baton_gate_create(&g, &a) != BATON_OK)
+			abort();
+		ta.worker = 0;
+		ta.flags = BATON_TASK_BOUND;
+		if (baton_sched_spawn(s, &ta, passer, g) != BATON_OK)
+			abort();
 	} else {
 		struct baton_stage_attr a = BATON_STAGE_ATTR_INIT;
 
 		a.name = "bench";
-		a.fn = strcmp(impl, "pass-1w") == 0 ? NULL : count;
+		a.fn = count;
 		a.queue_capacity = 256;
 		a.concurrency = 1;
 		if (sa.workers == 2) {
@@ -123,7 +135,7 @@ static double run_once(const char *impl)
 			abort();
 		ta.worker = 0;
 		ta.flags = BATON_TASK_BOUND;
-		if (baton_sched_spawn(s, &ta, a.fn ? submitter : passer, st) != BATON_OK)
+		if (baton_sched_spawn(s, &ta, submitter, st) != BATON_OK)
 			abort();
 	}
 	t0 = now_ns();
@@ -132,6 +144,8 @@ static double run_once(const char *impl)
 	t0 = now_ns() - t0;
 	if (st)
 		baton_stage_destroy(st);
+	if (g)
+		baton_gate_destroy(g);
 	baton_sched_destroy(s);
 	return (double)t0 / (double)items;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file baton/stage.h
- * stages and resource pools: a program drawn as explicit
+ * stages, gates and resource pools: a program drawn as explicit
  * processing steps, each with its own bounded queue, a concurrency limit and
- * the resources it must hold before a task is spent on an item.
+ * the resources it must hold before a task is spent on an item (a gate: a
+ * step the calling task performs itself, rule 6).
  *
  * A generic pool of tasks can only throttle CPU. A stage knows what its step
  * needs: before one of its items gets a task, the stage's dispatcher takes a
@@ -70,38 +71,42 @@
  *     submitter or drainer waiting (BATON_EBUSY otherwise). Drain it before
  *     its scheduler is destroyed where the items matter. A scheduler's
  *     destroy frees the tasks blocked on its stages (sched.h rule 5): a
- *     submitter, drainer or task waiting to pass through leaves the queue.
+ *     submitter, drainer or task waiting to pass a gate leaves the queue.
  *     A stage with a handler also loses its own tasks, the dispatcher and
  *     the handler tasks (busy in the handler, waiting for an item, or not
  *     yet started): it hears of the destroy, forgets them, drops the items
  *     still queued (they, and the items whose handler never returned, move
  *     from submitted to rejected) and is closed, so it is idle and can be
  *     destroyed; after that destroy is the only call it is useful for. A
- *     freed task that had entered a stage without handler still counts as
- *     running there until the program leaves with its pass (the stage
- *     cannot know the task is gone), and the pool units freed tasks held
+ *     freed task that had entered a gate still counts as running there
+ *     until the program leaves with its pass (the gate cannot know the
+ *     task is gone), and the pool units freed tasks held
  *     stay in use until released. A call whose item was queued then ends
  *     with BATON_ESHUTDOWN; the record of a call whose handler task was
  *     freed, or whose caller was freed too, is lost with them (a few
  *     dozen bytes; its abandon function does not run). Destroy a pool
- *     when no stage lists it, no
+ *     when no stage or gate lists it, no
  *     unit is in use and nobody waits.
- *  6. A stage created without a handler (attr.fn NULL) is a step that the
- *     calling task performs itself: it passes through the stage with
- *     baton_stage_enter() and baton_stage_leave() instead of submitting an
- *     item. Everything else holds as for items (queue, concurrency, needs,
- *     counters, close, drain). Only such a stage can be entered, and it
- *     cannot be submitted to (BATON_EINVAL).
+ *  6. A step that the calling task performs itself, without a hand-off
+ *     (a connection task reading its socket), is a gate (baton_gate_t,
+ *     its own section below), not a stage: a bound with a queue of
+ *     waiting tasks, a concurrency limit, needs and counters, that tasks
+ *     pass through with baton_gate_enter() and baton_gate_leave(). A
+ *     stage always has a handler. Deprecated: baton_stage_create() with
+ *     attr.fn NULL still makes a stage that tasks pass through (it
+ *     forwards to a gate of its own: baton_stage_enter, baton_stage_leave
+ *     and the common calls work; submit and call are refused with
+ *     BATON_EINVAL), until the next release (NEWS.md).
  *
- * Passing through, when the step's work is best done where the caller
- * already is (a connection task reading its socket), without a hand-off:
+ * Passing through a gate, when the step's work is best done where the
+ * caller already is:
  *
  * @code
- *     struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
- *     if (baton_stage_enter(s_read, &p, timeout) != BATON_OK)
+ *     struct baton_gate_pass p = BATON_GATE_PASS_INIT;
+ *     if (baton_gate_enter(g_read, &p, timeout) != BATON_OK)
  *         return refuse();                    // full, timed out or closed
  *     read_request(conn);                     // the step's own work
- *     baton_stage_leave(&p, NULL);
+ *     baton_gate_leave(&p, NULL);
  * @endcode
  *
  * Calling a stage, when the caller needs the handler's work done before it
@@ -115,7 +120,7 @@
  *     c.item = j;
  *     c.abandon = job_free;                   // if we leave before its end
  *     c.deadline = now + budget;              // for the result
- *     c.kept = p.kept;                        // the read step's KEEP units
+ *     c.kept = p.kept;                        // the read gate's KEEP units
  *     rc = baton_stage_call(s_compute, &c, queue_timeout);
  *     if (rc == BATON_OK)
  *         answer(j->status, j->body), job_free(j);
@@ -126,7 +131,7 @@
  * @endcode
  *
  * Kept units: a KEEP need's units outlive the step that took them (rule
- * 4). baton_stage_leave() puts them in the pass (p.kept), a token that
+ * 4). baton_gate_leave() puts them in the pass (p.kept), a token that
  * hands them on: released by baton_stage_kept_release() once, or given to
  * a call, which releases them where its item finishes (its handler
  * returned, or it was dropped), whatever the caller does meanwhile.
@@ -224,7 +229,7 @@ BATON_API int baton_pool_snapshot(baton_pool_t *p, struct baton_pool_stats *out)
 /** Free it. NULL is a no-op.
  * @param p the pool
  * @return BATON_OK, or an error: BATON_EBUSY (units in use, waiters, or a
- * stage lists it). */
+ * stage or gate lists it). */
 BATON_API int baton_pool_destroy(baton_pool_t *p);
 
 /* --- stages ---------------------------------------------------------------- */
@@ -259,7 +264,7 @@ struct baton_stage_attr {
 	int first_worker;	/**< with nworkers > 0: handlers run on workers */
 	unsigned nworkers;	/**< [first_worker, first_worker + nworkers), each
 				   item on the one with the fewest handlers
-				   busy; 0 for a stage without handler (rule 6) */
+				   busy; 0 without fn (deprecated, rule 6) */
 	unsigned flags;		/**< 0 or BATON_STAGE_CANCEL_ABANDONED */
 };
 /** The defaults of struct baton_stage_attr, as an initialiser. */
@@ -299,10 +304,10 @@ static inline int baton_stage_attr_init(struct baton_stage_attr *a)
  * submit calls that returned == submitted + rejected (+ failures that are
  * not refusals: EINVAL, ENOSCHED, ENOMEM). Pools have their own snapshots.
  * Times are sums: divide by completed (handler_ns) or by completed +
- * running (wait_ns) for means. For a stage that tasks pass through, read
- * "item" as a passing task and "handler" as its step: a task that waits
- * for a slot counts as queued and submitted; if its wait is refused it
- * moves from submitted to rejected. */
+ * running (wait_ns) for means. A gate's snapshot fills the same fields
+ * (baton_gate_snapshot): read "item" as a passing task and "handler" as
+ * its step; a task that waits for a slot counts as queued and submitted,
+ * and if its wait is refused it moves from submitted to rejected. */
 struct baton_stage_stats {
 	const char *name;      /**< the stage's, valid until it is destroyed */
 	size_t queued;	       /**< items in the queue now */
@@ -320,8 +325,9 @@ struct baton_stage_stats {
 	uint64_t runners_started; /**< handler tasks spawned so far */
 };
 
-/** Create a stage whose tasks run on scheduler s; without attr.fn, a stage
- * that tasks pass through (rule 6).
+/** Create a stage whose tasks run on scheduler s. Without attr.fn
+ * (deprecated, rule 6): a stage that tasks pass through, which forwards to
+ * a gate of its own (use baton_gate_create instead).
  * @param out receives the new stage
  * @param s the scheduler
  * @param attr the attributes, or NULL for the defaults
@@ -338,7 +344,8 @@ BATON_API int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
  * @param item the item for the handler (any pointer, NULL too)
  * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
  * that many nanoseconds
- * @return BATON_OK, or an error: BATON_EINVAL (also a stage without handler),
+ * @return BATON_OK, or an error: BATON_EINVAL (also a stage without handler:
+ * deprecated, rule 6),
  * BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT, BATON_ESHUTDOWN (closed,
  * before or while waiting), BATON_ENOSCHED, BATON_ENOMEM (no dispatcher task
  * could be started; nothing queued). EAGAIN, ETIMEDOUT and ESHUTDOWN count as
@@ -377,18 +384,154 @@ BATON_API int baton_stage_set_concurrency(baton_stage_t *st, unsigned n);
  * @return BATON_OK, or an error: BATON_EINVAL. */
 BATON_API int baton_stage_set_queue_limit(baton_stage_t *st, size_t n);
 
-/** Units of a stage's KEEP needs, held on after its step: a token that is
+/* --- gates: bounds that tasks pass through --------------------------------- */
+/** A gate (opaque): a step that the calling task performs itself (rule 6).
+ * It has what a stage has but the handler: a concurrency limit, a queue
+ * of waiting tasks (FIFO, at most its queue limit), needs taken on enter,
+ * counters, close and drain. It needs no scheduler of its own: tasks of
+ * any scheduler pass through it. */
+typedef struct baton_gate baton_gate_t;
+
+/** Units of a gate's KEEP needs, held on after its step: a token that is
  * released once (baton_stage_kept_release) or handed to a call. */
 struct baton_stage_kept {
-	baton_stage_t *stage; /**< whose KEEP needs are held; NULL: none */
+	baton_gate_t *gate; /**< whose KEEP needs are held; NULL: none */
 };
 /** An empty token, as an initialiser. */
 #define BATON_STAGE_KEPT_INIT { NULL }
 
-/** A task's passage through a stage without handler (rule 6), from enter
- * to leave. Initialise it with BATON_STAGE_PASS_INIT; t0 may instead be
- * set to when the step began (a CLOCK_MONOTONIC reading in ns, such as the
- * end a previous leave returned), which saves the clock read. */
+/** Attributes of a gate: baton_gate_attr_init() sets the defaults. */
+struct baton_gate_attr {
+	const char *name;	/**< 1..BATON_NAME_MAX bytes, copied */
+	size_t queue_capacity;	/**< tasks waiting at most (>= 1) */
+	unsigned concurrency;	/**< tasks inside at most (>= 1) */
+	const struct baton_stage_need *needs; /**< nneeds of them, copied */
+	size_t nneeds;		/**< <= BATON_STAGE_MAX_NEEDS, distinct pools */
+};
+/** The defaults of struct baton_gate_attr, as an initialiser. */
+#define BATON_GATE_ATTR_INIT { NULL, 64, 1, NULL, 0 }
+
+/** The defaults (queue 64, concurrency 1, no needs; name still to set)
+ * in *a.
+ * @param a the attributes to set to the defaults
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL a). */
+static inline int baton_gate_attr_init(struct baton_gate_attr *a)
+{
+	const struct baton_gate_attr d = BATON_GATE_ATTR_INIT;
+
+	if (a == NULL)
+		return BATON_EINVAL;
+	*a = d;
+	return BATON_OK;
+}
+
+/** A task's passage through a gate, from enter to leave. Initialise it
+ * with BATON_GATE_PASS_INIT; t0 may instead be set to when the step began
+ * (a CLOCK_MONOTONIC reading in ns, such as the end a previous leave
+ * returned), which saves the clock read. */
+struct baton_gate_pass {
+	baton_gate_t *gate; /**< set by enter, cleared by leave */
+	int64_t t0;	    /**< when the step began; 0: now, at enter */
+	struct baton_stage_kept kept; /**< set by leave if the gate has KEEP
+					 needs: their units, to hand on */
+};
+/** A passage not entered, t0 0, as an initialiser. */
+#define BATON_GATE_PASS_INIT { NULL, 0, BATON_STAGE_KEPT_INIT }
+
+/** Create a gate.
+ * @param out receives the new gate
+ * @param attr the attributes (baton_gate_attr_init, then name set)
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL argument, bad name,
+ * capacity 0 or above BATON_STAGE_MAX_CAPACITY, concurrency 0, too many
+ * needs, a NULL pool, units < 1, unknown need flags, a pool listed twice),
+ * BATON_ENOMEM. */
+BATON_API int baton_gate_create(baton_gate_t **out, const struct baton_gate_attr *attr);
+
+/** Take a concurrency slot of g and then its needs (in the pools' global
+ * order), and count the calling task as running. With every slot taken,
+ * wait for one behind the tasks already waiting (FIFO), at most timeout_ns
+ * in all, needs included; at most queue_limit tasks wait (they count as
+ * queued): with that many waiting, enter is refused at once, whatever the
+ * timeout. Closing the gate refuses the tasks that wait too. A task that
+ * holds the slot while it waits for a pool counts as running.
+ * @param g the gate
+ * @param p the passage, zeroed or left
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL, p in use),
+ * BATON_EAGAIN (timeout 0 and no slot or unit now, or the queue full),
+ * BATON_ETIMEDOUT, BATON_ESHUTDOWN, BATON_ENOSCHED (timeout not 0 outside
+ * a task), BATON_ENOMEM. EAGAIN, ETIMEDOUT and ESHUTDOWN count as
+ * rejected. */
+BATON_API int baton_gate_enter(baton_gate_t *g, struct baton_gate_pass *p,
+			       int64_t timeout_ns);
+
+/** End the passage: give back the needs that are not KEEP and the slot
+ * (the first waiting task gets it), count the step completed with its time
+ * since p->t0. The KEEP needs' units stay held, in p->kept (release or
+ * hand on that token before p enters again: a second leave overwrites
+ * it). *end_ns (if not NULL) receives the clock reading taken as the
+ * step's end. Any thread.
+ * @param p the passage entered
+ * @param end_ns receives the step's end on the clock, or NULL
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL p, or p not entered: a
+ * second leave). */
+BATON_API int baton_gate_leave(struct baton_gate_pass *p, int64_t *end_ns);
+
+/** Refuse new tasks: later enters and the tasks waiting return
+ * BATON_ESHUTDOWN; the tasks inside finish their step. Any thread.
+ * @param g the gate
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_ESHUTDOWN (already
+ * closed). */
+BATON_API int baton_gate_close(baton_gate_t *g);
+
+/** Wait until no task waits or is inside.
+ * @param g the gate
+ * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
+ * that many nanoseconds
+ * @return BATON_OK, or an error: BATON_EINVAL, BATON_EAGAIN (timeout 0, not
+ * idle), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM. */
+BATON_API int baton_gate_drain(baton_gate_t *g, int64_t timeout_ns);
+
+/** Change how many tasks may be inside at once (>= 1). Raising admits
+ * waiting tasks at once; lowering lets the tasks inside finish. Any
+ * thread.
+ * @param g the gate
+ * @param n tasks inside at most (>= 1)
+ * @return BATON_OK, or an error: BATON_EINVAL. */
+BATON_API int baton_gate_set_concurrency(baton_gate_t *g, unsigned n);
+
+/** Change how many tasks may wait (1..queue_capacity given at creation).
+ * Lowering below the tasks waiting refuses new ones until fewer wait. Any
+ * thread.
+ * @param g the gate
+ * @param n tasks that may wait
+ * @return BATON_OK, or an error: BATON_EINVAL. */
+BATON_API int baton_gate_set_queue_limit(baton_gate_t *g, size_t n);
+
+/** Fill *out with the gate's counters, in a stage's snapshot (struct
+ * baton_stage_stats: a passing task is an item, its step the handler;
+ * runners and runners_started are 0). Any thread.
+ * @param g the gate
+ * @param out filled with the statistics
+ * @return BATON_OK, or an error: BATON_EINVAL. */
+BATON_API int baton_gate_snapshot(baton_gate_t *g, struct baton_stage_stats *out);
+
+/** Free an idle gate: no task waiting or inside. NULL is a no-op.
+ * @param g the gate
+ * @return BATON_OK, or an error: BATON_EBUSY. */
+BATON_API int baton_gate_destroy(baton_gate_t *g);
+
+/** Give back the units the token holds and empty it; an empty token is a
+ * no-op, so they are released exactly once. Any thread.
+ * @param k the token of kept units
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL k). */
+BATON_API int baton_stage_kept_release(struct baton_stage_kept *k);
+
+/* --- stages passed through (deprecated: gates) ------------------------------ */
+/** A task's passage through a stage created without handler (deprecated,
+ * rule 6: struct baton_gate_pass). Initialise it with
+ * BATON_STAGE_PASS_INIT; t0 as in struct baton_gate_pass. */
 struct baton_stage_pass {
 	baton_stage_t *stage; /**< set by enter, cleared by leave */
 	int64_t t0;	      /**< when the step began; 0: now, at enter */
@@ -398,43 +541,23 @@ struct baton_stage_pass {
 /** A passage not entered, t0 0, as an initialiser. */
 #define BATON_STAGE_PASS_INIT { NULL, 0, BATON_STAGE_KEPT_INIT }
 
-/** Take a concurrency slot of st and then its needs (in the pools' global
- * order), and count the calling task as running. With every slot taken,
- * wait for one behind the tasks already waiting (FIFO), at most timeout_ns
- * in all, needs included; at most queue_limit tasks wait (they count as
- * queued): with that many waiting, enter is refused at once, whatever the
- * timeout. Closing the stage refuses the tasks that wait too. A task that
- * holds the slot while it waits for a pool counts as running.
+/** Deprecated (rule 6): baton_gate_enter() on the gate of a stage created
+ * without handler.
  * @param st the stage
  * @param p the passage, zeroed or left
- * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
- * that many nanoseconds
- * @return BATON_OK, or an error: BATON_EINVAL (NULL, p in use, a stage with a
- * handler), BATON_EAGAIN (timeout 0 and no slot or unit now, or the queue
- * full), BATON_ETIMEDOUT, BATON_ESHUTDOWN, BATON_ENOSCHED (timeout not 0
- * outside a task), BATON_ENOMEM. EAGAIN, ETIMEDOUT and ESHUTDOWN count as
- * rejected. */
+ * @param timeout_ns as baton_gate_enter()'s
+ * @return as baton_gate_enter(); BATON_EINVAL also for a stage with a
+ * handler. */
 BATON_API int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p,
 				int64_t timeout_ns);
 
-/** End the passage: give back the needs that are not KEEP and the slot
- * (the first waiting task gets it), count the step completed with its time
- * since p->t0. The KEEP needs' units stay held, in p->kept (release or
- * hand on that token before p enters again: a second leave overwrites
- * it). *end_ns (if not NULL) receives the clock reading taken as
- * the step's end. Any thread.
+/** Deprecated (rule 6): baton_gate_leave() for a stage's passage.
  * @param p the passage entered
  * @param end_ns receives the step's end on the clock, or NULL
- * @return BATON_OK, or an error: BATON_EINVAL (NULL p, or p not entered: a
- * second leave). */
+ * @return as baton_gate_leave(). */
 BATON_API int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns);
 
-/** Give back the units the token holds and empty it; an empty token is a
- * no-op, so they are released exactly once. Any thread.
- * @param k the token of kept units
- * @return BATON_OK, or an error: BATON_EINVAL (NULL k). */
-BATON_API int baton_stage_kept_release(struct baton_stage_kept *k);
-
+/* --- calling a stage --------------------------------------------------------- */
 /** A call of a stage (rules 7 and 8). The caller's, in its frame if it
  * likes: the stage keeps its own record of the call. */
 struct baton_stage_call {
@@ -454,7 +577,7 @@ struct baton_stage_call {
  * BATON_OK: the handler returned, the item is the caller's again, the
  * kept units are released. Errors, with c->queued 0 (the item and the
  * kept units are still the caller's): BATON_EINVAL (NULL st or c, a stage
- * without handler), BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
+ * without handler: deprecated, rule 6), BATON_EAGAIN (timeout 0 and full), BATON_ETIMEDOUT,
  * BATON_ESHUTDOWN (closed), BATON_ECANCELED, BATON_ENOSCHED (not in a
  * task), BATON_ENOMEM. With c->queued 1 (the item is the stage's, rule 8):
  * BATON_ETIMEDOUT (the deadline passed), BATON_ECANCELED (the calling task
@@ -470,7 +593,9 @@ struct baton_stage_call {
 BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
 			       int64_t timeout_ns);
 
-/** In the handler of a called item: have the caller, waiting in
+/** In the handler of a called item, in the handler's own task (the stage
+ * hands it the call's record there: nothing is searched): have the
+ * caller, waiting in
  * baton_stage_call(), run fn(arg) in its own task, and return what fn
  * returns (a streamed answer whose pieces the caller writes: the caller's
  * socket is its worker's). The handler waits for it without a timeout;
@@ -483,8 +608,9 @@ BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
  * @param item the called item being handled
  * @param fn the function the caller runs
  * @param arg its argument
- * @return what fn returns, or an error: BATON_EINVAL (NULL st or fn, item not a
- * called item whose handler runs now), BATON_ENOSCHED, BATON_ECANCELED (the
+ * @return what fn returns, or an error: BATON_EINVAL (NULL st or fn; not
+ * in the task running the handler of item, a called item of st),
+ * BATON_ENOSCHED, BATON_ECANCELED (the
  * caller left), BATON_EBUSY (a question is already waiting). */
 BATON_API int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg),
 			      void *arg);

@@ -310,7 +310,7 @@ static void acceptor(void *arg)
 	if (open_listener(srv, &lis) != BATON_OK) {
 		/* No reactor here (out of memory, or no backend works): the
 		 * server accepts nothing. /_stats shows the accept stage closed. */
-		baton_stage_close(srv->stage[HTTP_ACCEPT]);
+		baton_gate_close(srv->gate[HTTP_ACCEPT]);
 		baton__http_steps_update(srv); /* accept: through the closed stage */
 		close(srv->lfd);
 		goto out;
@@ -437,7 +437,8 @@ static void server_free(struct baton_http_server *srv)
 		srv->stale = next;
 	}
 	for (int i = 0; i < HTTP_NSTAGES; i++)
-		baton_stage_destroy(srv->stage[i]);
+		baton_gate_destroy(srv->gate[i]);
+	baton_stage_destroy(srv->handle);
 	if (srv->workers)
 		baton__http_reserves_flush(srv);
 	for (unsigned i = 0; srv->workers && i < srv->nworkers; i++)
@@ -472,11 +473,12 @@ static int stage_index(const char *name, size_t len)
 }
 
 /*
- * The steps as stages. Every connection reads and writes at most one
- * request at a time, so those stages' concurrency starts at the connection
- * cap (a lower one makes connections wait their turn to read or write).
- * Read declares the in-flight pool, KEEP: a request holds its unit from
- * its first byte until its response is written.
+ * The steps as gates, but handle with compute workers: a stage whose tasks
+ * run there. Every connection reads and writes at most one request at a
+ * time, so those gates' concurrency starts at the connection cap (a lower
+ * one makes connections wait their turn to read or write). Read declares
+ * the in-flight pool, KEEP: a request holds its unit from its first byte
+ * until its response is written.
  */
 static int make_stages(struct baton_http_server *srv, baton_sched_t *s)
 {
@@ -491,14 +493,15 @@ static int make_stages(struct baton_http_server *srv, baton_sched_t *s)
 
 	for (int i = 0; i < HTTP_NSTAGES; i++) {
 		struct baton_stage_attr sa = BATON_STAGE_ATTR_INIT;
+		struct baton_gate_attr ga = BATON_GATE_ATTR_INIT;
 
-		sa.name = stage_names[i];
-		sa.queue_capacity = lim[i].queue;
-		sa.concurrency = lim[i].conc;
+		ga.name = sa.name = stage_names[i];
+		ga.queue_capacity = sa.queue_capacity = lim[i].queue;
+		ga.concurrency = sa.concurrency = lim[i].conc;
 		sa.task.coro = a->coro;
 		if (i == HTTP_READ) {
-			sa.needs = &inflight;
-			sa.nneeds = 1;
+			ga.needs = &inflight;
+			ga.nneeds = 1;
 		}
 		if (i == HTTP_HANDLE && srv->compute) {
 			sa.fn = baton__http_handle_job;
@@ -509,10 +512,11 @@ static int make_stages(struct baton_http_server *srv, baton_sched_t *s)
 			if (a->handler_timeout_ns > 0)
 				sa.flags = BATON_STAGE_CANCEL_ABANDONED;
 		}
-		if ((rc = baton_stage_create(&srv->stage[i], s, &sa)) != BATON_OK)
+		rc = sa.fn ? baton_stage_create(&srv->handle, s, &sa)
+			   : baton_gate_create(&srv->gate[i], &ga);
+		if (rc != BATON_OK)
 			return rc;
 	}
-	srv->handle = srv->stage[HTTP_HANDLE];
 	return BATON_OK;
 }
 
@@ -665,7 +669,7 @@ int baton_http_server_set_limits(baton_http_server_t *srv, long handler_concurre
 	if (srv == NULL)
 		return BATON_EINVAL;
 	if (handler_concurrency > 0)
-		rc = baton_stage_set_concurrency(srv->handle, clamp_conc(handler_concurrency));
+		rc = baton__http_step_set(srv, HTTP_HANDLE, clamp_conc(handler_concurrency), 0);
 	if (rc == BATON_OK && handler_concurrency > 0 && srv->slots)
 		rc = baton_pool_set_capacity(srv->slots, clamp_conc(handler_concurrency));
 	if (rc == BATON_OK && max_inflight > 0)
@@ -680,9 +684,9 @@ int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n)
 {
 	int rc;
 
-	if (srv == NULL)
+	if (srv == NULL || n == 0)
 		return BATON_EINVAL;
-	rc = baton_stage_set_queue_limit(srv->handle, n);
+	rc = baton__http_step_set(srv, HTTP_HANDLE, 0, n);
 	baton__http_steps_update(srv);
 	return rc;
 }
@@ -690,21 +694,16 @@ int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n)
 int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
 				unsigned concurrency, size_t queue)
 {
-	baton_stage_t *st;
-	int i, rc = BATON_OK;
+	int i, rc;
 
 	if (srv == NULL || stage == NULL ||
 	    (i = stage_index(stage, strlen(stage))) < 0)
 		return BATON_EINVAL;
-	st = srv->stage[i];
 	if (i == HTTP_ACCEPT && concurrency > 1) /* one acceptor */
 		return BATON_EINVAL;
 	if (concurrency > BATON_HTTP_STAGE_MAX)
 		return BATON_EINVAL;
-	if (queue > 0)
-		rc = baton_stage_set_queue_limit(st, queue);
-	if (rc == BATON_OK && concurrency > 0)
-		rc = baton_stage_set_concurrency(st, concurrency);
+	rc = baton__http_step_set(srv, i, concurrency, queue);
 	if (rc == BATON_OK && concurrency > 0 && i == HTTP_HANDLE && srv->slots)
 		rc = baton_pool_set_capacity(srv->slots, concurrency);
 	baton__http_steps_update(srv);

@@ -78,15 +78,15 @@ struct http_worker {
 	struct http_reserve res[HTTP_NRES];
 } __attribute__((aligned(64)));
 
-/* A request's pass through a step: its stage's pass, or counted. */
+/* A request's pass through a step: its gate's pass, or counted. */
 struct http_pass {
-	struct baton_stage_pass stage;
+	struct baton_gate_pass gate;
 	int64_t t0;		/* counted: when the step began */
 	signed char step;	/* HTTP_*, -1: in none */
 	bool counted;		/* entered through the counters */
 	bool unit;		/* holds an in-flight unit of the reserve's */
 };
-#define HTTP_PASS_INIT { BATON_STAGE_PASS_INIT, 0, -1, false, false }
+#define HTTP_PASS_INIT { BATON_GATE_PASS_INIT, 0, -1, false, false }
 
 struct http_conn;
 
@@ -113,8 +113,10 @@ struct baton_http_server {
 	int lfd;
 	unsigned short port;
 	baton_pool_t *conns, *inflight;
-	baton_stage_t *stage[HTTP_NSTAGES]; /* the steps, in request order */
-	baton_stage_t *handle;	/* stage[HTTP_HANDLE] */
+	/* The steps, in request order: gates the connection task passes
+	 * through, but handle with compute workers (gate NULL): a stage. */
+	baton_gate_t *gate[HTTP_NSTAGES];
+	baton_stage_t *handle;	/* with compute workers, else NULL */
 	bool compute;		/* handle has tasks on the compute workers */
 	unsigned io_workers;	/* connections are bound to [0, io_workers) */
 	unsigned next_io;	/* the acceptor's round robin over them */
@@ -245,12 +247,15 @@ bool baton__http_shutting(struct baton_http_server *srv);
 /* step.c */
 struct http_worker *baton__http_my_worker(struct baton_http_server *srv);
 /* Enter a step, counted where its bound cannot bind, else through its
- * stage; the read step takes the request's in-flight unit too. The step
- * begins at t0 (0: now). Errors as baton_stage_enter's. */
+ * gate; the read step takes the request's in-flight unit too. The step
+ * begins at t0 (0: now). Errors as baton_gate_enter's. */
 int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_pass *p,
 			   int64_t t0, int64_t timeout_ns);
 void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
 			    int64_t *end_ns);
+/* A step's limits on its gate (or the handle stage): concurrency `conc`
+ * and queue `queue`, 0 leaving one as it is. */
+int baton__http_step_set(struct baton_http_server *srv, int step, unsigned conc, size_t queue);
 /* The request is over: its in-flight unit goes back, once. */
 void baton__http_pass_release_unit(struct baton_http_server *srv, struct http_pass *p);
 /* A unit of the pool `kind` names (HTTP_RES_*), from the worker's reserve if it has one:

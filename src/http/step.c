@@ -116,10 +116,10 @@ int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_
 		p->counted = true;
 		return BATON_OK;
 	}
-	/* Through the stage, as it was made: the read stage's need takes the
-	 * unit and keeps it in the pass (stage.kept). */
-	p->stage.t0 = t0;
-	rc = baton_stage_enter(srv->stage[step], &p->stage, timeout_ns);
+	/* Through the gate, as it was made: the read gate's need takes the
+	 * unit and keeps it in the pass (gate.kept). */
+	p->gate.t0 = t0;
+	rc = baton_gate_enter(srv->gate[step], &p->gate, timeout_ns);
 	if (rc == BATON_OK) {
 		p->step = (signed char)step;
 		p->counted = false;
@@ -139,7 +139,7 @@ void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
 		if (end_ns)
 			*end_ns = end;
 	} else {
-		baton_stage_leave(&p->stage, end_ns);
+		baton_gate_leave(&p->gate, end_ns);
 	}
 	p->step = -1;
 }
@@ -150,8 +150,31 @@ void baton__http_pass_release_unit(struct baton_http_server *srv, struct http_pa
 		p->unit = false;
 		baton__http_reserve_give(srv, HTTP_RES_INFLIGHT);
 	} else {
-		baton_stage_kept_release(&p->stage.kept);
+		baton_stage_kept_release(&p->gate.kept);
 	}
+}
+
+/* A step's snapshot: its gate's, or the handle stage's. */
+static void step_snapshot(struct baton_http_server *srv, int step, struct baton_stage_stats *out)
+{
+	if (srv->gate[step])
+		baton_gate_snapshot(srv->gate[step], out);
+	else
+		baton_stage_snapshot(srv->handle, out);
+}
+
+int baton__http_step_set(struct baton_http_server *srv, int step, unsigned conc, size_t queue)
+{
+	baton_gate_t *g = srv->gate[step];
+	int rc = BATON_OK;
+
+	if (queue > 0)
+		rc = g ? baton_gate_set_queue_limit(g, queue)
+		       : baton_stage_set_queue_limit(srv->handle, queue);
+	if (rc == BATON_OK && conc > 0)
+		rc = g ? baton_gate_set_concurrency(g, conc)
+		       : baton_stage_set_concurrency(srv->handle, conc);
+	return rc;
 }
 
 /* A stage's own counts, plus what its workers counted for it. */
@@ -303,7 +326,7 @@ void baton__http_steps_update(struct baton_http_server *srv)
 		struct baton_stage_stats st;
 		bool free;
 
-		baton_stage_snapshot(srv->stage[i], &st);
+		step_snapshot(srv, i, &st);
 		if (i == HTTP_ACCEPT)
 			free = true; /* one acceptor: its concurrency of 1 never binds */
 		else if (i == HTTP_HANDLE)
@@ -340,7 +363,7 @@ void baton__http_steps_snapshot(struct baton_http_server *srv, struct baton_http
 	long spare = 0;
 
 	for (int i = 0; i < HTTP_NSTAGES; i++) {
-		baton_stage_snapshot(srv->stage[i], &out->stages[i]);
+		step_snapshot(srv, i, &out->stages[i]);
 		add_counts(srv, i, &out->stages[i]);
 	}
 	baton_pool_snapshot(srv->conns, &out->pools[0]);

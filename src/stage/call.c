@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Calling a stage: submit an item and wait for its handler to return,
- * answering the handler's questions meanwhile; and the kept units that
- * travel with an item to where it finishes.
+ * answering the handler's questions meanwhile; and the kept units (of a
+ * gate, gate.c) that travel with an item to where it finishes.
  *
  * A call's record (struct stage_call) is on the heap, not in the caller's
  * frame: a copy-stack caller's stack is not addressable while it waits,
@@ -27,24 +27,6 @@
 #include "../common/alloc.h"
 #include "stage_internal.h"
 
-void baton__stage_release_kept(struct baton_stage *st)
-{
-	for (size_t i = st->nneeds; i-- > 0;)
-		if (st->needs[i].flags & BATON_STAGE_KEEP)
-			baton_pool_release(st->needs[i].pool, st->needs[i].units);
-}
-
-int baton_stage_kept_release(struct baton_stage_kept *k)
-{
-	if (k == NULL)
-		return BATON_EINVAL;
-	if (k->stage != NULL) {
-		baton__stage_release_kept(k->stage);
-		k->stage = NULL; /* exactly once */
-	}
-	return BATON_OK;
-}
-
 bool baton__stage_call_begin(struct stage_call *c, baton_task_t *task)
 {
 	bool left;
@@ -62,7 +44,7 @@ void baton__stage_call_end(struct stage_call *c, int result)
 	struct baton_waiter *w;
 
 	if (c->kept != NULL) { /* before the caller hears of the end */
-		baton__stage_release_kept(c->kept);
+		baton__needs_release(c->kept->needs, c->kept->nneeds, true);
 		c->kept = NULL;
 	}
 	baton__spin_lock(&c->lock);
@@ -189,8 +171,9 @@ int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg), void *a
 		return BATON_EINVAL;
 	if ((rc = baton__task_for_wait(&t, -1)) != BATON_OK)
 		return rc;
-	/* Alive until its handler returns, which is after we do. */
-	rec = baton__stage_find_call(st, item);
+	/* Handed to us by our runner, alive until its handler returns, which
+	 * is after we do. */
+	rec = baton__stage_current_call(st, t, item);
 	if (rec == NULL)
 		return BATON_EINVAL;
 	baton__spin_lock(&rec->lock);
@@ -244,7 +227,7 @@ int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c, int64_t time
 	if (c == NULL)
 		return BATON_EINVAL;
 	c->queued = 0;
-	if (st == NULL || st->fn == NULL)
+	if (st == NULL || st->gate != NULL)
 		return BATON_EINVAL;
 	/* It always waits for the handler: only a task can call. */
 	if ((rc = baton__task_for_wait(&t, -1)) != BATON_OK)
@@ -254,13 +237,13 @@ int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c, int64_t time
 		return BATON_ENOMEM;
 	rec->item = c->item;
 	rec->abandon = c->abandon;
-	rec->kept = c->kept.stage;
+	rec->kept = c->kept.gate;
 	rc = baton__stage_queue(st, t, c->item, rec, timeout_ns);
 	if (rc != BATON_OK) { /* refused: the item and its units stay ours */
 		baton__free(rec);
 		return rc;
 	}
-	c->kept.stage = NULL; /* handed on with the item */
+	c->kept.gate = NULL; /* handed on with the item */
 	c->queued = 1;
 	return wait_result(t, rec, c->deadline);
 }

@@ -86,3 +86,36 @@ int baton_pool_destroy(baton_pool_t *p)
 	baton__free(p);
 	return BATON_OK;
 }
+
+/* --- needs: what stages and gates share ------------------------------------ */
+
+bool baton__needs_sort(struct baton_stage_need *dst, const struct baton_stage_need *src,
+		       size_t n)
+{
+	if (n > BATON_STAGE_MAX_NEEDS || (n > 0 && src == NULL))
+		return false;
+	/* Insertion sort by creation id (at most 8), each checked. */
+	for (size_t i = 0; i < n; i++) {
+		struct baton_stage_need nd = src[i];
+		size_t j = i;
+
+		if (nd.pool == NULL || nd.units < 1 || (nd.flags & ~BATON_STAGE_KEEP))
+			return false;
+		for (; j > 0 && dst[j - 1].pool->id > nd.pool->id; j--)
+			dst[j] = dst[j - 1];
+		dst[j] = nd;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (dst[i].pool == dst[i - 1].pool)
+			return false;
+	return true;
+}
+
+void baton__needs_use(const struct baton_stage_need *needs, size_t n, long delta)
+{
+	for (size_t i = 0; i < n; i++) {
+		baton__spin_lock(&needs[i].pool->u.lock);
+		needs[i].pool->users += delta;
+		baton__spin_unlock(&needs[i].pool->u.lock);
+	}
+}

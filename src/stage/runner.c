@@ -119,16 +119,19 @@ static unsigned pick_slot(struct baton_stage *st, int prefer)
 	return best;
 }
 
-struct stage_call *baton__stage_find_call(struct baton_stage *st, void *item)
-{
-	struct stage_call *call = NULL;
+static void runner_task(void *arg);
 
-	baton__spin_lock(&st->lock);
-	for (struct stage_job *j = st->jobs; j != NULL && call == NULL; j = j->next)
-		if (j->call != NULL && j->item == item)
-			call = j->call;
-	baton__spin_unlock(&st->lock);
-	return call;
+struct stage_call *baton__stage_current_call(struct baton_stage *st, struct baton_task *t,
+					     void *item)
+{
+	const struct stage_job *job;
+
+	if (t->fn != runner_task)
+		return NULL;
+	/* Our own record: only this task changes its item and call once it
+	 * runs a handler, so no lock is needed to read them here. */
+	job = t->arg;
+	return job->st == st && job->item == item ? job->call : NULL;
 }
 
 bool baton__stage_runners_linked(const struct baton_stage *st)
@@ -161,9 +164,7 @@ static int64_t run_one(struct baton_stage *st, unsigned slot, void *item,
 	if (call == NULL || baton__stage_call_begin(call, task))
 		st->fn(item, st->ctx);
 	end = baton__clock_now();
-	for (size_t i = st->nneeds; i-- > 0;)
-		if (!(st->needs[i].flags & BATON_STAGE_KEEP))
-			baton_pool_release(st->needs[i].pool, st->needs[i].units);
+	baton__needs_release(st->needs, st->nneeds, false);
 	if (call != NULL)
 		baton__stage_call_end(call, BATON_OK);
 	baton__spin_lock(&st->lock);
@@ -187,8 +188,6 @@ static struct baton_task_attr slot_task_attr(const struct baton_stage *st, unsig
 	}
 	return ta;
 }
-
-static void runner_task(void *arg);
 
 /* Under the lock, which it releases: give `item` (counted as running) to
  * a runner of `slot`: an idle one, or a new one. BATON_ENOMEM if none

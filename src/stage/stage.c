@@ -2,7 +2,8 @@
 /*
  * Stages: a bounded ring of items and its counters, behind the public
  * calls; the stage's tasks (the dispatcher and the runners) are in
- * runner.c, tasks passing through a stage without handler in pass.c.
+ * runner.c, calls in call.c. A deprecated stage without handler is a front
+ * for a gate (pass.c): each public call forwards to it first thing.
  *
  * Everything mutable lives under the stage's spinlock; a task blocks on one
  * of the wait queues of the stage (the wait protocol of
@@ -15,7 +16,6 @@
  *   idle        per worker of the stage (slots), its idle runners;
  *               whoever hands one an item puts it in the waiter (count it
  *               running first)
- *   passers     tasks waiting to enter a stage without handler (pass.c)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,7 @@
 /* True if the caller must spawn a dispatcher once the lock is released. */
 static bool kick(struct baton_stage *st)
 {
-	if (st->fn == NULL || st->active || st->count == 0) /* fn NULL: no ring */
+	if (st->active || st->count == 0)
 		return false;
 	st->active = true;
 	return true;
@@ -45,28 +45,16 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	    (attr->fn == NULL && (attr->nworkers > 0 || attr->flags != 0)) ||
 	    (attr->flags & ~BATON_STAGE_CANCEL_ABANDONED) || attr->queue_capacity == 0 ||
 	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY ||
-	    attr->concurrency == 0 || attr->nneeds > BATON_STAGE_MAX_NEEDS ||
-	    (attr->nneeds > 0 && attr->needs == NULL) ||
+	    attr->concurrency == 0 ||
 	    (attr->nworkers > 0 && (attr->first_worker < 0 ||
 				    attr->first_worker + (long)attr->nworkers >
 					    baton_sched_workers(s))))
 		return BATON_EINVAL;
+	if (attr->fn == NULL) /* deprecated (stage.h rule 6): a gate's front */
+		return baton__stage_create_gated(out, attr);
 	n = attr->nneeds;
-	/* Sort by creation id (insertion sort: at most 8) and check each. */
-	for (size_t i = 0; i < n; i++) {
-		struct baton_stage_need nd = attr->needs[i];
-		size_t j = i;
-
-		if (nd.pool == NULL || nd.units < 1 ||
-		    (nd.flags & ~BATON_STAGE_KEEP))
-			return BATON_EINVAL;
-		for (; j > 0 && needs[j - 1].pool->id > nd.pool->id; j--)
-			needs[j] = needs[j - 1];
-		needs[j] = nd;
-	}
-	for (size_t i = 1; i < n; i++)
-		if (needs[i].pool == needs[i - 1].pool)
-			return BATON_EINVAL;
+	if (!baton__needs_sort(needs, attr->needs, n))
+		return BATON_EINVAL;
 	st = baton__calloc(1, sizeof(*st));
 	if (st == NULL)
 		return BATON_ENOMEM;
@@ -74,9 +62,8 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 		baton__free(st);
 		return BATON_EINVAL;
 	}
-	/* A stage without handler queues tasks, in `passers`: no ring. */
-	st->ring = attr->fn ? baton__calloc(attr->queue_capacity, sizeof(*st->ring)) : NULL;
-	if (attr->fn && st->ring == NULL) {
+	st->ring = baton__calloc(attr->queue_capacity, sizeof(*st->ring));
+	if (st->ring == NULL) {
 		baton__free(st);
 		return BATON_ENOMEM;
 	}
@@ -92,24 +79,19 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	st->first_worker = attr->first_worker;
 	st->nworkers = attr->nworkers;
 	st->flags = attr->flags;
-	st->nslots = !attr->fn ? 0 : attr->nworkers > 0 ? attr->nworkers : 1; /* fn NULL: no runners */
-	st->slots = attr->fn ? baton__calloc(st->nslots, sizeof(*st->slots)) : NULL;
-	if (attr->fn && st->slots == NULL) {
+	st->nslots = attr->nworkers > 0 ? attr->nworkers : 1;
+	st->slots = baton__calloc(st->nslots, sizeof(*st->slots));
+	if (st->slots == NULL) {
 		baton__free(st->ring);
 		baton__free(st);
 		return BATON_ENOMEM;
 	}
 	memcpy(st->needs, needs, n * sizeof(needs[0]));
 	st->nneeds = n;
-	if (st->fn) { /* its tasks die with the scheduler: hear of it */
-		st->watch.gone = baton__stage_sched_gone;
-		baton__sched_watch(s, &st->watch);
-	}
-	for (size_t i = 0; i < n; i++) {
-		baton__spin_lock(&needs[i].pool->u.lock);
-		needs[i].pool->users++;
-		baton__spin_unlock(&needs[i].pool->u.lock);
-	}
+	/* Its tasks die with the scheduler: hear of it. */
+	st->watch.gone = baton__stage_sched_gone;
+	baton__sched_watch(s, &st->watch);
+	baton__needs_use(st->needs, n, 1);
 	*out = st;
 	return BATON_OK;
 }
@@ -210,7 +192,7 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 	struct baton_task *t;
 	int rc;
 
-	if (st == NULL || st->fn == NULL)
+	if (st == NULL || st->gate != NULL)
 		return BATON_EINVAL;
 	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
@@ -220,11 +202,12 @@ int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns)
 int baton_stage_close(baton_stage_t *st)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	size_t n;
 	bool spawn;
 
 	if (st == NULL)
 		return BATON_EINVAL;
+	if (st->gate != NULL)
+		return baton_gate_close(st->gate);
 	baton__spin_lock(&st->lock);
 	if (st->closed) {
 		baton__spin_unlock(&st->lock);
@@ -232,10 +215,6 @@ int baton_stage_close(baton_stage_t *st)
 	}
 	st->closed = true;
 	st->rejected += baton__waitq_wake_all(&st->producers, &wl, BATON_ESHUTDOWN);
-	/* Tasks waiting to pass through have not started their step. */
-	n = baton__waitq_wake_all(&st->passers, &wl, BATON_ESHUTDOWN);
-	st->submitted -= n;
-	st->rejected += n;
 	baton__stage_wake_drainers(st, &wl);
 	spawn = kick(st);
 	baton__spin_unlock(&st->lock);
@@ -252,6 +231,8 @@ int baton_stage_drain(baton_stage_t *st, int64_t timeout_ns)
 
 	if (st == NULL)
 		return BATON_EINVAL;
+	if (st->gate != NULL)
+		return baton_gate_drain(st->gate, timeout_ns);
 	if ((rc = baton__task_for_wait(&t, timeout_ns)) != BATON_OK)
 		return rc;
 	baton__spin_lock(&st->lock);
@@ -291,11 +272,11 @@ int baton_stage_set_concurrency(baton_stage_t *st, unsigned n)
 
 	if (st == NULL || n == 0)
 		return BATON_EINVAL;
+	if (st->gate != NULL)
+		return baton_gate_set_concurrency(st->gate, n);
 	baton__spin_lock(&st->lock);
 	st->concurrency = n;
 	baton__stage_poke(st, &wl);
-	if (st->fn == NULL)
-		baton__stage_admit_passers(st, baton__clock_now(), &wl);
 	baton__spin_unlock(&st->lock);
 	baton__wakelist_run(&wl);
 	return BATON_OK;
@@ -306,6 +287,8 @@ int baton_stage_set_queue_limit(baton_stage_t *st, size_t n)
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	bool spawn;
 
+	if (st != NULL && st->gate != NULL)
+		return baton_gate_set_queue_limit(st->gate, n);
 	if (st == NULL || n == 0 || n > st->cap)
 		return BATON_EINVAL;
 	baton__spin_lock(&st->lock);
@@ -324,9 +307,11 @@ int baton_stage_snapshot(baton_stage_t *st, struct baton_stage_stats *out)
 {
 	if (st == NULL || out == NULL)
 		return BATON_EINVAL;
+	if (st->gate != NULL)
+		return baton_gate_snapshot(st->gate, out);
 	baton__spin_lock(&st->lock);
 	out->name = st->name;
-	out->queued = st->count + st->passers.len; /* items, or waiting tasks */
+	out->queued = st->count;
 	out->queue_limit = st->limit;
 	out->running = st->running;
 	out->concurrency = st->concurrency;
@@ -348,21 +333,22 @@ int baton_stage_destroy(baton_stage_t *st)
 
 	if (st == NULL)
 		return BATON_OK;
+	if (st->gate != NULL) {
+		int rc = baton_gate_destroy(st->gate);
+
+		if (rc == BATON_OK)
+			baton__free(st);
+		return rc;
+	}
 	baton__spin_lock(&st->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
 	busy = !baton__stage_idle(st) || st->producers.head != NULL || st->drainers.head != NULL ||
-	       st->dispatcher.head != NULL || baton__stage_runners_linked(st) ||
-	       st->passers.head != NULL;
+	       st->dispatcher.head != NULL || baton__stage_runners_linked(st);
 	baton__spin_unlock(&st->lock);
 	if (busy)
 		return BATON_EBUSY;
-	if (st->fn)
-		baton__sched_unwatch(&st->watch);
-	for (size_t i = 0; i < st->nneeds; i++) {
-		baton__spin_lock(&st->needs[i].pool->u.lock);
-		st->needs[i].pool->users--;
-		baton__spin_unlock(&st->needs[i].pool->u.lock);
-	}
+	baton__sched_unwatch(&st->watch);
+	baton__needs_use(st->needs, st->nneeds, -1);
 	baton__free(st->slots);
 	baton__free(st->ring);
 	baton__free(st);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/stage/stage_internal.h - what the stage, runner, pass and pool files
- * share: the pool's layout (a stage reads its creation order and counts
- * itself as a user) and the stage's (stage.c queues items, runner.c hands
- * them to tasks, pass.c lets tasks through; all block with the wait
- * protocol of src/sched/wait.h).
+ * src/stage/stage_internal.h - what the stage, runner, gate, call and pool
+ * files share: the pool's layout (a stage or gate reads its creation order
+ * and counts itself as a user), the gate's (gate.c lets tasks through) and
+ * the stage's (stage.c queues items, runner.c hands them to tasks, call.c
+ * waits for them; pass.c keeps the deprecated stage without handler, a
+ * front for a gate). All block with the wait protocol of src/sched/wait.h.
  */
 #ifndef BATON_SRC_STAGE_INTERNAL_H
 #define BATON_SRC_STAGE_INTERNAL_H
@@ -35,7 +36,7 @@ struct stage_call {
 	int ask_rc;		   /* its answer */
 	void *item;
 	void (*abandon)(void *item);
-	struct baton_stage *kept;  /* whose KEEP units go back at the end */
+	struct baton_gate *kept;   /* whose KEEP units go back at the end */
 };
 #define STAGE_CALL_DONE 1u    /* the item finished: the caller owns it again */
 #define STAGE_CALL_LEFT 2u    /* the caller left: the stage's side ends it */
@@ -49,8 +50,46 @@ bool baton__stage_call_begin(struct stage_call *c, baton_task_t *task);
 /* Where a called item finishes: give back its kept units, then wake its
  * caller with `result`, or, if it left, abandon the item and free c. */
 void baton__stage_call_end(struct stage_call *c, int result);
-/* Give back the KEEP needs of st (a kept hand-over's units). */
-void baton__stage_release_kept(struct baton_stage *st);
+
+/* --- needs (pool.c) ------------------------------------------------------- */
+/* Check n needs and copy them to dst sorted by the pools' creation order:
+ * false (nothing copied that counts) if one is invalid or a pool repeats. */
+bool baton__needs_sort(struct baton_stage_need *dst, const struct baton_stage_need *src,
+		       size_t n);
+/* Count a stage or gate as a user of its pools (delta 1), or no more (-1). */
+void baton__needs_use(const struct baton_stage_need *needs, size_t n, long delta);
+/* Give back the units of the needs with (keep) or without (!keep)
+ * BATON_STAGE_KEEP, in the reverse of the order they were taken. Inline:
+ * a handler's end runs it, mostly with no needs. */
+static inline void baton__needs_release(const struct baton_stage_need *needs, size_t n,
+					bool keep)
+{
+	for (size_t i = n; i-- > 0;)
+		if (((needs[i].flags & BATON_STAGE_KEEP) != 0) == keep)
+			baton_pool_release(needs[i].pool, needs[i].units);
+}
+
+/* --- gates (gate.c) --------------------------------------------------------- */
+/*
+ * The tasks waiting are `passers` (its length is the gate's queue: a
+ * waiter that leaves it any way, even freed by the scheduler's destroy, is
+ * counted out), `running` the tasks inside; the counters read as a
+ * stage's (baton_gate_snapshot).
+ */
+struct baton_gate {
+	baton_spinlock_t lock;
+	unsigned running, concurrency;
+	size_t cap, limit;	/* waiting tasks: at most cap, now limit */
+	bool closed;
+	struct baton_waitq passers, drainers;
+	uint64_t submitted, rejected, completed, handler_ns, wait_ns;
+
+	/* Fixed at creation. */
+	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
+	size_t nneeds;
+	bool keeps;		/* one of them is BATON_STAGE_KEEP */
+	char name[BATON_NAME_MAX + 1];
+};
 
 struct stage_entry {
 	void *item;
@@ -80,12 +119,12 @@ struct baton_stage {
 	struct stage_slot *slots; /* nslots: one per worker of the stage, or 1 */
 	unsigned nslots;
 	struct baton_waitq producers, dispatcher, drainers;
-	struct baton_waitq passers; /* tasks waiting to enter (fn NULL) */
 	uint64_t submitted, rejected, completed, handler_ns, wait_ns, runners_started;
 	uint64_t popped;	/* items taken from the ring so far: the ring's
 				   head is item number `popped` of all pushed */
 
 	/* Fixed at creation. */
+	struct baton_gate *gate; /* deprecated, fn NULL: all is forwarded to it */
 	baton_sched_t *sched;
 	baton_stage_fn fn;
 	void *ctx;
@@ -105,8 +144,7 @@ struct baton_stage {
 /* Nothing queued, running, dispatching, or alive to take an item. */
 static inline bool baton__stage_idle(const struct baton_stage *st)
 {
-	return !st->active && st->count == 0 && st->passers.len == 0 && st->running == 0 &&
-	       st->nrunners == 0;
+	return !st->active && st->count == 0 && st->running == 0 && st->nrunners == 0;
 }
 
 /* Under the lock: claim the drainers into wl once the stage is idle. */
@@ -117,10 +155,9 @@ static inline void baton__stage_wake_drainers(struct baton_stage *st,
 		baton__waitq_wake_all(&st->drainers, wl, BATON_OK);
 }
 
-/* pass.c, under the lock: give free slots to waiting tasks, first come
- * first served, their wait ending at `now`. */
-void baton__stage_admit_passers(struct baton_stage *st, int64_t now,
-				struct baton_wakelist *wl);
+/* pass.c: a deprecated stage without handler, made as a front for a gate
+ * of the same attributes (attr checked, fn NULL). */
+int baton__stage_create_gated(struct baton_stage **out, const struct baton_stage_attr *attr);
 
 /* --- under the lock: the ring ------------------------------------------------
  * The helpers that wake tasks claim them into `wl`; the caller readies them
@@ -170,8 +207,11 @@ int baton__stage_queue(struct baton_stage *st, struct baton_task *t, void *item,
 		       struct stage_call *call, int64_t timeout_ns);
 
 /* runner.c: the dispatcher and the runners. */
-/* The call whose item `item` a handler of st holds now, or NULL. */
-struct stage_call *baton__stage_find_call(struct baton_stage *st, void *item);
+/* The call record of `item` if task t is a runner of st running the
+ * handler of that called item now, else NULL: the runner's record is its
+ * task's argument, so nothing is searched (baton_stage_ask). */
+struct stage_call *baton__stage_current_call(struct baton_stage *st, struct baton_task *t,
+					     void *item);
 /* Under the lock, which it releases: give `item` (of `call`, or NULL),
  * counted as running by the caller, to the worker with the fewest busy runners (an idle runner there
  * or a new one). BATON_ENOMEM when no runner could be spawned: the item

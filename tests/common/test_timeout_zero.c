@@ -4,7 +4,7 @@
  * BATON_ETIMEDOUT (that is for a wait whose time ran out). Checked here for
  * each module, in a task of either coroutine model: channels (send,
  * receive, select), sync (mutex held by another task, semaphore short of
- * units, wait group), pools and stages (acquire, submit, enter, drain),
+ * units, wait group), pools, stages and gates (acquire, submit, enter, drain),
  * I/O (read, write, accept, wait, connect), the event count, the
  * reclamation domain (synchronize, barrier) and the scheduler (sleep 0
  * only yields). None of these calls may park the task: the test's task is
@@ -118,8 +118,10 @@ static void tz_count(void *item, void *ctx)
 static void tz_stage(baton_sched_t *s)
 {
 	struct baton_stage_attr a = BATON_STAGE_ATTR_INIT;
-	struct baton_stage_pass p1 = BATON_STAGE_PASS_INIT, p2 = BATON_STAGE_PASS_INIT;
-	baton_stage_t *st, *pass;
+	struct baton_gate_attr ga = BATON_GATE_ATTR_INIT;
+	struct baton_gate_pass p1 = BATON_GATE_PASS_INIT, p2 = BATON_GATE_PASS_INIT;
+	baton_stage_t *st;
+	baton_gate_t *pass;
 	baton_pool_t *pool;
 
 	TC_CHECK_RC(baton_pool_create(&pool, "tz", 1), BATON_OK);
@@ -143,13 +145,13 @@ static void tz_stage(baton_sched_t *s)
 	TC_CHECK_RC(baton_stage_drain(st, TC_MS(20000)), BATON_OK);
 	TC_CHECK_RC(baton_stage_destroy(st), BATON_OK);
 
-	a = (struct baton_stage_attr)BATON_STAGE_ATTR_INIT;
-	a.name = "tz-pass";
-	TC_CHECK_RC(baton_stage_create(&pass, s, &a), BATON_OK);
-	TC_CHECK_RC(baton_stage_enter(pass, &p1, 0), BATON_OK);
-	TC_CHECK_RC(baton_stage_enter(pass, &p2, 0), BATON_EAGAIN);
-	TC_CHECK_RC(baton_stage_leave(&p1, NULL), BATON_OK);
-	TC_CHECK_RC(baton_stage_destroy(pass), BATON_OK);
+	ga.name = "tz-pass";
+	TC_CHECK_RC(baton_gate_create(&pass, &ga), BATON_OK);
+	TC_CHECK_RC(baton_gate_enter(pass, &p1, 0), BATON_OK);
+	TC_CHECK_RC(baton_gate_enter(pass, &p2, 0), BATON_EAGAIN);
+	TC_CHECK_RC(baton_gate_leave(&p1, NULL), BATON_OK);
+	TC_CHECK_RC(baton_gate_drain(pass, 0), BATON_OK);
+	TC_CHECK_RC(baton_gate_destroy(pass), BATON_OK);
 }
 
 static void tz_io(void)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The allocation-failure mode (src/common/fault.h, docs/testing.md) on
- * stages, pools and the HTTP server: every allocation of each scenario is
+ * stages, gates, pools and the HTTP server: every allocation of each scenario is
  * failed in turn, then every N-th (fault_test.h). Stage calls succeed or
  * return BATON_ENOMEM and every accepted item is handled; the server,
  * with a client task of the same scheduler, answers each request
@@ -30,7 +30,8 @@ struct line {
 	const struct baton_coro_attr *model;
 	baton_sched_t *s;
 	baton_pool_t *pool;
-	baton_stage_t *work, *pass;
+	baton_stage_t *work;
+	baton_gate_t *pass;
 	long accepted, handled, passed;
 };
 
@@ -46,13 +47,13 @@ static void handler(void *item, void *ctx)
 static void passer(void *arg)
 {
 	struct line *l = arg;
-	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
-	int rc = RETRY(baton_stage_enter(l->pass, &p, SEC));
+	struct baton_gate_pass p = BATON_GATE_PASS_INIT;
+	int rc = RETRY(baton_gate_enter(l->pass, &p, SEC));
 
 	if (rc != BATON_OK)
 		return;
 	ALLOWED(baton_sched_sleep(100000)); /* others queue behind us */
-	TC_CHECK(baton_stage_leave(&p, NULL) == BATON_OK);
+	TC_CHECK(baton_gate_leave(&p, NULL) == BATON_OK);
 	/* Relaxed: read after the run returned. */
 	__atomic_add_fetch(&l->passed, 1, __ATOMIC_RELAXED);
 }
@@ -80,7 +81,8 @@ static void producer(void *arg)
 static void scenario_stage(const struct baton_coro_attr *a, unsigned param)
 {
 	struct baton_sched_attr sa = BATON_SCHED_ATTR_INIT;
-	struct baton_stage_attr wa = BATON_STAGE_ATTR_INIT, pa = BATON_STAGE_ATTR_INIT;
+	struct baton_stage_attr wa = BATON_STAGE_ATTR_INIT;
+	struct baton_gate_attr pa = BATON_GATE_ATTR_INIT;
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	struct line l = { .model = a };
 	struct baton_stage_need need;
@@ -104,7 +106,7 @@ static void scenario_stage(const struct baton_coro_attr *a, unsigned param)
 	pa.concurrency = 1;
 	if (ALLOWED(baton_stage_create(&l.work, l.s, &wa)) != BATON_OK)
 		goto out;
-	if (ALLOWED(baton_stage_create(&l.pass, l.s, &pa)) != BATON_OK)
+	if (ALLOWED(baton_gate_create(&l.pass, &pa)) != BATON_OK)
 		goto out;
 	ta.coro = *a;
 	if (ALLOWED(baton_sched_spawn(l.s, &ta, producer, &l)) == BATON_OK)
@@ -114,7 +116,7 @@ static void scenario_stage(const struct baton_coro_attr *a, unsigned param)
 	TC_CHECK(l.handled == l.accepted);
 out:
 	/* After the run every stage is idle: destroy cannot refuse. */
-	TC_CHECK(baton_stage_destroy(l.pass) == BATON_OK);
+	TC_CHECK(baton_gate_destroy(l.pass) == BATON_OK);
 	TC_CHECK(baton_stage_destroy(l.work) == BATON_OK);
 	TC_CHECK(baton_pool_destroy(l.pool) == BATON_OK);
 	TC_CHECK(baton_sched_destroy(l.s) == BATON_OK);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """A keep-alive request on the I/O path takes no lock that another worker
-takes: no stage enter or leave, no pool acquire or release, no mutex.
+takes: no gate (or stage) enter or leave, no pool acquire or release, no
+mutex.
 
 Run by CTest (test `http_keepalive_locks`):
     check_locks.py BATON_HTTPD [--requests N] [--max-per-request X]
@@ -27,10 +28,12 @@ import sys
 import tempfile
 import time
 
-# The calls that take a lock every worker may take: a stage's or a pool's
-# spinlock, a mutex (the server's connection list, reclamation domains...).
-SHARED = ("baton_stage_enter", "baton_stage_leave", "baton_pool_acquire",
-          "baton_pool_release", "pthread_mutex_lock")
+# The calls that take a lock every worker may take: a gate's, a stage's or
+# a pool's spinlock, a mutex (the server's connection list, reclamation
+# domains...).
+SHARED = ("baton_gate_enter", "baton_gate_leave", "baton_stage_enter",
+          "baton_stage_leave", "baton_pool_acquire", "baton_pool_release",
+          "pthread_mutex_lock")
 NAMED = re.compile(r"^c?fn=\((\d+)\)(?: (.*))?$")
 
 

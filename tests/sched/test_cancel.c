@@ -18,11 +18,11 @@
 
 enum op {
 	OP_RECV, OP_SEND, OP_RECV_TIMED, OP_SELECT, OP_MUTEX, OP_SEM, OP_WG,
-	OP_SLEEP, OP_IO, OP_STAGE_ENTER, OP_POOL, OP_COUNT
+	OP_SLEEP, OP_IO, OP_GATE_ENTER, OP_POOL, OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
 	"chan recv", "chan send", "chan recv with timeout", "select", "mutex",
-	"sem", "wait group", "sleep", "io read", "stage enter", "pool acquire",
+	"sem", "wait group", "sleep", "io read", "gate enter", "pool acquire",
 };
 
 enum from { FROM_SAME_WORKER, FROM_OTHER_WORKER, FROM_THREAD };
@@ -39,8 +39,8 @@ struct blocked {
 	baton_mutex_t *mutex;
 	baton_sem_t *sem;
 	baton_wg_t *wg;
-	baton_stage_t *stage;
-	struct baton_stage_pass slot; /* the one the canceller keeps */
+	baton_gate_t *gate;
+	struct baton_gate_pass slot; /* the one the canceller keeps */
 	baton_pool_t *pool;
 	int sv[2];
 };
@@ -87,12 +87,12 @@ static int block_in(struct blocked *b)
 		baton_io_close(io);
 		return rc;
 	}
-	case OP_STAGE_ENTER: {
-		struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
-		int rc = baton_stage_enter(b->stage, &p, -1);
+	case OP_GATE_ENTER: {
+		struct baton_gate_pass p = BATON_GATE_PASS_INIT;
+		int rc = baton_gate_enter(b->gate, &p, -1);
 
 		if (rc == BATON_OK)
-			baton_stage_leave(&p, NULL);
+			baton_gate_leave(&p, NULL);
 		return rc;
 	}
 	case OP_POOL:
@@ -167,14 +167,14 @@ static void canceller_main(void *arg)
 {
 	struct blocked *b = arg;
 
-	if (b->op == OP_STAGE_ENTER)
-		TC_CHECK_RC(baton_stage_enter(b->stage, &b->slot, 0), BATON_OK);
+	if (b->op == OP_GATE_ENTER)
+		TC_CHECK_RC(baton_gate_enter(b->gate, &b->slot, 0), BATON_OK);
 	if (b->op == OP_MUTEX)
 		TC_CHECK_RC(baton_mutex_lock(b->mutex, 0), BATON_OK);
 	__atomic_store_n(&b->held, 1, __ATOMIC_RELEASE);
 	cancel_and_check(b);
-	if (b->op == OP_STAGE_ENTER)
-		TC_CHECK_RC(baton_stage_leave(&b->slot, NULL), BATON_OK);
+	if (b->op == OP_GATE_ENTER)
+		TC_CHECK_RC(baton_gate_leave(&b->slot, NULL), BATON_OK);
 	if (b->op == OP_MUTEX) {
 		TC_CHECK_RC(baton_mutex_unlock(b->mutex), BATON_OK);
 		/* The cancelled waiter left the queue: the mutex is free. */
@@ -199,7 +199,7 @@ static void *canceller_thread(void *arg)
 static void run_blocked(void **state, enum op op, enum from from)
 {
 	struct blocked b = { .op = op, .from = from, .sv = { -1, -1 } };
-	struct baton_stage_attr sa = BATON_STAGE_ATTR_INIT;
+	struct baton_gate_attr ga = BATON_GATE_ATTR_INIT;
 	baton_sched_t *s = tc_sched(from == FROM_OTHER_WORKER ? 2 : 1);
 	pthread_t th;
 
@@ -211,14 +211,14 @@ static void run_blocked(void **state, enum op op, enum from from)
 	assert_int_equal(baton_wg_create(&b.wg), BATON_OK);
 	assert_int_equal(baton_wg_add(b.wg, 1), BATON_OK);
 	assert_int_equal(baton_pool_create(&b.pool, "cancel", 0), BATON_OK);
-	sa.name = "cancel";
-	sa.concurrency = 1;
-	assert_int_equal(baton_stage_create(&b.stage, s, &sa), BATON_OK);
+	ga.name = "cancel";
+	ga.concurrency = 1;
+	assert_int_equal(baton_gate_create(&b.gate, &ga), BATON_OK);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, b.sv), 0);
 	if (op == OP_MUTEX && from == FROM_THREAD) /* a thread holds it */
 		assert_int_equal(baton_mutex_lock(b.mutex, 0), BATON_OK);
-	if (op == OP_STAGE_ENTER && from == FROM_THREAD)
-		assert_int_equal(baton_stage_enter(b.stage, &b.slot, 0), BATON_OK);
+	if (op == OP_GATE_ENTER && from == FROM_THREAD)
+		assert_int_equal(baton_gate_enter(b.gate, &b.slot, 0), BATON_OK);
 	b.held = from == FROM_THREAD;
 
 	tc_watchdog_phase(60, op_names[op]);
@@ -233,15 +233,15 @@ static void run_blocked(void **state, enum op op, enum from from)
 		pthread_join(th, NULL);
 		if (op == OP_MUTEX)
 			assert_int_equal(baton_mutex_unlock(b.mutex), BATON_OK);
-		if (op == OP_STAGE_ENTER)
-			assert_int_equal(baton_stage_leave(&b.slot, NULL), BATON_OK);
+		if (op == OP_GATE_ENTER)
+			assert_int_equal(baton_gate_leave(&b.slot, NULL), BATON_OK);
 	}
 	alarm(0);
 	if (tc_failed)
 		fail_msg("%s, canceller %d: %s", op_names[op], (int)from, tc_fail_msg);
 	assert_int_equal(b.rc, BATON_ECANCELED);
-	assert_int_equal(baton_stage_close(b.stage), BATON_OK);
-	assert_int_equal(baton_stage_destroy(b.stage), BATON_OK);
+	assert_int_equal(baton_gate_close(b.gate), BATON_OK);
+	assert_int_equal(baton_gate_destroy(b.gate), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	assert_int_equal(baton_wg_done(b.wg), BATON_OK);
 	assert_int_equal(baton_wg_destroy(b.wg), BATON_OK);

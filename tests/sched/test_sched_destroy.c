@@ -2,7 +2,7 @@
 /*
  * baton_sched_destroy() frees every task that had not finished (sched.h
  * rule 5): runnable ones, and ones blocked on a channel (receive, send,
- * select), a mutex, a semaphore, a wait group, a stage, I/O, a sleep and a
+ * select), a mutex, a semaphore, a wait group, a gate, I/O, a sleep and a
  * timed wait. Afterwards the primitives have no waiter left and can be
  * destroyed (what a freed task held stays held, until the program
  * releases it), the handles left open are closed and freed, and (in the ASan
@@ -29,10 +29,10 @@ struct world {
 	baton_mutex_t *mutex;
 	baton_sem_t *sem;
 	baton_wg_t *wg;
-	baton_stage_t *stage;
+	baton_gate_t *gate;
 	int sv[2];
 	int blocked; /* tasks that reached their wait (atomic) */
-	struct baton_stage_pass hold; /* the holder's slot: the program's to end */
+	struct baton_gate_pass hold; /* the holder's slot: the program's to end */
 	baton_stage_t *work, *quick;  /* with handlers: runners, a dispatcher */
 	baton_chan_t *never_ch;	      /* the stuck handlers wait here */
 	int quick_done;		      /* quick's items handled (atomic) */
@@ -66,11 +66,11 @@ static void on_select(void *a)
 	TC_CHECK(0);
 }
 
-/* Holds the stage's one slot, then waits forever. */
+/* Holds the gate's one slot, then waits forever. */
 static void holder(void *a)
 {
 	(void)a;
-	TC_CHECK_RC(baton_stage_enter(W.stage, &W.hold, FOREVER), BATON_OK);
+	TC_CHECK_RC(baton_gate_enter(W.gate, &W.hold, FOREVER), BATON_OK);
 	reached();
 	baton_chan_recv(W.hold_ch, NULL, FOREVER);
 	TC_CHECK(0);
@@ -80,11 +80,11 @@ static void on_mutex(void *a) { (void)a; reached(); baton_mutex_lock(W.mutex, FO
 
 static void on_stage(void *a)
 {
-	struct baton_stage_pass p = BATON_STAGE_PASS_INIT;
+	struct baton_gate_pass p = BATON_GATE_PASS_INIT;
 
 	(void)a;
 	reached();
-	baton_stage_enter(W.stage, &p, FOREVER);
+	baton_gate_enter(W.gate, &p, FOREVER);
 	TC_CHECK(0);
 }
 
@@ -108,7 +108,7 @@ static baton_task_fn const blockers[] = {
 };
 #define NBLOCKERS (sizeof(blockers) / sizeof(blockers[0]))
 
-/* Once every blocker waits (the mutex and stage waiters too), stop the run. */
+/* Once every blocker waits (the mutex and gate waiters too), stop the run. */
 static void stopper(void *a)
 {
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
@@ -142,7 +142,7 @@ static void test_destroy_frees_blocked(void **state)
 {
 	const struct tc_cfg *c = *state;
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
-	struct baton_stage_attr st = BATON_STAGE_ATTR_INIT;
+	struct baton_gate_attr ga = BATON_GATE_ATTR_INIT;
 
 	begin(c);
 	assert_int_equal(baton_chan_create(&W.recv_ch, 0), BATON_OK);
@@ -157,10 +157,10 @@ static void test_destroy_frees_blocked(void **state)
 	assert_int_equal(baton_sem_create(&W.sem, 0), BATON_OK);
 	assert_int_equal(baton_wg_create(&W.wg), BATON_OK);
 	assert_int_equal(baton_wg_add(W.wg, 1), BATON_OK);
-	st.name = "one at a time";
-	st.concurrency = 1;
-	st.queue_capacity = 4;
-	assert_int_equal(baton_stage_create(&W.stage, W.s, &st), BATON_OK);
+	ga.name = "one at a time";
+	ga.concurrency = 1;
+	ga.queue_capacity = 4;
+	assert_int_equal(baton_gate_create(&W.gate, &ga), BATON_OK);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, W.sv), 0);
 	ta.coro = *c->attr;
 	for (size_t i = 0; i < NBLOCKERS; i++)
@@ -183,11 +183,11 @@ static void test_destroy_frees_blocked(void **state)
 	/* Its waiter gone, the mutex is this thread's to unlock. */
 	assert_int_equal(baton_mutex_unlock(W.mutex), BATON_OK);
 	assert_int_equal(baton_mutex_destroy(W.mutex), BATON_OK);
-	/* What a freed task held stays held (rule 5): the stage still counts
+	/* What a freed task held stays held (rule 5): the gate still counts
 	 * the holder's slot until the program ends that passage itself. */
-	assert_int_equal(baton_stage_destroy(W.stage), BATON_EBUSY);
-	assert_int_equal(baton_stage_leave(&W.hold, NULL), BATON_OK);
-	assert_int_equal(baton_stage_destroy(W.stage), BATON_OK);
+	assert_int_equal(baton_gate_destroy(W.gate), BATON_EBUSY);
+	assert_int_equal(baton_gate_leave(&W.hold, NULL), BATON_OK);
+	assert_int_equal(baton_gate_destroy(W.gate), BATON_OK);
 	/* The handle left open was closed with its descriptor: the peer sees
 	 * end of file. */
 	{

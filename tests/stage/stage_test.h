@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/stage_test.h - shared by the stage tests (test_stage.c: flow and
- * limits; test_stage_flow.c: backpressure, close, counters, JSON, errors).
+ * tests/stage_test.h - shared by the stage and gate tests (test_stage.c:
+ * flow and limits; test_stage_flow.c: backpressure, close, counters, JSON,
+ * errors; test_stage_call.c: calls; test_gate.c: gates).
  *
  * Checks inside tasks are check.h's TC_CHECK; run() asserts TC_VERDICT once
  * the scheduler has returned. Each test runs in both coroutine models on
@@ -50,6 +51,21 @@ static inline baton_stage_t *make_stage(const char *name, baton_stage_fn fn,
 	a.nneeds = nneeds;
 	assert_int_equal(baton_stage_create(&st, sched, &a), BATON_OK);
 	return st;
+}
+
+static inline baton_gate_t *make_gate(const char *name, size_t cap, unsigned conc,
+				      const struct baton_stage_need *needs, size_t nneeds)
+{
+	struct baton_gate_attr a = BATON_GATE_ATTR_INIT;
+	baton_gate_t *g = NULL;
+
+	a.name = name;
+	a.queue_capacity = cap;
+	a.concurrency = conc;
+	a.needs = needs;
+	a.nneeds = nneeds;
+	assert_int_equal(baton_gate_create(&g, &a), BATON_OK);
+	return g;
 }
 
 /* The scheduler of this test with `workers` workers, before its stages
@@ -121,6 +137,11 @@ static inline int gauge_max(struct gauge *g)
 static inline void stats(baton_stage_t *st, struct baton_stage_stats *s)
 {
 	TC_CHECK_RC(baton_stage_snapshot(st, s), BATON_OK);
+}
+
+static inline void gate_stats(baton_gate_t *g, struct baton_stage_stats *s)
+{
+	TC_CHECK_RC(baton_gate_snapshot(g, s), BATON_OK);
 }
 
 /* Poll (sleeping) until the stage has completed at least n items. */

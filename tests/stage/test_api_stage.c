@@ -2,7 +2,8 @@
 /* The claims of baton/stage.h's attributes, read from the header and
  * checked: baton_stage_attr_init gives the macro's defaults (queue 64,
  * concurrency 1, no needs, default tasks) and refuses NULL; create refuses
- * a NULL attribute and, with the defaults, a missing name. */
+ * a NULL attribute and, with the defaults, a missing name. The same for a
+ * gate's (baton_gate_attr_init: queue 64, concurrency 1, no needs). */
 #include "check.h"
 
 #include <baton/stage.h>
@@ -40,10 +41,36 @@ static void test_attr_init(void **state)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
+static void test_gate_attr_init(void **state)
+{
+	const struct baton_gate_attr m = BATON_GATE_ATTR_INIT;
+	struct baton_gate_attr a;
+	baton_gate_t *g;
+
+	(void)state;
+	memset(&a, 0x5a, sizeof(a));
+	assert_int_equal(baton_gate_attr_init(&a), BATON_OK);
+	assert_null(a.name);
+	assert_int_equal(a.queue_capacity, 64);
+	assert_int_equal(a.queue_capacity, m.queue_capacity);
+	assert_int_equal(a.concurrency, 1);
+	assert_int_equal(a.concurrency, m.concurrency);
+	assert_null(a.needs);
+	assert_int_equal(a.nneeds, 0);
+	assert_int_equal(baton_gate_attr_init(NULL), BATON_EINVAL);
+
+	assert_int_equal(baton_gate_create(&g, NULL), BATON_EINVAL);
+	assert_int_equal(baton_gate_create(&g, &a), BATON_EINVAL);
+	a.name = "promise";
+	assert_int_equal(baton_gate_create(&g, &a), BATON_OK);
+	assert_int_equal(baton_gate_destroy(g), BATON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attr_init),
+		cmocka_unit_test(test_gate_attr_init),
 	};
 
 	return cmocka_run_group_tests_name("promise_stage", tests, NULL, NULL);

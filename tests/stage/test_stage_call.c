@@ -298,21 +298,22 @@ static void test_call_cancel(void **state)
 
 /* --- kept units: released exactly once ------------------------------------------ */
 static baton_pool_t *kp_pool;
-static baton_stage_t *kp_read, *kp_work;
+static baton_gate_t *kp_read;
+static baton_stage_t *kp_work;
 
-/* Pass through the read stage: its KEEP unit comes out in p->kept. */
-static void kp_read_step(struct baton_stage_pass *p)
+/* Pass through the read gate: its KEEP unit comes out in p->kept. */
+static void kp_read_step(struct baton_gate_pass *p)
 {
-	*p = (struct baton_stage_pass)BATON_STAGE_PASS_INIT;
-	TC_CHECK_RC(baton_stage_enter(kp_read, p, patience()), BATON_OK);
-	TC_CHECK_RC(baton_stage_leave(p, NULL), BATON_OK);
-	TC_CHECK(p->kept.stage == kp_read);
+	*p = (struct baton_gate_pass)BATON_GATE_PASS_INIT;
+	TC_CHECK_RC(baton_gate_enter(kp_read, p, patience()), BATON_OK);
+	TC_CHECK_RC(baton_gate_leave(p, NULL), BATON_OK);
+	TC_CHECK(p->kept.gate == kp_read);
 	TC_CHECK(pool_stats(kp_pool).in_use == 1);
 }
 
 static void kp_main(void *arg)
 {
-	struct baton_stage_pass p;
+	struct baton_gate_pass p;
 	struct baton_stage_call c = BATON_STAGE_CALL_INIT;
 	struct baton_pool_stats ps;
 	gate = freed = 0;
@@ -322,7 +323,7 @@ static void kp_main(void *arg)
 	/* Released by hand: once, the second time a no-op. */
 	kp_read_step(&p);
 	TC_CHECK_RC(baton_stage_kept_release(&p.kept), BATON_OK);
-	TC_CHECK(p.kept.stage == NULL && pool_stats(kp_pool).in_use == 0);
+	TC_CHECK(p.kept.gate == NULL && pool_stats(kp_pool).in_use == 0);
 	TC_CHECK_RC(baton_stage_kept_release(&p.kept), BATON_OK);
 	TC_CHECK(pool_stats(kp_pool).in_use == 0);
 
@@ -331,7 +332,7 @@ static void kp_main(void *arg)
 	c.item = j;
 	c.kept = p.kept;
 	TC_CHECK_RC(baton_stage_call(kp_work, &c, patience()), BATON_OK);
-	TC_CHECK(c.kept.stage == NULL && j->out == 8);
+	TC_CHECK(c.kept.gate == NULL && j->out == 8);
 	TC_CHECK(pool_stats(kp_pool).in_use == 0);
 	TC_CHECK_RC(baton_stage_kept_release(&c.kept), BATON_OK); /* emptied: no-op */
 
@@ -347,7 +348,7 @@ static void kp_main(void *arg)
 		c.item = j;
 		c.kept = p.kept;
 		TC_CHECK_RC(baton_stage_call(kp_work, &c, 0), BATON_EAGAIN);
-		TC_CHECK(c.queued == 0 && c.kept.stage == kp_read);
+		TC_CHECK(c.queued == 0 && c.kept.gate == kp_read);
 		TC_CHECK(pool_stats(kp_pool).in_use == 1);
 
 		/* Abandoned: released where the item finishes, not before. */
@@ -359,7 +360,7 @@ static void kp_main(void *arg)
 		c.abandon = job_abandon;
 		c.deadline = now_ns() + TC_MS(2);
 		TC_CHECK_RC(baton_stage_call(kp_work, &c, patience()), BATON_ETIMEDOUT);
-		TC_CHECK(c.queued == 1 && c.kept.stage == NULL);
+		TC_CHECK(c.queued == 1 && c.kept.gate == NULL);
 		TC_CHECK(pool_stats(kp_pool).in_use == 1); /* the item is still queued */
 		open_gate(&gate);
 		TC_CHECK_RC(baton_stage_drain(kp_work, patience()), BATON_OK);
@@ -369,7 +370,7 @@ static void kp_main(void *arg)
 	ps = pool_stats(kp_pool);
 	TC_CHECK(ps.in_use == 0 && ps.acquired == 3 && freed == 1);
 	TC_CHECK_RC(baton_stage_close(kp_work), BATON_OK);
-	TC_CHECK_RC(baton_stage_close(kp_read), BATON_OK);
+	TC_CHECK_RC(baton_gate_close(kp_read), BATON_OK);
 }
 
 static void test_call_kept(void **state)
@@ -379,11 +380,11 @@ static void test_call_kept(void **state)
 	setup(state);
 	assert_int_equal(baton_pool_create(&kp_pool, "units", 1), BATON_OK);
 	need = (struct baton_stage_need){ kp_pool, 1, BATON_STAGE_KEEP };
-	kp_read = make_stage("read", NULL, NULL, 4, 1, &need, 1);
+	kp_read = make_gate("read", 4, 1, &need, 1);
 	kp_work = make_stage("work", job_handler, NULL, 4, 1, NULL, 0);
 	run(kp_main, NULL);
 	assert_int_equal(baton_stage_destroy(kp_work), BATON_OK);
-	assert_int_equal(baton_stage_destroy(kp_read), BATON_OK);
+	assert_int_equal(baton_gate_destroy(kp_read), BATON_OK);
 	assert_int_equal(baton_pool_destroy(kp_pool), BATON_OK);
 }
 
@@ -414,6 +415,8 @@ static void ask_handler(void *item, void *ctx)
 	if (q == NULL)
 		return;
 	q->n = j->in;
+	/* Handed its own call only: not an item it does not handle. */
+	TC_CHECK_RC(baton_stage_ask(ask_st, q, ask_double, q), BATON_EINVAL);
 	j->out = baton_stage_ask(ask_st, j, ask_double, q);
 	j->ran = q->asked_in_caller;
 	q->n = j->out;
