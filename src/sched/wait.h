@@ -112,49 +112,79 @@ static inline int baton__task_for_wait_on(struct baton_task **t,
 }
 
 /* --- wait queues: FIFOs of waiters, under the primitive's lock ------------ */
+/* The waiter whose link is n (NULL for NULL). */
+static inline struct baton_waiter *baton__waiter_of(struct baton_list_node *n)
+{
+	return n ? BATON_LIST_ENTRY(n, struct baton_waiter, link) : NULL;
+}
+
+static inline bool baton__waitq_empty(const struct baton_waitq *q)
+{
+	return baton__list_empty(&q->list);
+}
+
+/* The oldest waiter, or NULL. */
+static inline struct baton_waiter *baton__waitq_first(const struct baton_waitq *q)
+{
+	return baton__waiter_of(baton__list_first(&q->list));
+}
+
 static inline void baton__waitq_push(struct baton_waitq *q,
 				    struct baton_waiter *w)
 {
-	w->next = NULL;
-	w->prev = q->tail;
-	if (q->tail)
-		q->tail->next = w;
-	else
-		q->head = w;
-	q->tail = w;
+	baton__list_push_tail(&q->list, &w->link);
 	q->len++;
+	w->linked = true;
+}
+
+/* The same into q known to be empty (asserted in a debug build): no load
+ * of the queue (a single-receiver channel's owner, chan.c). */
+static inline void baton__waitq_push_only(struct baton_waitq *q,
+					 struct baton_waiter *w)
+{
+	baton__list_push_only(&q->list, &w->link);
+	q->len = 1;
 	w->linked = true;
 }
 
 static inline void baton__waitq_remove(struct baton_waitq *q,
 				      struct baton_waiter *w)
 {
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		q->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	else
-		q->tail = w->prev;
-	w->next = w->prev = NULL;
+	baton__list_remove(&q->list, &w->link);
 	q->len--;
 	w->linked = false;
 }
 
+/* Unlink the oldest waiter and return it, or NULL. */
+static inline struct baton_waiter *baton__waitq_pop(struct baton_waitq *q)
+{
+	struct baton_waiter *w = baton__waiter_of(baton__list_pop(&q->list));
+
+	if (w) {
+		q->len--;
+		w->linked = false;
+	}
+	return w;
+}
+
 /* --- waking: a claimant, holding the primitive's lock ---------------------- */
+/* The claim of a solo wait (t->wait_solo: one waiter, no timeout), by
+ * whoever unlinked that waiter under its queue's lock: the only possible
+ * claimant, so the claim is a store. */
+static inline void baton__wait_claim_solo(struct baton_task *t)
+{
+	/* Relaxed: the queue's lock orders everything; sem and pool peek at
+	 * the state under the same lock. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
+}
+
 /* Claim t's wake-up: true for exactly one claimant of each wait. */
 static inline bool baton__wait_claim(struct baton_task *t)
 {
 	uint32_t expected = BATON_WAIT_WAITING;
 
 	if (BATON_LIKELY(t->wait_solo)) {
-		/* One waiter and no timeout: whoever unlinks that waiter,
-		 * under its queue's lock, is the only possible claimant, and
-		 * the lock orders everything. Relaxed: sem and pool peek at
-		 * the state under the same lock. */
-		__atomic_store_n(&t->wait_state, BATON_WAIT_CLAIMED,
-				 __ATOMIC_RELAXED);
+		baton__wait_claim_solo(t);
 		return true;
 	}
 	/* Acq_rel: the winner's later writes of the result are ordered after
@@ -172,8 +202,7 @@ static inline struct baton_waiter *baton__waitq_claim_first(struct baton_waitq *
 {
 	struct baton_waiter *w;
 
-	while ((w = q->head) != NULL) {
-		baton__waitq_remove(q, w);
+	while ((w = baton__waitq_pop(q)) != NULL) {
 		if (baton__wait_claim(w->task)) {
 			w->task->wait_index = w->index;
 			return w;
