@@ -380,10 +380,7 @@ owner_park(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t,
 	w->queue = &ch->recvq;
 	w->lock = &ch->lock;
 	baton__waitq_push_only(&ch->recvq, w);
-	baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
-	/* Resumed, perhaps on another worker: t->owner runs us now. */
-	baton__after_switch(t->owner);
-	rc = t->wait_result;
+	rc = baton__wait_park_solo(t, held);
 	if (rc == BATON_OK && value)
 		*value = w->value;
 	t->nwaiters = 0;
