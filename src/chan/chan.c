@@ -318,13 +318,6 @@ static __attribute__((noinline)) int ready_slow(struct baton_task *r)
 	return BATON_OK;
 }
 
-static __attribute__((noinline)) int ready_displace(struct baton_worker *w,
-						    struct baton_task *prev)
-{
-	baton__runnext_displace(w, prev);
-	return BATON_OK;
-}
-
 /* The hop's send: code running in a task of this worker (its own
  * coroutine or one it resumed: this path never blocks) hands the message to
  * a receiver parked alone. No call returns into this path (every way off it
@@ -333,7 +326,7 @@ static __attribute__((noinline)) int ready_displace(struct baton_worker *w,
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 {
 	struct baton_worker *w = baton__worker_get();
-	struct baton_task *r, *prev;
+	struct baton_task *r;
 	baton_spinlock_t *held;
 
 	if (BATON_UNLIKELY(ch == NULL || w == NULL || w->current == NULL ||
@@ -346,11 +339,7 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 	baton__spin_unlock(held);
 	if (BATON_UNLIKELY(r->owner != w))
 		return ready_slow(r);
-	/* baton__task_ready_from's case: run next on this worker. */
-	prev = w->runnext;
-	w->runnext = r;
-	if (BATON_UNLIKELY(prev != NULL))
-		return ready_displace(w, prev);
+	baton__runnext_put(w, r); /* baton__task_ready_from's case */
 	return BATON_OK;
 }
 

@@ -355,6 +355,18 @@ void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only);
 /* Ready t behind the tasks already runnable (a joiner, by a task's end). */
 void baton__task_ready_back(struct baton_task *t);
 
+/* Make t run next on w, from w's thread while a task of w runs: the
+ * runnext slot, whose previous occupant goes behind the run queue. */
+static inline void baton__runnext_put(struct baton_worker *w,
+				      struct baton_task *t)
+{
+	struct baton_task *prev = w->runnext;
+
+	w->runnext = t;
+	if (BATON_UNLIKELY(prev != NULL))
+		baton__runnext_displace(w, prev);
+}
+
 /* Make a claimed task runnable. Inline, the hop's case: woken by a running
  * task of its own worker, it takes the runnext slot (owner-only fields,
  * plain stores); everything else - another worker, a thread that is no
@@ -363,11 +375,7 @@ static inline void baton__task_ready_from(struct baton_worker *self,
 					 struct baton_task *t)
 {
 	if (BATON_LIKELY(self == t->owner && self != NULL && self->current != NULL)) {
-		struct baton_task *prev = self->runnext;
-
-		self->runnext = t;
-		if (BATON_UNLIKELY(prev != NULL))
-			baton__runnext_displace(self, prev);
+		baton__runnext_put(self, t);
 		return;
 	}
 	baton__task_ready_slow(t);

@@ -215,11 +215,7 @@ static void task_enqueue(struct baton_task *t, bool wake)
 	}
 	if (BATON_LIKELY(self == owner)) {
 		if (wake && self->current != NULL) {
-			struct baton_task *prev = self->runnext;
-
-			self->runnext = t;
-			if (prev)
-				baton__runnext_displace(self, prev);
+			baton__runnext_put(self, t);
 			return;
 		}
 		baton__runq_push(self, t);
