@@ -25,6 +25,7 @@
 
 #include "../src/common/barrier.h"	/* baton__barrier_available */
 #include "../src/common/fault.h"	/* baton__fault_* (allocation failures) */
+#include "../src/common/list.h"	/* baton__list_* (test_list) */
 #include "../src/coro/coro_internal.h"	/* baton__coro_create_headed, _thread_save_allocs */
 #include "../src/chan/chan_internal.h"	/* baton__chan_bias_state */
 #include "../src/seq/seq_internal.h"	/* baton__seq_asym */

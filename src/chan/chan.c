@@ -223,25 +223,15 @@ int baton__chan_try_recv_locked(struct baton_chan *ch, void **value,
 static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 						    void *value)
 {
-	struct baton_waiter *w = ch->recvq.head;
+	struct baton_waiter *w = baton__waitq_first(&ch->recvq);
 	struct baton_task *r;
 
-	if (w == NULL || !w->task->wait_solo)
+	if (w == NULL || !(r = w->task)->wait_solo)
 		return NULL;
-	/* Off the front of the queue. A solo waiter's links are read by
-	 * nobody once it is unlinked (its task unlinks nothing after a solo
-	 * wait, and a destroy skips waiters not linked), nor is its task's
-	 * wait_index: neither is cleared. */
-	ch->recvq.head = w->next;
-	if (w->next)
-		w->next->prev = NULL;
-	else
-		ch->recvq.tail = NULL;
-	ch->recvq.len--;
-	w->linked = false;
-	r = w->task;
-	/* Relaxed: the channel's lock orders it (see baton__wait_claim). */
-	__atomic_store_n(&r->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
+	/* Off the front, then claimed: solo, so ours. (Its wait_index is
+	 * read by nobody after a solo wait: not set.) */
+	baton__waitq_pop(&ch->recvq);
+	baton__wait_claim_solo(r);
 	w->value = value;
 	return r; /* wait_result is BATON_OK from the wait */
 }
@@ -328,13 +318,6 @@ static __attribute__((noinline)) int ready_slow(struct baton_task *r)
 	return BATON_OK;
 }
 
-static __attribute__((noinline)) int ready_displace(struct baton_worker *w,
-						    struct baton_task *prev)
-{
-	baton__runnext_displace(w, prev);
-	return BATON_OK;
-}
-
 /* The hop's send: code running in a task of this worker (its own
  * coroutine or one it resumed: this path never blocks) hands the message to
  * a receiver parked alone. No call returns into this path (every way off it
@@ -343,7 +326,7 @@ static __attribute__((noinline)) int ready_displace(struct baton_worker *w,
 int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 {
 	struct baton_worker *w = baton__worker_get();
-	struct baton_task *r, *prev;
+	struct baton_task *r;
 	baton_spinlock_t *held;
 
 	if (BATON_UNLIKELY(ch == NULL || w == NULL || w->current == NULL ||
@@ -356,11 +339,7 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
 	baton__spin_unlock(held);
 	if (BATON_UNLIKELY(r->owner != w))
 		return ready_slow(r);
-	/* baton__task_ready_from's case: run next on this worker. */
-	prev = w->runnext;
-	w->runnext = r;
-	if (BATON_UNLIKELY(prev != NULL))
-		return ready_displace(w, prev);
+	baton__runnext_put(w, r); /* baton__task_ready_from's case */
 	return BATON_OK;
 }
 
@@ -389,14 +368,8 @@ owner_park(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t,
 	t->wait_solo = true;
 	w->queue = &ch->recvq;
 	w->lock = &ch->lock;
-	w->next = w->prev = NULL;
-	w->linked = true;
-	ch->recvq.head = ch->recvq.tail = w;
-	ch->recvq.len = 1;
-	baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
-	/* Resumed, perhaps on another worker: t->owner runs us now. */
-	baton__after_switch(t->owner);
-	rc = t->wait_result;
+	baton__waitq_push_only(&ch->recvq, w);
+	rc = baton__wait_park_solo(t, held);
 	if (rc == BATON_OK && value)
 		*value = w->value;
 	t->nwaiters = 0;
@@ -436,7 +409,7 @@ static inline __attribute__((always_inline)) int owner_recv(struct baton_chan *c
 	if (BATON_UNLIKELY(t->cancellable ||
 			   (held = baton__chan_lock_try(ch, t->owner)) == NULL))
 		return recv_slow(ch, value, timeout_ns);
-	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL &&
+	if (BATON_LIKELY(ch->len == 0 && baton__waitq_empty(&ch->sendq) &&
 			 !ch->closed))
 		return owner_park(ch, held, t, value);
 	return recv_general(ch, held, t, value, timeout_ns);
@@ -459,7 +432,7 @@ recv_any(struct baton_chan *ch, void **value, int64_t timeout_ns)
 	 * on success. (Unlike the send, this path keeps its values across the
 	 * switch, in registers it saves: taking the wait out of line into a
 	 * smaller frame measured 7 instructions more per hop, not fewer.) */
-	if (BATON_LIKELY(ch->len == 0 && ch->sendq.head == NULL && !ch->closed &&
+	if (BATON_LIKELY(ch->len == 0 && baton__waitq_empty(&ch->sendq) && !ch->closed &&
 			 timeout_ns < 0 && !t->cancellable)) /* general: pins */
 		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held,
 					      &(struct baton_wait_carry){ .received = value },
@@ -516,10 +489,10 @@ int baton_chan_destroy(baton_chan_t *ch)
 	 * with the release that made it SHARED. */
 	if (__atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE) == BATON_CHAN_SHARED) {
 		baton__spin_lock(&ch->lock);
-		busy = ch->sendq.head || ch->recvq.head;
+		busy = !baton__waitq_empty(&ch->sendq) || !baton__waitq_empty(&ch->recvq);
 		baton__spin_unlock(&ch->lock);
 	} else {
-		busy = ch->sendq.head || ch->recvq.head;
+		busy = !baton__waitq_empty(&ch->sendq) || !baton__waitq_empty(&ch->recvq);
 	}
 	if (busy)
 		return BATON_EBUSY;

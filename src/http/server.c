@@ -76,11 +76,7 @@ bool baton__http_shutting(struct baton_http_server *srv)
 static void conn_link(struct baton_http_server *srv, struct http_conn *c)
 {
 	pthread_mutex_lock(&srv->lock);
-	c->prev = NULL;
-	c->next = srv->list;
-	if (srv->list)
-		srv->list->prev = c;
-	srv->list = c;
+	baton__list_push_head(&srv->list, &c->link);
 	srv->nconns++;
 	pthread_mutex_unlock(&srv->lock);
 }
@@ -88,12 +84,7 @@ static void conn_link(struct baton_http_server *srv, struct http_conn *c)
 static void conn_unlink(struct baton_http_server *srv, struct http_conn *c)
 {
 	pthread_mutex_lock(&srv->lock);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		srv->list = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	baton__list_remove(&srv->list, &c->link);
 	srv->nconns--;
 	pthread_mutex_unlock(&srv->lock);
 }
@@ -214,8 +205,9 @@ static int64_t sweeper_tick(const struct baton_http_server *srv)
 static void sweep(struct baton_http_server *srv, int64_t now)
 {
 	bool handlers = sweeps_handlers(srv);
+	struct http_conn *c;
 
-	for (struct http_conn *c = srv->list; c; c = c->next) {
+	BATON_LIST_FOR_EACH(c, &srv->list, link) {
 		/* Acquire: idle_until, stored before parked (conn_park). */
 		if (!c->reaped && __atomic_load_n(&c->parked, __ATOMIC_ACQUIRE) &&
 		    now >= __atomic_load_n(&c->idle_until, __ATOMIC_RELAXED)) {
@@ -644,6 +636,8 @@ int baton_http_server_port(const baton_http_server_t *srv)
 
 int baton_http_server_shutdown(baton_http_server_t *srv)
 {
+	struct http_conn *c;
+
 	if (srv == NULL)
 		return BATON_EINVAL;
 	/* Seq_cst: see baton__http_conn_set_idle. */
@@ -651,7 +645,7 @@ int baton_http_server_shutdown(baton_http_server_t *srv)
 	pthread_mutex_lock(&srv->lock);
 	/* Idle connections wait in read: end that read with EOF. Busy ones
 	 * answer their request with Connection: close, then end. */
-	for (struct http_conn *c = srv->list; c; c = c->next)
+	BATON_LIST_FOR_EACH(c, &srv->list, link)
 		if (__atomic_load_n(&c->idle, __ATOMIC_SEQ_CST))
 			shutdown(c->fd, SHUT_RD);
 	pthread_mutex_unlock(&srv->lock);

@@ -36,6 +36,7 @@
 #include <baton/stage.h>
 #include <baton/sync.h>
 
+#include "../common/list.h"
 #include "http_parse.h"
 
 #define HTTP_BUF_SIZE 8192
@@ -135,7 +136,7 @@ struct baton_http_server {
 	baton_pool_t *slots;	/* handler slots (inline handlers); else NULL */
 
 	pthread_mutex_t lock;	/* guards the list */
-	struct http_conn *list; /* open connections */
+	struct baton_list list; /* open connections (http_conn.link) */
 	long nconns;
 	bool shutting;		/* (atomic) */
 	bool acceptor_done;
@@ -145,7 +146,7 @@ struct baton_http_server {
 
 struct http_conn {
 	struct baton_http_server *srv;
-	struct http_conn *prev, *next; /* srv->list */
+	struct baton_list_node link; /* in srv->list */
 	baton_io_t *io;
 	int fd;
 	bool idle;		/* between requests (atomic) */

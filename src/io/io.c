@@ -85,12 +85,7 @@ static void release_io(struct baton_worker *w, struct baton_io *io)
 {
 	struct baton_reactor *r = baton__reactor_of(w);
 
-	if (io->live_prev)
-		io->live_prev->live_next = io->live_next;
-	else
-		r->live = io->live_next;
-	if (io->live_next)
-		io->live_next->live_prev = io->live_prev;
+	baton__list_remove(&r->live, &io->live_link);
 	if (r->pops->release == NULL || r->pops->release(w, io))
 		baton__free(io);
 }
@@ -129,8 +124,9 @@ static void hook_fini(struct baton_worker *w)
 	struct baton_reactor *r = baton__reactor_of(w);
 
 	free_dead(w);
-	while (r->live) {
-		struct baton_io *io = r->live;
+	while (!baton__list_empty(&r->live)) {
+		struct baton_io *io = BATON_LIST_ENTRY(baton__list_first(&r->live),
+						       struct baton_io, live_link);
 
 		r->pops->del(w, io);
 		if (io->owns_fd)
@@ -280,10 +276,7 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 		return rc;
 	}
 	/* Home thread only: the list is the reactor's. */
-	io->live_next = baton__reactor_of(w)->live;
-	if (io->live_next)
-		io->live_next->live_prev = io;
-	baton__reactor_of(w)->live = io;
+	baton__list_push_head(&baton__reactor_of(w)->live, &io->live_link);
 	*out = io;
 	return BATON_OK;
 }
@@ -609,7 +602,7 @@ int baton_io_notify(baton_io_t *io, int events, baton_io_notify_fn fn, void *arg
 	if (fn == NULL) { /* disarm */
 		rc = io->notify_fn ? BATON_OK : BATON_EAGAIN;
 		io->notify_fn = NULL;
-	} else if (io->notify_fn || io->waiters[0].head) {
+	} else if (io->notify_fn || !baton__waitq_empty(&io->waiters[0])) {
 		rc = BATON_EBUSY;
 	} else if ((io->ready & BATON_IO_IN) || io->hup || io->rdhup) {
 		/* An edge came since the caller's read: it reads again. */
@@ -636,7 +629,8 @@ int baton_io_close(baton_io_t *io)
 	if (io == NULL)
 		return BATON_OK;
 	baton__spin_lock(&io->lock);
-	busy = io->waiters[0].head || io->waiters[1].head || io->notify_fn;
+	busy = !baton__waitq_empty(&io->waiters[0]) ||
+	       !baton__waitq_empty(&io->waiters[1]) || io->notify_fn;
 	baton__spin_unlock(&io->lock);
 	if (busy)
 		return BATON_EBUSY;

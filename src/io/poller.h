@@ -53,8 +53,8 @@ struct baton_io {
 	void *notify_arg;
 	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
 	struct baton_io *retry_next; /* io_uring: the poller's retry list */
-	struct baton_io *live_prev, *live_next; /* its reactor's open handles
-						   (io_uring: then its limbo) */
+	struct baton_list_node live_link; /* in its reactor's `live` (io_uring:
+					   * then in its poller's limbo) */
 };
 
 _Static_assert(sizeof(struct baton_io) <= 136 || sizeof(void *) != 8,
@@ -65,7 +65,8 @@ struct baton_reactor {
 	const struct baton_poller_ops *pops;
 	void *poller;		    /* the backend's state */
 	struct baton_io *dead_ios;  /* closed elsewhere, freed here (atomic) */
-	struct baton_io *live;	    /* handles open here (home thread only) */
+	struct baton_list live;	    /* of baton_io.live_link: handles open
+				       here (home thread only) */
 };
 
 static inline struct baton_reactor *baton__reactor_of(struct baton_worker *w)

@@ -78,7 +78,7 @@ struct uring_poller {
 	pthread_t owner; /* the thread that set the ring up (SINGLE_ISSUER) */
 	int evfd;
 	unsigned limbo; /* dead handles still waiting for their last CQE... */
-	struct baton_io *limbo_list; /* ...linked through live_next/prev */
+	struct baton_list limbo_list; /* ...of their live_link */
 	bool wake_unarmed; /* the wake-up poll is to be armed again */
 	struct baton_io *retry; /* handles whose re-arm or cancel found no SQE */
 	uint64_t *cancels;	/* cancellations to queue again, by number only */
@@ -269,28 +269,29 @@ static void ring_unpoison(struct io_uring *ring)
 }
 
 /* Released handles waiting for their last completion: a list through
- * live_next/live_prev, which io.c no longer uses once it released them. */
+ * live_link, which io.c no longer uses once it released them. */
 static void limbo_add(struct uring_poller *p, struct baton_io *io)
 {
-	io->live_prev = NULL;
-	io->live_next = p->limbo_list;
-	if (io->live_next)
-		io->live_next->live_prev = io;
-	p->limbo_list = io;
+	baton__list_push_head(&p->limbo_list, &io->live_link);
 	p->limbo++;
 }
 
 static void limbo_free(struct uring_poller *p, struct baton_io *io)
 {
-	if (io->live_prev)
-		io->live_prev->live_next = io->live_next;
-	else
-		p->limbo_list = io->live_next;
-	if (io->live_next)
-		io->live_next->live_prev = io->live_prev;
+	baton__list_remove(&p->limbo_list, &io->live_link);
 	p->limbo--;
 	retry_forget(p, io);
 	baton__free(io);
+}
+
+/* The ring is gone (or replaced): no completion can name a handle in
+ * limbo any more. */
+static void limbo_free_all(struct uring_poller *p)
+{
+	struct baton_list_node *n;
+
+	while ((n = baton__list_first(&p->limbo_list)) != NULL)
+		limbo_free(p, BATON_LIST_ENTRY(n, struct baton_io, live_link));
 }
 
 /* May this thread enter p's ring? Any thread may, unless it was set up
@@ -328,8 +329,7 @@ static int ring_move(struct baton_worker *w, struct uring_poller *p)
 	p->ring = fresh;
 	p->setup = setup;
 	p->owner = pthread_self();
-	while (p->limbo_list)
-		limbo_free(p, p->limbo_list);
+	limbo_free_all(p);
 	p->ncancels = 0;
 	for (io = p->retry; io; io = next) {
 		next = io->retry_next;
@@ -339,7 +339,7 @@ static int ring_move(struct baton_worker *w, struct uring_poller *p)
 	/* Acquire: pairs with the closer's release CAS (its dead_next). */
 	for (io = __atomic_load_n(&r->dead_ios, __ATOMIC_ACQUIRE); io; io = io->dead_next)
 		io->pending |= UR_CANCELLED;
-	for (io = r->live; io; io = io->live_next) {
+	BATON_LIST_FOR_EACH(io, &r->live, live_link) {
 		io->pending &= ~(UR_COUNT | UR_MORE | UR_BARE);
 		if (!(io->pending & UR_CANCELLED) && !arm(p, io))
 			retry_later(p, io);
@@ -683,8 +683,7 @@ static void ur_destroy(struct baton_worker *w)
 	io_uring_queue_exit(&p->ring);
 	/* The ring is gone with its requests: no completion can name the
 	 * stragglers any more. */
-	while (p->limbo_list)
-		limbo_free(p, p->limbo_list);
+	limbo_free_all(p);
 	close(p->evfd);
 	baton__free(p->cancels);
 	baton__free(p);

@@ -295,7 +295,7 @@ int baton_group_close(baton_group_t *g, struct baton_task_end *failure)
 	(void)wait_empty_locked(g, -1, true);
 	/* Waiters that timed out unlink themselves once they run, threads
 	 * leave the event count: then nothing refers to the group. */
-	while (g->waiters.head != NULL || g->nthreads != 0) {
+	while (!baton__waitq_empty(&g->waiters) || g->nthreads != 0) {
 		baton__spin_unlock(&g->lock);
 		if (self)
 			baton_sched_yield();

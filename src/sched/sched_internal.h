@@ -34,6 +34,7 @@
 #include <baton/ec.h>
 #include <baton/sched.h>
 
+#include "../common/list.h"
 #include "../common/prelude.h"
 #include "../coro/handoff.h"
 
@@ -68,7 +69,8 @@ struct baton_task;
 /* One blocked operation of a task, linked in a primitive's wait queue
  * (the records the task embeds; the protocol that uses them is wait.h). */
 struct baton_waiter {
-	struct baton_waiter *next, *prev; /* guarded by the primitive's lock */
+	struct baton_list_node link; /* in queue->list, under the primitive's
+				      * lock; first, so the record is the link */
 	struct baton_task *task;
 	void *value;	  /* channel: the message sent or received */
 	long amount;	  /* semaphore: units asked for */
@@ -80,9 +82,10 @@ struct baton_waiter {
 	baton_spinlock_t *lock;
 };
 
-/* A FIFO of waiters, guarded by the owning primitive's spinlock. */
+/* A FIFO of waiters, guarded by the owning primitive's spinlock; read
+ * through wait.h (baton__waitq_empty, _first, _pop). */
 struct baton_waitq {
-	struct baton_waiter *head, *tail;
+	struct baton_list list; /* of baton_waiter.link */
 	size_t len; /* waiters linked, timed-out ones not yet unlinked too */
 };
 
@@ -153,7 +156,7 @@ struct baton_task {
 	/* sched->all, under all_lock: the tasks destroy must find. A task is
 	 * linked when it first stops running (baton__switch_away); one that
 	 * runs to its end without stopping never takes the lock. */
-	struct baton_task *all_prev, *all_next;
+	struct baton_list_node all_link;
 	/* The groups it created and has not closed (group.c): written by the
 	 * task under glock, walked under glock by whoever cancels it. Both
 	 * zero at rest (closed at its end): a reused record needs no reset. */
@@ -241,7 +244,7 @@ struct baton_worker_hook {
  * scheduler's list, so that a destroy of each racing the other is safe.
  */
 struct baton_sched_watch {
-	struct baton_sched_watch *prev, *next;
+	struct baton_list_node link; /* in sched->watches */
 	struct baton_sched *sched; /* NULL once unwatched or gone */
 	void (*gone)(struct baton_sched_watch *w);
 };
@@ -287,8 +290,9 @@ struct baton_sched {
 	 * (a primitive knows its waiters, nothing else knows them all).
 	 * Linked at spawn, unlinked when freed: off the hop path. */
 	baton_spinlock_t all_lock;
-	struct baton_task *all;
-	struct baton_sched_watch *watches; /* under the watch lock (watch.c) */
+	struct baton_list all; /* of baton_task.all_link */
+	struct baton_list watches; /* of baton_sched_watch.link, under the
+				    * watch lock (watch.c) */
 };
 
 /* The worker running on this thread, or NULL. Read it only through
@@ -351,6 +355,18 @@ void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only);
 /* Ready t behind the tasks already runnable (a joiner, by a task's end). */
 void baton__task_ready_back(struct baton_task *t);
 
+/* Make t run next on w, from w's thread while a task of w runs: the
+ * runnext slot, whose previous occupant goes behind the run queue. */
+static inline void baton__runnext_put(struct baton_worker *w,
+				      struct baton_task *t)
+{
+	struct baton_task *prev = w->runnext;
+
+	w->runnext = t;
+	if (BATON_UNLIKELY(prev != NULL))
+		baton__runnext_displace(w, prev);
+}
+
 /* Make a claimed task runnable. Inline, the hop's case: woken by a running
  * task of its own worker, it takes the runnext slot (owner-only fields,
  * plain stores); everything else - another worker, a thread that is no
@@ -359,11 +375,7 @@ static inline void baton__task_ready_from(struct baton_worker *self,
 					 struct baton_task *t)
 {
 	if (BATON_LIKELY(self == t->owner && self != NULL && self->current != NULL)) {
-		struct baton_task *prev = self->runnext;
-
-		self->runnext = t;
-		if (BATON_UNLIKELY(prev != NULL))
-			baton__runnext_displace(self, prev);
+		baton__runnext_put(self, t);
 		return;
 	}
 	baton__task_ready_slow(t);

@@ -20,22 +20,8 @@ void baton__task_link(struct baton_task *t)
 
 	t->linked = true;
 	baton__spin_lock(&s->all_lock);
-	t->all_prev = NULL;
-	t->all_next = s->all;
-	if (s->all)
-		s->all->all_prev = t;
-	s->all = t;
+	baton__list_push_head(&s->all, &t->all_link);
 	baton__spin_unlock(&s->all_lock);
-}
-
-static void all_unlink_locked(struct baton_sched *s, struct baton_task *t)
-{
-	if (t->all_prev)
-		t->all_prev->all_next = t->all_next;
-	else
-		s->all = t->all_next;
-	if (t->all_next)
-		t->all_next->all_prev = t->all_prev;
 }
 
 /* Unlink the waiters a task still has in primitives' queues (a parked
@@ -79,7 +65,7 @@ static __attribute__((noinline)) void task_free_general(struct baton_task *t)
 		struct baton_sched *s = t->owner->sched;
 
 		baton__spin_lock(&s->all_lock);
-		all_unlink_locked(s, t);
+		baton__list_remove(&s->all, &t->all_link);
 		baton__spin_unlock(&s->all_lock);
 	}
 	unlink_waiters(t);
@@ -168,20 +154,20 @@ void baton__task_free_queued(struct baton_worker *w)
  */
 void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only)
 {
-	struct baton_task *mine = NULL, *t, *next;
+	struct baton_list mine = BATON_LIST_INIT;
+	struct baton_list_node *n;
+	struct baton_task *t, *next;
 
 	baton__spin_lock(&s->all_lock);
-	for (t = s->all; t; t = next) {
-		next = t->all_next;
+	BATON_LIST_FOR_EACH_SAFE(t, next, &s->all, all_link) {
 		if (only && !(t->pinned && t->owner == only))
 			continue;
-		all_unlink_locked(s, t);
-		t->all_next = mine;
-		mine = t;
+		baton__list_remove(&s->all, &t->all_link);
+		baton__list_push_head(&mine, &t->all_link);
 	}
 	baton__spin_unlock(&s->all_lock);
-	for (t = mine; t; t = next) {
-		next = t->all_next;
+	while ((n = baton__list_pop(&mine)) != NULL) {
+		t = BATON_LIST_ENTRY(n, struct baton_task, all_link);
 		/* The timer heaps are gone or going: forget the timeout. */
 		t->timeout.index = SIZE_MAX;
 		if (t->pinned)
@@ -229,11 +215,7 @@ static void task_enqueue(struct baton_task *t, bool wake)
 	}
 	if (BATON_LIKELY(self == owner)) {
 		if (wake && self->current != NULL) {
-			struct baton_task *prev = self->runnext;
-
-			self->runnext = t;
-			if (prev)
-				baton__runnext_displace(self, prev);
+			baton__runnext_put(self, t);
 			return;
 		}
 		baton__runq_push(self, t);

@@ -18,10 +18,11 @@
 #include "wait.h"
 
 /* More waiters than fit in the task (a wide select): one block holds the
- * waiters and room for as many locks (at most one per waiter). */
+ * waiters and room for as many locks (at most one per waiter). Zeroed:
+ * its waiters are in no list yet (list.h rule 3). */
 int baton__wait_reserve_many(struct baton_task *t, unsigned n)
 {
-	char *block = baton__malloc(n * (sizeof(*t->waiters) + sizeof(*t->locks)));
+	char *block = baton__calloc(n, sizeof(*t->waiters) + sizeof(*t->locks));
 
 	if (block == NULL)
 		return BATON_ENOMEM;

@@ -112,49 +112,79 @@ static inline int baton__task_for_wait_on(struct baton_task **t,
 }
 
 /* --- wait queues: FIFOs of waiters, under the primitive's lock ------------ */
+/* The waiter whose link is n (NULL for NULL). */
+static inline struct baton_waiter *baton__waiter_of(struct baton_list_node *n)
+{
+	return n ? BATON_LIST_ENTRY(n, struct baton_waiter, link) : NULL;
+}
+
+static inline bool baton__waitq_empty(const struct baton_waitq *q)
+{
+	return baton__list_empty(&q->list);
+}
+
+/* The oldest waiter, or NULL. */
+static inline struct baton_waiter *baton__waitq_first(const struct baton_waitq *q)
+{
+	return baton__waiter_of(baton__list_first(&q->list));
+}
+
 static inline void baton__waitq_push(struct baton_waitq *q,
 				    struct baton_waiter *w)
 {
-	w->next = NULL;
-	w->prev = q->tail;
-	if (q->tail)
-		q->tail->next = w;
-	else
-		q->head = w;
-	q->tail = w;
+	baton__list_push_tail(&q->list, &w->link);
 	q->len++;
+	w->linked = true;
+}
+
+/* The same into q known to be empty (asserted in a debug build): no load
+ * of the queue (a single-receiver channel's owner, chan.c). */
+static inline void baton__waitq_push_only(struct baton_waitq *q,
+					 struct baton_waiter *w)
+{
+	baton__list_push_only(&q->list, &w->link);
+	q->len = 1;
 	w->linked = true;
 }
 
 static inline void baton__waitq_remove(struct baton_waitq *q,
 				      struct baton_waiter *w)
 {
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		q->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	else
-		q->tail = w->prev;
-	w->next = w->prev = NULL;
+	baton__list_remove(&q->list, &w->link);
 	q->len--;
 	w->linked = false;
 }
 
+/* Unlink the oldest waiter and return it, or NULL. */
+static inline struct baton_waiter *baton__waitq_pop(struct baton_waitq *q)
+{
+	struct baton_waiter *w = baton__waiter_of(baton__list_pop(&q->list));
+
+	if (w) {
+		q->len--;
+		w->linked = false;
+	}
+	return w;
+}
+
 /* --- waking: a claimant, holding the primitive's lock ---------------------- */
+/* The claim of a solo wait (t->wait_solo: one waiter, no timeout), by
+ * whoever unlinked that waiter under its queue's lock: the only possible
+ * claimant, so the claim is a store. */
+static inline void baton__wait_claim_solo(struct baton_task *t)
+{
+	/* Relaxed: the queue's lock orders everything; sem and pool peek at
+	 * the state under the same lock. */
+	__atomic_store_n(&t->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
+}
+
 /* Claim t's wake-up: true for exactly one claimant of each wait. */
 static inline bool baton__wait_claim(struct baton_task *t)
 {
 	uint32_t expected = BATON_WAIT_WAITING;
 
 	if (BATON_LIKELY(t->wait_solo)) {
-		/* One waiter and no timeout: whoever unlinks that waiter,
-		 * under its queue's lock, is the only possible claimant, and
-		 * the lock orders everything. Relaxed: sem and pool peek at
-		 * the state under the same lock. */
-		__atomic_store_n(&t->wait_state, BATON_WAIT_CLAIMED,
-				 __ATOMIC_RELAXED);
+		baton__wait_claim_solo(t);
 		return true;
 	}
 	/* Acq_rel: the winner's later writes of the result are ordered after
@@ -172,8 +202,7 @@ static inline struct baton_waiter *baton__waitq_claim_first(struct baton_waitq *
 {
 	struct baton_waiter *w;
 
-	while ((w = q->head) != NULL) {
-		baton__waitq_remove(q, w);
+	while ((w = baton__waitq_pop(q)) != NULL) {
 		if (baton__wait_claim(w->task)) {
 			w->task->wait_index = w->index;
 			return w;
@@ -251,16 +280,37 @@ static inline int baton__wait_reserve(struct baton_task *t, unsigned n)
 	return baton__wait_reserve_many(t, n);
 }
 
-/* Step 1: a new wait, WAITING, no claimant yet. */
-static inline void baton__wait_begin(struct baton_task *t)
+/* Step 1 with the wait's claimants known: `solo` when its one waiter's
+ * waker is the only one (no timeout, not cancellable: baton__wait_one). */
+static inline void baton__wait_begin_as(struct baton_task *t, bool solo)
 {
-	t->wait_solo = false; /* baton__wait_one says when it is */
+	t->wait_solo = solo;
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
 	/* Release (a plain store on x86-64): wakers read the state only after
 	 * taking the lock we release after parking, but a canceller takes no
 	 * lock: its claim must see the result and index reset above. */
 	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
+}
+
+/* Step 1: a new wait, WAITING, no claimant yet. */
+static inline void baton__wait_begin(struct baton_task *t)
+{
+	baton__wait_begin_as(t, false);
+}
+
+/* Step 2's link of one waiter w (its task and index set) into q, which
+ * `lock` guards, carrying c (nothing if NULL). */
+static inline void baton__waiter_link(struct baton_waiter *w,
+				      struct baton_waitq *q,
+				      baton_spinlock_t *lock,
+				      const struct baton_wait_carry *c)
+{
+	w->queue = q;
+	w->lock = lock;
+	w->value = c ? c->value : NULL;
+	w->amount = c ? c->amount : 0;
+	baton__waitq_push(q, w);
 }
 
 /* Step 2: link the task's next waiter into q; `lock` guards q, and is
@@ -273,11 +323,7 @@ static inline struct baton_waiter *baton__wait_add(struct baton_task *t,
 
 	w->task = t;
 	w->index = (int)t->nwaiters++;
-	w->queue = q;
-	w->lock = lock;
-	w->value = NULL;
-	w->amount = 0;
-	baton__waitq_push(q, w);
+	baton__waiter_link(w, q, lock, NULL);
 	for (unsigned i = 0; i < t->nlocks; i++)
 		if (t->locks[i] == lock)
 			return w;
@@ -285,15 +331,34 @@ static inline struct baton_waiter *baton__wait_add(struct baton_task *t,
 	return w;
 }
 
-/* After step 4: the wait is over, its waiters are the task's again. */
-static inline void baton__wait_finish(struct baton_task *t)
+/* After step 4, for a wait that used the inline waiters: the wait is
+ * over, its waiters are the task's again. */
+static inline void baton__wait_finish_inline(struct baton_task *t)
 {
-	if (BATON_UNLIKELY(t->waiters != t->inline_waiters))
-		baton__wait_free_many(t);
 	t->nwaiters = 0;
 	t->nlocks = 0;
 	/* Relaxed: only this task reads or writes its state now. */
 	__atomic_store_n(&t->wait_state, BATON_WAIT_IDLE, __ATOMIC_RELAXED);
+}
+
+/* The same for any wait (a wide one gives its block back). */
+static inline void baton__wait_finish(struct baton_task *t)
+{
+	if (BATON_UNLIKELY(t->waiters != t->inline_waiters))
+		baton__wait_free_many(t);
+	baton__wait_finish_inline(t);
+}
+
+/* Steps 2-4 of a solo wait, its waiter linked under `held`: switch away
+ * leaving `held` to the after-switch hook; once the claimant (who
+ * unlinked the waiter) readied us, its result. */
+static inline __attribute__((always_inline)) int
+baton__wait_park_solo(struct baton_task *t, baton_spinlock_t *held)
+{
+	baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
+	/* Resumed, perhaps on another worker: t->owner runs us now. */
+	baton__after_switch(t->owner);
+	return t->wait_result;
 }
 
 /* --- waiting on one queue: steps 1-4 in one call ---------------------------- */
@@ -322,22 +387,11 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 	 * solo wait's lock goes to the after-switch hook directly, and
 	 * nothing reads its t->locks. */
 	t->nwaiters = 1;
-	t->wait_result = BATON_OK;
-	t->wait_index = -1;
 	/* A cancellable task's waits have two claimants (step 5). */
-	t->wait_solo = timeout_ns < 0 && !t->cancellable;
-	/* Release: as in baton__wait_begin. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_WAITING, __ATOMIC_RELEASE);
-	w->queue = q;
-	w->lock = lock;
-	w->value = c ? c->value : NULL;
-	w->amount = c ? c->amount : 0;
-	baton__waitq_push(q, w);
+	baton__wait_begin_as(t, timeout_ns < 0 && !t->cancellable);
+	baton__waiter_link(w, q, lock, c);
 	if (BATON_LIKELY(t->wait_solo)) {
-		baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
-		/* Resumed, perhaps on another worker: t->owner runs us now. */
-		baton__after_switch(t->owner);
-		rc = t->wait_result;
+		rc = baton__wait_park_solo(t, held);
 	} else {
 		t->inline_locks[0] = held;
 		t->nlocks = 1;
@@ -345,10 +399,7 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 	}
 	if (rc == BATON_OK && c && c->received)
 		*c->received = w->value;
-	t->nwaiters = 0;
-	t->nlocks = 0;
-	/* Relaxed: only this task reads or writes its state now. */
-	__atomic_store_n(&t->wait_state, BATON_WAIT_IDLE, __ATOMIC_RELAXED);
+	baton__wait_finish_inline(t);
 	return rc;
 }
 

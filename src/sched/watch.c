@@ -15,11 +15,7 @@ void baton__sched_watch(struct baton_sched *s, struct baton_sched_watch *w)
 {
 	pthread_mutex_lock(&watch_lock);
 	w->sched = s;
-	w->prev = NULL;
-	w->next = s->watches;
-	if (s->watches)
-		s->watches->prev = w;
-	s->watches = w;
+	baton__list_push_head(&s->watches, &w->link);
 	pthread_mutex_unlock(&watch_lock);
 }
 
@@ -27,12 +23,7 @@ void baton__sched_unwatch(struct baton_sched_watch *w)
 {
 	pthread_mutex_lock(&watch_lock);
 	if (w->sched) {
-		if (w->prev)
-			w->prev->next = w->next;
-		else
-			w->sched->watches = w->next;
-		if (w->next)
-			w->next->prev = w->prev;
+		baton__list_remove(&w->sched->watches, &w->link);
 		w->sched = NULL;
 	}
 	pthread_mutex_unlock(&watch_lock);
@@ -42,12 +33,15 @@ void baton__sched_unwatch(struct baton_sched_watch *w)
  * none of them is freed (unwatched) while its `gone` runs. */
 void baton__sched_watches_gone(struct baton_sched *s)
 {
+	struct baton_list_node *n;
+
 	pthread_mutex_lock(&watch_lock);
-	for (struct baton_sched_watch *w = s->watches, *next; w; w = next) {
-		next = w->next;
+	while ((n = baton__list_pop(&s->watches)) != NULL) {
+		struct baton_sched_watch *w =
+			BATON_LIST_ENTRY(n, struct baton_sched_watch, link);
+
 		w->sched = NULL;
 		w->gone(w);
 	}
-	s->watches = NULL;
 	pthread_mutex_unlock(&watch_lock);
 }

@@ -326,7 +326,7 @@ int baton_gate_destroy(baton_gate_t *g)
 		return BATON_OK;
 	baton__spin_lock(&g->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
-	busy = !idle(g) || g->passers.head != NULL || g->drainers.head != NULL;
+	busy = !idle(g) || !baton__waitq_empty(&g->passers) || !baton__waitq_empty(&g->drainers);
 	baton__spin_unlock(&g->lock);
 	if (busy)
 		return BATON_EBUSY;

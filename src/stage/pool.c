@@ -79,7 +79,7 @@ int baton_pool_destroy(baton_pool_t *p)
 		return BATON_OK;
 	baton__spin_lock(&p->u.lock);
 	/* Timed-out waiters too: they take the lock to unlink themselves. */
-	busy = p->u.avail != p->u.capacity || p->users > 0 || p->u.waiters.head != NULL;
+	busy = p->u.avail != p->u.capacity || p->users > 0 || !baton__waitq_empty(&p->u.waiters);
 	baton__spin_unlock(&p->u.lock);
 	if (busy)
 		return BATON_EBUSY;

@@ -38,34 +38,13 @@
  * addressable while it waits. Listed in the stage, so that a runner freed
  * by the scheduler's destroy does not take its record with it. */
 struct stage_job {
-	struct stage_job *next, *prev; /* st->jobs, under st->lock */
+	struct baton_list_node link; /* in st->jobs, under st->lock */
 	struct baton_stage *st;
 	void *item;
 	struct stage_call *call;
 	baton_task_t *task;	/* its handle (BATON_STAGE_CANCEL_ABANDONED) */
 	unsigned slot;
 };
-
-/* Under the lock. */
-static void job_link(struct baton_stage *st, struct stage_job *job)
-{
-	job->prev = NULL;
-	job->next = st->jobs;
-	if (st->jobs)
-		st->jobs->prev = job;
-	st->jobs = job;
-}
-
-/* Under the lock. */
-static void job_unlink(struct baton_stage *st, struct stage_job *job)
-{
-	if (job->prev)
-		job->prev->next = job->next;
-	else
-		st->jobs = job->next;
-	if (job->next)
-		job->next->prev = job->prev;
-}
 
 /* Take the head item for a handler (it counts as running from now on);
  * producers waiting for room move in behind. *call: the item's call
@@ -137,7 +116,7 @@ struct stage_call *baton__stage_current_call(struct baton_stage *st, struct bato
 bool baton__stage_runners_linked(const struct baton_stage *st)
 {
 	for (unsigned i = 0; i < st->nslots; i++)
-		if (st->slots[i].idle.head != NULL)
+		if (!baton__waitq_empty(&st->slots[i].idle))
 			return true;
 	return false;
 }
@@ -222,13 +201,14 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item,
 		job->item = item;
 		job->call = call;
 		job->slot = slot;
+		baton__list_node_init(&job->link);
 		baton__spin_lock(&st->lock);
-		job_link(st, job);
+		baton__list_push_head(&st->jobs, &job->link);
 		baton__spin_unlock(&st->lock);
 		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
 			return BATON_OK;
 		baton__spin_lock(&st->lock);
-		job_unlink(st, job);
+		baton__list_remove(&st->jobs, &job->link);
 		baton__spin_unlock(&st->lock);
 		baton__free(job);
 	}
@@ -353,7 +333,7 @@ static void runner_task(void *arg)
 	{
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
-		job_unlink(st, job);
+		baton__list_remove(&st->jobs, &job->link);
 		baton__free(job); /* a plain free: nothing blocks under the lock */
 		st->nrunners--;
 		baton__stage_wake_drainers(st, &wl);
@@ -465,7 +445,8 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 {
 	struct baton_stage *st = (struct baton_stage *)((char *)w -
 				 offsetof(struct baton_stage, watch));
-	struct stage_job *jobs, *next;
+	struct baton_list jobs;
+	struct baton_list_node *n;
 	size_t lost, head, ndropped;
 
 	baton__spin_lock(&st->lock);
@@ -486,13 +467,11 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 	st->active = false;
 	st->closed = true;
 	st->sched = NULL; /* freed: nothing may spawn on it */
-	jobs = st->jobs;
-	st->jobs = NULL;
+	jobs = st->jobs; /* all of them (list.h rule 5) */
+	baton__list_init(&st->jobs);
 	baton__spin_unlock(&st->lock);
-	for (; jobs; jobs = next) {
-		next = jobs->next;
-		baton__free(jobs);
-	}
+	while ((n = baton__list_pop(&jobs)) != NULL)
+		baton__free(BATON_LIST_ENTRY(n, struct stage_job, link));
 	for (size_t i = 0; i < ndropped; i++) {
 		struct stage_call *call = st->ring[(head + i) % st->cap].call;
 

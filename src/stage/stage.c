@@ -342,8 +342,9 @@ int baton_stage_destroy(baton_stage_t *st)
 	}
 	baton__spin_lock(&st->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
-	busy = !baton__stage_idle(st) || st->producers.head != NULL || st->drainers.head != NULL ||
-	       st->dispatcher.head != NULL || baton__stage_runners_linked(st);
+	busy = !baton__stage_idle(st) || !baton__waitq_empty(&st->producers) ||
+	       !baton__waitq_empty(&st->drainers) || !baton__waitq_empty(&st->dispatcher) ||
+	       baton__stage_runners_linked(st);
 	baton__spin_unlock(&st->lock);
 	if (busy)
 		return BATON_EBUSY;

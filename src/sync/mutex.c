@@ -103,7 +103,7 @@ int baton_mutex_destroy(baton_mutex_t *m)
 	if (m == NULL)
 		return BATON_OK;
 	baton__spin_lock(&m->lock);
-	busy = m->owner != NULL || m->waiters.head != NULL;
+	busy = m->owner != NULL || !baton__waitq_empty(&m->waiters);
 	baton__spin_unlock(&m->lock);
 	if (busy)
 		return BATON_EBUSY;

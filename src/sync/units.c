@@ -15,7 +15,7 @@ static void grant(struct baton_units *u, struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
 
-	while ((w = u->waiters.head) != NULL) {
+	while ((w = baton__waitq_first(&u->waiters)) != NULL) {
 		struct baton_task *t = w->task;
 		long amount = w->amount;
 
@@ -68,7 +68,7 @@ int baton__units_acquire(struct baton_units *u, long n, int64_t timeout_ns)
 		baton__spin_unlock(&u->lock);
 		baton__wakelist_run(&wl);
 	}
-	if (u->waiters.head == NULL && n <= u->avail) {
+	if (baton__waitq_empty(&u->waiters) && n <= u->avail) {
 		u->avail -= n;
 		u->acquired++;
 		baton__spin_unlock(&u->lock);
@@ -115,9 +115,10 @@ void baton__units_set_capacity(struct baton_units *u, long capacity)
 
 long baton__units_waiting(const struct baton_units *u)
 {
+	const struct baton_waiter *w;
 	long n = 0;
 
-	for (const struct baton_waiter *w = u->waiters.head; w; w = w->next)
+	BATON_LIST_FOR_EACH(w, &u->waiters.list, link)
 		/* Relaxed: a timed-out waiter not yet unlinked is not counted;
 		 * either reading is a state the units were in. */
 		if (__atomic_load_n(&w->task->wait_state, __ATOMIC_RELAXED) ==
@@ -131,7 +132,7 @@ bool baton__units_has_waiters(struct baton_units *u)
 	bool busy;
 
 	baton__spin_lock(&u->lock);
-	busy = u->waiters.head != NULL;
+	busy = !baton__waitq_empty(&u->waiters);
 	baton__spin_unlock(&u->lock);
 	return busy;
 }

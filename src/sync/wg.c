@@ -94,7 +94,7 @@ int baton_wg_destroy(baton_wg_t *wg)
 	/* A waiter that timed out is still linked until its task has run: it
 	 * will take the lock to unlink itself, so it counts as busy too. */
 	baton__spin_lock(&wg->lock);
-	busy = wg->waiters.head != NULL;
+	busy = !baton__waitq_empty(&wg->waiters);
 	baton__spin_unlock(&wg->lock);
 	if (busy)
 		return BATON_EBUSY;
