@@ -225,7 +225,7 @@ baton__arch_switch_out:
  * void *baton__arch_switch_there(from, to, value), baton__arch_switch_back:
  * baton__arch_switch again, twice, for two contexts that switch to each
  * other in turn (a call onto a dedicated stack and its return: the
- * sequencer, src/seq/enter.h). Through one copy, its final jmp would go
+ * sequencer, src/coro/jump.h). Through one copy, its final jmp would go
  * alternately to either side and the indirect-branch predictor would miss
  * often; with one copy per direction each jmp has one target. The frame is
  * the same, so contexts saved by any entry are resumed by any other.

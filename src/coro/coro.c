@@ -75,15 +75,20 @@ static int resume_undo(struct baton_coro *from, struct baton_coro *co, int rc)
 
 /* The general path: copy-stack targets, and every switch in builds where
  * the sanitizers must hear about it. Kept out of line so that the fast paths
- * below have no frame of their own and can tail-call the switch. */
+ * below have no frame of their own and can tail-call the switch. Here and
+ * in the other switches through transfer(), the running coroutine is set
+ * by transfer, once the copy-stack preparation is done: until then we run
+ * on from's stack, and an overflow there must be reported as from's. */
 static __attribute__((noinline)) int resume_slow(struct baton_thread *t,
 						 struct baton_coro *from,
 						 struct baton_coro *co,
 						 void *in, void **out)
 {
 	void *value;
-	int rc = transfer(t, from, co, in, false, &value);
+	int rc;
 
+	baton__coro_switch_mark(BATON__SWITCH_RESUME, from, co, NULL, NULL);
+	rc = transfer(t, from, co, in, false, &value);
 	if (BATON_UNLIKELY(rc != BATON_OK))
 		return resume_undo(from, co, rc);
 	/* `co` yielded or returned; it already made us current again. */
@@ -97,8 +102,10 @@ static __attribute__((noinline)) int yield_slow(struct baton_thread *t,
 						void *out, void **in)
 {
 	void *value;
-	int rc = transfer(t, co, to, out, false, &value);
+	int rc;
 
+	baton__coro_switch_mark(BATON__SWITCH_YIELD, co, to, NULL, NULL);
+	rc = transfer(t, co, to, out, false, &value);
 	if (BATON_UNLIKELY(rc != BATON_OK)) {
 		co->status = BATON_CORO_RUNNING;
 		to->status = BATON_CORO_NORMAL;
@@ -137,9 +144,6 @@ static __attribute__((noinline)) int resume_general(baton_coro_t *co, void *in,
 	baton__stack_canary_check(from);
 	if (out == NULL)
 		out = &from->discard;
-	co->resumer = from;
-	co->status = BATON_CORO_RUNNING;
-	from->status = BATON_CORO_NORMAL;
 	if (BATON_UNLIKELY(needs_slow_switch(t, co))) {
 		int rc;
 
@@ -148,12 +152,14 @@ static __attribute__((noinline)) int resume_general(baton_coro_t *co, void *in,
 		if (BATON_SWITCH_HOOKS || from == t->shared.owner)
 			return resume_slow(t, from, co, in, out);
 		/* The common case, a copy-stack target resumed from off the
-		 * shared stack: copy here, then take the fast switch. */
+		 * shared stack: copy here (which needs none of the bookkeeping:
+		 * a failure leaves everything as it was), then take the fast
+		 * switch. */
 		rc = baton__copystack_prepare(t, from, co);
 		if (BATON_UNLIKELY(rc != BATON_OK))
-			return resume_undo(from, co, rc);
+			return rc;
 	}
-	t->current = co;
+	baton__coro_switch_mark(BATON__SWITCH_RESUME, from, co, &t->current, NULL);
 	if (BATON_UNLIKELY(co->fresh)) {
 		/* Its first run: a start, not a switch (see arch.h). */
 		co->fresh = false;
@@ -197,10 +203,7 @@ int baton_coro_resume(baton_coro_t *co, void *in, void **out)
 		return resume_general(co, in, out);
 	if (out == NULL)
 		out = &from->discard;
-	co->resumer = from;
-	co->status = BATON_CORO_RUNNING;
-	from->status = BATON_CORO_NORMAL;
-	t->current = co;
+	baton__coro_switch_mark(BATON__SWITCH_RESUME, from, co, &t->current, NULL);
 	return baton__arch_switch_out(&from->ctx, &co->ctx, in, out);
 }
 
@@ -225,11 +228,9 @@ static __attribute__((noinline)) int yield_general(void *out, void **in)
 		if (rc != BATON_OK)
 			return rc;
 	}
-	co->status = BATON_CORO_SUSPENDED;
-	to->status = BATON_CORO_RUNNING;
 	if (BATON_UNLIKELY(needs_slow_switch(t, to)))
 		return yield_slow(t, co, to, out, in);
-	t->current = to == &t->root ? NULL : to;
+	baton__coro_switch_mark(BATON__SWITCH_YIELD, co, to, &t->current, &t->root);
 	return baton__arch_switch_out(&co->ctx, &to->ctx, out, in);
 }
 
@@ -250,9 +251,7 @@ int baton_coro_yield(void *out, void **in)
 		return yield_general(out, in);
 	if (in == NULL)
 		in = &co->discard;
-	co->status = BATON_CORO_SUSPENDED;
-	to->status = BATON_CORO_RUNNING;
-	t->current = to == &t->root ? NULL : to;
+	baton__coro_switch_mark(BATON__SWITCH_YIELD, co, to, &t->current, &t->root);
 	return baton__arch_switch_out(&co->ctx, &to->ctx, out, in);
 }
 
@@ -281,8 +280,9 @@ static __attribute__((noinline)) void coro_finish(void *value)
 	void *ignored;
 
 	baton__stack_canary_check(co);
-	co->status = BATON_CORO_DEAD;
-	co->resumer->status = BATON_CORO_RUNNING;
+	/* The thread's running coroutine stays `co` until transfer(): the
+	 * forget below tells from it that co's frames are the live ones. */
+	baton__coro_switch_mark(BATON__SWITCH_RETURN, co, co->resumer, NULL, NULL);
 	/* Leaving S for a context off S: nobody needs our frames saved. (To a
 	 * copy-stack resumer, the copier sees DEAD and skips the save.) */
 	if (co->model == BATON_CORO_COPYSTACK &&
@@ -746,9 +746,12 @@ int baton__coro_handoff(struct baton_coro *to)
 		    baton__copystack_reserve(from, need) != BATON_OK)
 			return BATON_ENOMEM; /* nothing changed */
 	}
-	to->resumer = from->resumer;
-	from->status = BATON_CORO_SUSPENDED;
-	to->status = BATON_CORO_RUNNING;
+	/* The running coroutine is set below, past the general path's branch
+	 * (see resume_slow). Written in this order, the hop's test of the
+	 * shared stack's owner stays one compare with memory: with the slow
+	 * branch first, GCC kept the owner in a register, one instruction
+	 * more per copy-stack hop (callgrind, ring 1t-copystack). */
+	baton__coro_switch_mark(BATON__SWITCH_HANDOFF, from, to, NULL, NULL);
 	if (hop) {
 #if BATON_ARCH_HAS_SWAP
 		t->current = to;
@@ -783,9 +786,8 @@ int baton__coro_handoff_exit(struct baton_coro *to)
 	int rc;
 
 	baton__stack_canary_check(from);
-	to->resumer = from->resumer;
-	from->status = BATON_CORO_DEAD;
-	to->status = BATON_CORO_RUNNING;
+	/* As in coro_finish, the running coroutine stays `from` for now. */
+	baton__coro_switch_mark(BATON__SWITCH_HANDOFF_EXIT, from, to, NULL, NULL);
 	/* As at the end of baton__coro_entry: nobody needs our frames. */
 	if (from->model == BATON_CORO_COPYSTACK &&
 	    to->model != BATON_CORO_COPYSTACK)

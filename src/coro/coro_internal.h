@@ -10,6 +10,9 @@
  *   arena.c      stackful stacks carved from large mappings
  *   copystack.c  the shared stack of copy-stack coroutines and its copies,
  *                and the spare control blocks a thread keeps for reuse
+ * Private to src/coro (the layers check says so): other modules switch
+ * through the narrow headers made for them, handoff.h (src/sched) and
+ * jump.h (src/seq).
  */
 #ifndef BATON_SRC_CORO_INTERNAL_H
 #define BATON_SRC_CORO_INTERNAL_H
@@ -90,6 +93,10 @@ struct baton_shared_stack {
 /* One per thread, created on first use (see thread.c). */
 struct baton_thread {
 	struct baton_coro *current; /* running coroutine, NULL on own stack */
+	/* &root once the thread is set up, NULL before (and after its exit):
+	 * the jump pair's test and the address in one %fs-relative load
+	 * (jump.h). */
+	struct baton_coro *own;
 	bool ready;
 	uint64_t serial;	    /* unique for the process's lifetime */
 	struct baton_coro root;	    /* the thread's own stack as a context */
@@ -167,6 +174,58 @@ static inline void *baton__coro_switch(struct baton_coro *from,
 	}
 	baton__sanitizer_switch_end(&from->san);
 	return value;
+}
+
+/* What a switch makes of the two coroutines (baton__coro_switch_mark). */
+enum baton__switch_kind {
+	BATON__SWITCH_RESUME,	    /* `to` runs for `from`, which waits (NORMAL) */
+	BATON__SWITCH_YIELD,	    /* `from` stops (SUSPENDED): back to its resumer */
+	BATON__SWITCH_RETURN,	    /* `from` has ended (DEAD): back to its resumer */
+	BATON__SWITCH_HANDOFF,	    /* `to` takes from's place and resumer;
+				       `from` SUSPENDED (handoff.h) */
+	BATON__SWITCH_HANDOFF_EXIT, /* the same, `from` has ended (DEAD) */
+};
+
+/*
+ * The bookkeeping of every switch, in one place: `to` becomes RUNNING and
+ * `from` what `kind` says; a resume makes `from` to's resumer, a hand-off
+ * gives `to` from's resumer; and, unless `current` is NULL, the thread's
+ * running coroutine (`current`: &baton__tls.current, or the field of the
+ * state found afresh) becomes `to`, or NULL when a yield or a return goes
+ * to `root`, the thread's own context (resume and hand-off pass NULL: their
+ * `to` is never that). The switches through transfer() (coro.c: copy-stack
+ * targets, sanitizer builds, the ends) and baton__coro_handoff (which may
+ * take that path) pass NULL, and set it themselves: transfer once
+ * the copy-stack preparation is done (until then an overflow on from's
+ * stack must be reported as from's, and a coroutine that ends lets its
+ * frames go while it is still the running one).
+ *
+ * Always inline, with `kind` a constant: it folds to the stores written
+ * out by hand, so the frameless fast paths (coro.c, handoff.h, jump.h)
+ * stay frameless and as short.
+ */
+static inline __attribute__((always_inline)) void
+baton__coro_switch_mark(enum baton__switch_kind kind, struct baton_coro *from,
+			struct baton_coro *to, struct baton_coro **current,
+			const struct baton_coro *root)
+{
+	bool ends = kind == BATON__SWITCH_RETURN || kind == BATON__SWITCH_HANDOFF_EXIT;
+
+	if (kind == BATON__SWITCH_RESUME) {
+		to->resumer = from;
+		to->status = BATON_CORO_RUNNING;
+		from->status = BATON_CORO_NORMAL;
+	} else {
+		if (kind == BATON__SWITCH_HANDOFF || kind == BATON__SWITCH_HANDOFF_EXIT)
+			to->resumer = from->resumer;
+		from->status = ends ? BATON_CORO_DEAD : BATON_CORO_SUSPENDED;
+		to->status = BATON_CORO_RUNNING;
+	}
+	if (current != NULL)
+		*current = (kind == BATON__SWITCH_YIELD || kind == BATON__SWITCH_RETURN) &&
+				   to == root
+			   ? NULL
+			   : to;
 }
 
 /* Below a stackful coroutine's stack: two guard pages (a frame larger than

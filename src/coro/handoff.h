@@ -40,9 +40,9 @@ int baton__coro_handoff(baton_coro_t *to);
 /* baton__coro_handoff, inline where it can be: the scheduler's hop.
  * Between two stackful coroutines without canaries that share the FP state
  * (every scheduler task but those spawned with BATON_TASK_OWN_FPENV), in a
- * build without switch hooks, nothing but the bookkeeping below and the
- * inline switch (baton__arch_hop) is needed. On x86-64 the fields of this
- * thread's state are read with one %fs-relative load each, which cannot go
+ * build without switch hooks, nothing but the bookkeeping
+ * (baton__coro_switch_mark) and the inline switch (baton__arch_hop) is
+ * needed. On x86-64 the fields of this thread's state are read with one %fs-relative load each, which cannot go
  * stale; elsewhere the state is found afresh (the caller may have moved
  * to another thread since it last looked). Everything else takes the
  * out-of-line path. */
@@ -59,10 +59,8 @@ static inline int baton__coro_handoff_inline(baton_coro_t *to)
 
 	if (BATON_LIKELY(to->model == BATON_CORO_STACKFUL && !from->canary &&
 			 (from->ctx.flags & to->ctx.flags & BATON_ARCH_SHARED_FP))) {
-		to->resumer = from->resumer;
-		from->status = BATON_CORO_SUSPENDED;
-		to->status = BATON_CORO_RUNNING;
-		BATON_HOP_TLS->current = to;
+		baton__coro_switch_mark(BATON__SWITCH_HANDOFF, from, to,
+					&BATON_HOP_TLS->current, NULL);
 		baton__arch_hop(&from->ctx, &to->ctx);
 		return BATON_OK;
 	}

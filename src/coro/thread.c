@@ -42,6 +42,7 @@ static void thread_exit(void *arg)
 		t->altstack = NULL;
 	}
 	baton__sanitizer_fiber_fini(&t->root.san);
+	t->own = NULL;
 	t->ready = false;
 }
 
@@ -107,5 +108,6 @@ void baton__thread_init(struct baton_thread *t)
 	baton__sanitizer_fiber_init(&t->root.san, true);
 	install_altstack(t);
 	pthread_setspecific(exit_key, t);
+	t->own = &t->root;
 	t->ready = true;
 }

@@ -6,8 +6,9 @@
  * the short version:
  *
  *  - Fast path (nobody else calling): CAS the lock 0 -> 1, resume the
- *    coroutine with the request copied into the sequencer (enter.h: by
- *    jmp, so the return-stack predictor stays balanced), release with a
+ *    coroutine with the request copied into the sequencer (the coroutine
+ *    layer's jump-entered pair, src/coro/jump.h: by jmp, so the
+ *    return-stack predictor stays balanced), release with a
  *    store and the releaser's barrier, look whether anybody sleeps.
  *  - A caller that finds the lock taken claims a slot (one cache line of
  *    the sequencer), writes fn/arg there, marks it PENDING and spins on the
@@ -26,9 +27,9 @@
  *    either the sleeper sees the free lock or its result, or the releaser
  *    sees the sleeper.
  *
- * Files: seq_internal.h (the structures, the barriers), enter.h (onto the
- * stack and back), seq.c (the stack, the lock, life cycle), wait.c (slots,
- * waiting, deadlock detection).
+ * Files: seq_internal.h (the structures, the barriers), seq.c (the stack,
+ * the lock, life cycle), wait.c (slots, waiting, deadlock detection); onto
+ * the stack and back is ../coro/jump.h's.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@
 
 #include "../common/alloc.h"
 #include "../common/barrier.h"
-#include "enter.h"
+#include "../coro/jump.h"
 #include "seq_internal.h"
 
 /* initial-exec: the library is PIC, and the general-dynamic model would
@@ -51,17 +52,6 @@ __attribute__((noinline, noipa)) struct seq_thread *baton__seq_self_get(void)
 	__asm__ __volatile__("" ::: "memory");
 	return &baton__seq_self;
 }
-#if SEQ_JMP_ENTER
-/* enter.h: this thread's own context, looked up (and the thread set up)
- * on its first call from its own stack. */
-__attribute__((noinline)) struct baton_coro *baton__seq_root_slow(void)
-{
-	struct baton_coro *root = &baton__thread_get_after_switch()->root;
-
-	baton__seq_self.root = root;
-	return root;
-}
-#endif
 #if BATON_TSAN
 unsigned baton__seq_tsan_fence_word;
 #endif
@@ -133,8 +123,8 @@ static void serve_batch(struct baton_seq *s)
 }
 
 /* The coroutine. Every request it runs is s->cur (run_locked), so it
- * ignores the value a resume hands over, which lets either entry (enter.h)
- * resume it. */
+ * ignores the value a resume hands over, which lets either entry (jump.h's
+ * or baton_coro_resume) resume it. */
 static void *seq_main(void *arg, void *in)
 {
 	struct baton_seq *s = arg;
@@ -150,7 +140,7 @@ static void *seq_main(void *arg, void *in)
 		 * takes the lock itself */
 		if (__builtin_expect(__atomic_load_n(&s->hwm, __ATOMIC_RELAXED) != 0, 0))
 			serve_batch(s);
-		seq_leave(s->co);
+		baton__coro_jump_yield(s->co);
 	}
 	return NULL;
 }
@@ -360,7 +350,7 @@ static inline __attribute__((always_inline)) void run_locked(struct baton_seq *s
 	s->cur = *r;
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
 	 * it and it always yields back) and stackful. It runs s->cur. */
-	seq_enter(s->co);
+	baton__coro_jump_resume(s->co);
 	r->result = s->cur.result; /* before the unlock: the next holder's */
 	unlock(s);
 }

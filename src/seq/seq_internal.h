@@ -59,10 +59,6 @@ struct seq_thread {
 	struct baton_seq *contended; /* our last call on it was served by combining */
 	unsigned hint;		 /* slot to try first */
 	bool hinted;
-	/* This thread's own context in the coroutine layer (its `root`),
-	 * once a call from the thread's own stack has looked it up
-	 * (enter.h); NULL before. */
-	struct baton_coro *root;
 };
 
 struct baton_seq {

@@ -5,7 +5,9 @@ nothing is left out of the build by accident (every source named in
 CMakeLists.txt, every test folder in tests/CMakeLists.txt); and tests reach
 the library's internals only through tests/internal.h, which includes the
 internal headers (a prototype of a baton__ hook written in a test would
-still link after the hook's signature changed).
+still link after the hook's signature changed). A module's private headers
+(PRIVATE) are included by its own files only: another module goes through
+the narrow header the owner gives it.
 
 Run by CTest (test `layers`): check_layers.py SOURCE_DIR. Standard library
 only; exits 1 naming every violation. The check shows it can fail first (a
@@ -19,6 +21,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 # Public headers owned by a module of another name.
 HEADER_OWNER = {"error": "common", "baton": None}  # baton.h: the umbrella
+# Headers only their own module includes (tests reach them through
+# tests/internal.h). src/coro's control block and thread state: src/sched
+# switches through src/coro/handoff.h, src/seq through src/coro/jump.h.
+PRIVATE = {"coro": {"coro_internal.h"}}
 
 
 def read_layers(doc):
@@ -71,6 +77,10 @@ def violations(root, layers):
                         continue
                     other = module_of_include(m.group(1), rel)
                     if other is None or other == mod:
+                        continue
+                    if os.path.basename(m.group(1)) in PRIVATE.get(other, ()):
+                        out.append((rel, m.group(1),
+                                    f"{m.group(1)} is private to {other}"))
                         continue
                     if other not in layers:
                         out.append((rel, m.group(1), f"{other!r} is not in the layers table"))
@@ -158,6 +168,28 @@ def test_a_cycle_is_caught(tmp_path):
     assert "low (layer 0) includes high (layer 1)" in bad[0][2]
 
 
+def test_a_private_include_is_caught(tmp_path):
+    """The check can fail: another module including a private header of a
+    lower one is named; its narrow header is allowed."""
+    from pathlib import Path
+    tmp_path = Path(tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "architecture.md").write_text(
+        "<!-- layers:begin -->\n| layer | modules |\n|---|---|\n"
+        "| 0 | coro |\n| 1 | seq |\n<!-- layers:end -->\n")
+    files = {("coro", "coro.c"): '#include "coro_internal.h"',
+             ("seq", "bad.c"): '#include "../coro/coro_internal.h"',
+             ("seq", "good.c"): '#include "../coro/jump.h"'}
+    for (mod, name), inc in files.items():
+        d = tmp_path / "src" / mod
+        d.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(inc + "\n")
+    (tmp_path / "include" / "baton").mkdir(parents=True)
+    bad = violations(str(tmp_path), read_layers(str(tmp_path / "docs" / "architecture.md")))
+    assert [b[0] for b in bad] == [os.path.join("src", "seq", "bad.c")], bad
+    assert "private to coro" in bad[0][2]
+
+
 def test_every_source_is_listed_in_cmake():
     """No globs: each .c and .S under src/ is named in CMakeLists.txt, so a
     file added is added on purpose (and one removed is noticed). The
@@ -197,13 +229,15 @@ def main():
     global ROOT
     if len(sys.argv) > 1:
         ROOT = os.path.abspath(sys.argv[1])
-    checks = [test_a_cycle_is_caught, test_library_follows_the_layers,
+    checks = [test_a_cycle_is_caught, test_a_private_include_is_caught,
+              test_library_follows_the_layers,
               test_every_src_folder_has_a_layer, test_every_source_is_listed_in_cmake,
               test_every_test_folder_is_built, test_tests_declare_no_internal_hooks]
     failed = 0
     for check in checks:
         try:
-            if check in (test_a_cycle_is_caught, test_tests_declare_no_internal_hooks):
+            if check in (test_a_cycle_is_caught, test_a_private_include_is_caught,
+                         test_tests_declare_no_internal_hooks):
                 with tempfile.TemporaryDirectory() as tmp:
                     check(tmp)
             else:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How a call gets onto the sequencer's dedicated stack and back
- * (src/seq/enter.h): on x86-64 the lock holder enters baton_coro_resume,
+ * (src/coro/jump.h): on x86-64 the lock holder enters baton_coro_resume,
  * and the dedicated coroutine baton_coro_yield, by a jmp with a return
  * address pushed by hand. Whatever path a build takes, fn must find its
  * stack aligned as at any call, and the caller must find its values where

@@ -1,11 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/seq/enter.h - onto the dedicated stack and back: seq_enter() (the
- * lock holder, resuming the sequencer's coroutine) and seq_leave() (the
- * coroutine, back to the holder). They have the effects of
+ * src/coro/jump.h - the jump-entered pair, for a coroutine that is entered
+ * and left as a call is (the sequencer's, src/seq: the lock holder resumes
+ * it, it runs one request and yields back): baton__coro_jump_resume(co)
+ * and baton__coro_jump_yield(co) have the effects of
  * baton_coro_resume(co, NULL, NULL) and baton_coro_yield(NULL, NULL); on
- * x86-64 they do that bookkeeping themselves and switch by jmp (below),
- * elsewhere they are those calls.
+ * x86-64 they do that bookkeeping themselves (baton__coro_switch_mark) and
+ * switch by jmp (below), elsewhere they are those calls.
+ *
+ * Rules: resume only a stackful, suspended coroutine, which yields back
+ * only with baton__coro_jump_yield (or baton_coro_yield) to the context
+ * that resumed it, on the resumer's thread; the value either hands over is
+ * NULL (pass data in memory both sides see). Neither can fail.
+ *
+ * Example (the sequencer, src/seq/seq.c):
+ *
+ *	holder:    baton__coro_jump_resume(s->co);   runs one request
+ *	coroutine: for (;;) { run(&s->cur); baton__coro_jump_yield(s->co); }
  *
  * Why: the switch in src/arch/switch_x86_64.S arrives in the other context
  * with pop + jmp, not ret, so the entry that our `call` of resume pushed on
@@ -36,37 +47,36 @@
  * and yield take the general path and return normally) these are the plain
  * calls. The seq tests run both kinds (native, asan, tsan, aarch64).
  */
-#ifndef BATON_SRC_SEQ_ENTER_H
-#define BATON_SRC_SEQ_ENTER_H
+#ifndef BATON_SRC_CORO_JUMP_H
+#define BATON_SRC_CORO_JUMP_H
 
 #include <baton/coro.h>
 
 #include "../common/sanitizer.h" /* BATON_SWITCH_HOOKS */
-#include "../coro/coro_internal.h" /* the fast pair's bookkeeping */
-#include "seq_internal.h"		   /* baton__seq_self */
-#include "config.h"		  /* BATON_SWITCH_UCONTEXT */
+#include "coro_internal.h"	 /* the bookkeeping, baton__tls */
+#include "config.h"		 /* BATON_SWITCH_UCONTEXT */
 
 #if defined(__x86_64__) && !BATON_SWITCH_UCONTEXT && !BATON_SWITCH_HOOKS
-#define SEQ_JMP_ENTER 1
+#define BATON_CORO_JUMP 1
 
 #ifdef __AVX512F__
-#define SEQ_CLOBBERS_AVX512 , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", \
+#define JUMP_CLOBBERS_AVX512 , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", \
 	"xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", \
 	"xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
 #else
-#define SEQ_CLOBBERS_AVX512
+#define JUMP_CLOBBERS_AVX512
 #endif
 
 /* What a call may change (System V): the argument registers are in/out
  * operands of the asm; rbx is ours (the saved stack pointer). */
-#define SEQ_CALL_CLOBBERS "rax", "rbx", "rcx", "r8", "r9", "r10", "r11", \
+#define JUMP_CALL_CLOBBERS "rax", "rbx", "rcx", "r8", "r9", "r10", "r11", \
 	"memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", \
 	"xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", \
 	"xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", \
-	"st(7)" SEQ_CLOBBERS_AVX512
+	"st(7)" JUMP_CLOBBERS_AVX512
 
 /* `target` with its three arguments in rdi, rsi, rdx, entered by jmp. */
-#define SEQ_JMP_CALL(target, a0, a1, a2) \
+#define JUMP_CALL(target, a0, a1, a2) \
 	__asm__ __volatile__( \
 		"movq %%rsp, %%rbx\n\t" \
 		"subq $128, %%rsp\n\t" /* the red zone */ \
@@ -78,23 +88,24 @@
 		"movq %%rbx, %%rsp" \
 		: "+r"(a0), "+r"(a1), "+r"(a2) \
 		: "r"(__builtin_frame_address(0)) \
-		: SEQ_CALL_CLOBBERS)
+		: JUMP_CALL_CLOBBERS)
 
-/* baton_coro_yield(NULL, NULL), entered by jmp: seq_leave's general
- * path. Cannot fail: a stackful coroutine. */
-static inline __attribute__((always_inline)) void seq_yield(void)
+/* baton_coro_yield(NULL, NULL), entered by jmp: baton__coro_jump_yield's
+ * general path. Cannot fail: a stackful coroutine. */
+static inline __attribute__((always_inline)) void jump_yield_general(void)
 {
 	register void *a0 __asm__("rdi") = NULL;
 	register void **a1 __asm__("rsi") = NULL;
 	register void *a2 __asm__("rdx") = NULL;
 
-	SEQ_JMP_CALL("baton_coro_yield@PLT", a0, a1, a2);
+	JUMP_CALL("baton_coro_yield@PLT", a0, a1, a2);
 }
 
 /*
- * The fast pair: seq_enter() and seq_leave() do what baton_coro_resume()
- * and baton_coro_yield() do for this one case - a stackful, suspended
- * coroutine resumed by the lock holder, which yields back to it - and
+ * The fast pair: baton__coro_jump_resume() and _yield() do what
+ * baton_coro_resume() and baton_coro_yield() do for this one case - a
+ * stackful, suspended coroutine resumed by (in src/seq) the lock holder,
+ * which yields back to it - and
  * switch with baton__arch_switch directly, entered by jmp as above. They
  * skip what cannot apply here (argument checks, the status check the lock
  * makes true, copy-stack handling of the target, the value hand-over: the
@@ -129,78 +140,73 @@ static inline __attribute__((always_inline)) void seq_yield(void)
  * runtime of the seq benchmark, 2-core AMD EPYC VM: 17.9 -> 13.7 ns). With a jmp per
  * direction each has one target.
  */
-#define SEQ_SWITCH(target, from, to) \
+#define JUMP_SWITCH(target, from, to) \
 	do { \
 		register baton_arch_ctx_t *a0_ __asm__("rdi") = (from); \
 		register baton_arch_ctx_t *a1_ __asm__("rsi") = (to); \
 		register void *a2_ __asm__("rdx") = NULL; \
-		SEQ_JMP_CALL(target, a0_, a1_, a2_); \
+		JUMP_CALL(target, a0_, a1_, a2_); \
 	} while (0)
 
 /*
  * The thread's coroutine state without its address: every access below is
- * a %fs-relative load or store of a field (baton__tls.current, of the
- * coroutine layer; baton__seq_self.root, ours), which reaches the running
+ * a %fs-relative load or store of a field of baton__tls (current, and own,
+ * the thread's own context once it is set up), which reaches the running
  * thread's copy whatever happened before, so neither side needs the
- * out-of-line accessor (seq_internal.h). The one address needed, the
- * thread's own context, is looked up once per thread and kept in
- * baton__seq_self.root; the lookup also sets the thread up.
+ * out-of-line accessor. Only a thread not set up yet (own is NULL) calls
+ * it, on its own stack, which sets the thread up.
  */
-struct baton_coro *baton__seq_root_slow(void);
 
-/* Onto the stack: what baton_coro_resume(co, NULL, NULL) does for it.
- * Cannot fail: the coroutine is stackful and suspended whenever the lock
- * is free. */
-static inline __attribute__((always_inline)) void seq_enter(baton_coro_t *co)
+/* Onto co's stack: what baton_coro_resume(co, NULL, NULL) does for it. */
+static inline __attribute__((always_inline)) void
+baton__coro_jump_resume(baton_coro_t *co)
 {
 	struct baton_coro *from = baton__tls.current;
 
 	if (from == NULL) {
-		from = baton__seq_self.root;
+		from = baton__tls.own;
 		if (BATON_UNLIKELY(from == NULL))
-			from = baton__seq_root_slow();
+			from = &baton__thread_get_after_switch()->root;
 	}
 	baton__stack_canary_check(from);
-	co->resumer = from;
-	co->status = BATON_CORO_RUNNING;
-	from->status = BATON_CORO_NORMAL;
-	baton__tls.current = co;
-	SEQ_SWITCH("baton__arch_switch_there", &from->ctx, &co->ctx);
+	baton__coro_switch_mark(BATON__SWITCH_RESUME, from, co, &baton__tls.current,
+				NULL);
+	JUMP_SWITCH("baton__arch_switch_there", &from->ctx, &co->ctx);
 }
 
-/* Back to the lock holder: what baton_coro_yield(NULL, NULL) does for the
- * running coroutine `co`. We run on the holder's thread: a lock holder
- * that called from its own stack went through seq_enter on it, which set
- * baton__seq_self.root there. */
-static inline __attribute__((always_inline)) void seq_leave(baton_coro_t *co)
+/* Back to the resumer: what baton_coro_yield(NULL, NULL) does for the
+ * running coroutine `co`. We run on the resumer's thread: one that resumed
+ * from its own stack went through baton__coro_jump_resume on it, which set
+ * the thread up (own is its root there). */
+static inline __attribute__((always_inline)) void
+baton__coro_jump_yield(baton_coro_t *co)
 {
 	struct baton_coro *to = co->resumer;
 
 	baton__stack_canary_check(co);
 	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK &&
 			   baton__tls.shared.owner != to)) {
-		seq_yield(); /* the caller's frames must be copied back */
+		jump_yield_general(); /* the resumer's frames must be copied back */
 		return;
 	}
-	co->status = BATON_CORO_SUSPENDED;
-	to->status = BATON_CORO_RUNNING;
-	baton__tls.current = to == baton__seq_self.root ? NULL : to;
-	SEQ_SWITCH("baton__arch_switch_back", &co->ctx, &to->ctx);
+	baton__coro_switch_mark(BATON__SWITCH_YIELD, co, to, &baton__tls.current,
+				baton__tls.own);
+	JUMP_SWITCH("baton__arch_switch_back", &co->ctx, &to->ctx);
 }
 
 #else
-#define SEQ_JMP_ENTER 0
+#define BATON_CORO_JUMP 0
 
-static inline void seq_enter(baton_coro_t *co)
+static inline void baton__coro_jump_resume(baton_coro_t *co)
 {
 	(void)baton_coro_resume(co, NULL, NULL);
 }
 
-static inline void seq_leave(baton_coro_t *co)
+static inline void baton__coro_jump_yield(baton_coro_t *co)
 {
 	(void)co;
 	(void)baton_coro_yield(NULL, NULL);
 }
 #endif
 
-#endif /* BATON_SRC_SEQ_ENTER_H */
+#endif /* BATON_SRC_CORO_JUMP_H */
