@@ -16,7 +16,7 @@
  * dispatches.
  *
  * A task that blocks or yields switches straight to the next runnable task
- * of its worker: one context switch per hand-off. A task woken by a task of
+ * of its worker: one context switch per hop. A task woken by a task of
  * its worker runs next, before the queue (at most BATON_SCHED_RUNNEXT_MAX
  * times in a row, then the queue's oldest task gets its turn); a task woken
  * from another worker moves to the waker's worker when it can, so tasks

@@ -67,7 +67,7 @@
  *    object unpublished and it never holds it.
  *  - An unlock the writer sees implies the matching lock is seen: the
  *    release store of unlock follows the lock store in the section (even
- *    across a move to another worker: the scheduler's hand-off is a
+ *    across a move to another worker: the scheduler's hop is a
  *    release/acquire pair), and the writer's unlock loads are acquires
  *    ordered before its lock loads. So equal sums mean every section seen
  *    has ended, and its loads happened before the writer frees (the

@@ -198,7 +198,7 @@ void baton__arch_fp_shared_set(void);
 
 /*
  * baton__arch_hop(from, to): a switch written inline into its caller, for
- * the scheduler's hand-off between two contexts that share the FP state.
+ * the scheduler's hop between two contexts that share the FP state.
  * Every register but the stack and frame pointers is declared clobbered,
  * so the compiler saves only the values live at the call site (in its own
  * frame, usually in registers its function saves anyway), and the hop

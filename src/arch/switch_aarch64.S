@@ -147,7 +147,7 @@ baton__arch_switch_out:
  *                           void *value, void **out);
  *
  * baton__arch_switch_out ending in `ret` instead of `br x30`, for the
- * scheduler's task-to-task hand-off, where both contexts usually stopped at
+ * scheduler's task-to-task hop, where both contexts usually stopped at
  * the same call sites and the return-address predictor's stack is right
  * (see switch_x86_64.S). Same frame: either entry resumes the other's.
  */

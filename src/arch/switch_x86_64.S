@@ -67,7 +67,7 @@
  * shared flag removes.
  *
  * A context suspended by baton__arch_hop (arch.h, inline in the
- * scheduler's hand-off) has no frame here: its flag byte reads 3, and
+ * scheduler's hop) has no frame here: its flag byte reads 3, and
  * 16(ctx) and 24(ctx) hold its rbp and the address it resumes at, with
  * every other register dead (the hop declared them clobbered). The load
  * below resumes it by restoring rsp and rbp and jumping there, and sets
@@ -252,7 +252,7 @@ baton__arch_switch_out:
  *                           void *value, void **out);
  *
  * baton__arch_switch_out with a ret at the end instead of pop + jmp, for the
- * scheduler's task-to-task hand-off. There the context we leave and the one
+ * scheduler's task-to-task hop. There the context we leave and the one
  * we enter usually stopped at the same call sites (every task of a worker
  * blocks through the same few functions), so the return-stack predictor,
  * which holds the call chain of the context we leave, predicts the returns

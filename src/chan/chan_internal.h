@@ -58,7 +58,7 @@
 #define BATON_CHAN_CANDIDATE ((uintptr_t)4) /* or'ed into a worker's address */
 #define BATON_CHAN_BIAS_AFTER 64
 
-/* What a hand-off touches (the locks, the bias, both wait queues, the
+/* What a hop touches (the locks, the bias, both wait queues, the
  * length and the closed flag) fits in the first cache line; channels are
  * allocated on a line of their own, so two channels never share one. */
 struct baton_chan {

@@ -17,7 +17,7 @@
 
 #include "../common/alloc.h"
 #include "coro_internal.h"
-#include "handoff.h"
+#include "hop.h"
 
 /* baton__copystack_swap finds a coroutine from its context. */
 _Static_assert(offsetof(struct baton_coro, ctx) == 0,
@@ -681,7 +681,7 @@ size_t baton_coro_stack_size(const baton_coro_t *co)
 }
 
 /*
- * Direct hand-off (the scheduler's switch, declared in handoff.h): the
+ * Direct hop (the scheduler's switch, declared in hop.h): the
  * running coroutine stops and `to` runs in its place, inheriting its
  * resumer, so a later yield of `to` goes where `from`'s would have gone.
  * This is what lets a task that blocks switch straight to the next task of
@@ -730,7 +730,7 @@ static inline bool copystack_hop(const struct baton_thread *t,
 	       (to->home == t->serial || (to->home == 0 && !to->started));
 }
 
-int baton__coro_handoff(struct baton_coro *to)
+int baton__coro_hop(struct baton_coro *to)
 {
 	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *from = t->current;
@@ -751,7 +751,7 @@ int baton__coro_handoff(struct baton_coro *to)
 	 * shared stack's owner stays one compare with memory: with the slow
 	 * branch first, GCC kept the owner in a register, one instruction
 	 * more per copy-stack hop (callgrind, ring 1t-copystack). */
-	baton__coro_switch_mark(BATON__SWITCH_HANDOFF, from, to, NULL, NULL);
+	baton__coro_switch_mark(BATON__SWITCH_HOP, from, to, NULL, NULL);
 	if (hop) {
 #if BATON_ARCH_HAS_SWAP
 		t->current = to;
@@ -779,7 +779,7 @@ int baton__coro_handoff(struct baton_coro *to)
 	return baton__arch_switch_ret(&from->ctx, &next->ctx, NULL, &from->discard);
 }
 
-int baton__coro_handoff_exit(struct baton_coro *to)
+int baton__coro_hop_exit(struct baton_coro *to)
 {
 	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *from = t->current;
@@ -787,7 +787,7 @@ int baton__coro_handoff_exit(struct baton_coro *to)
 
 	baton__stack_canary_check(from);
 	/* As in coro_finish, the running coroutine stays `from` for now. */
-	baton__coro_switch_mark(BATON__SWITCH_HANDOFF_EXIT, from, to, NULL, NULL);
+	baton__coro_switch_mark(BATON__SWITCH_HOP_EXIT, from, to, NULL, NULL);
 	/* As at the end of baton__coro_entry: nobody needs our frames. */
 	if (from->model == BATON_CORO_COPYSTACK &&
 	    to->model != BATON_CORO_COPYSTACK)

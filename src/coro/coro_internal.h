@@ -11,8 +11,8 @@
  *   copystack.c  the shared stack of copy-stack coroutines and its copies,
  *                and the spare control blocks a thread keeps for reuse
  * Private to src/coro (the layers check says so): other modules switch
- * through the narrow headers made for them, handoff.h (src/sched) and
- * jump.h (src/seq).
+ * through the narrow headers made for them, hop.h (for src/sched) and
+ * jump.h (for src/seq).
  */
 #ifndef BATON_SRC_CORO_INTERNAL_H
 #define BATON_SRC_CORO_INTERNAL_H
@@ -181,27 +181,27 @@ enum baton__switch_kind {
 	BATON__SWITCH_RESUME,	    /* `to` runs for `from`, which waits (NORMAL) */
 	BATON__SWITCH_YIELD,	    /* `from` stops (SUSPENDED): back to its resumer */
 	BATON__SWITCH_RETURN,	    /* `from` has ended (DEAD): back to its resumer */
-	BATON__SWITCH_HANDOFF,	    /* `to` takes from's place and resumer;
-				       `from` SUSPENDED (handoff.h) */
-	BATON__SWITCH_HANDOFF_EXIT, /* the same, `from` has ended (DEAD) */
+	BATON__SWITCH_HOP,	    /* `to` takes from's place and resumer;
+				       `from` SUSPENDED (hop.h) */
+	BATON__SWITCH_HOP_EXIT, /* the same, `from` has ended (DEAD) */
 };
 
 /*
  * The bookkeeping of every switch, in one place: `to` becomes RUNNING and
- * `from` what `kind` says; a resume makes `from` to's resumer, a hand-off
+ * `from` what `kind` says; a resume makes `from` to's resumer, a hop
  * gives `to` from's resumer; and, unless `current` is NULL, the thread's
  * running coroutine (`current`: &baton__tls.current, or the field of the
  * state found afresh) becomes `to`, or NULL when a yield or a return goes
- * to `root`, the thread's own context (resume and hand-off pass NULL: their
+ * to `root`, the thread's own context (resume and hop pass NULL: their
  * `to` is never that). The switches through transfer() (coro.c: copy-stack
- * targets, sanitizer builds, the ends) and baton__coro_handoff (which may
+ * targets, sanitizer builds, the ends) and baton__coro_hop (which may
  * take that path) pass NULL, and set it themselves: transfer once
  * the copy-stack preparation is done (until then an overflow on from's
  * stack must be reported as from's, and a coroutine that ends lets its
  * frames go while it is still the running one).
  *
  * Always inline, with `kind` a constant: it folds to the stores written
- * out by hand, so the frameless fast paths (coro.c, handoff.h, jump.h)
+ * out by hand, so the frameless fast paths (coro.c, hop.h, jump.h)
  * stay frameless and as short.
  */
 static inline __attribute__((always_inline)) void
@@ -209,14 +209,14 @@ baton__coro_switch_mark(enum baton__switch_kind kind, struct baton_coro *from,
 			struct baton_coro *to, struct baton_coro **current,
 			const struct baton_coro *root)
 {
-	bool ends = kind == BATON__SWITCH_RETURN || kind == BATON__SWITCH_HANDOFF_EXIT;
+	bool ends = kind == BATON__SWITCH_RETURN || kind == BATON__SWITCH_HOP_EXIT;
 
 	if (kind == BATON__SWITCH_RESUME) {
 		to->resumer = from;
 		to->status = BATON_CORO_RUNNING;
 		from->status = BATON_CORO_NORMAL;
 	} else {
-		if (kind == BATON__SWITCH_HANDOFF || kind == BATON__SWITCH_HANDOFF_EXIT)
+		if (kind == BATON__SWITCH_HOP || kind == BATON__SWITCH_HOP_EXIT)
 			to->resumer = from->resumer;
 		from->status = ends ? BATON_CORO_DEAD : BATON_CORO_SUSPENDED;
 		to->status = BATON_CORO_RUNNING;

@@ -10,7 +10,7 @@
  * destroy), run their worker loop (worker.c) and report on `ctl.done`.
  *
  * The other files of the scheduler (see sched_internal.h's map): a task's
- * life in task.c, the hand-off in dispatch.h and dispatch.c, the worker
+ * life in task.c, the hop in hop.h and hop.c, the worker
  * loop in worker.c, idle workers and stealing in steal.c, waiting in wait.h
  * and wait.c, timers in timer.c, destroy's watchers in watch.c.
  */
@@ -177,7 +177,7 @@ int baton_sched_stats(const baton_sched_t *s, struct baton_sched_stats *out)
 		const struct baton_sched_stats *w = &s->workers[i].stats;
 
 		/* A worker counts its loop's dispatches in `dispatches`, and
-		 * a task's hand-offs only once, in `handoffs` (the hop). */
+		 * a task's hops only once, in `handoffs` (the hop). */
 		sum.dispatches += w->dispatches + w->handoffs;
 		sum.handoffs += w->handoffs;
 		sum.cross_wakes += w->cross_wakes;

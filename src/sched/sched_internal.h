@@ -8,8 +8,8 @@
  * Files behind include/baton/sched.h:
  *   sched.c     the scheduler's life: create / run / stop / destroy, stats
  *   task.c      a task's life: spawn, made runnable, its end and free
- *   dispatch.h  the hop, inline: next task, switch away, after-switch hook
- *   dispatch.c  the hop's out-of-line half: the hook's rare cases, yield
+ *   hop.h  the hop, inline: next task, switch away, after-switch hook
+ *   hop.c  the hop's out-of-line half: the hook's rare cases, yield
  *   worker.c    the worker loop: poll, idle, run; waking a worker, stop
  *   steal.c     idle workers: parking, steal requests, hand-over
  *   wait.h      the wait protocol: claim, wake, park, the one-queue wait
@@ -36,7 +36,7 @@
 
 #include "../common/list.h"
 #include "../common/prelude.h"
-#include "../coro/handoff.h"
+#include "../coro/hop.h"
 
 
 /* --- spinlock ---------------------------------------------------------------
@@ -93,7 +93,7 @@ struct baton_waitq {
  * The task that stops records it in its worker (after_task, after_kind;
  * after_unlock alone for the hop's park under one lock) and the side that
  * runs next - the next task, or the worker's loop - carries it out first
- * thing (baton__after_switch, dispatch.h). Until then nobody else can
+ * thing (baton__after_switch, hop.h). Until then nobody else can
  * reach the task: a parked task's wait queues stay locked, a yielding one
  * is in no queue. */
 enum baton_after {
@@ -115,7 +115,7 @@ struct baton_timer_node {
 };
 
 /* The fields a hop touches come first: with the coroutine's control block
- * and the first inline waiter, a same-worker hand-off reads and writes the
+ * and the first inline waiter, a same-worker hop reads and writes the
  * first two cache lines of a stackful task's record (allocated
  * cache-line aligned; see docs/sched.md). What only timed and wide waits
  * touch comes after the inline waiters. A copy-stack task's record shares
@@ -390,7 +390,7 @@ static inline void baton__task_ready(struct baton_task *t)
 /* Link a task that stops for the first time into sched->all. */
 void baton__task_link(struct baton_task *t);
 
-/* dispatch.c */
+/* hop.c */
 void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 
 /* timer.c */

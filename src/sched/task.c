@@ -4,10 +4,10 @@
  * in sched->live and, once it stops, in sched->all), made runnable (its
  * worker's runnext slot, the run queue, or another worker's inbox), and
  * ended (freed on its worker, or by the scheduler's destroy while blocked
- * or queued). How it switches away and back is dispatch.h and dispatch.c.
+ * or queued). How it switches away and back is hop.h and hop.c.
  */
 #include "../common/alloc.h"
-#include "dispatch.h"
+#include "hop.h"
 #include "handle.h"
 #include "queue.h"
 #include "sched_internal.h"
@@ -109,7 +109,7 @@ static void live_add(struct baton_sched *s)
 }
 
 /* Its function returned and it has switched away for good (the
- * after-switch hook, dispatch.c): free it on w. */
+ * after-switch hook, hop.c): free it on w. */
 void baton__task_finish(struct baton_worker *w, struct baton_task *t)
 {
 	if (t->pinned)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "../common/alloc.h"
-#include "dispatch.h"
+#include "hop.h"
 #include "handle.h"
 #include "sched_internal.h"
 #include "wait.h"

@@ -16,7 +16,7 @@
  *    claim (baton__wait_claim); only the winner writes the result and
  *    readies the task, the others leave the task alone;
  *  - the worker: once the parked task's context is saved, its after-switch
- *    hook (dispatch.h, enum baton_after) releases the locks the task parked
+ *    hook (hop.h, enum baton_after) releases the locks the task parked
  *    under. Until then no waker can reach the task's waiters, so no task is
  *    readied before it has really stopped.
  *
@@ -59,7 +59,7 @@
 #ifndef BATON_SRC_SCHED_WAIT_H
 #define BATON_SRC_SCHED_WAIT_H
 
-#include "dispatch.h"
+#include "hop.h"
 #include "sched_internal.h"
 
 /* task->wait_state: who may still claim the wake-up. */

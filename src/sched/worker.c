@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The worker loop: what a worker does between tasks, and its thread-local
- * identity. A worker runs tasks one after another through the hand-off
- * (dispatch.h); its loop runs only when no task is runnable and every
+ * identity. A worker runs tasks one after another through the hop
+ * (hop.h); its loop runs only when no task is runnable and every
  * BATON_POLL_TICKS dispatches: then it empties its inbox, fires due
  * timers, polls its idle hook (the reactor) and answers a thief; with
  * nothing at all to do it returns its run credits and parks on its event
  * count (or in its hook). Also here: waking a worker, and raising the
  * scheduler's stop flag that ends every worker's loop.
  */
-#include "../coro/handoff.h"
-#include "dispatch.h"
+#include "../coro/hop.h"
+#include "hop.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -85,7 +85,7 @@ static void run_task(struct baton_worker *w, struct baton_task *t)
 
 	w->current = t;
 	w->ticks++;
-	w->stats.dispatches++; /* the hand-offs count apart (sched.c) */
+	w->stats.dispatches++; /* the hops count apart (sched.c) */
 	rc = baton_coro_resume(t->co, NULL, NULL);
 	w->current = NULL;
 	if (BATON_UNLIKELY(rc != BATON_OK)) {

@@ -37,8 +37,8 @@
  * runner's waiter value points at it): a copy-stack runner's stack is not
  * addressable while it waits. Listed in the stage, so that a runner freed
  * by the scheduler's destroy does not take its record with it. */
-struct stage_job {
-	struct baton_list_node link; /* in st->jobs, under st->lock */
+struct stage_runner {
+	struct baton_list_node link; /* in st->runners, under st->lock */
 	struct baton_stage *st;
 	void *item;
 	struct stage_call *call;
@@ -103,14 +103,14 @@ static void runner_task(void *arg);
 struct stage_call *baton__stage_current_call(struct baton_stage *st, struct baton_task *t,
 					     void *item)
 {
-	const struct stage_job *job;
+	const struct stage_runner *rec;
 
 	if (t->fn != runner_task)
 		return NULL;
 	/* Our own record: only this task changes its item and call once it
 	 * runs a handler, so no lock is needed to read them here. */
-	job = t->arg;
-	return job->st == st && job->item == item ? job->call : NULL;
+	rec = t->arg;
+	return rec->st == st && rec->item == item ? rec->call : NULL;
 }
 
 bool baton__stage_runners_linked(const struct baton_stage *st)
@@ -178,14 +178,14 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item,
 	struct stage_slot *sl = &st->slots[slot];
 	struct baton_waiter *w = baton__waitq_claim_first(&sl->idle);
 	struct baton_task_attr ta;
-	struct stage_job *job;
+	struct stage_runner *rec;
 
 	sl->busy++;
 	if (w != NULL) { /* one whose idle wait timed out is skipped: leaving */
 		sl->nidle--;
-		job = w->value; /* the runner's record: its stack may be away */
-		job->item = item;
-		job->call = call;
+		rec = w->value; /* the runner's record: its stack may be away */
+		rec->item = item;
+		rec->call = call;
 		baton__waiter_wake(&wl, w, BATON_OK);
 		baton__spin_unlock(&st->lock);
 		baton__wakelist_run(&wl);
@@ -195,22 +195,22 @@ static int start_on_locked(struct baton_stage *st, unsigned slot, void *item,
 	st->runners_started++;
 	ta = slot_task_attr(st, slot);
 	baton__spin_unlock(&st->lock);
-	job = baton__malloc(sizeof(*job));
-	if (job != NULL) {
-		job->st = st;
-		job->item = item;
-		job->call = call;
-		job->slot = slot;
-		baton__list_node_init(&job->link);
+	rec = baton__malloc(sizeof(*rec));
+	if (rec != NULL) {
+		rec->st = st;
+		rec->item = item;
+		rec->call = call;
+		rec->slot = slot;
+		baton__list_node_init(&rec->link);
 		baton__spin_lock(&st->lock);
-		baton__list_push_head(&st->jobs, &job->link);
+		baton__list_push_head(&st->runners, &rec->link);
 		baton__spin_unlock(&st->lock);
-		if (baton_sched_spawn(st->sched, &ta, runner_task, job) == BATON_OK)
+		if (baton_sched_spawn(st->sched, &ta, runner_task, rec) == BATON_OK)
 			return BATON_OK;
 		baton__spin_lock(&st->lock);
-		baton__list_remove(&st->jobs, &job->link);
+		baton__list_remove(&st->runners, &rec->link);
 		baton__spin_unlock(&st->lock);
-		baton__free(job);
+		baton__free(rec);
 	}
 	baton__spin_lock(&st->lock);
 	sl->busy--;
@@ -232,14 +232,14 @@ int baton__stage_start_locked(struct baton_stage *st, void *item, struct stage_c
  * While the head may be taken without the dispatcher, the runner takes it
  * if its worker is as little busy as any, and otherwise starts it on the
  * less busy worker and looks again. Then it waits as an idle runner of its
- * worker. True with job->item and job->call set (counted running, charged
+ * worker. True with rec->item and rec->call set (counted running, charged
  * to the slot) and the lock released; false with the lock held: the runner
  * ends.
  */
-static bool next_item(struct baton_stage *st, struct stage_job *job, int64_t *t)
+static bool next_item(struct baton_stage *st, struct stage_runner *rec, int64_t *t)
 {
 	struct baton_task *self = baton__task_self();
-	unsigned slot = job->slot;
+	unsigned slot = rec->slot;
 	struct stage_slot *sl = &st->slots[slot];
 	int rc;
 
@@ -253,8 +253,8 @@ static bool next_item(struct baton_stage *st, struct stage_job *job, int64_t *t)
 
 			if (to == slot) {
 				sl->busy++;
-				job->item = it;
-				job->call = call;
+				rec->item = it;
+				rec->call = call;
 				baton__spin_unlock(&st->lock);
 				baton__wakelist_run(&wl);
 				return true;
@@ -265,8 +265,8 @@ static bool next_item(struct baton_stage *st, struct stage_job *job, int64_t *t)
 			if (start_on_locked(st, to, it, call) != BATON_OK) {
 				baton__spin_lock(&st->lock); /* no runner there: ours, then */
 				sl->busy++;
-				job->item = it;
-				job->call = call;
+				rec->item = it;
+				rec->call = call;
 				baton__spin_unlock(&st->lock);
 				return true;
 			}
@@ -289,7 +289,7 @@ static bool next_item(struct baton_stage *st, struct stage_job *job, int64_t *t)
 			continue;
 		}
 		rc = baton__wait_one_carry(self, &sl->idle, &st->lock,
-					   &(struct baton_wait_carry){ .value = job },
+					   &(struct baton_wait_carry){ .value = rec },
 					   BATON_STAGE_RUNNER_IDLE_NS);
 		if (rc == BATON_OK) {
 			*t = baton__clock_now();
@@ -312,29 +312,29 @@ static bool next_item(struct baton_stage *st, struct stage_job *job, int64_t *t)
  */
 static void runner_task(void *arg)
 {
-	struct stage_job *job = arg;
-	struct baton_stage *st = job->st;
+	struct stage_runner *rec = arg;
+	struct baton_stage *st = rec->st;
 	int64_t t = baton__clock_now();
 
 	/* Cancellable: a caller that leaves cancels the handler it left. */
-	job->task = st->flags & BATON_STAGE_CANCEL_ABANDONED ? baton_task_handle() : NULL;
+	rec->task = st->flags & BATON_STAGE_CANCEL_ABANDONED ? baton_task_handle() : NULL;
 	for (;;) {
-		t = run_one(st, job->slot, job->item, job->call, job->task, t);
+		t = run_one(st, rec->slot, rec->item, rec->call, rec->task, t);
 		baton__spin_lock(&st->lock);
-		job->call = NULL; /* its handler returned: no more questions */
+		rec->call = NULL; /* its handler returned: no more questions */
 		/* Cancelled for good: every later wait would fail at once. A
 		 * leaving caller cancels before the end's lock, so it is seen. */
-		if (job->task != NULL && baton_task_cancelled() == 1)
+		if (rec->task != NULL && baton_task_cancelled() == 1)
 			break;
-		if (!next_item(st, job, &t))
+		if (!next_item(st, rec, &t))
 			break;
 	}
 	/* With the lock: end this runner. */
 	{
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
-		baton__list_remove(&st->jobs, &job->link);
-		baton__free(job); /* a plain free: nothing blocks under the lock */
+		baton__list_remove(&st->runners, &rec->link);
+		baton__free(rec); /* a plain free: nothing blocks under the lock */
 		st->nrunners--;
 		baton__stage_wake_drainers(st, &wl);
 		/* Last touch of st: once it is idle, a drainer may destroy it. */
@@ -434,7 +434,7 @@ int baton__stage_spawn_dispatcher(struct baton_stage *st)
  * The scheduler was destroyed (its watch, stage.h rule 5). Every task of
  * the stage went with it, freed without running on: the dispatcher, the
  * runners busy in a handler or waiting for an item, those not yet started
- * (their jobs are freed here). Nothing can run what is queued any more.
+ * (their records are freed here). Nothing can run what is queued any more.
  * The stage forgets what those tasks counted, drops the queued items (they
  * and the ones whose handler never returned count as rejected), and is
  * closed and idle: it can be destroyed. The waiters of the freed tasks
@@ -445,7 +445,7 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 {
 	struct baton_stage *st = (struct baton_stage *)((char *)w -
 				 offsetof(struct baton_stage, watch));
-	struct baton_list jobs;
+	struct baton_list runners;
 	struct baton_list_node *n;
 	size_t lost, head, ndropped;
 
@@ -467,11 +467,11 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 	st->active = false;
 	st->closed = true;
 	st->sched = NULL; /* freed: nothing may spawn on it */
-	jobs = st->jobs; /* all of them (list.h rule 5) */
-	baton__list_init(&st->jobs);
+	runners = st->runners; /* all of them (list.h rule 5) */
+	baton__list_init(&st->runners);
 	baton__spin_unlock(&st->lock);
-	while ((n = baton__list_pop(&jobs)) != NULL)
-		baton__free(BATON_LIST_ENTRY(n, struct stage_job, link));
+	while ((n = baton__list_pop(&runners)) != NULL)
+		baton__free(BATON_LIST_ENTRY(n, struct stage_runner, link));
 	for (size_t i = 0; i < ndropped; i++) {
 		struct stage_call *call = st->ring[(head + i) % st->cap].call;
 

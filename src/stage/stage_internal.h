@@ -138,7 +138,7 @@ struct baton_stage {
 
 	/* With a handler: told when the scheduler is destroyed (runner.c). */
 	struct baton_sched_watch watch;
-	struct baton_list jobs;	/* every runner's record, started or not */
+	struct baton_list runners;	/* every runner's record, started or not */
 };
 
 /* Nothing queued, running, dispatching, or alive to take an item. */

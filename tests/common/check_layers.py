@@ -23,7 +23,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 HEADER_OWNER = {"error": "common", "baton": None}  # baton.h: the umbrella
 # Headers only their own module includes (tests reach them through
 # tests/internal.h). src/coro's control block and thread state: src/sched
-# switches through src/coro/handoff.h, src/seq through src/coro/jump.h.
+# switches through src/coro/hop.h, src/seq through src/coro/jump.h.
 PRIVATE = {"coro": {"coro_internal.h"}}
 
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scheduler's hand-off path: a task that blocks, yields or finishes
+ * The scheduler's hop: a task that blocks, yields or finishes
  * switches straight to the next task of its worker and leaves an
  * after-switch hook (release its locks, requeue it, free it) for the side
  * that runs next.
@@ -244,5 +244,5 @@ int main(void)
 		TC_MODEL_TESTS(test_stats_api),
 	};
 
-	return cmocka_run_group_tests_name("handoff", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("hop", tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/coro/handoff.h - the one coroutine operation the scheduler needs
+ * src/coro/hop.h - the one coroutine operation the scheduler needs
  * beyond the public resume and yield: a symmetric switch between two
  * coroutines that share a resumer (the tasks of one worker).
  *
@@ -9,8 +9,8 @@
  * thread. For copy-stack coroutines the copier rules of docs/coroutines.md
  * apply as for resume: a copy-stack `to` runs only on its home thread.
  */
-#ifndef BATON_SRC_CORO_HANDOFF_H
-#define BATON_SRC_CORO_HANDOFF_H
+#ifndef BATON_SRC_CORO_HOP_H
+#define BATON_SRC_CORO_HOP_H
 
 #include <baton/coro.h>
 
@@ -35,9 +35,9 @@ static inline baton_coro_t *baton__coro_running(void)
  * caller's resumer. Returns BATON_OK when someone switches back to the
  * caller; an error (BATON_ENOMEM, BATON_ETHREAD: copy-stack bookkeeping)
  * at once, with nothing switched. */
-int baton__coro_handoff(baton_coro_t *to);
+int baton__coro_hop(baton_coro_t *to);
 
-/* baton__coro_handoff, inline where it can be: the scheduler's hop.
+/* baton__coro_hop, inline where it can be: the scheduler's hop.
  * Between two stackful coroutines without canaries that share the FP state
  * (every scheduler task but those spawned with BATON_TASK_OWN_FPENV), in a
  * build without switch hooks, nothing but the bookkeeping
@@ -46,7 +46,7 @@ int baton__coro_handoff(baton_coro_t *to);
  * stale; elsewhere the state is found afresh (the caller may have moved
  * to another thread since it last looked). Everything else takes the
  * out-of-line path. */
-static inline int baton__coro_handoff_inline(baton_coro_t *to)
+static inline int baton__coro_hop_inline(baton_coro_t *to)
 {
 #if BATON_ARCH_HAS_HOP && !BATON_SWITCH_HOOKS
 #if defined(__x86_64__)
@@ -59,19 +59,19 @@ static inline int baton__coro_handoff_inline(baton_coro_t *to)
 
 	if (BATON_LIKELY(to->model == BATON_CORO_STACKFUL && !from->canary &&
 			 (from->ctx.flags & to->ctx.flags & BATON_ARCH_SHARED_FP))) {
-		baton__coro_switch_mark(BATON__SWITCH_HANDOFF, from, to,
+		baton__coro_switch_mark(BATON__SWITCH_HOP, from, to,
 					&BATON_HOP_TLS->current, NULL);
 		baton__arch_hop(&from->ctx, &to->ctx);
 		return BATON_OK;
 	}
 #undef BATON_HOP_TLS
 #endif
-	return baton__coro_handoff(to);
+	return baton__coro_hop(to);
 }
 
 /* The same for a coroutine whose function is over: it becomes DEAD and is
  * never switched to again (its owner destroys it). Returns only on failure
- * (as baton__coro_handoff), with the caller still RUNNING. */
-int baton__coro_handoff_exit(baton_coro_t *to);
+ * (as baton__coro_hop), with the caller still RUNNING. */
+int baton__coro_hop_exit(baton_coro_t *to);
 
-#endif /* BATON_SRC_CORO_HANDOFF_H */
+#endif /* BATON_SRC_CORO_HOP_H */

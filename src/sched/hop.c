@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The hand-off's out-of-line half (dispatch.h is the inline one): a task
+ * The hop's out-of-line half (hop.h is the inline one): a task
  * that parks or yields switches straight to the next runnable task of its
  * worker, one switch per hop, and what must happen once its context is
  * saved - release the locks it parked under, requeue it, free it - is
@@ -8,7 +8,7 @@
  * next (baton__after_switch). Here: the hook's rarer cases, the switch a
  * blocking call makes (baton__sched_task_after), and baton_sched_yield.
  */
-#include "dispatch.h"
+#include "hop.h"
 #include "queue.h"
 #include "sched_internal.h"
 

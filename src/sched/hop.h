@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/sched/dispatch.h - the hop: how a task that stops hands its worker
+ * src/sched/hop.h - the hop: how a task that stops hands its worker
  * to the next runnable task, and what the next one does first.
  *
  * These are the steps of every blocking call's fast path, inline so that
@@ -9,10 +9,10 @@
  * on that path costs its own saves and restores of registers that the
  * switch saves again anyway.
  */
-#ifndef BATON_SRC_SCHED_DISPATCH_H
-#define BATON_SRC_SCHED_DISPATCH_H
+#ifndef BATON_SRC_SCHED_HOP_H
+#define BATON_SRC_SCHED_HOP_H
 
-#include "../coro/handoff.h"
+#include "../coro/hop.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -93,8 +93,8 @@ static __attribute__((noinline)) int baton__switch_hop(baton_coro_t *to)
 	/* First, before any register is moved: a copy-stack `to` leaves at
 	 * once (a tail call, with no frame of ours on its stack). */
 	if (to->model != BATON_CORO_STACKFUL)
-		return baton__coro_handoff(to);
-	return baton__coro_handoff_inline(to);
+		return baton__coro_hop(to);
+	return baton__coro_hop_inline(to);
 }
 
 /* Switch from task t to the next runnable one of its worker, or back to
@@ -124,7 +124,7 @@ baton__switch_away_unlock(struct baton_task *t, enum baton_after after,
 		w->current = next;
 		w->stats.handoffs++; /* a dispatch too (see baton_sched_stats) */
 		if (after == BATON_AFTER_DONE)
-			rc = baton__coro_handoff_exit(next->co); /* no return */
+			rc = baton__coro_hop_exit(next->co); /* no return */
 		else
 			rc = baton__switch_hop(next->co);
 		if (BATON_LIKELY(rc == BATON_OK))
@@ -146,4 +146,4 @@ baton__switch_away(struct baton_task *t, enum baton_after after)
 	baton__switch_away_unlock(t, after, NULL);
 }
 
-#endif /* BATON_SRC_SCHED_DISPATCH_H */
+#endif /* BATON_SRC_SCHED_HOP_H */
