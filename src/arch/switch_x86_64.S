@@ -34,10 +34,8 @@
  * way to skip the loads - compare the stored values with the target's and
  * reload only on a difference - and it is slower here: reading back what
  * stmxcsr/fnstcw just stored waits for those stores to complete, and x86 has
- * no instruction that reads MXCSR into a register. Cache-resident round
- * trip on a 2-core AMD EPYC VM (counters benchmark, 100 counters):
- * no FP handling 9.2 ns, store + compare 15.1 ns, store + load 12.6 ns.
- * (AArch64 reads FPCR into a register, so there the compare wins.)
+ * no instruction that reads MXCSR into a register (docs/coroutines.md has
+ * the round trips measured each way). (AArch64 reads FPCR into a register, so there the compare wins.)
  *
  * No system call and no signal-mask change happens here. The stack pointer
  * always points at valid, owned stack memory, so a signal arriving between

@@ -24,9 +24,8 @@
  * coroutine's `call` of yield pushed. Every round trip left two stale
  * entries on top of the caller's chain, and the caller's next two rets
  * (baton_seq_call's, then its caller's) were predicted from them and
- * mispredicted (perf put the time on the instructions after them); in a
- * one-thread loop a call went from 32.6 to 20.9 ns without them (2-core
- * AMD EPYC VM, docs/seq.md). Entering resume and yield with a jmp
+ * mispredicted (perf put the time on the instructions after them): a third
+ * of a one-thread call's time (docs/seq.md, "The uncontended call"). Entering resume and yield with a jmp
  * and a return address pushed by hand instead of a call pushes nothing on
  * the predictor, so the two sides' own calls and returns stay balanced
  * and every ret is predicted.
@@ -114,8 +113,8 @@ static inline __attribute__((always_inline)) void jump_yield_general(void)
  * canaries, the saved contexts (the same frames, so either side may be
  * switched by the general functions). A caller the general path must
  * handle (a copy-stack caller whose frames left the shared stack while fn
- * ran) takes it. A round trip is about 60 instructions shorter than
- * through the public functions (241 -> 179 over a plain call, callgrind).
+ * ran) takes it. A round trip is about a quarter shorter than through the
+ * public functions (docs/seq.md has the callgrind counts).
  *
  * What no entry can keep balanced: an fn that leaves calls unreturned
  * (CHICKEN's callbacks end in a longjmp) leaves their entries on the
@@ -125,7 +124,7 @@ static inline __attribute__((always_inline)) void jump_yield_general(void)
  * knowing how many entries fn left. In the seq benchmark this is most of
  * what chicken-baton costs over c-baton (the instructions are the same): a
  * C fn that longjmps out of three frames widens the gap between a plain
- * and a sequenced call by about 13 ns.
+ * and a sequenced call as much (docs/seq.md).
  */
 
 /*
@@ -136,9 +135,8 @@ static inline __attribute__((always_inline)) void jump_yield_general(void)
  * direction, entered by jmp. Each ends in the
  * indirect jmp to the context it enters; with one copy, that one jmp went
  * alternately to the caller and into seq_main, and the predictor missed
- * often enough to cost about 4 ns of an 18 ns call (one thread, the C
- * runtime of the seq benchmark, 2-core AMD EPYC VM: 17.9 -> 13.7 ns). With a jmp per
- * direction each has one target.
+ * often enough to cost a fifth of a one-thread call (docs/seq.md). With a
+ * jmp per direction each has one target.
  */
 #define JUMP_SWITCH(target, from, to) \
 	do { \

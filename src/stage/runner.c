@@ -132,7 +132,7 @@ void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl
 /* Run one item's handler, started at `start`, on a runner of `slot`, and
  * give back its needs; returns the time it ended. A runner that goes on
  * with the next item uses that time as the next start: a clock read costs
- * as much as the rest of a hand-off on some machines (29 ns in a VM), so
+ * as much as the rest of a hand-off on some machines, so
  * an item pays for two, the submit's and this one. */
 static int64_t run_one(struct baton_stage *st, unsigned slot, void *item,
 		       struct stage_call *call, baton_task_t *task, int64_t start)
