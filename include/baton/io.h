@@ -241,9 +241,7 @@ BATON_API int baton_io_listen_socket(const char *host, unsigned short *port, int
 
 /** The reactor behind the handles, per scheduler. AUTO is io_uring where
  * the kernel and the build have it, else epoll; the environment variable
- * BATON_IO_BACKEND (epoll or io_uring) overrides the choice. This header
- * owns the type: struct baton_sched_attr's io_backend field (baton/sched.h
- * sits below this header and cannot name it) takes the same values. */
+ * BATON_IO_BACKEND (epoll or io_uring) overrides the choice. */
 typedef enum baton_io_backend {
 	BATON_IO_AUTO = 0,
 	BATON_IO_EPOLL = 1,

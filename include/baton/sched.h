@@ -110,16 +110,11 @@ typedef void (*baton_task_fn)(void *arg);
 /** Attributes of a scheduler: baton_sched_attr_init() sets the defaults. */
 struct baton_sched_attr {
 	unsigned workers; /**< 0 = one per online CPU; 1 = single-thread */
-	int io_backend;	  /**< deprecated: use baton_io_set_backend() of
-			     baton/io.h, which owns the type. Kept so that
-			     existing code compiles: a baton_io_backend_t
-			     value (this header sits below io.h and cannot
-			     name it); 0 = AUTO */
 };
 /** The defaults of struct baton_sched_attr, as an initialiser. */
-#define BATON_SCHED_ATTR_INIT { 1, 0 }
+#define BATON_SCHED_ATTR_INIT { 1 }
 
-/** The defaults (one worker, the AUTO reactor) in *a: the attribute
+/** The defaults (one worker) in *a: the attribute
  * convention of every module (docs/architecture.md).
  * @param a the attributes to set to the defaults
  * @return BATON_OK, or an error: BATON_EINVAL
@@ -174,8 +169,8 @@ static inline int baton_task_attr_init(struct baton_task_attr *a)
  * @param out receives the new scheduler
  * @param attr the attributes, or NULL for the defaults
  * @return BATON_OK, or an error: BATON_EINVAL (NULL out, workers >
- * BATON_SCHED_MAX_WORKERS, an io_backend that is not a baton_io_backend_t
- * value), BATON_ENOMEM. */
+ * BATON_SCHED_MAX_WORKERS), BATON_ENOMEM. The reactor is chosen apart, with
+ * baton_io_set_backend() of baton/io.h. */
 BATON_API int baton_sched_create(baton_sched_t **out,
 				 const struct baton_sched_attr *attr);
 

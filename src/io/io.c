@@ -24,9 +24,6 @@
 #include "../sched/wait.h"
 #include "poller.h"
 
-_Static_assert(BATON__IO_BACKEND_MAX == BATON_IO_URING,
-	       "the scheduler's bound on io_backend is baton_io_backend_t's last value");
-
 /* --- the worker side ------------------------------------------------------- */
 static const struct baton_poller_ops *choose_backend(struct baton_sched *s)
 {
@@ -148,7 +145,7 @@ const char *baton_io_backend(void)
 
 int baton_io_set_backend(baton_sched_t *s, baton_io_backend_t backend)
 {
-	if (s == NULL || (int)backend < 0 || (int)backend > BATON__IO_BACKEND_MAX)
+	if (s == NULL || (int)backend < 0 || (int)backend > BATON_IO_URING)
 		return BATON_EINVAL;
 	/* Relaxed: a hint against a misuse; the rule is "before the run". */
 	if (__atomic_load_n(&s->running, __ATOMIC_RELAXED))

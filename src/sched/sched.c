@@ -73,9 +73,7 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 	struct baton_sched *s;
 	unsigned n = attr ? attr->workers : 1;
 
-	if (out == NULL || n > BATON_SCHED_MAX_WORKERS ||
-	    (attr && (attr->io_backend < 0 ||
-		      attr->io_backend > BATON__IO_BACKEND_MAX)))
+	if (out == NULL || n > BATON_SCHED_MAX_WORKERS)
 		return BATON_EINVAL;
 	if (n == 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -93,7 +91,6 @@ int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr)
 	}
 	memset(s->workers, 0, n * sizeof(*s->workers));
 	s->nworkers = n;
-	s->io_backend = attr ? attr->io_backend : 0;
 	for (unsigned i = 0; i < n; i++) {
 		s->workers[i].index = i;
 		s->workers[i].sched = s;

@@ -263,10 +263,6 @@ struct baton_sched_ctl {
 	baton_ec_t done;  /* bumped by each helper worker leaving a run */
 };
 
-/* The largest baton_io_backend_t value (baton/io.h owns the type, above
- * this layer; src/io/io.c asserts that they agree). */
-#define BATON__IO_BACKEND_MAX 2
-
 struct baton_sched {
 	unsigned nworkers;
 	struct baton_worker *workers;
@@ -283,8 +279,8 @@ struct baton_sched {
 	int nparked;		/* workers parked (atomic, a hint) */
 	unsigned next_worker;	/* round-robin for spawns from outside */
 	pthread_t run_thread;	/* worker 0 of the last run */
-	int io_backend;		/* 0..BATON__IO_BACKEND_MAX (a baton_io_backend_t,
-				   atomic), for the reactor to read */
+	int io_backend;		/* the reactor's: baton_io_set_backend's choice (a
+				   baton_io_backend_t of baton/io.h, atomic) */
 	struct baton_sched_ctl ctl;
 	/* Every task not yet freed, so that destroy finds the blocked ones
 	 * (a primitive knows its waiters, nothing else knows them all).

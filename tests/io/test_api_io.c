@@ -3,7 +3,7 @@
  * checked: io.h owns the backend type and baton_io_set_backend chooses a
  * scheduler's reactor before its workers have one (EINVAL for NULL or an
  * unknown value, EBUSY once a worker has its reactor, nothing changed);
- * the deprecated scheduler attribute still chooses it; baton_io_backend
+ * baton_io_backend
  * is NULL outside tasks; a call that would wait outside a task says
  * BATON_ENOSCHED. The environment's BATON_IO_BACKEND overrides the choice,
  * so the checks of which reactor runs are made only without it. Connect
@@ -61,23 +61,6 @@ static void test_set_backend(void **state)
 		assert_string_equal(seen, "epoll");
 	/* The worker keeps its reactor: too late now, and nothing changes. */
 	assert_int_equal(baton_io_set_backend(s, BATON_IO_URING), BATON_EBUSY);
-	run_open(s);
-	if (getenv("BATON_IO_BACKEND") == NULL)
-		assert_string_equal(seen, "epoll");
-	assert_int_equal(baton_sched_destroy(s), BATON_OK);
-}
-
-/* The deprecated attribute field, kept so that old code compiles, still
- * chooses the reactor. */
-static void test_deprecated_attr(void **state)
-{
-	struct baton_sched_attr a;
-	baton_sched_t *s;
-
-	(void)state;
-	baton_sched_attr_init(&a);
-	a.io_backend = BATON_IO_EPOLL;
-	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
 	run_open(s);
 	if (getenv("BATON_IO_BACKEND") == NULL)
 		assert_string_equal(seen, "epoll");
@@ -186,7 +169,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_backend),
-		cmocka_unit_test(test_deprecated_attr),
 		cmocka_unit_test(test_outside_tasks),
 		cmocka_unit_test(test_connect_unix_backlog_full),
 	};

@@ -544,23 +544,19 @@ static void test_listen_socket_anywhere(void **state)
 	assert_int_equal(baton_io_listen_socket(NULL, &port, 0, &fd), BATON_EINVAL);
 }
 
-/* The scheduler accepts the backends io.h names, and no other. */
+/* A scheduler takes the backends io.h names, and no other. */
 static void test_backend_values(void **state)
 {
-	struct baton_sched_attr a = BATON_SCHED_ATTR_INIT;
 	baton_sched_t *s;
 
 	(void)state;
-	assert_int_equal(a.io_backend, BATON_IO_AUTO);
-	for (int b = BATON_IO_AUTO; b <= BATON_IO_URING; b++) {
-		a.io_backend = b;
-		assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
-		assert_int_equal(baton_sched_destroy(s), BATON_OK);
-	}
-	a.io_backend = BATON_IO_URING + 1;
-	assert_int_equal(baton_sched_create(&s, &a), BATON_EINVAL);
-	a.io_backend = -1;
-	assert_int_equal(baton_sched_create(&s, &a), BATON_EINVAL);
+	assert_int_equal(baton_sched_create(&s, NULL), BATON_OK);
+	for (int b = BATON_IO_AUTO; b <= BATON_IO_URING; b++)
+		assert_int_equal(baton_io_set_backend(s, (baton_io_backend_t)b), BATON_OK);
+	assert_int_equal(baton_io_set_backend(s, (baton_io_backend_t)(BATON_IO_URING + 1)),
+			 BATON_EINVAL);
+	assert_int_equal(baton_io_set_backend(s, (baton_io_backend_t)-1), BATON_EINVAL);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
 int main(void)

@@ -43,8 +43,8 @@ static baton_sched_t *make_sched(unsigned workers)
 	baton_sched_t *s;
 
 	a.workers = workers;
-	a.io_backend = BATON_IO_URING;
 	assert_int_equal(baton_sched_create(&s, &a), BATON_OK);
+	assert_int_equal(baton_io_set_backend(s, BATON_IO_URING), BATON_OK);
 	tc_reset();
 	return s;
 }

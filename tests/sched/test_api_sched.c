@@ -23,8 +23,6 @@ static void test_attr_init(void **state)
 	assert_int_equal(baton_sched_attr_init(&sa), BATON_OK);
 	assert_int_equal(sa.workers, ms.workers);
 	assert_int_equal(sa.workers, 1);
-	assert_int_equal(sa.io_backend, ms.io_backend);
-	assert_int_equal(sa.io_backend, 0);
 	assert_int_equal(baton_task_attr_init(&ta), BATON_OK);
 	assert_int_equal(ta.coro.model, mt.coro.model);
 	assert_int_equal(ta.coro.stack_size, 0);
@@ -45,11 +43,6 @@ static void test_create_errors(void **state)
 	baton_sched_attr_init(&a);
 	assert_int_equal(baton_sched_create(NULL, &a), BATON_EINVAL);
 	a.workers = BATON_SCHED_MAX_WORKERS + 1;
-	assert_int_equal(baton_sched_create(&s, &a), BATON_EINVAL);
-	baton_sched_attr_init(&a);
-	a.io_backend = 3;
-	assert_int_equal(baton_sched_create(&s, &a), BATON_EINVAL);
-	a.io_backend = -1;
 	assert_int_equal(baton_sched_create(&s, &a), BATON_EINVAL);
 	assert_int_equal(baton_sched_create(&s, NULL), BATON_OK);
 	assert_int_equal(baton_sched_workers(s), 1);
