@@ -10,7 +10,8 @@
  * scheduler exists, since Lua gets a state per worker.
  *
  * SIGTERM and SIGINT stop accepting and drain the requests in flight; the
- * process then exits 0.
+ * process then exits 0. Signals are read from a signalfd by a worker's
+ * reactor: with one worker the process has one thread (signal_ctx).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -248,8 +250,20 @@ static void add_route(struct httpd_handler_opts *ho, const char *prefix, const c
 	ho->routes = routes;
 }
 
+/*
+ * Signals. SIGTERM, SIGINT and SIGHUP are blocked in every thread and read
+ * from a signalfd by the reactor of the worker that opened it (a
+ * notification, baton/io.h: no task waits for them, so they keep no run
+ * alive), so that a server with one worker has one thread: in a process
+ * with more, the kernel takes a reference on the file of every recv and
+ * send (docs/io.md). What a signal asks for may block (a reload compiles
+ * and waits for a grace period; a drain waits for the run to end), so it
+ * is done on a thread of its own that lives only while there is such
+ * work: the action thread.
+ */
 struct signal_ctx {
 	sigset_t set;
+	int sfd;	     /* the signalfd; its handle owns it once open */
 	baton_http_server_t *srv, *admin;
 	const char *kind;    /* the handler, for SIGHUP's reload */
 	const struct httpd_handler_opts *ho;
@@ -258,6 +272,14 @@ struct signal_ctx {
 	pthread_mutex_t lock;
 	pthread_cond_t ended_cond;
 	bool ended;	     /* the run returned: drained (under lock) */
+	/* Signals read and not yet acted on, and the action thread (under
+	 * lock, but th and has_th: the reactor's, then main's after the run). */
+	unsigned hups;	     /* SIGHUPs to act on, in turn */
+	int term;	     /* SIGTERM or SIGINT, once: nothing after it */
+	bool running;	     /* the action thread is at work */
+	bool has_th;	     /* th was started and is not joined yet */
+	pthread_t th;
+	bool failed;	     /* signals cannot be read: the server stopped */
 };
 
 /* The drain did not end in time (a handler that never returns keeps its
@@ -275,6 +297,14 @@ static void drain_expired(struct signal_ctx *sc)
 		fprintf(stderr, "baton-httpd: drain timeout after %ld ms: exiting\n",
 			sc->drain_ms);
 	_exit(1);
+}
+
+/* Stop accepting: the public server and the admin listener. */
+static void stop_servers(struct signal_ctx *sc)
+{
+	baton_http_server_shutdown(sc->srv);
+	if (sc->admin)
+		baton_http_server_shutdown(sc->admin);
 }
 
 /* Wait for the run to end, at most the drain timeout. */
@@ -356,32 +386,115 @@ static void reload(struct signal_ctx *sc)
 	}
 }
 
-/* Signals are taken synchronously on this thread, which may then call
- * anything (a handler could not take the server's lock). */
-static void *signal_thread(void *arg)
+/* SIGTERM or SIGINT: stop accepting and drain, for at most the drain
+ * timeout when `wait` (on the action thread), else without a bound. */
+static void drain(struct signal_ctx *sc, int sig, bool wait)
+{
+	fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	stop_servers(sc);
+	stop_timers(sc->kind, sc->ctx); /* pending timers would keep the run alive */
+	if (wait)
+		await_drain(sc);
+}
+
+/* The action thread: the signals read, in turn, SIGHUPs first (a reload
+ * finishes before a drain starts, as they would in arrival order); it ends
+ * when none is left, and after a drain. */
+static void *action_thread(void *arg)
 {
 	struct signal_ctx *sc = arg;
-	int sig, old;
+	int sig = 0;
 
-	while (sigwait(&sc->set, &sig) == 0) {
-		if (sig == SIGHUP) {
-			/* A reload finishes even if the run ends meanwhile. */
-			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	pthread_mutex_lock(&sc->lock);
+	while (sc->hups || (sc->term && sig == 0)) {
+		if (sc->hups) {
+			sc->hups--;
+			pthread_mutex_unlock(&sc->lock);
 			reload(sc);
-			pthread_setcancelstate(old, NULL);
-			continue;
+		} else {
+			sig = sc->term;
+			pthread_mutex_unlock(&sc->lock);
+			drain(sc, sig, true);
 		}
-		/* From here main's cancel must not leave the lock held. */
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-		fprintf(stderr, "baton-httpd: %s: draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-		baton_http_server_shutdown(sc->srv);
-		stop_timers(sc->kind, sc->ctx); /* pending timers would keep the run alive */
-		if (sc->admin)
-			baton_http_server_shutdown(sc->admin);
-		await_drain(sc);
-		break;
+		pthread_mutex_lock(&sc->lock);
 	}
+	sc->running = false;
+	pthread_mutex_unlock(&sc->lock);
 	return NULL;
+}
+
+/* A signal read from the signalfd, on the reactor's turn: note it and start
+ * the action thread unless it is at work (then it finds the signal noted).
+ * Without a thread, a drain is started here, unbounded; a reload is not. */
+static void take_signal(struct signal_ctx *sc, int sig)
+{
+	bool start;
+	int err;
+
+	if (sig != SIGHUP && sig != SIGTERM && sig != SIGINT)
+		return;
+	pthread_mutex_lock(&sc->lock);
+	if (sc->term) { /* draining: nothing more */
+		pthread_mutex_unlock(&sc->lock);
+		return;
+	}
+	if (sig == SIGHUP)
+		sc->hups++;
+	else
+		sc->term = sig;
+	start = !sc->running;
+	sc->running = true;
+	pthread_mutex_unlock(&sc->lock);
+	if (!start)
+		return;
+	if (sc->has_th) /* the last one ended (running was false): reap it */
+		pthread_join(sc->th, NULL);
+	sc->has_th = (err = pthread_create(&sc->th, NULL, action_thread, sc)) == 0;
+	if (err == 0)
+		return;
+	fprintf(stderr, "baton-httpd: no thread for %s: %s\n", sig == SIGHUP ? "SIGHUP" :
+		sig == SIGINT ? "SIGINT" : "SIGTERM", strerror(err));
+	pthread_mutex_lock(&sc->lock);
+	sc->hups = 0; /* a later SIGHUP tries again */
+	sc->running = false;
+	pthread_mutex_unlock(&sc->lock);
+	if (sig != SIGHUP)
+		drain(sc, sig, false);
+}
+
+/* The signalfd is readable: read what it holds, then arm the notification
+ * again (an edge after the last read makes that say EAGAIN: read again). */
+static void on_signal(baton_io_t *io, void *arg)
+{
+	struct signal_ctx *sc = arg;
+	struct signalfd_siginfo si;
+	int rc;
+
+	do {
+		while (read(sc->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			take_signal(sc, (int)si.ssi_signo);
+	} while ((rc = baton_io_notify(io, BATON_IO_READABLE, on_signal, sc)) == BATON_EAGAIN);
+	if (rc != BATON_OK)
+		fprintf(stderr, "baton-httpd: signals are no longer read: %s\n", baton_strerror(rc));
+}
+
+/* The first task: the signalfd's handle, on this worker's reactor. Without
+ * it no signal could stop the server: it stops at once, status 1. */
+static void signal_start(void *arg)
+{
+	struct signal_ctx *sc = arg;
+	baton_io_t *io;
+	int rc;
+
+	if ((rc = baton_io_open(&io, sc->sfd, true)) != BATON_OK) {
+		fprintf(stderr, "baton-httpd: cannot read signals: %s\n", baton_strerror(rc));
+		close(sc->sfd);
+		sc->failed = true;
+		stop_servers(sc);
+		return;
+	}
+	/* Left open: baton_sched_destroy closes it (baton/io.h rule 4). */
+	on_signal(io, sc);
 }
 
 /* Set a->handler and a->ctx: 0, or -1 after saying why. */
@@ -440,8 +553,8 @@ int main(int argc, char **argv)
 					 NULL, 0, 0, NULL };
 	const char *kind = "hello";
 	struct signal_ctx sc = { .drain_ms = 30000 };
+	struct baton_task_attr sig_task = BATON_TASK_ATTR_INIT;
 	baton_sched_t *s;
-	pthread_t th;
 	int rc;
 
 	baton_http_server_attr_init(&a);
@@ -593,7 +706,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* Block the signals in every thread; signal_thread takes them. */
+	/* Block the signals in every thread (the workers start in the run and
+	 * inherit the mask); the reactor reads them from sc.sfd. */
 	sigemptyset(&sc.set);
 	sigaddset(&sc.set, SIGTERM);
 	sigaddset(&sc.set, SIGINT);
@@ -603,6 +717,12 @@ int main(int argc, char **argv)
 	sc.ctx = a.ctx;
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if ((sc.sfd = signalfd(-1, &sc.set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		fprintf(stderr, "baton-httpd: cannot start: signalfd: %s\n", strerror(errno));
+		baton_sched_destroy(s);
+		unload_handler(kind, a.ctx);
+		return 1;
+	}
 
 	/* /_stats and /_limits are the admin listener's: 404 here. */
 	a.io_handler = httpd_admin_public;
@@ -612,6 +732,7 @@ int main(int argc, char **argv)
 			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "",
 			rc == BATON_ESYS && errno == ENOSYS && a.static_symlinks
 				? " (--static-symlinks on and owner need openat2, Linux 5.6)" : "");
+		close(sc.sfd);
 		baton_sched_destroy(s);
 		unload_handler(kind, a.ctx);
 		return 1;
@@ -622,6 +743,7 @@ int main(int argc, char **argv)
 		baton_sched_run(s);
 		baton_http_server_destroy(sc.srv); /* releases the handler */
 		baton_sched_destroy(s);
+		close(sc.sfd);
 		return 1;
 	}
 	fprintf(stderr, "baton-httpd: listening on %s:%d, %d I/O worker(s), %u compute "
@@ -636,18 +758,28 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&sc.lock, NULL);
 	pthread_cond_init(&sc.ended_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	pthread_create(&th, NULL, signal_thread, &sc);
+	/* On worker 0, an I/O worker: a compute worker may be held by a
+	 * handler that never returns (the drain timeout's case). */
+	sig_task.worker = 0;
+	sig_task.flags = BATON_TASK_BOUND;
+	if ((rc = baton_sched_spawn(s, &sig_task, signal_start, &sc)) != BATON_OK) {
+		fprintf(stderr, "baton-httpd: cannot read signals: %s\n", baton_strerror(rc));
+		close(sc.sfd);
+		sc.failed = true;
+		stop_servers(&sc);
+	}
 	rc = baton_sched_run(s);
 	pthread_mutex_lock(&sc.lock);
 	sc.ended = true;
 	pthread_cond_signal(&sc.ended_cond);
 	pthread_mutex_unlock(&sc.lock);
-	/* Drained: the signal thread may still wait if run ended otherwise. */
-	pthread_cancel(th);
-	pthread_join(th, NULL);
+	/* The action thread ends once it sees the run ended (a drain) or
+	 * has ended already; no signal is read any more. */
+	if (sc.has_th)
+		pthread_join(sc.th, NULL);
 	baton_http_server_destroy(sc.admin);
 	baton_http_server_destroy(sc.srv); /* releases the handler in place */
 	baton_sched_destroy(s);
 	free((void *)ho.routes);
-	return rc == BATON_OK ? 0 : 1;
+	return rc == BATON_OK && !sc.failed ? 0 : 1;
 }

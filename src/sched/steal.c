@@ -108,10 +108,27 @@ void baton__steal_idle(struct baton_worker *w)
 	baton_ec_wait_mp(&w->ec, version, BATON_STEAL_WAIT_NS);
 }
 
+/* Is w's run queue worth a parked worker's wake-up? Its oldest task (a
+ * steal gives from the oldest half) or its newest (the one just queued)
+ * can move: two loads, both of tasks about to run or just touched. A queue
+ * of bound tasks (baton-httpd's connections) is no reason to wake one: it
+ * would wake, ask, get nothing and park again. */
+static bool stealable(const struct baton_worker *w)
+{
+	return (w->runq_head && movable(w->runq_head)) ||
+	       (w->runq_tail && movable(w->runq_tail));
+}
+
+/* Called by a worker whose run queue just grew to two or more tasks. */
 void baton__steal_wake_idle(struct baton_sched *s)
 {
+	struct baton_worker *self;
+
 	/* Relaxed: a hint. Missing a parked worker only delays balancing. */
 	if (__atomic_load_n(&s->nparked, __ATOMIC_RELAXED) == 0)
+		return;
+	self = baton__worker_get();
+	if (self && self->sched == s && !stealable(self))
 		return;
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		struct baton_worker *w = &s->workers[i];

@@ -459,6 +459,49 @@ def test_sigterm_drains_in_flight(httpd):
     assert srv.stop() == 0, srv.stderr
 
 
+def _threads(pid):
+    """The names of the process's threads (/proc/PID/task/*/comm)."""
+    names = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass  # it ended meanwhile
+    return names
+
+
+@pytest.mark.parametrize("backend", ["epoll", "io_uring"])
+def test_one_worker_one_thread(httpd, backend, monkeypatch):
+    """With one worker the process has one thread on either backend:
+    signals are read from a signalfd by the worker's reactor, not by a
+    thread of their own (a process with more than one pays a file reference
+    on every recv and send). A SIGHUP's reload runs on a thread that ends
+    with it; the server still serves, and SIGTERM still drains (exit 0)."""
+    monkeypatch.setenv("BATON_IO_BACKEND", backend)
+    srv = Server(httpd, ["--workers", "1"])
+    try:
+        s = srv.connect()
+        for _ in range(3):
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert read_response(s)[0] == 200
+        assert len(_threads(srv.proc.pid)) == 1, _threads(srv.proc.pid)
+        srv.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + TIMEOUT
+        time.sleep(0.1)
+        while len(_threads(srv.proc.pid)) != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_threads(srv.proc.pid)) == 1, _threads(srv.proc.pid)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(s)[0] == 200
+        s.close()
+    finally:
+        code = srv.stop()
+    assert code == 0, srv.stderr
+    assert "SIGHUP: reloading" in srv.stderr and "reloaded" in srv.stderr, srv.stderr
+    assert "SIGTERM: draining" in srv.stderr, srv.stderr
+
+
 # --- lingering close (RFC 9112 section 9.6) --------------------------------------
 
 BIG = 4 * 1024 * 1024  # far more than the socket buffers hold unread
