@@ -3,8 +3,7 @@
  * checked: io.h owns the backend type and baton_io_set_backend chooses a
  * scheduler's reactor before its workers have one (EINVAL for NULL or an
  * unknown value, EBUSY once a worker has its reactor, nothing changed);
- * baton_io_backend
- * is NULL outside tasks; a call that would wait outside a task says
+ * baton_io_backend is NULL outside tasks; a call that would wait outside a task says
  * BATON_ENOSCHED. The environment's BATON_IO_BACKEND overrides the choice,
  * so the checks of which reactor runs are made only without it. Connect
  * waits out an AF_UNIX listener's full backlog as it waits for TCP. */
