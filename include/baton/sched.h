@@ -372,6 +372,15 @@ BATON_API int baton_task_cancelled(void);
  *         baton_task_join(ids[i], -1, &status[i], &pages[i]);
  *     baton_group_close(g, NULL);
  *
+ *     // 4. as they end      tokio: JoinSet::join_next   Trio: a memory channel
+ *     struct baton_task_end e;
+ *     baton_group_create(&g, s, BATON_GROUP_COLLECT);
+ *     for (int i = 0; i < n; i++)
+ *         baton_group_spawn(g, NULL, fetch, urls[i], NULL);
+ *     while (baton_group_next(g, -1, &e) == BATON_OK)   // BATON_EDONE: none left
+ *         use(e.tid, e.status, e.result);
+ *     baton_group_close(g, NULL);
+ *
  * Rules:
  *  1. A task spawned with an id can be cancelled by whoever holds the id
  *     (baton_task_abort), with no opt-in of its own: its waits always
@@ -401,6 +410,12 @@ BATON_API int baton_task_cancelled(void);
  *     not yet), > 0 waits at most that many nanoseconds.
  *  7. baton_sched_destroy() ends the ids of the tasks it frees with status
  *     BATON_ESHUTDOWN (a plain thread's join then returns).
+ *  8. A collecting group (BATON_GROUP_COLLECT) keeps every child's end,
+ *     with or without an id, until baton_group_next takes it (the oldest
+ *     end first; the id then goes stale, as after a join) or a join or
+ *     detach on its id does; baton_group_close drops those left. Use it
+ *     where something takes them: a group that spawns for ever keeps a
+ *     slot per child nobody took.
  */
 /** A task's id: 0 (BATON_TID_NONE) names nothing. */
 typedef uint64_t baton_tid_t;
@@ -475,6 +490,8 @@ BATON_API baton_tid_t baton_task_id(void);
 typedef struct baton_group baton_group_t;
 /** The group's first failure cancels the rest of it. */
 #define BATON_GROUP_FAIL_FAST 1u
+/** The group keeps its children's ends for baton_group_next (rule 8). */
+#define BATON_GROUP_COLLECT 2u
 
 /** How a task ended: its id, its status and its result. */
 struct baton_task_end {
@@ -486,7 +503,7 @@ struct baton_task_end {
 /** Create a group of tasks of `s`, owned by the calling task (rule 3).
  * @param out receives the group
  * @param s the scheduler its children run on
- * @param flags 0 or BATON_GROUP_FAIL_FAST
+ * @param flags 0, or BATON_GROUP_FAIL_FAST and BATON_GROUP_COLLECT or'ed
  * @return BATON_OK, or an error: BATON_EINVAL (NULL out or s, unknown
  * flags), BATON_ENOMEM. */
 BATON_API int baton_group_create(baton_group_t **out, baton_sched_t *s,
@@ -514,6 +531,19 @@ BATON_API int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *
  * BATON_ECANCELED (the calling task was cancelled), BATON_ENOSCHED. */
 BATON_API int baton_group_wait(baton_group_t *g, int64_t timeout_ns,
 			       struct baton_task_end *failure);
+
+/** Take the next child of a collecting group that ended (the oldest end
+ * not yet taken, rule 8): its id (stale from now on, as after a join),
+ * status and result. From a task or a plain thread (rule 6).
+ * @param g the group, created with BATON_GROUP_COLLECT
+ * @param timeout_ns < 0 waits, 0 tries once, > 0 waits at most that long
+ * @param end receives the child's end
+ * @return BATON_OK, or an error: BATON_EINVAL (NULL g or end, a group
+ * that does not collect), BATON_EDONE (no child left running and none
+ * left to take), BATON_EAGAIN, BATON_ETIMEDOUT, BATON_ECANCELED (the
+ * calling task was cancelled), BATON_ENOSCHED. */
+BATON_API int baton_group_next(baton_group_t *g, int64_t timeout_ns,
+			       struct baton_task_end *end);
 
 /** Cancel every child, and the groups they own; later spawns into the
  * group return BATON_ECANCELED. Any thread.

@@ -28,7 +28,18 @@
  * with MADV_DONTNEED (MADV_FREE would leave them counted in RSS until the
  * kernel is short of memory, which is what a user reading RSS after a
  * burst does not expect). An arena whose slots are all free is unmapped,
- * but for one spare per kind and size.
+ * but for spares per kind and size.
+ *
+ * Both bounds scale with the recent peak (halved every second or so, as
+ * arenas are taken and given): up to as many empty arenas as were in use
+ * at the peak are kept, and up to as many dirty slots as were in use at
+ * the peak (at least BATON_DIRTY_MAX), both within BATON_KEEP_MAX slots
+ * (a burst of a million tasks keeps no more than one of 32,768 would).
+ * So the end of a burst - a group of
+ * 10,000 tasks cancelled at once - gives its stacks back without a
+ * system call (each munmap of an arena whose stacks ran cost about a
+ * millisecond, docs/sched.md), and the memory the burst used is released
+ * over the next seconds of activity, or at once by baton_coro_pool_trim.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,13 +47,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "../common/alloc.h"
 #include "coro_internal.h"
 
 #define ARENA_BYTES (32u * 1024u * 1024u)
 #define MAX_CLASSES 16
-#define BATON_DIRTY_MAX 8192u	   /* dirty free slots kept, all classes */
+#define BATON_DIRTY_MAX 8192u	   /* dirty free slots kept, all classes (at least) */
+#define PEAK_DECAY_NS 1000000000LL /* the recent peaks are halved this often */
+#define BATON_KEEP_MAX 32768u	   /* what a peak keeps, at most: slots */
 
 struct baton_arena {
 	struct baton_arena *next, *prev; /* in its class's avail or full list */
@@ -63,13 +77,18 @@ struct baton_arena_class {
 	bool guarded;
 	struct baton_arena *avail;  /* arenas with a slot to give */
 	struct baton_arena *full;   /* the others (kept apart: never scanned) */
-	struct baton_arena *spare;  /* at most one empty arena kept */
+	unsigned nempty;	    /* arenas with no slot in use (kept) */
+	unsigned inuse;		    /* arenas with a slot in use */
+	unsigned peak;		    /* inuse's recent peak: empty ones kept */
 };
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct baton_arena_class classes[MAX_CLASSES];
 static unsigned nclasses;
 static unsigned dirty_total;	/* dirty free slots, all arenas */
+static unsigned used_total;	/* slots in use, all arenas */
+static unsigned used_peak;	/* its recent peak: dirty slots kept */
+static int64_t peak_at;		/* when the peaks were last halved */
 static long guarded_live;	/* guarded slots carved in live arenas */
 static long guard_budget = -1;	/* guarded slots allowed; -1: not read */
 
@@ -165,6 +184,7 @@ static struct baton_arena *arena_new(struct baton_arena_class *c)
 	}
 	a->cls = c;
 	a->nslots = (unsigned)nslots;
+	c->nempty++;
 	link_arena(c, a);
 	return a;
 }
@@ -174,6 +194,8 @@ static void arena_free(struct baton_arena *a)
 	size_t bytes = (size_t)a->nslots * a->cls->slot_size;
 
 	unlink_arena(a->cls, a);
+	if (a->used == 0)
+		a->cls->nempty--;
 	dirty_total -= a->ndirty;
 	if (a->cls->guarded)
 		guarded_live -= a->carved;
@@ -198,17 +220,69 @@ static void slot_release(struct baton_arena *a, uint32_t i)
 	dirty_total--;
 }
 
+/* The dirty free slots kept: the recent peak of slots in use, at least
+ * BATON_DIRTY_MAX. */
+static unsigned dirty_bound(void)
+{
+	unsigned peak = used_peak < BATON_KEEP_MAX ? used_peak : BATON_KEEP_MAX;
+
+	return peak > BATON_DIRTY_MAX ? peak : BATON_DIRTY_MAX;
+}
+
 /* Too many dirty free slots: release down to half the bound, oldest
  * frees first (the front of each arena's free list). */
 static void release_excess(void)
 {
-	for (unsigned c = 0; c < nclasses && dirty_total > BATON_DIRTY_MAX / 2; c++)
+	unsigned half = dirty_bound() / 2;
+
+	for (unsigned c = 0; c < nclasses && dirty_total > half; c++)
 		for (struct baton_arena *a = classes[c].avail; /* free: avail */
-		     a && dirty_total > BATON_DIRTY_MAX / 2; a = a->next)
-			for (unsigned k = 0; k < a->nfree && a->ndirty &&
-			     dirty_total > BATON_DIRTY_MAX / 2; k++)
+		     a && dirty_total > half; a = a->next)
+			for (unsigned k = 0; k < a->nfree && a->ndirty && dirty_total > half; k++)
 				if (a->dirty[a->free_idx[k]])
 					slot_release(a, a->free_idx[k]);
+}
+
+/* Unmap c's empty arenas past the bound: as many as were in use at the
+ * recent peak, within BATON_KEEP_MAX slots (one at least). */
+static void free_empty_excess(struct baton_arena_class *c)
+{
+	size_t per = ARENA_BYTES / c->slot_size;
+	unsigned cap = (unsigned)(BATON_KEEP_MAX / (per ? per : 1));
+	unsigned keep = c->peak < cap ? c->peak : cap;
+
+	if (keep < 1)
+		keep = 1;
+
+	for (struct baton_arena *a = c->avail, *next; a && c->nempty > keep; a = next) {
+		next = a->next;
+		if (a->used == 0)
+			arena_free(a);
+	}
+}
+
+/* Once a second or so, as arenas are taken and given: the recent peaks
+ * are halved (not below what is in use now), and what they no longer
+ * cover is released. A coarse clock: a vDSO read, no system call. */
+static void peaks_decay(void)
+{
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (now - peak_at < PEAK_DECAY_NS)
+		return;
+	peak_at = now;
+	used_peak = used_peak / 2 > used_total ? used_peak / 2 : used_total;
+	for (unsigned i = 0; i < nclasses; i++) {
+		struct baton_arena_class *c = &classes[i];
+
+		c->peak = c->peak / 2 > c->inuse ? c->peak / 2 : c->inuse;
+		free_empty_excess(c);
+	}
+	if (dirty_total > dirty_bound())
+		release_excess();
 }
 
 /* A new slot of arena a: the next uncarved one, its guard page set. */
@@ -250,20 +324,22 @@ static int class_take(struct baton_arena_class *c, struct baton_arena **out,
 	}
 	if (c->guarded && guarded_live >= guard_budget)
 		return BATON_ENOMEM;
-	a = c->spare ? c->spare : arena_new(c);
+	a = arena_new(c);
 	if (a == NULL)
 		return BATON_ENOMEM;
-	if (a == c->spare)
-		c->spare = NULL;
 	if (carve(a, idx) != BATON_OK) {
 		if (a->used == 0 && a->carved == 0)
 			arena_free(a);
 		return BATON_ENOMEM;
 	}
 got:
-	if (a == c->spare)
-		c->spare = NULL;
-	a->used++;
+	if (a->used++ == 0) {
+		c->nempty--;
+		if (++c->inuse > c->peak)
+			c->peak = c->inuse;
+	}
+	if (++used_total > used_peak)
+		used_peak = used_total;
 	refile(a);
 	*out = a;
 	return BATON_OK;
@@ -305,13 +381,15 @@ void baton__arena_give(struct baton_arena *a, void *map)
 	a->ndirty++;
 	dirty_total++;
 	refile(a);
+	used_total--;
 	if (--a->used == 0) {
-		if (c->spare == NULL)
-			c->spare = a; /* kept: the next burst needs no mmap */
-		else
-			arena_free(a);
+		/* Kept (the next burst needs no mmap) within the bound. */
+		c->inuse--;
+		c->nempty++;
+		free_empty_excess(c);
 	}
-	if (dirty_total > BATON_DIRTY_MAX)
+	peaks_decay();
+	if (dirty_total > dirty_bound())
 		release_excess();
 	pthread_mutex_unlock(&arena_lock);
 }
@@ -329,8 +407,6 @@ size_t baton__arena_trim(void)
 			next = a->next;
 			if (a->used == 0) {
 				released += (size_t)a->nslots * classes[c].slot_size;
-				if (classes[c].spare == a)
-					classes[c].spare = NULL;
 				arena_free(a);
 				continue;
 			}

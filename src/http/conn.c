@@ -351,7 +351,7 @@ static void watch(struct http_conn *c, int64_t deadline)
 {
 	if (deadline < 0)
 		return;
-	/* Release: c->task, stored at the start, to the sweeper's acquire. */
+	/* Release: c->tid, stored at the start, to the sweeper's acquire. */
 	__atomic_store_n(&c->deadline, deadline, __ATOMIC_RELEASE);
 }
 
@@ -575,9 +575,11 @@ bool baton__http_conn_main(struct http_conn *c)
 
 	if (c->served == 0)
 		remote_of(c);
-	/* The sweeper cancels this task at a handler's deadline. */
+	/* The sweeper aborts this task by its id at a handler's deadline
+	 * (spawned with one: server.c spawn_conn). Relaxed: published by
+	 * watch's release store of the deadline. */
 	if (srv->a.handler_timeout_ns > 0 && !srv->compute)
-		c->task = baton_task_handle();
+		__atomic_store_n(&c->tid, baton_task_id(), __ATOMIC_RELAXED);
 	for (;;) {
 		struct http_pass rd = HTTP_PASS_INIT;
 		struct http_outcome o = serve_request(c, &rd);

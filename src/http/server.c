@@ -127,9 +127,27 @@ static void conn_task(void *arg)
 	conn_end(c);
 }
 
+/* The connection task, spawned with an id (see spawn_conn). */
+static int conn_task_held(void *arg, void **result)
+{
+	(void)result;
+	conn_task(arg);
+	return 0;
+}
+
+/* Whether the sweeper cancels handlers past their deadline: the I/O-worker
+ * shape with a handler timeout (with compute workers each connection times
+ * its own job out). */
+static bool sweeps_handlers(const struct baton_http_server *srv)
+{
+	return srv->a.handler_timeout_ns > 0 && !srv->compute;
+}
+
 static int spawn_conn(struct http_conn *c)
 {
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
+	baton_tid_t tid;
+	int rc;
 
 	/* Connections are spread evenly over the I/O workers and stay there:
 	 * each opens its handle on its own worker (conn_task), whose poller
@@ -137,7 +155,16 @@ static int spawn_conn(struct http_conn *c)
 	ta.coro = c->srv->a.coro;
 	ta.worker = c->worker;
 	ta.flags = BATON_TASK_BOUND;
-	return baton_sched_spawn(c->srv->sched, &ta, conn_task, c);
+	if (!sweeps_handlers(c->srv))
+		return baton_sched_spawn(c->srv->sched, &ta, conn_task, c);
+	/* With a handler timeout the sweeper aborts the task by its id (a
+	 * held task's waits cost a compare-and-swap each, docs/sched.md: only
+	 * here). Nobody joins it: detached at once, its slot is freed at its
+	 * end; the task publishes its id itself (conn.c). */
+	rc = baton_task_spawn(c->srv->sched, &ta, conn_task_held, c, &tid);
+	if (rc == BATON_OK)
+		(void)baton_task_detach(tid);
+	return rc;
 }
 
 /* A parked connection's handle became readable (bytes, the end, or the
@@ -174,14 +201,6 @@ static int64_t clamp_tick(int64_t t, int64_t lo, int64_t hi)
 	return t < lo ? lo : t > hi ? hi : t;
 }
 
-/* Whether the sweeper cancels handlers past their deadline: the I/O-worker
- * shape with a handler timeout (with compute workers each connection times
- * its own job out). */
-static bool sweeps_handlers(const struct baton_http_server *srv)
-{
-	return srv->a.handler_timeout_ns > 0 && !srv->compute;
-}
-
 /* How often the sweeper looks for the last connection once shutting. */
 #define SHUTDOWN_TICK 10000000 /* 10 ms */
 
@@ -200,7 +219,7 @@ static int64_t sweeper_tick(const struct baton_http_server *srv)
 	return t;
 }
 
-/* Under the lock: cancel every connection task whose handler passed its
+/* Under the lock: abort every connection task whose handler passed its
  * deadline, and end the idle time of every parked connection past it. */
 static void sweep(struct baton_http_server *srv, int64_t now)
 {
@@ -219,17 +238,21 @@ static void sweep(struct baton_http_server *srv, int64_t now)
 		}
 		if (!handlers)
 			continue;
-		/* Acquire: c->task, stored before the deadline (conn.c watch). */
+		/* Acquire: c->tid, stored before the deadline (conn.c watch). */
 		int64_t d = __atomic_load_n(&c->deadline, __ATOMIC_ACQUIRE);
 
 		/* Acq_rel claim against the connection's exchange in unwatch:
-		 * the one that finds the deadline still there decides. The
-		 * task has not returned: it unlinks itself under the lock we
-		 * hold (sched.h's cancellation rule 2). */
+		 * the one that finds the deadline still there decides whether
+		 * the handler's answer or the 504 goes out, and a handler that
+		 * returned in time is never cancelled in its next request. The
+		 * abort is by id: safe whatever became of the task (a stale
+		 * id is BATON_EDEAD), and it cancels the groups the task owns
+		 * too, down the tree (baton/sched.h). */
 		if (d > 0 && now >= d &&
 		    __atomic_compare_exchange_n(&c->deadline, &d, -1, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED))
-			baton_task_cancel(c->task);
+			/* Relaxed: ordered by the deadline's acquire above. */
+			(void)baton_task_abort(__atomic_load_n(&c->tid, __ATOMIC_RELAXED));
 	}
 }
 

@@ -165,9 +165,10 @@ struct http_conn {
 	struct http_work *work;
 	char remote[46];	/* the peer's address as text (INET6_ADDRSTRLEN) */
 	unsigned short remote_port;
-	/* I/O-worker shape with a handler timeout: the sweeper cancels
-	 * `task` once `deadline` passes while the handler runs. */
-	baton_task_t *task;	/* this connection's task (its handle) */
+	/* I/O-worker shape with a handler timeout: the connection's task is
+	 * spawned with an id (detached), and the sweeper aborts `tid` once
+	 * `deadline` passes while the handler runs. */
+	baton_tid_t tid;	/* the current task's id (atomic) */
 	int64_t deadline;	/* 0: not in a handler; -1: cancelled by the
 				   sweeper; else when (atomic) */
 	/* Parked: idle with no task at all (docs/httpd.md, "Where an idle

@@ -6,6 +6,12 @@
  * plain threads on an event count) when the last child ends. A group is
  * owned by the task that created it (in that task's `groups`, under its
  * glock): cancelling the task cancels the group, and so down the tree.
+ *
+ * A collecting group (BATON_GROUP_COLLECT) also queues its children as
+ * they end, in the order they ended, in a `done` list (through the
+ * slots' gprev/gnext, which the live list no longer uses), for
+ * baton_group_next to take one at a time; its waiters (`nextq`, and
+ * plain threads on the event count) are woken at each end.
  */
 #include <sched.h>
 
@@ -20,8 +26,10 @@ struct baton_group {
 	unsigned nthreads;	 /* plain threads waiting (on ec) */
 	size_t nlive;		 /* children not ended */
 	struct baton_tslot *live; /* their slots (gprev/gnext) */
+	struct baton_tslot *done, *done_tail; /* collecting: ended, not taken */
 	struct baton_task_end first;
 	struct baton_waitq waiters; /* tasks waiting for nlive == 0 */
+	struct baton_waitq nextq;   /* tasks waiting in baton_group_next */
 	baton_ec_t ec;
 	struct baton_sched *sched;
 	/* The task that created it, NULL from a plain thread; its place in
@@ -68,18 +76,75 @@ static void unlink_child(struct baton_group *g, struct baton_tslot *sl)
 	sl->gprev = sl->gnext = NULL;
 }
 
-/* One child fewer: with none left, wake the waiters. Lock held. The
- * event count is bumped under the lock: once it is released a waiter may
- * free the group. */
+/* One child fewer (`queued`: now in the done list): with none left, wake
+ * the waiters; next's waiters hear of every end. Lock held. The event
+ * count is bumped under the lock: once it is released a waiter may free
+ * the group. */
 static void child_gone_locked(struct baton_group *g, struct baton_wakelist *wl,
-			      bool wake)
+			      bool wake, bool queued)
 {
-	if (--g->nlive != 0)
+	bool last = --g->nlive == 0;
+
+	if (wake && last)
+		baton__waitq_wake_all(&g->waiters, wl, BATON_OK);
+	if (!last && !queued)
 		return;
 	if (wake)
-		baton__waitq_wake_all(&g->waiters, wl, BATON_OK);
+		baton__waitq_wake_all(&g->nextq, wl, BATON_OK);
 	if (g->nthreads)
 		baton_ec_inc(&g->ec);
+}
+
+/* Collecting: queue an ended child's slot behind the others, unless its
+ * result was taken or dropped already (a join or detach since its end).
+ * The group's lock held. */
+static bool queue_done(struct baton_group *g, struct baton_tslot *sl)
+{
+	bool queued;
+
+	baton__spin_lock(&sl->lock);
+	queued = sl->queued = !sl->detached;
+	baton__spin_unlock(&sl->lock);
+	if (!queued)
+		return false;
+	sl->gnext = NULL;
+	sl->gprev = g->done_tail;
+	if (g->done_tail)
+		g->done_tail->gnext = sl;
+	else
+		g->done = sl;
+	g->done_tail = sl;
+	return true;
+}
+
+/* Take the oldest slot off the done list, locked and no longer queued. */
+static struct baton_tslot *pop_done(struct baton_group *g)
+{
+	struct baton_tslot *sl = g->done;
+
+	if (sl == NULL)
+		return NULL;
+	g->done = sl->gnext;
+	if (g->done)
+		g->done->gprev = NULL;
+	else
+		g->done_tail = NULL;
+	sl->gprev = sl->gnext = NULL;
+	baton__spin_lock(&sl->lock);
+	sl->queued = false;
+	return sl;
+}
+
+/* A slot off the done list, its lock held (released): freed, unless its
+ * end has not let go of it yet (slot_end frees it then). */
+static void done_release_locked(struct baton_tslot *sl)
+{
+	if (sl->group == NULL) {
+		baton__tslot_free_locked(sl);
+		return;
+	}
+	sl->detached = true;
+	baton__spin_unlock(&sl->lock);
 }
 
 void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl,
@@ -88,8 +153,11 @@ void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl,
 	struct baton_wakelist wl = BATON_WAKELIST_INIT; /* the cancelled */
 	struct baton_wakelist waiters = BATON_WAKELIST_INIT;
 
+	bool queued;
+
 	baton__spin_lock(&g->lock);
 	unlink_child(g, sl);
+	queued = (g->flags & BATON_GROUP_COLLECT) && queue_done(g, sl);
 	if (status != 0 && !g->failed) {
 		g->failed = true;
 		g->first.tid = id;
@@ -98,7 +166,7 @@ void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl,
 		if ((g->flags & BATON_GROUP_FAIL_FAST) && !g->cancelled && wake)
 			cancel_locked(g, &wl);
 	}
-	child_gone_locked(g, &waiters, wake);
+	child_gone_locked(g, &waiters, wake, queued);
 	baton__spin_unlock(&g->lock);
 	baton__wakelist_run(&wl);
 	baton__wakelist_run_back(&waiters);
@@ -137,7 +205,7 @@ int baton_group_create(baton_group_t **out, baton_sched_t *s, unsigned flags)
 	struct baton_group *g;
 	struct baton_task *t = baton__task_self();
 
-	if (out == NULL || s == NULL || (flags & ~BATON_GROUP_FAIL_FAST))
+	if (out == NULL || s == NULL || (flags & ~(BATON_GROUP_FAIL_FAST | BATON_GROUP_COLLECT)))
 		return BATON_EINVAL;
 	if ((g = baton__calloc(1, sizeof(*g))) == NULL)
 		return BATON_ENOMEM;
@@ -173,7 +241,9 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr,
 		return BATON_ENOMEM;
 	id = baton__tslot_id(sl);
 	baton__spin_lock(&sl->lock); /* as baton__tslot_alloc's writes */
-	sl->detached = tid == NULL;
+	/* Without an id only the group hears of its end; a collecting group
+	 * keeps its result for baton_group_next all the same. */
+	sl->detached = tid == NULL && !(g->flags & BATON_GROUP_COLLECT);
 	sl->group = g;
 	baton__spin_unlock(&sl->lock);
 	baton__spin_lock(&g->lock);
@@ -189,10 +259,10 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr,
 	g->live = sl;
 	g->nlive++;
 	baton__spin_unlock(&g->lock);
-	if ((rc = baton__tslot_spawn(g->sched, attr, sl)) != BATON_OK) {
+	if ((rc = baton__task_spawn_held(g->sched, attr, sl)) != BATON_OK) {
 		baton__spin_lock(&g->lock);
 		unlink_child(g, sl);
-		child_gone_locked(g, &wl, true);
+		child_gone_locked(g, &wl, true, false);
 		baton__spin_unlock(&g->lock);
 		baton__wakelist_run(&wl);
 		goto fail;
@@ -218,6 +288,34 @@ int baton_group_cancel(baton_group_t *g)
 	return BATON_OK;
 }
 
+/* What is left of a wait's time before its next turn: BATON_OK (in
+ * *timeout_ns), BATON_EAGAIN (a try) or BATON_ETIMEDOUT. */
+static int time_left(int64_t *timeout_ns, int64_t deadline)
+{
+	if (*timeout_ns == 0)
+		return BATON_EAGAIN;
+	if (*timeout_ns > 0 && (*timeout_ns = deadline - baton__clock_now()) <= 0)
+		return BATON_ETIMEDOUT;
+	return BATON_OK;
+}
+
+/* One turn of a wait on q (a task) or the event count (a plain thread),
+ * lock held (and held again on return). A thread's timeout is BATON_OK:
+ * the caller's deadline says. */
+static int wait_turn(struct baton_group *g, struct baton_waitq *q, struct baton_task *self,
+		     int64_t timeout_ns)
+{
+	int rc;
+
+	if (self != NULL) {
+		/* Releases the lock; taken again below either way. */
+		rc = baton__wait_one(self, q, &g->lock, timeout_ns);
+		baton__spin_lock(&g->lock);
+		return rc;
+	}
+	return baton__thread_wait_locked(&g->lock, &g->ec, &g->nthreads, timeout_ns);
+}
+
 /* Wait for g's last child, lock held (and held again on return). With
  * `shield` (a close) the caller's own cancellation does not stop it: a
  * cancelled task waits by yielding, its children having been cancelled. */
@@ -228,31 +326,17 @@ static int wait_empty_locked(struct baton_group *g, int64_t timeout_ns, bool shi
 	int rc;
 
 	while (g->nlive != 0) {
-		if (timeout_ns == 0)
-			return BATON_EAGAIN;
-		if (timeout_ns > 0 && (timeout_ns = deadline - baton__clock_now()) <= 0)
-			return BATON_ETIMEDOUT;
-		if (self != NULL) {
-			/* Releases the lock; taken again below either way. */
-			rc = baton__wait_one(self, &g->waiters, &g->lock, timeout_ns);
-			if (rc == BATON_ECANCELED && shield) {
-				baton_sched_yield();
-				rc = BATON_OK;
-			}
-			baton__spin_lock(&g->lock);
-			if (rc != BATON_OK)
-				return rc;
-		} else {
-			uint32_t v = baton_ec_value(&g->ec);
-
-			g->nthreads++;
+		if ((rc = time_left(&timeout_ns, deadline)) != BATON_OK)
+			return rc;
+		rc = wait_turn(g, &g->waiters, self, timeout_ns);
+		if (rc == BATON_ECANCELED && shield) {
 			baton__spin_unlock(&g->lock);
-			rc = baton_ec_wait_mp(&g->ec, v, timeout_ns);
+			baton_sched_yield();
 			baton__spin_lock(&g->lock);
-			g->nthreads--;
-			if (rc != BATON_OK && rc != BATON_ETIMEDOUT)
-				return rc;
+			rc = BATON_OK;
 		}
+		if (rc != BATON_OK)
+			return rc;
 	}
 	return BATON_OK;
 }
@@ -276,6 +360,44 @@ int baton_group_wait(baton_group_t *g, int64_t timeout_ns, struct baton_task_end
 	return rc;
 }
 
+int baton_group_next(baton_group_t *g, int64_t timeout_ns, struct baton_task_end *end)
+{
+	struct baton_task *self;
+	struct baton_tslot *sl;
+	int64_t deadline;
+	int rc = BATON_OK;
+
+	if (g == NULL || end == NULL || !(g->flags & BATON_GROUP_COLLECT))
+		return BATON_EINVAL;
+	self = baton__task_self();
+	if (timeout_ns != 0 && self == NULL && baton_sched_self() != NULL)
+		return BATON_ENOSCHED; /* a plain coroutine a task resumed */
+	deadline = timeout_ns > 0 ? baton__deadline_after(timeout_ns) : 0;
+	baton__spin_lock(&g->lock);
+	for (;;) {
+		while ((sl = pop_done(g)) != NULL) {
+			if (sl->detached) { /* joined or detached since its end */
+				done_release_locked(sl);
+				continue;
+			}
+			*end = (struct baton_task_end){ baton__tslot_id(sl), sl->status,
+							sl->result };
+			done_release_locked(sl); /* taken: the id goes stale */
+			baton__spin_unlock(&g->lock);
+			return BATON_OK;
+		}
+		if (g->nlive == 0) {
+			rc = BATON_EDONE;
+			break;
+		}
+		if ((rc = time_left(&timeout_ns, deadline)) != BATON_OK ||
+		    (rc = wait_turn(g, &g->nextq, self, timeout_ns)) != BATON_OK)
+			break;
+	}
+	baton__spin_unlock(&g->lock);
+	return rc;
+}
+
 int baton_group_close(baton_group_t *g, struct baton_task_end *failure)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
@@ -293,9 +415,13 @@ int baton_group_close(baton_group_t *g, struct baton_task_end *failure)
 	baton__wakelist_run(&wl);
 	baton__spin_lock(&g->lock);
 	(void)wait_empty_locked(g, -1, true);
+	/* Results nobody took: dropped, their ids stale. */
+	for (struct baton_tslot *sl; (sl = pop_done(g)) != NULL;)
+		done_release_locked(sl);
 	/* Waiters that timed out unlink themselves once they run, threads
 	 * leave the event count: then nothing refers to the group. */
-	while (!baton__waitq_empty(&g->waiters) || g->nthreads != 0) {
+	while (!baton__waitq_empty(&g->waiters) || !baton__waitq_empty(&g->nextq) ||
+	       g->nthreads != 0) {
 		baton__spin_unlock(&g->lock);
 		if (self)
 			baton_sched_yield();

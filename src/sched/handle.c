@@ -125,9 +125,11 @@ static struct baton_tslot *slot_pop_free(void)
 	return sl;
 }
 
-/* A slot for a new task. Under its lock although nobody was given the new
- * id yet: the id may reach a thread by a path that orders nothing (a
- * relaxed store), and that thread's lookup must still see the slot set. */
+/* A slot for a new task, set up without its lock: nobody has its new id
+ * yet, and an older id's holder, who may lock the slot any time, reads
+ * its generation (bumped under the lock when the slot was freed, not
+ * written here) and stops there. The first lock taken after these writes
+ * publishes them (baton__tslot_set_task's, before the id is given out). */
 static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg)
 {
 	struct baton_worker *w = baton__worker_get();
@@ -137,15 +139,14 @@ static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg
 		sl = w->tslots[--w->ntslots];
 	else if ((sl = slot_pop_free()) == NULL && (sl = slot_fresh()) == NULL)
 		return NULL;
-	baton__spin_lock(&sl->lock);
 	sl->state = BATON_TSLOT_LIVE;
 	sl->detached = false;
 	sl->cancel_pending = false;
+	sl->queued = false;
 	sl->task = NULL;
 	sl->fn = fn;
 	sl->arg = arg;
 	sl->group = NULL;
-	baton__spin_unlock(&sl->lock);
 	return sl;
 }
 
@@ -206,7 +207,7 @@ void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *w
 	if (sl->state != BATON_TSLOT_LIVE)
 		return;
 	if (sl->task == NULL)
-		sl->cancel_pending = true; /* its start sees it */
+		sl->cancel_pending = true; /* baton__tslot_set_task passes it on */
 	else
 		baton__task_cancel_tree(sl->task, wl);
 }
@@ -242,7 +243,7 @@ slot_end(struct baton_tslot *sl, int status, void *result, bool wake)
 		baton__group_child_end(g, sl, id, status, result, wake);
 		baton__spin_lock(&sl->lock);
 		sl->group = NULL;
-		if (sl->detached)
+		if (sl->detached && !sl->queued)
 			tslot_free_locked(sl);
 		else
 			baton__spin_unlock(&sl->lock);
@@ -253,31 +254,16 @@ slot_end(struct baton_tslot *sl, int status, void *result, bool wake)
 void baton__tslot_main(void *arg)
 {
 	struct baton_tslot *sl = arg;
-	/* Its own coroutine runs: the worker's current task is it. */
-	struct baton_task *t = baton__worker_get()->current;
+	/* Set before the task could run (baton__tslot_set_task); only our
+	 * end clears it. */
+	struct baton_task *t = sl->task;
 	void *result = NULL;
-	int status;
+	int status = sl->fn(sl->arg, &result);
 
-	baton__spin_lock(&sl->lock);
-	sl->task = t;
-	t->cancellable = true; /* only this task reads it, in its waits */
-	if (sl->cancel_pending) {
-		struct baton_wakelist wl = BATON_WAKELIST_INIT;
-
-		baton__task_cancel_claim(t, &wl); /* not waiting: claims nothing */
-	}
-	baton__spin_unlock(&sl->lock);
-	status = sl->fn(sl->arg, &result);
 	/* Its groups end before it does. */
 	if (BATON_UNLIKELY(t->groups != NULL))
 		baton__task_close_groups(t);
 	slot_end(sl, status, result, true);
-}
-
-int baton__tslot_spawn(struct baton_sched *s, const struct baton_task_attr *attr,
-		       struct baton_tslot *sl)
-{
-	return baton_sched_spawn(s, attr, baton__tslot_main, sl);
 }
 
 /* The scheduler's destroy frees t unfinished. Nothing may be readied now
@@ -309,7 +295,7 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	if ((sl = tslot_alloc(fn, arg)) == NULL)
 		return BATON_ENOMEM;
 	id = baton__tslot_id(sl);
-	if ((rc = baton_sched_spawn(s, attr, baton__tslot_main, sl)) != BATON_OK) {
+	if ((rc = baton__task_spawn_held(s, attr, sl)) != BATON_OK) {
 		baton__spin_lock(&sl->lock);
 		tslot_free_locked(sl);
 		return rc;
@@ -319,15 +305,16 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 }
 
 /* Take an ended task's status and result (lock held; released). */
-static int join_take(struct baton_tslot *sl, int *status, void **result)
+static inline int join_take(struct baton_tslot *sl, int *status, void **result)
 {
 	if (status)
 		*status = sl->status;
 	if (result)
 		*result = sl->result;
-	if (BATON_LIKELY(sl->group == NULL)) {
+	if (BATON_LIKELY(sl->group == NULL && !sl->queued)) {
 		tslot_free_locked(sl);
-	} else { /* its end frees it once its group let go (slot_end) */
+	} else { /* its end frees it once its group let go (slot_end), or
+		  * its group's next or close does (handle.h) */
 		sl->detached = true;
 		baton__spin_unlock(&sl->lock);
 	}
@@ -342,26 +329,21 @@ static int join_wait(struct baton_tslot *sl, struct baton_task *self, int64_t ti
 
 	if (self != NULL) /* woken by the end (OK) or not */
 		return baton__wait_one(self, &sl->joiners, &sl->lock, timeout_ns);
-	uint32_t v = baton_ec_value(&sl->ec);
-
-	sl->nthreads++;
+	rc = baton__thread_wait_locked(&sl->lock, &sl->ec, &sl->nthreads, timeout_ns);
 	baton__spin_unlock(&sl->lock);
-	rc = baton_ec_wait_mp(&sl->ec, v, timeout_ns);
-	baton__spin_lock(&sl->lock);
-	sl->nthreads--;
-	baton__spin_unlock(&sl->lock);
-	return rc == BATON_ETIMEDOUT ? BATON_OK : rc; /* the caller's deadline says */
+	return rc;
 }
 
-int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
+/* Join's slow path: sl (locked) is not ended yet, or detached. */
+static __attribute__((noinline)) int join_slow(struct baton_tslot *sl, baton_tid_t tid,
+					       int64_t timeout_ns, int *status, void **result)
 {
 	struct baton_task *self = NULL;
 	int64_t deadline = 0;
-	struct baton_tslot *sl;
 	int rc;
 
 	for (bool first = true;; first = false) {
-		if ((sl = slot_lock_id(tid)) == NULL)
+		if (!first && (sl = slot_lock_id(tid)) == NULL)
 			return BATON_EDEAD;
 		if (BATON_UNLIKELY(sl->detached)) {
 			baton__spin_unlock(&sl->lock);
@@ -394,6 +376,19 @@ int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **res
 	}
 }
 
+int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
+{
+	struct baton_tslot *sl = slot_lock_id(tid);
+
+	if (sl == NULL)
+		return BATON_EDEAD;
+	/* The fast path: the task has ended (a fan-out's joins after the
+	 * first, which waited). */
+	if (BATON_LIKELY(sl->state == BATON_TSLOT_ENDED && !sl->detached))
+		return join_take(sl, status, result);
+	return join_slow(sl, tid, timeout_ns, status, result);
+}
+
 int baton_task_abort(baton_tid_t tid)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
@@ -413,7 +408,7 @@ int baton_task_detach(baton_tid_t tid)
 
 	if (sl == NULL)
 		return BATON_EDEAD;
-	if (sl->state == BATON_TSLOT_ENDED && sl->group == NULL) {
+	if (sl->state == BATON_TSLOT_ENDED && sl->group == NULL && !sl->queued) {
 		tslot_free_locked(sl); /* its result is dropped */
 		return BATON_OK;
 	}

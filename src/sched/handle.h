@@ -15,6 +15,11 @@
  * its children's slot locks, then a child task's glock (the groups it
  * owns), then those groups' locks, and so on down the tree. A task's end
  * takes its slot's lock and releases it before it takes its group's.
+ *
+ * A slot is freed by the last of those that refer to it: its end's group
+ * step (which clears `group`), and, in a collecting group, the group's
+ * `done` list (`queued`); a join or detach meanwhile only marks it
+ * detached.
  */
 #ifndef BATON_SRC_SCHED_HANDLE_H
 #define BATON_SRC_SCHED_HANDLE_H
@@ -35,8 +40,9 @@ struct baton_tslot {
 	uint32_t gen;	     /* the generation ids of this use carry (never 0) */
 	uint8_t state;	     /* enum baton_tslot_state */
 	bool detached;	     /* nobody will join: freed at the end */
-	bool cancel_pending; /* cancelled before its task first ran */
-	uint16_t nthreads;   /* plain threads waiting in join (on ec) */
+	bool cancel_pending; /* cancelled before it had its task */
+	bool queued;	     /* ended, in its group's `done` list (next) */
+	unsigned nthreads;   /* plain threads waiting in join (on ec) */
 	int status;	     /* the body's return, once ENDED */
 	void *result;	     /* the body's *result, once ENDED */
 	struct baton_task *task; /* LIVE and started: the task */
@@ -47,7 +53,8 @@ struct baton_tslot {
 	uint32_t next_free;	    /* free list link: index + 1 (atomic) */
 	uint32_t index;		    /* its place in the table (constant) */
 	/* The group it was spawned into (until it ends), and its place in
-	 * the group's list of live children (under the group's lock). */
+	 * the group's list of live children, then (queued) of ended ones
+	 * (under the group's lock). */
 	struct baton_group *group;
 	struct baton_tslot *gprev, *gnext;
 } __attribute__((aligned(BATON_CACHELINE)));
@@ -64,13 +71,29 @@ static inline void baton__wakelist_run_back(struct baton_wakelist *wl)
 	wl->head = NULL;
 }
 
+/* A plain thread's turn of a wait on ec, lock held (and held again on
+ * return), counted in *nthreads meanwhile (whoever ends the wait bumps ec
+ * only when some thread waits). A timeout is BATON_OK: the caller's
+ * deadline says. */
+static inline int baton__thread_wait_locked(baton_spinlock_t *lock, baton_ec_t *ec,
+					    unsigned *nthreads, int64_t timeout_ns)
+{
+	uint32_t v = baton_ec_value(ec);
+	int rc;
+
+	(*nthreads)++;
+	baton__spin_unlock(lock);
+	rc = baton_ec_wait_mp(ec, v, timeout_ns);
+	baton__spin_lock(lock);
+	(*nthreads)--;
+	return rc == BATON_ETIMEDOUT ? BATON_OK : rc;
+}
+
 /* handle.c */
 struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg);
 void baton__tslot_free_locked(struct baton_tslot *sl);
 void baton__tslot_cache_flush(struct baton_worker *w);
 uint64_t baton__tslot_id(const struct baton_tslot *sl);
-int baton__tslot_spawn(struct baton_sched *s, const struct baton_task_attr *attr,
-		       struct baton_tslot *sl);
 /* Cancel the task of a LIVE slot, its lock held: claims into wl. */
 void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *wl);
 /* wait.c: set t's cancel flag and claim its wait; t is readied through
@@ -97,5 +120,28 @@ void baton__task_close_groups(struct baton_task *t);
 void baton__task_abandon(struct baton_task *t);
 /* The body of a task spawned with an id (handle.c): its arg is the slot. */
 void baton__tslot_main(void *arg);
+
+/* Give sl its task t, made but not yet runnable, under the slot's lock
+ * (which publishes the slot's setup too: tslot_alloc in handle.c). So the
+ * task is cancellable from its first instruction and an abort always
+ * finds it; an abort that came first (a group's cancel, while the slot
+ * was listed without its task yet) is passed on to it here. */
+static inline void baton__tslot_set_task(struct baton_tslot *sl, struct baton_task *t)
+{
+	baton__spin_lock(&sl->lock);
+	sl->task = t;
+	t->cancellable = true; /* read by the task alone, once it runs */
+	if (BATON_UNLIKELY(sl->cancel_pending)) {
+		struct baton_wakelist wl = BATON_WAKELIST_INIT;
+
+		baton__task_cancel_claim(t, &wl); /* not waiting: claims nothing */
+	}
+	baton__spin_unlock(&sl->lock);
+}
+
+/* task.c: spawn sl's task (baton__tslot_main), given to sl before it can
+ * run (baton__tslot_set_task). */
+int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
+			   struct baton_tslot *sl);
 
 #endif /* BATON_SRC_SCHED_HANDLE_H */

@@ -89,7 +89,7 @@ static inline void task_free(struct baton_task *t)
 
 /* Count a new task of s in s->live: from the spawning worker's credits
  * when it is one of s's. */
-static void live_add(struct baton_sched *s)
+static inline __attribute__((always_inline)) void live_add(struct baton_sched *s)
 {
 	struct baton_worker *w = baton__worker_get();
 
@@ -264,7 +264,8 @@ static void *task_main(void *arg, void *in)
 	return NULL;
 }
 
-static struct baton_worker *pick_worker(struct baton_sched *s, int index)
+static inline __attribute__((always_inline)) struct baton_worker *
+pick_worker(struct baton_sched *s, int index)
 {
 	struct baton_worker *self = baton__worker_get();
 
@@ -279,8 +280,8 @@ static struct baton_worker *pick_worker(struct baton_sched *s, int index)
 
 /* The task's coroutine: sharing its worker's FP state unless the task
  * asks for its own, which is then confined to it (sched.h rule 6). */
-static int create_task_coro(baton_coro_t **co, const struct baton_task_attr *attr,
-			    bool copystack)
+static inline __attribute__((always_inline)) int
+create_task_coro(baton_coro_t **co, const struct baton_task_attr *attr, bool copystack)
 {
 	struct baton_coro_attr ca = attr->coro;
 
@@ -295,8 +296,12 @@ static int create_task_coro(baton_coro_t **co, const struct baton_task_attr *att
 					copystack ? TASK_HEAD : TASK_HEAD_STACKFUL);
 }
 
-int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
-		      baton_task_fn fn, void *arg)
+/* The first half of a spawn: the task made, not yet runnable (nothing else
+ * can reach it); task_start is the second. Split for a spawn with an id,
+ * which gives the slot its task in between (baton__task_spawn_held). */
+static inline __attribute__((always_inline)) int
+task_create(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_fn fn, void *arg,
+	    struct baton_task **out)
 {
 	static const struct baton_task_attr defaults = BATON_TASK_ATTR_INIT;
 	struct baton_task *t;
@@ -342,7 +347,39 @@ int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 	t->timeout.index = SIZE_MAX;
 	t->owner = pick_worker(s, attr->worker);
 	t->bound = (attr->flags & BATON_TASK_BOUND) != 0;
+	*out = t;
+	return BATON_OK;
+}
+
+/* The second half: counted live and made runnable. */
+static inline void task_start(baton_sched_t *s, struct baton_task *t)
+{
 	live_add(s);
 	task_enqueue(t, false);
-	return BATON_OK;
+}
+
+/* A spawn with an id: the task is made, given to its slot (handle.h),
+ * then made runnable. */
+int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
+			   struct baton_tslot *sl)
+{
+	struct baton_task *t;
+	int rc = task_create(s, attr, baton__tslot_main, sl, &t);
+
+	if (rc == BATON_OK) {
+		baton__tslot_set_task(sl, t);
+		task_start(s, t);
+	}
+	return rc;
+}
+
+int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
+		      baton_task_fn fn, void *arg)
+{
+	struct baton_task *t;
+	int rc = task_create(s, attr, fn, arg, &t);
+
+	if (rc == BATON_OK)
+		task_start(s, t);
+	return rc;
 }

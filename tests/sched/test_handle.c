@@ -9,9 +9,13 @@
  * and reports it; closing a group cancels and waits; cancelling a task
  * cancels the groups it owns, down the tree; a plain thread joins and
  * waits for a group; a task's open groups close when it returns; destroy
- * ends the ids of the tasks it frees with BATON_ESHUTDOWN.
+ * ends the ids of the tasks it frees with BATON_ESHUTDOWN; a collecting
+ * group hands its children's ends out one at a time (baton_group_next),
+ * in the order they ended, to a task or a plain thread.
  */
 #include "check.h"
+
+#include <stdbool.h>
 
 #include <baton/chan.h>
 
@@ -273,6 +277,122 @@ static void test_group_collect(void **state)
 	finish();
 }
 
+/* --- next: a collecting group's ends, one at a time ------------------------ */
+static int yield_n(void *arg, void **result)
+{
+	for (intptr_t i = 0; i < (intptr_t)arg; i++)
+		baton_sched_yield();
+	*result = arg;
+	return (int)(intptr_t)arg;
+}
+
+static void collect_next(void *arg)
+{
+	baton_group_t *g;
+	baton_tid_t ids[NG + 1] = { 0 }, joined, dropped, b, k;
+	struct baton_task_end e;
+	bool seen[NG + 1] = { false };
+	int n = 0, last = 0, status = 0;
+	bool one_worker = (intptr_t)arg == 1;
+
+	TC_CHECK_RC(baton_group_create(&g, S, BATON_GROUP_COLLECT), BATON_OK);
+	TC_CHECK_RC(baton_group_next(g, 0, &e), BATON_EDONE); /* nothing spawned */
+	/* Child i yields i times: on one worker they end in that order.
+	 * Even ones give their id, odd ones do not. */
+	for (intptr_t i = NG; i >= 1; i--)
+		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, yield_n, (void *)i,
+					     i % 2 ? NULL : &ids[i]), BATON_OK);
+	/* One joined and one detached before next sees them: never its. */
+	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, ret_arg, (void *)100, &joined), BATON_OK);
+	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, yield_n, (void *)200, &dropped), BATON_OK);
+	TC_CHECK_RC(baton_task_detach(dropped), BATON_OK);
+	TC_CHECK_RC(baton_task_join(joined, -1, &status, NULL), BATON_OK);
+	TC_CHECK(status == 100);
+	while (baton_group_next(g, -1, &e) == BATON_OK) {
+		int i = e.status;
+
+		TC_CHECK(i >= 1 && i <= NG && !seen[i] && e.result == (void *)(intptr_t)i);
+		if (i < 1 || i > NG)
+			break;
+		seen[i] = true;
+		TC_CHECK(i % 2 ? e.tid != BATON_TID_NONE : e.tid == ids[i]);
+		if (one_worker)
+			TC_CHECK(i > last);
+		last = i;
+		n++;
+		/* Taken: the id is stale, as after a join. */
+		TC_CHECK_RC(baton_task_join(e.tid, 0, NULL, NULL), BATON_EDEAD);
+	}
+	TC_CHECK(n == NG);
+	TC_CHECK_RC(baton_group_next(g, 0, &e), BATON_EDONE);
+	/* A child that blocks: a try, a timeout, then its end once aborted. */
+	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, block, NULL, &b), BATON_OK);
+	TC_CHECK_RC(baton_group_next(g, 0, &e), BATON_EAGAIN);
+	TC_CHECK_RC(baton_group_next(g, TC_MS(2), &e), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_task_abort(b), BATON_OK);
+	TC_CHECK_RC(baton_group_next(g, -1, &e), BATON_OK);
+	TC_CHECK(e.tid == b && e.status == BATON_ECANCELED);
+	/* An end nobody took is dropped by the close: its id goes stale. */
+	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, ret_arg, (void *)3, &k), BATON_OK);
+	while (baton_task_status(k) == BATON_TASK_RUNNING)
+		baton_sched_yield();
+	TC_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
+	TC_CHECK_RC(baton_task_join(k, 0, NULL, NULL), BATON_EDEAD);
+}
+
+static void test_group_next(void **state)
+{
+	struct tc_cfg *c = *state;
+
+	setup(state, "group next");
+	assert_int_equal(baton_sched_spawn(S, &T_ATTR, collect_next,
+					   (void *)(intptr_t)c->workers), BATON_OK);
+	finish();
+}
+
+/* A plain thread takes the ends as they come. */
+struct next_th {
+	baton_group_t *g;
+	int rc[4], status[4];
+};
+
+static void *thread_next(void *arg)
+{
+	struct next_th *th = arg;
+	struct baton_task_end e = { 0 };
+
+	for (int i = 0; i < 4; i++) {
+		th->rc[i] = baton_group_next(th->g, TC_MS(30000), &e);
+		th->status[i] = e.status;
+	}
+	return NULL;
+}
+
+static void test_group_next_thread(void **state)
+{
+	struct next_th th = { 0 };
+	pthread_t p;
+
+	setup(state, "group next thread");
+	assert_int_equal(baton_group_create(&th.g, S, BATON_GROUP_COLLECT), BATON_OK);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(baton_group_spawn(th.g, &T_ATTR, sleep_then_fail, (void *)7, NULL),
+				 BATON_OK);
+	assert_int_equal(pthread_create(&p, NULL, thread_next, &th), 0);
+	assert_int_equal(baton_sched_run(S), BATON_OK);
+	pthread_join(p, NULL);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(th.rc[i], BATON_OK);
+		assert_int_equal(th.status[i], 7);
+	}
+	assert_int_equal(th.rc[3], BATON_EDONE);
+	assert_int_equal(baton_group_close(th.g, NULL), BATON_OK);
+	TC_VERDICT();
+	assert_int_equal(baton_sched_destroy(S), BATON_OK);
+	assert_int_equal(baton_chan_destroy(never), BATON_OK);
+	alarm(0);
+}
+
 /* A child that opens a group of blocked grandchildren and blocks itself;
  * when cancelled it closes its group (which waits for them). */
 static long grand_ended; /* (atomic) */
@@ -421,6 +541,18 @@ static void test_errors(void **state)
 	assert_int_equal(baton_group_wait(NULL, 0, NULL), BATON_EINVAL);
 	assert_int_equal(baton_group_cancel(NULL), BATON_EINVAL);
 	assert_int_equal(baton_group_close(NULL, NULL), BATON_OK);
+	assert_int_equal(baton_group_next(NULL, 0, NULL), BATON_EINVAL);
+	baton_sched_t *s = tc_sched(1);
+	struct baton_task_end e;
+
+	assert_int_equal(baton_group_create(&g, s, 0), BATON_OK);
+	assert_int_equal(baton_group_next(g, 0, &e), BATON_EINVAL); /* does not collect */
+	assert_int_equal(baton_group_close(g, NULL), BATON_OK);
+	assert_int_equal(baton_group_create(&g, s, BATON_GROUP_COLLECT), BATON_OK);
+	assert_int_equal(baton_group_next(g, 0, NULL), BATON_EINVAL);
+	assert_int_equal(baton_group_close(g, NULL), BATON_OK);
+	assert_int_equal(baton_group_create(&g, s, 4), BATON_EINVAL);
+	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 	assert_true(baton_task_id() == BATON_TID_NONE);
 }
 
@@ -433,6 +565,8 @@ int main(void)
 		TC_CFG_TESTS(test_thread_join),
 		TC_CFG_TESTS(test_group_fail_fast),
 		TC_CFG_TESTS(test_group_collect),
+		TC_CFG_TESTS(test_group_next),
+		TC_CFG_TESTS(test_group_next_thread),
 		TC_CFG_TESTS(test_group_nested),
 		TC_CFG_TESTS(test_cancel_owner),
 		TC_CFG_TESTS(test_destroy),

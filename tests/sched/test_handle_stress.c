@@ -4,7 +4,9 @@
  * seed, four driver tasks on two workers and a plain thread share a table
  * of ids and, op after op, spawn (both coroutine models), abort, join
  * (try, timed, blocking from the thread), detach and ask the status of
- * tasks that are ending meanwhile, and open, cancel and close small groups.
+ * tasks that are ending meanwhile, and open, cancel and close small groups
+ * (collecting ones too, whose ends baton_group_next takes while the others
+ * join, detach and abort the same ids).
  * Every call must give one of its documented answers, every join the
  * status and result its task left (or BATON_ECANCELED), and the run must
  * end with every task joined or detached: no lost wake-up, no slot read
@@ -77,22 +79,53 @@ static void forget(int idx, baton_tid_t id)
 				    __ATOMIC_RELAXED);
 }
 
+/* Put a new id in the table at idx if that place is free, or detach it. */
+static void keep_id(int idx, baton_tid_t nid)
+{
+	baton_tid_t zero = 0;
+
+	/* Relaxed: see forget. */
+	if (!__atomic_compare_exchange_n(&table[idx], &zero, nid, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED))
+		TC_CHECK_RC(baton_task_detach(nid), BATON_OK);
+}
+
 static void group_op(uint64_t *rng, bool in_task)
 {
 	baton_group_t *g;
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	unsigned n = 1 + tc_rand(rng) % 4;
+	unsigned flags = (tc_rand(rng) % 2 ? BATON_GROUP_FAIL_FAST : 0) |
+			 (tc_rand(rng) % 2 ? BATON_GROUP_COLLECT : 0);
+	bool collect = flags & BATON_GROUP_COLLECT;
 	struct baton_task_end first;
 	int rc;
 
-	TC_CHECK_RC(baton_group_create(&g, S, tc_rand(rng) % 2 ? BATON_GROUP_FAIL_FAST : 0), BATON_OK);
+	TC_CHECK_RC(baton_group_create(&g, S, flags), BATON_OK);
 	for (unsigned i = 0; i < n; i++) {
+		/* A collecting group's ids go to the table too: the others
+		 * join, detach and abort them while next takes them. */
+		baton_tid_t nid = 0;
+		bool give = collect && tc_rand(rng) % 2;
+
 		ta.coro.model = tc_rand(rng) % 2 ? BATON_CORO_COPYSTACK : BATON_CORO_STACKFUL;
-		rc = baton_group_spawn(g, &ta, child, (void *)(uintptr_t)tc_rand(rng), NULL);
+		rc = baton_group_spawn(g, &ta, child, (void *)(uintptr_t)tc_rand(rng),
+				       give ? &nid : NULL);
 		TC_CHECK(rc == BATON_OK || rc == BATON_ECANCELED);
+		if (rc == BATON_OK && give)
+			keep_id((int)(tc_rand(rng) % NIDS), nid);
 	}
 	if (tc_rand(rng) % 2)
 		TC_CHECK_RC(baton_group_cancel(g), BATON_OK);
+	for (unsigned k = collect ? tc_rand(rng) % 4 : 0; k > 0; k--) {
+		struct baton_task_end e;
+
+		rc = baton_group_next(g, (int64_t)(tc_rand(rng) % 3) * (in_task ? 500000 : 1000000),
+				      &e);
+		TC_CHECK(rc == BATON_OK || rc == BATON_EDONE || rc == BATON_EAGAIN ||
+			 rc == BATON_ETIMEDOUT);
+		check_join(rc, (uintptr_t)e.result, e.status);
+	}
 	if (in_task && tc_rand(rng) % 2) {
 		rc = baton_group_wait(g, (int64_t)(tc_rand(rng) % 3) * 500000, &first);
 		TC_CHECK(rc == BATON_OK || rc == BATON_EAGAIN || rc == BATON_ETIMEDOUT);
@@ -114,15 +147,12 @@ static void one_op(uint64_t *rng, bool in_task)
 	}
 	if (id == 0) {
 		struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
-		baton_tid_t zero = 0, nid;
+		baton_tid_t nid;
 
 		ta.coro.model = r >> 40 & 1 ? BATON_CORO_COPYSTACK : BATON_CORO_STACKFUL;
 		TC_CHECK_RC(baton_task_spawn(S, &ta, child, (void *)(uintptr_t)tc_rand(rng), &nid),
 			   BATON_OK);
-		/* Relaxed: see forget. */
-		if (!__atomic_compare_exchange_n(&table[idx], &zero, nid, false,
-						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			TC_CHECK_RC(baton_task_detach(nid), BATON_OK);
+		keep_id(idx, nid);
 		return;
 	}
 	if (op < 30) {
