@@ -9,7 +9,7 @@
  *
  * A collecting group (BATON_GROUP_COLLECT) also queues its children as
  * they end, in the order they ended, in a `done` list (through the
- * slots' gprev/gnext, which the live list no longer uses), for
+ * slots' glink, which the live list no longer uses), for
  * baton_group_next to take one at a time; its waiters (`nextq`, and
  * plain threads on the event count) are woken at each end.
  */
@@ -25,8 +25,8 @@ struct baton_group {
 	bool failed;		 /* `first` is set */
 	unsigned nthreads;	 /* plain threads waiting (on ec) */
 	size_t nlive;		 /* children not ended */
-	struct baton_tslot *live; /* their slots (gprev/gnext) */
-	struct baton_tslot *done, *done_tail; /* collecting: ended, not taken */
+	struct baton_list live;	 /* their slots (glink) */
+	struct baton_list done;	 /* collecting: ended, not taken (glink) */
 	struct baton_task_end first;
 	struct baton_waitq waiters; /* tasks waiting for nlive == 0 */
 	struct baton_waitq nextq;   /* tasks waiting in baton_group_next */
@@ -35,13 +35,18 @@ struct baton_group {
 	/* The task that created it, NULL from a plain thread; its place in
 	 * the owner's list (under the owner's glock). */
 	struct baton_task *owner;
+	/* Hand-linked, not a list.h list: the owner's head is one pointer
+	 * (struct baton_task's `groups`), where a list's two would grow every
+	 * task record for the few that open groups. */
 	struct baton_group *oprev, *onext;
 };
 
 static void cancel_locked(struct baton_group *g, struct baton_wakelist *wl)
 {
 	g->cancelled = true;
-	for (struct baton_tslot *sl = g->live; sl; sl = sl->gnext) {
+	struct baton_tslot *sl;
+
+	BATON_LIST_FOR_EACH(sl, &g->live, glink) {
 		baton__spin_lock(&sl->lock);
 		baton__tslot_cancel_locked(sl, wl);
 		baton__spin_unlock(&sl->lock);
@@ -67,13 +72,7 @@ void baton__task_cancel_tree(struct baton_task *t, struct baton_wakelist *wl)
 
 static void unlink_child(struct baton_group *g, struct baton_tslot *sl)
 {
-	if (sl->gprev)
-		sl->gprev->gnext = sl->gnext;
-	else
-		g->live = sl->gnext;
-	if (sl->gnext)
-		sl->gnext->gprev = sl->gprev;
-	sl->gprev = sl->gnext = NULL;
+	baton__list_remove(&g->live, &sl->glink);
 }
 
 /* One child fewer (`queued`: now in the done list): with none left, wake
@@ -107,29 +106,19 @@ static bool queue_done(struct baton_group *g, struct baton_tslot *sl)
 	baton__spin_unlock(&sl->lock);
 	if (!queued)
 		return false;
-	sl->gnext = NULL;
-	sl->gprev = g->done_tail;
-	if (g->done_tail)
-		g->done_tail->gnext = sl;
-	else
-		g->done = sl;
-	g->done_tail = sl;
+	baton__list_push_tail(&g->done, &sl->glink);
 	return true;
 }
 
 /* Take the oldest slot off the done list, locked and no longer queued. */
 static struct baton_tslot *pop_done(struct baton_group *g)
 {
-	struct baton_tslot *sl = g->done;
+	struct baton_list_node *n = baton__list_pop(&g->done);
+	struct baton_tslot *sl;
 
-	if (sl == NULL)
+	if (n == NULL)
 		return NULL;
-	g->done = sl->gnext;
-	if (g->done)
-		g->done->gprev = NULL;
-	else
-		g->done_tail = NULL;
-	sl->gprev = sl->gnext = NULL;
+	sl = BATON_LIST_ENTRY(n, struct baton_tslot, glink);
 	baton__spin_lock(&sl->lock);
 	sl->queued = false;
 	return sl;
@@ -252,11 +241,7 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr,
 		rc = BATON_ECANCELED;
 		goto fail;
 	}
-	sl->gprev = NULL;
-	sl->gnext = g->live;
-	if (g->live)
-		g->live->gprev = sl;
-	g->live = sl;
+	baton__list_push_head(&g->live, &sl->glink);
 	g->nlive++;
 	baton__spin_unlock(&g->lock);
 	if ((rc = baton__task_spawn_held(g->sched, attr, sl)) != BATON_OK) {

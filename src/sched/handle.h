@@ -56,7 +56,7 @@ struct baton_tslot {
 	 * the group's list of live children, then (queued) of ended ones
 	 * (under the group's lock). */
 	struct baton_group *group;
-	struct baton_tslot *gprev, *gnext;
+	struct baton_list_node glink;
 } __attribute__((aligned(BATON_CACHELINE)));
 
 /* Ready the tasks of wl behind the tasks already runnable: what a task's
