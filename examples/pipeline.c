@@ -77,8 +77,7 @@ static void collector(void *arg)
 		int rc = baton_chan_select(&op, 1, 50 * 1000000, &which);
 
 		if (rc == BATON_ETIMEDOUT) {
-			fprintf(stderr, "pipeline: %ld of %ld results so far\n",
-				received, p->n);
+			fprintf(stderr, "pipeline: %ld of %ld results so far\n", received, p->n);
 			continue;
 		}
 		check(rc, "select");

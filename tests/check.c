@@ -29,10 +29,13 @@ static void tc_on_alarm(int sig)
 
 	(void)sig;
 	if (tc_phase)
-		n = snprintf(buf, sizeof(buf), "FAIL: watchdog expired in \"%s\": a hang, "
-			     "probably a lost wake-up\n", tc_phase);
+		n = snprintf(buf, sizeof(buf),
+			     "FAIL: watchdog expired in \"%s\": a hang, "
+			     "probably a lost wake-up\n",
+			     tc_phase);
 	else
-		n = snprintf(buf, sizeof(buf), "FAIL: test timed out (watchdog), probably a hang\n");
+		n = snprintf(buf, sizeof(buf),
+			     "FAIL: test timed out (watchdog), probably a hang\n");
 	(void)!write(STDERR_FILENO, buf, (size_t)n);
 	_exit(124);
 }

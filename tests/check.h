@@ -68,7 +68,7 @@ static inline int64_t tc_time_scale(void)
 	return s && atoi(s) > 0 ? atoi(s) : 1;
 }
 
-#define TC_MS(x) ((int64_t)(x) * 1000000)
+#define TC_MS(x) ((int64_t)(x)*1000000)
 
 /* Heavy loops are cut down under valgrind/qemu (BATON_TEST_LIGHT=1). */
 static inline long tc_scale(long normal, long light)
@@ -94,8 +94,7 @@ extern struct baton_coro_attr tc_copystack;
 
 /* A cmocka test run once per model: the state is the attr to create with. */
 #define TC_MODEL_TESTS(fn) \
-	cmocka_unit_test_prestate(fn, &tc_stackful), \
-	cmocka_unit_test_prestate(fn, &tc_copystack)
+	cmocka_unit_test_prestate(fn, &tc_stackful), cmocka_unit_test_prestate(fn, &tc_copystack)
 
 #define TC_ATTR(state) ((const struct baton_coro_attr *)*(state))
 
@@ -108,11 +107,13 @@ struct tc_cfg {
 extern struct tc_cfg tc_cfg_sf1, tc_cfg_sf2, tc_cfg_cs1, tc_cfg_cs2;
 
 /* One cmocka test per model and worker count, named after both. */
-#define TC_CFG_TESTS(fn)                                           \
-	{ #fn " stackful 1w", fn, NULL, NULL, &tc_cfg_sf1 },       \
-	{ #fn " stackful 2w", fn, NULL, NULL, &tc_cfg_sf2 },       \
-	{ #fn " copystack 1w", fn, NULL, NULL, &tc_cfg_cs1 },      \
-	{ #fn " copystack 2w", fn, NULL, NULL, &tc_cfg_cs2 }
+#define TC_CFG_TESTS(fn)                                              \
+	{ #fn " stackful 1w", fn, NULL, NULL, &tc_cfg_sf1 },          \
+		{ #fn " stackful 2w", fn, NULL, NULL, &tc_cfg_sf2 },  \
+		{ #fn " copystack 1w", fn, NULL, NULL, &tc_cfg_cs1 }, \
+	{                                                             \
+#fn " copystack 2w", fn, NULL, NULL, &tc_cfg_cs2      \
+	}
 
 /* --- checks inside tasks ----------------------------------------------- */
 
@@ -124,21 +125,21 @@ extern int tc_failed;
  * for TC_VERDICT's message. */
 void tc_record(const char *file, int line, const char *what);
 
-#define TC_CHECK(cond)                                                     \
-	do {                                                              \
-		if (!(cond))                                              \
+#define TC_CHECK(cond)                                                         \
+	do {                                                                   \
+		if (!(cond))                                                   \
 			tc_record(__FILE__, __LINE__, "check failed: " #cond); \
 	} while (0)
 
-#define TC_CHECK_RC(expr, want)                                            \
-	do {                                                              \
-		int rc_ = (expr);                                         \
-		if (rc_ != (want)) {                                      \
-			char m_[200];                                     \
-			snprintf(m_, sizeof(m_), "%s returned %d (%s), want %s", \
-				 #expr, rc_, baton_strerror(rc_), #want); \
-			tc_record(__FILE__, __LINE__, m_);                \
-		}                                                         \
+#define TC_CHECK_RC(expr, want)                                                              \
+	do {                                                                                 \
+		int rc_ = (expr);                                                            \
+		if (rc_ != (want)) {                                                         \
+			char m_[200];                                                        \
+			snprintf(m_, sizeof(m_), "%s returned %d (%s), want %s", #expr, rc_, \
+				 baton_strerror(rc_), #want);                                \
+			tc_record(__FILE__, __LINE__, m_);                                   \
+		}                                                                            \
 	} while (0)
 
 #define TC_FAIL(msg) tc_record(__FILE__, __LINE__, msg)
@@ -146,11 +147,10 @@ void tc_record(const char *file, int line, const char *what);
 /* Forget the failures of the previous run. */
 void tc_reset(void);
 
-#define TC_VERDICT()                                                       \
-	do {                                                              \
-		if (__atomic_load_n(&tc_failed, __ATOMIC_RELAXED))        \
-			fail_msg("%d failure(s) in tasks, first: %s",     \
-				 tc_failed, tc_fail_msg);                 \
+#define TC_VERDICT()                                                                           \
+	do {                                                                                   \
+		if (__atomic_load_n(&tc_failed, __ATOMIC_RELAXED))                             \
+			fail_msg("%d failure(s) in tasks, first: %s", tc_failed, tc_fail_msg); \
 	} while (0)
 
 /* --- schedulers and tasks ---------------------------------------------- */
@@ -175,8 +175,7 @@ static inline baton_sched_t *tc_sched(unsigned workers)
 	return s;
 }
 
-static inline void tc_spawn(baton_sched_t *s, void **state, int worker,
-			    baton_task_fn fn, void *arg)
+static inline void tc_spawn(baton_sched_t *s, void **state, int worker, baton_task_fn fn, void *arg)
 {
 	struct baton_task_attr a = tc_tattr(state, worker);
 

@@ -23,18 +23,18 @@
  * mode the library chose. Before seq_internal.h declares it. */
 #pragma weak baton__seq_asym
 
-#include "../src/common/barrier.h"	/* baton__barrier_available */
-#include "../src/common/fault.h"	/* baton__fault_* (allocation failures) */
-#include "../src/common/list.h"	/* baton__list_* (test_list) */
-#include "../src/coro/coro_internal.h"	/* baton__coro_create_headed, _thread_save_allocs */
-#include "../src/chan/chan_internal.h"	/* baton__chan_bias_state */
-#include "../src/seq/seq_internal.h"	/* baton__seq_asym */
+#include "../src/common/barrier.h"     /* baton__barrier_available */
+#include "../src/common/fault.h"       /* baton__fault_* (allocation failures) */
+#include "../src/common/list.h"        /* baton__list_* (test_list) */
+#include "../src/coro/coro_internal.h" /* baton__coro_create_headed, _thread_save_allocs */
+#include "../src/chan/chan_internal.h" /* baton__chan_bias_state */
+#include "../src/seq/seq_internal.h"   /* baton__seq_asym */
 
 /* src/io/uring.c's test knobs, which no header of src/io declares (its
  * poller is reached only through src/io/poller.h's table): declared here
  * once, beside their definitions' types. */
-extern unsigned baton__uring_sqe_failures;	/* the next n SQEs fail */
-extern unsigned baton__uring_setup_refused;	/* setup flags the "kernel" refuses */
-unsigned baton__uring_setup_of_self(void);	/* the calling worker's ring's flags */
+extern unsigned baton__uring_sqe_failures;  /* the next n SQEs fail */
+extern unsigned baton__uring_setup_refused; /* setup flags the "kernel" refuses */
+unsigned baton__uring_setup_of_self(void);  /* the calling worker's ring's flags */
 
 #endif

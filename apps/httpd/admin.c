@@ -15,7 +15,10 @@
 enum { LIM_HANDLERS, LIM_QUEUE, LIM_INFLIGHT, LIM_CONNS, NLIMITS };
 
 static const char *const limit_names[NLIMITS] = {
-	"handler_concurrency", "handler_queue", "max_inflight", "max_connections",
+	"handler_concurrency",
+	"handler_queue",
+	"max_inflight",
+	"max_connections",
 };
 
 static bool is(const char *s, size_t n, const char *lit)
@@ -29,7 +32,7 @@ static bool target_is(const struct baton_http_req *req, const char *path, bool q
 	size_t n = strlen(path);
 
 	return req->target_len >= n && memcmp(req->target, path, n) == 0 &&
-	       (req->target_len == n || (query && req->target[n] == '?'));
+		(req->target_len == n || (query && req->target[n] == '?'));
 }
 
 /* A positive decimal of at most 9 digits in [p, end). */
@@ -70,8 +73,8 @@ static bool parse_stage_limit(const struct baton_http_server_stats *st, const ch
 
 /* Parse "a=1&b=2" into v[] and stage_v[] (0: not given); false on
  * anything else. */
-static bool parse_limits(const struct baton_http_server_stats *st, const char *q,
-			 const char *end, long v[NLIMITS], long stage_v[][2])
+static bool parse_limits(const struct baton_http_server_stats *st, const char *q, const char *end,
+			 long v[NLIMITS], long stage_v[][2])
 {
 	while (q < end) {
 		const char *amp = memchr(q, '&', (size_t)(end - q));
@@ -139,8 +142,8 @@ static int change_limits(baton_http_server_t *srv, const struct baton_http_req *
 		    baton_http_server_set_stage(srv, st.stages[i].name, (unsigned)stage_v[i][0],
 						(size_t)stage_v[i][1]) != BATON_OK)
 			return refuse(resp);
-	if ((v[LIM_QUEUE] && baton_http_server_set_handler_queue(srv, (size_t)v[LIM_QUEUE]) !=
-				     BATON_OK) ||
+	if ((v[LIM_QUEUE] &&
+	     baton_http_server_set_handler_queue(srv, (size_t)v[LIM_QUEUE]) != BATON_OK) ||
 	    baton_http_server_set_limits(srv, v[LIM_HANDLERS], v[LIM_INFLIGHT], v[LIM_CONNS]) !=
 		    BATON_OK)
 		return refuse(resp);
@@ -172,7 +175,8 @@ static bool reserved(const struct baton_http_req *req)
 int httpd_admin(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
 {
 	baton_http_server_t *srv = *(baton_http_server_t **)ctx;
-	bool get = is(req->method, req->method_len, "GET") || is(req->method, req->method_len, "HEAD");
+	bool get = is(req->method, req->method_len, "GET") ||
+		is(req->method, req->method_len, "HEAD");
 
 	if (target_is(req, "/_stats", false))
 		return get ? answer_stats(srv, resp) : not_allowed(resp, "GET, HEAD");
@@ -192,8 +196,7 @@ int httpd_admin_public(void *ctx, const struct baton_http_req *req, struct baton
 
 /* Never called (httpd_admin answers every request first); the server
  * wants a handler. */
-static int admin_handler(void *ctx, const struct baton_http_req *req,
-			 struct baton_http_resp *resp)
+static int admin_handler(void *ctx, const struct baton_http_req *req, struct baton_http_resp *resp)
 {
 	(void)ctx;
 	(void)req;
@@ -214,8 +217,10 @@ int httpd_admin_start(const char *spec, baton_sched_t *s, const struct baton_htt
 	port = strtol(colon ? colon + 1 : spec, &end, 10);
 	if (errno || *end || end == (colon ? colon + 1 : spec) || port < 0 || port > 65535 ||
 	    (colon && ((size_t)(colon - spec) >= sizeof(host) || colon == spec))) {
-		fprintf(stderr, "baton-httpd: --admin wants [ADDR:]PORT (ADDR 127.0.0.1 if left "
-			"out), not '%s'\n", spec);
+		fprintf(stderr,
+			"baton-httpd: --admin wants [ADDR:]PORT (ADDR 127.0.0.1 if left "
+			"out), not '%s'\n",
+			spec);
 		return -1;
 	}
 	if (colon) {

@@ -43,7 +43,7 @@ int httpd_admin_start(const char *spec, baton_sched_t *s, const struct baton_htt
  * BATON_EINVAL and a truncated, terminated prefix). buf NULL with size 0
  * only measures. */
 int httpd_stats_json(const struct baton_stage_stats *stages, size_t nstages,
-		     const struct baton_pool_stats *pools, size_t npools, char *buf,
-		     size_t size, size_t *len);
+		     const struct baton_pool_stats *pools, size_t npools, char *buf, size_t size,
+		     size_t *len);
 
 #endif /* BATON_APPS_HTTPD_ADMIN_H */

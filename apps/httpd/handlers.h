@@ -27,7 +27,7 @@ struct httpd_limits {
 };
 
 #define HTTPD_CPU_BUDGET_DEFAULT_NS (10 * 1000000000LL) /* --handler-cpu 10000 */
-#define HTTPD_MEM_BUDGET_DEFAULT ((size_t)64 << 20)	 /* --handler-memory 64M */
+#define HTTPD_MEM_BUDGET_DEFAULT ((size_t)64 << 20)     /* --handler-memory 64M */
 
 /* --route-limits PREFIX LIMITS: the budgets of the requests whose decoded
  * path starts with PREFIX (the longest such prefix wins); a budget it does
@@ -42,16 +42,16 @@ struct httpd_route_limits {
 /* What the command line says about the handler. */
 struct httpd_handler_opts {
 	const char *file;
-	unsigned workers;		/* the scheduler's: one Lua state each */
-	bool lua_shared;		/* one Lua state for every worker */
-	bool scheme_eval;		/* interpret the file instead of compiling it */
-	size_t max_response_body;	/* a larger body breaks a rule */
-	int64_t lua_slice_ns;		/* a Lua slice's time; 0 = default (1 ms), < 0 = off */
-	struct httpd_limits limits;	/* --handler-cpu, --handler-memory */
+	unsigned workers;           /* the scheduler's: one Lua state each */
+	bool lua_shared;            /* one Lua state for every worker */
+	bool scheme_eval;           /* interpret the file instead of compiling it */
+	size_t max_response_body;   /* a larger body breaks a rule */
+	int64_t lua_slice_ns;       /* a Lua slice's time; 0 = default (1 ms), < 0 = off */
+	struct httpd_limits limits; /* --handler-cpu, --handler-memory */
 	const struct httpd_route_limits *routes; /* --route-limits, nroutes of them */
 	size_t nroutes;
-	size_t lua_max_timers;		/* pending baton.after/every per state; 0 = default */
-	baton_sched_t *sched;		/* runs the timers a Lua file sets as it loads */
+	size_t lua_max_timers; /* pending baton.after/every per state; 0 = default */
+	baton_sched_t *sched;  /* runs the timers a Lua file sets as it loads */
 };
 
 #define HTTPD_MAX_RESPONSE_BODY_DEFAULT ((size_t)16 << 20)
@@ -146,20 +146,20 @@ void httpd_scheme_unload(void *ctx);
 struct httpd_reply {
 	struct baton_http_resp *resp;
 	size_t max_body;
-	int status;			/* 0: not given (200) */
-	char *text;			/* "name\0value\0" pairs */
+	int status; /* 0: not given (200) */
+	char *text; /* "name\0value\0" pairs */
 	size_t len, cap;
-	bool heap;			/* text is malloc'd, not resp->scratch */
-	bool has_type;			/* a Content-Type was given: */
-	size_t type_off;		/* its value in text */
-	size_t nfields, fields_cap;	/* the other fields: their names' offsets */
-	size_t *name_off;		/* in text (the value follows the name) */
+	bool heap;                  /* text is malloc'd, not resp->scratch */
+	bool has_type;              /* a Content-Type was given: */
+	size_t type_off;            /* its value in text */
+	size_t nfields, fields_cap; /* the other fields: their names' offsets */
+	size_t *name_off;           /* in text (the value follows the name) */
 	size_t name_inline[HTTPD_FIELDS_INLINE];
 	bool finished;
-	bool stream;			/* finished by httpd_reply_stream */
-	long stream_key;		/* the language's handle on its generator */
-	int rc;				/* BATON_OK until broken */
-	bool error;			/* broken by the language's error, not a rule */
+	bool stream;     /* finished by httpd_reply_stream */
+	long stream_key; /* the language's handle on its generator */
+	int rc;          /* BATON_OK until broken */
+	bool error;      /* broken by the language's error, not a rule */
 	char why[HTTPD_WHY_MAX];
 	/* A streamed response's current piece, copied out of the language. */
 	char *piece;
@@ -168,8 +168,8 @@ struct httpd_reply {
 
 void httpd_reply_init(struct httpd_reply *r, struct baton_http_resp *resp, size_t max_body);
 int httpd_reply_status(struct httpd_reply *r, long long status);
-int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len,
-		       const void *value, size_t value_len);
+int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len, const void *value,
+		       size_t value_len);
 int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len);
 int httpd_reply_stream(struct httpd_reply *r);
 /* The next piece of a streamed response (up to max_body bytes each). */
@@ -201,8 +201,16 @@ void httpd_scheme_clean(const char *dir);
  * reply made a stream of the generator the host keeps under `key`; and a
  * broken rule's text, which is not a printf format. */
 enum {
-	HTTPD_SCM_METHOD, HTTPD_SCM_TARGET, HTTPD_SCM_BODY, HTTPD_SCM_NAME, HTTPD_SCM_VALUE,
-	HTTPD_SCM_PATH, HTTPD_SCM_QUERY, HTTPD_SCM_REMOTE, HTTPD_SCM_ARG_KEY, HTTPD_SCM_ARG_VALUE,
+	HTTPD_SCM_METHOD,
+	HTTPD_SCM_TARGET,
+	HTTPD_SCM_BODY,
+	HTTPD_SCM_NAME,
+	HTTPD_SCM_VALUE,
+	HTTPD_SCM_PATH,
+	HTTPD_SCM_QUERY,
+	HTTPD_SCM_REMOTE,
+	HTTPD_SCM_ARG_KEY,
+	HTTPD_SCM_ARG_VALUE,
 };
 size_t httpd_scm_req_size(const struct baton_http_req *req, int part, int i);
 void httpd_scm_req_copy(const struct baton_http_req *req, int part, int i, void *dst);

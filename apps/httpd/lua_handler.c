@@ -75,7 +75,8 @@ static void *load_on_stack(lua_State *L, void *arg)
 	if (luaL_loadfile(L, j->file) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) {
 		const char *msg = lua_tostring(L, -1);
 
-		snprintf(j->err, sizeof(j->err), "%s", msg ? msg : "(error object is not a string)");
+		snprintf(j->err, sizeof(j->err), "%s",
+			 msg ? msg : "(error object is not a string)");
 		lua_pop(L, 1);
 		return NULL;
 	}
@@ -152,7 +153,8 @@ void httpd_lua_unload(void *ctx)
 		/* Waits for its timers' and threads' tasks to end (they were
 		 * cancelled); a state whose tasks do not end is left as it is. */
 		if (baton_lua_destroy(h->vm[i].bl) != BATON_OK)
-			fprintf(stderr, "baton-httpd: a Lua state's background tasks did not end: "
+			fprintf(stderr,
+				"baton-httpd: a Lua state's background tasks did not end: "
 				"it is left open\n");
 	}
 	free(h);
@@ -275,11 +277,15 @@ static void say_limit(struct httpd_reply *r, int stopped, const struct httpd_lim
 	int n;
 
 	if (stopped == BATON_LUA_STOP_CPU)
-		n = snprintf(why, sizeof(why), "stopped: its CPU budget (%lld ms) is used up "
-			     "(answered 504)", (long long)(lim->cpu_ns / 1000000));
+		n = snprintf(why, sizeof(why),
+			     "stopped: its CPU budget (%lld ms) is used up "
+			     "(answered 504)",
+			     (long long)(lim->cpu_ns / 1000000));
 	else
-		n = snprintf(why, sizeof(why), "not enough memory: its memory budget (%zu bytes) "
-			     "is used up", lim->mem_bytes);
+		n = snprintf(why, sizeof(why),
+			     "not enough memory: its memory budget (%zu bytes) "
+			     "is used up",
+			     lim->mem_bytes);
 	r->rc = BATON_OK; /* replace the error the run left */
 	httpd_reply_error(r, why, (size_t)n);
 }
@@ -292,9 +298,16 @@ int httpd_lua(void *ctx, const struct baton_http_req *req, struct baton_http_res
 	struct call_job j = { req, &reply, vm->ref, LUA_NOREF };
 	struct httpd_limits lim = httpd_limits_of(h->opts, req);
 	struct baton_lua_usage use;
-	struct baton_lua_run run = { call_start, call_finish, call_resume, call_done, &j,
-				     h->opts->lua_slice_ns, req->deadline > 0 ? req->deadline : 0,
-				     lim.cpu_ns, lim.mem_bytes, &use };
+	struct baton_lua_run run = { call_start,
+				     call_finish,
+				     call_resume,
+				     call_done,
+				     &j,
+				     h->opts->lua_slice_ns,
+				     req->deadline > 0 ? req->deadline : 0,
+				     lim.cpu_ns,
+				     lim.mem_bytes,
+				     &use };
 	struct baton_lua_value err = { BATON_LUA_NIL, { 0 } };
 	int rc, stopped;
 

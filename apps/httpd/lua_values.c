@@ -282,7 +282,8 @@ static int take_status(lua_State *L, int i, struct httpd_reply *r)
 		v = lua_tointegerx(L, i, &isint);
 		if (isint)
 			return httpd_reply_status(r, (long long)v);
-		return httpd_reply_rule(r, "the status %g is not an integer", (double)lua_tonumber(L, i));
+		return httpd_reply_rule(r, "the status %g is not an integer",
+					(double)lua_tonumber(L, i));
 	default:
 		return httpd_reply_rule(r, "the status must be an integer or nil, not a %s",
 					luaL_typename(L, i));
@@ -319,9 +320,10 @@ static int take_pair(lua_State *L, int t, lua_Integer k, struct httpd_reply *r)
 	if (name && value)
 		rc = httpd_reply_header(r, name, nl, value, vl);
 	else
-		rc = httpd_reply_rule(r, "headers[%lld] must be a {name, value} pair of strings "
-				      "(got %s, %s)", (long long)k, luaL_typename(L, -2),
-				      luaL_typename(L, -1));
+		rc = httpd_reply_rule(r,
+				      "headers[%lld] must be a {name, value} pair of strings "
+				      "(got %s, %s)",
+				      (long long)k, luaL_typename(L, -2), luaL_typename(L, -1));
 	lua_pop(L, 3);
 	return rc;
 }
@@ -338,14 +340,18 @@ static int take_named(lua_State *L, struct httpd_reply *r)
 	if (value)
 		return httpd_reply_header(r, name, nl, value, vl);
 	if (!lua_istable(L, -1))
-		return httpd_reply_rule(r, "header %.64s: the value must be a string, a number or a "
-					"list of them, not a %s", name, luaL_typename(L, -1));
+		return httpd_reply_rule(r,
+					"header %.64s: the value must be a string, a number or a "
+					"list of them, not a %s",
+					name, luaL_typename(L, -1));
 	for (lua_Integer k = 1; rc == BATON_OK && k <= (lua_Integer)lua_rawlen(L, -1); k++) {
 		lua_rawgeti(L, -1, k);
 		value = value_at(L, -1, &vl);
-		rc = value ? httpd_reply_header(r, name, nl, value, vl) :
-			     httpd_reply_rule(r, "header %.64s: value %lld is a %s, not a string or "
-					      "a number", name, (long long)k, luaL_typename(L, -1));
+		rc = value ? httpd_reply_header(r, name, nl, value, vl)
+			   : httpd_reply_rule(r,
+					      "header %.64s: value %lld is a %s, not a string or "
+					      "a number",
+					      name, (long long)k, luaL_typename(L, -1));
 		lua_pop(L, 1);
 	}
 	return rc;
@@ -370,8 +376,10 @@ static int take_headers(lua_State *L, int t, struct httpd_reply *r)
 			rc = take_named(L, r);
 		else if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 1 ||
 			 lua_tointeger(L, -2) > n)
-			rc = httpd_reply_rule(r, "the headers table has a %s key that is not a "
-					      "name or a list position", luaL_typename(L, -2));
+			rc = httpd_reply_rule(r,
+					      "the headers table has a %s key that is not a "
+					      "name or a list position",
+					      luaL_typename(L, -2));
 		lua_pop(L, rc == BATON_OK ? 1 : 2);
 	}
 	return rc;
@@ -403,7 +411,8 @@ static int take_body(lua_State *L, int i, struct httpd_reply *r)
 void httpd_lua_take_response(lua_State *L, int base, int nret, struct httpd_reply *r)
 {
 	if (nret == 0) {
-		httpd_reply_rule(r, "the handler returned nothing (status, headers, body expected)");
+		httpd_reply_rule(r,
+				 "the handler returned nothing (status, headers, body expected)");
 		return;
 	}
 	lua_settop(L, base + 2); /* missing ones are nil */
@@ -445,8 +454,10 @@ static int piece_finish(lua_State *L, int base, int n, void *arg)
 		s = lua_tolstring(L, base, &len);
 		httpd_reply_piece(j->r, s, len);
 	} else {
-		httpd_reply_rule(j->r, "a stream's piece must be a string, or nil at the end, "
-				 "not a %s", luaL_typename(L, base));
+		httpd_reply_rule(j->r,
+				 "a stream's piece must be a string, or nil at the end, "
+				 "not a %s",
+				 luaL_typename(L, base));
 	}
 	return 0;
 }

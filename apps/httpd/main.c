@@ -37,23 +37,34 @@ static void usage(FILE *f)
 		"usage: baton-httpd [options]\n"
 		"  --port N                 port to listen on (default 8080; 0 = any)\n"
 		"  --address A              IPv4 address to bind (default 0.0.0.0)\n"
-		"  --workers N              I/O workers: accept, read, write (default 1; 0 = one per CPU)\n"
-		"  --compute-workers N      run handlers on N more workers of their own (default 0:\n"
-		"                           handlers run on the I/O workers, in the connection's task)\n"
+		"  --workers N              I/O workers: accept, read, write (default 1; 0 = one "
+		"per CPU)\n"
+		"  --compute-workers N      run handlers on N more workers of their own (default "
+		"0:\n"
+		"                           handlers run on the I/O workers, in the connection's "
+		"task)\n"
 		"  --handler-queue N        requests waiting for a handler (1024)\n"
 		"  --queue-timeout MS       503 + Retry-After after waiting this long to reach a\n"
 		"                           handler (1000)\n"
-		"  --handler-timeout MS     504 when a handler has not answered MS after its request\n"
-		"                           was read; the handler's task is cancelled (0 = no limit,\n"
+		"  --handler-timeout MS     504 when a handler has not answered MS after its "
+		"request\n"
+		"                           was read; the handler's task is cancelled (0 = no "
+		"limit,\n"
 		"                           the default; docs/httpd.md, Limits)\n"
 		"  --handler hello          the built-in hello-world handler (default)\n"
-		"  --handler debug          hello, and routes that never answer (/spin, /block, ...:\n"
+		"  --handler debug          hello, and routes that never answer (/spin, /block, "
+		"...:\n"
 		"                           apps/httpd/hello.c), for testing the limits\n"
-		"  --handler lua FILE       FILE returns function(request, body) -> status, headers, body\n"
-		"  --handler scheme FILE    FILE's last expression is (lambda (request body) ...) ->\n"
-		"                           (values headers body) or (values status headers body);\n"
-		"                           compiled with csc at start-up; FILE.so is loaded as is\n"
-		"  --lua-shared             one Lua state for all workers (default: one per worker)\n"
+		"  --handler lua FILE       FILE returns function(request, body) -> status, "
+		"headers, body\n"
+		"  --handler scheme FILE    FILE's last expression is (lambda (request body) ...) "
+		"->\n"
+		"                           (values headers body) or (values status headers "
+		"body);\n"
+		"                           compiled with csc at start-up; FILE.so is loaded as "
+		"is\n"
+		"  --lua-shared             one Lua state for all workers (default: one per "
+		"worker)\n"
 		"  --lua-slice TIME         how long a Lua handler computes before the other\n"
 		"                           requests of its worker get a turn: ms, or with a unit\n"
 		"                           (500us, 2ms); off: only at its waits (default 1ms)\n"
@@ -62,20 +73,29 @@ static void usage(FILE *f)
 		"                           the request answered 504 (default 10000; 0 = none)\n"
 		"  --handler-memory BYTES   a Lua or Scheme handler's memory budget per request\n"
 		"                           (k, M, G: KiB, MiB, GiB); over it an allocation fails\n"
-		"                           (\"not enough memory\", a 500) (default 64M; 0 = none)\n"
+		"                           (\"not enough memory\", a 500) (default 64M; 0 = "
+		"none)\n"
 		"  --route-limits PREFIX cpu=TIME,memory=BYTES  the budgets of the requests whose\n"
 		"                           path starts with PREFIX (longest prefix wins; repeat)\n"
 		"  --lua-max-timers N       pending baton.after/baton.every timers per Lua state;\n"
-		"                           past it they return nil, \"too many pending timers\" (1024)\n"
-		"  --scheme-eval            interpret the Scheme FILE with eval instead of compiling it\n"
-		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 (16777216)\n"
-		"  --static DIR             serve GET/HEAD files under DIR before the handler, never\n"
+		"                           past it they return nil, \"too many pending timers\" "
+		"(1024)\n"
+		"  --scheme-eval            interpret the Scheme FILE with eval instead of "
+		"compiling it\n"
+		"  --max-response-body BYTES  a Lua or Scheme response body above it is a 500 "
+		"(16777216)\n"
+		"  --static DIR             serve GET/HEAD files under DIR before the handler, "
+		"never\n"
 		"                           a file outside it\n"
 		"  --static-symlinks off|on|owner  symbolic links under --static: never followed\n"
-		"                           (off, the default), followed while they stay inside DIR\n"
-		"                           (on), or also only to what the link's owner owns (owner)\n"
-		"  --admin [ADDR:]PORT      GET /_stats and POST /_limits on a listener of their own\n"
-		"                           (ADDR 127.0.0.1 if left out; PORT 0 = any); the public\n"
+		"                           (off, the default), followed while they stay inside "
+		"DIR\n"
+		"                           (on), or also only to what the link's owner owns "
+		"(owner)\n"
+		"  --admin [ADDR:]PORT      GET /_stats and POST /_limits on a listener of their "
+		"own\n"
+		"                           (ADDR 127.0.0.1 if left out; PORT 0 = any); the "
+		"public\n"
 		"                           port answers 404 there. Default: no admin listener\n"
 		"  --max-connections N      accept pauses at N open connections (10000)\n"
 		"  --handler-concurrency N  handlers running at once (256)\n"
@@ -85,7 +105,8 @@ static void usage(FILE *f)
 		"  --max-target BYTES       414 above it (8192)\n"
 		"  --header-timeout MS      408 when a request head takes longer (10000)\n"
 		"  --idle-timeout MS        close keep-alive connections idle longer (60000)\n"
-		"  --linger MS              after a closing response, drain the client this long (2000; 0 = off)\n"
+		"  --linger MS              after a closing response, drain the client this long "
+		"(2000; 0 = off)\n"
 		"  --io epoll|io_uring      reactor backend (default: io_uring if available)\n"
 		"  --drain-timeout MS       after SIGTERM/SIGINT, exit after this long even with\n"
 		"                           requests unfinished, saying what was dropped (30000)\n"
@@ -146,11 +167,25 @@ static bool parse_size(const char *s, size_t *out)
 	if (s == NULL || errno || end == s || v < 0 || v != v)
 		return false;
 	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': unit = 1024.0; end++; break;
-	case 'm': case 'M': unit = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': unit = 1024.0 * 1024 * 1024; end++; break;
-	default: return false;
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		unit = 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		unit = 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		unit = 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	default:
+		return false;
 	}
 	if (*end && strcmp(end, "iB") && strcmp(end, "B") && strcmp(end, "b"))
 		return false;
@@ -165,8 +200,8 @@ static int64_t parse_time_opt(const char *opt, const char *v)
 	int64_t ns;
 
 	if (!parse_time(v, &ns)) {
-		fprintf(stderr, "baton-httpd: %s wants a time: ms, or with a unit (500us, 2ms, 1s)\n",
-			opt);
+		fprintf(stderr,
+			"baton-httpd: %s wants a time: ms, or with a unit (500us, 2ms, 1s)\n", opt);
 		exit(2);
 	}
 	return ns;
@@ -177,14 +212,15 @@ static size_t parse_size_opt(const char *opt, const char *v)
 	size_t n;
 
 	if (!parse_size(v, &n)) {
-		fprintf(stderr, "baton-httpd: %s wants a size: bytes, or with k, M or G (64M)\n", opt);
+		fprintf(stderr, "baton-httpd: %s wants a size: bytes, or with k, M or G (64M)\n",
+			opt);
 		exit(2);
 	}
 	return n;
 }
 
-#define LUA_SLICE_MIN_NS 10000LL	     /* 10 us */
-#define LUA_SLICE_MAX_NS 1000000000LL	     /* 1 s */
+#define LUA_SLICE_MIN_NS 10000LL      /* 10 us */
+#define LUA_SLICE_MAX_NS 1000000000LL /* 1 s */
 
 /* --lua-slice: a time now. It was a number of VM instructions (100 and
  * up, 10000 by default): a bare number is read as ms, and one that can
@@ -201,31 +237,37 @@ static int64_t parse_slice(const char *v)
 	errno = 0;
 	n = v ? strtol(v, &end, 10) : 0;
 	if (v && !errno && end != v && *end == '\0' && n > 1000) {
-		fprintf(stderr, "baton-httpd: --lua-slice %s: a slice is a time now (ms by default, "
+		fprintf(stderr,
+			"baton-httpd: --lua-slice %s: a slice is a time now (ms by default, "
 			"at most 1000 ms), no longer a count of VM instructions; give a time such "
-			"as 1ms or 250us, or off\n", v);
+			"as 1ms or 250us, or off\n",
+			v);
 		exit(2);
 	}
 	if (!parse_time(v, &ns) || ns < LUA_SLICE_MIN_NS || ns > LUA_SLICE_MAX_NS) {
-		fprintf(stderr, "baton-httpd: --lua-slice wants a time from 10us to 1000ms (ms by "
+		fprintf(stderr,
+			"baton-httpd: --lua-slice wants a time from 10us to 1000ms (ms by "
 			"default: 1, 0.5, 250us, 2ms), or off\n");
 		exit(2);
 	}
 	if (!errno && end != v && *end == '\0' && n >= 100) /* the old form's range */
-		fprintf(stderr, "baton-httpd: --lua-slice %s is read as %s ms (a slice was a count "
-			"of VM instructions before); write %sms to say so\n", v, v, v);
+		fprintf(stderr,
+			"baton-httpd: --lua-slice %s is read as %s ms (a slice was a count "
+			"of VM instructions before); write %sms to say so\n",
+			v, v, v);
 	return ns;
 }
 
 /* --route-limits PREFIX cpu=TIME,memory=SIZE: one more route. */
 static void add_route(struct httpd_handler_opts *ho, const char *prefix, const char *spec)
 {
-	struct httpd_route_limits *routes, r = { prefix, prefix ? strlen(prefix) : 0,
-						 { 0, 0 }, false, false };
+	struct httpd_route_limits *routes,
+		r = { prefix, prefix ? strlen(prefix) : 0, { 0, 0 }, false, false };
 	char buf[256], *save = NULL, *item;
 
 	if (prefix == NULL || spec == NULL || prefix[0] != '/' || strlen(spec) >= sizeof(buf)) {
-		fprintf(stderr, "baton-httpd: --route-limits wants a path prefix (/api/) and its "
+		fprintf(stderr,
+			"baton-httpd: --route-limits wants a path prefix (/api/) and its "
 			"limits (cpu=5000,memory=256M)\n");
 		exit(2);
 	}
@@ -236,8 +278,10 @@ static void add_route(struct httpd_handler_opts *ho, const char *prefix, const c
 		} else if (!strncmp(item, "memory=", 7) && parse_size(item + 7, &r.lim.mem_bytes)) {
 			r.has_mem = true;
 		} else {
-			fprintf(stderr, "baton-httpd: --route-limits %s: '%s' is not cpu=TIME or "
-				"memory=BYTES\n", prefix, item);
+			fprintf(stderr,
+				"baton-httpd: --route-limits %s: '%s' is not cpu=TIME or "
+				"memory=BYTES\n",
+				prefix, item);
 			exit(2);
 		}
 	}
@@ -263,23 +307,23 @@ static void add_route(struct httpd_handler_opts *ho, const char *prefix, const c
  */
 struct signal_ctx {
 	sigset_t set;
-	int sfd;	     /* the signalfd; its handle owns it once open */
+	int sfd; /* the signalfd; its handle owns it once open */
 	baton_http_server_t *srv, *admin;
-	const char *kind;    /* the handler, for SIGHUP's reload */
+	const char *kind; /* the handler, for SIGHUP's reload */
 	const struct httpd_handler_opts *ho;
-	void *ctx;	     /* the handler's context now (its Lua timers) */
-	long drain_ms;	     /* --drain-timeout */
+	void *ctx;     /* the handler's context now (its Lua timers) */
+	long drain_ms; /* --drain-timeout */
 	pthread_mutex_t lock;
 	pthread_cond_t ended_cond;
-	bool ended;	     /* the run returned: drained (under lock) */
+	bool ended; /* the run returned: drained (under lock) */
 	/* Signals read and not yet acted on, and the action thread (under
 	 * lock, but th and has_th: the reactor's, then main's after the run). */
-	unsigned hups;	     /* SIGHUPs to act on, in turn */
-	int term;	     /* SIGTERM or SIGINT, once: nothing after it */
-	bool running;	     /* the action thread is at work */
-	bool has_th;	     /* th was started and is not joined yet */
+	unsigned hups; /* SIGHUPs to act on, in turn */
+	int term;      /* SIGTERM or SIGINT, once: nothing after it */
+	bool running;  /* the action thread is at work */
+	bool has_th;   /* th was started and is not joined yet */
 	pthread_t th;
-	bool failed;	     /* signals cannot be read: the server stopped */
+	bool failed; /* signals cannot be read: the server stopped */
 };
 
 /* The drain did not end in time (a handler that never returns keeps its
@@ -289,13 +333,14 @@ static void drain_expired(struct signal_ctx *sc)
 	struct baton_http_server_stats st;
 
 	if (baton_http_server_snapshot(sc->srv, &st) == BATON_OK)
-		fprintf(stderr, "baton-httpd: drain timeout after %ld ms: exiting with %u "
+		fprintf(stderr,
+			"baton-httpd: drain timeout after %ld ms: exiting with %u "
 			"handler(s) running, %zu request(s) waiting for one, %ld "
-			"connection(s) open; their requests are dropped\n", sc->drain_ms,
-			st.stages[2].running, st.stages[2].queued, st.pools[0].in_use);
+			"connection(s) open; their requests are dropped\n",
+			sc->drain_ms, st.stages[2].running, st.stages[2].queued,
+			st.pools[0].in_use);
 	else
-		fprintf(stderr, "baton-httpd: drain timeout after %ld ms: exiting\n",
-			sc->drain_ms);
+		fprintf(stderr, "baton-httpd: drain timeout after %ld ms: exiting\n", sc->drain_ms);
 	_exit(1);
 }
 
@@ -321,8 +366,7 @@ static void await_drain(struct signal_ctx *sc)
 		until.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&sc->lock);
-	while (!sc->ended &&
-	       pthread_cond_timedwait(&sc->ended_cond, &sc->lock, &until) == 0)
+	while (!sc->ended && pthread_cond_timedwait(&sc->ended_cond, &sc->lock, &until) == 0)
 		;
 	ended = sc->ended;
 	pthread_mutex_unlock(&sc->lock);
@@ -370,15 +414,16 @@ static void reload(struct signal_ctx *sc)
 	/* The old handler's timers end now: its requests in flight finish on
 	 * it, but nothing new starts there. */
 	stop_timers(sc->kind, sc->ctx);
-	rc = baton_http_server_set_handler(sc->srv, na.handler, na.ctx, na.release,
-					   RELOAD_WAIT_NS);
+	rc = baton_http_server_set_handler(sc->srv, na.handler, na.ctx, na.release, RELOAD_WAIT_NS);
 	if (rc == BATON_OK || rc == BATON_ETIMEDOUT)
 		sc->ctx = na.ctx;
 	if (rc == BATON_OK) {
 		fprintf(stderr, "baton-httpd: reloaded\n");
 	} else if (rc == BATON_ETIMEDOUT) {
-		fprintf(stderr, "baton-httpd: reloaded; requests still on the old handler "
-			"after %lld s keep it until they end\n", RELOAD_WAIT_NS / 1000000000LL);
+		fprintf(stderr,
+			"baton-httpd: reloaded; requests still on the old handler "
+			"after %lld s keep it until they end\n",
+			RELOAD_WAIT_NS / 1000000000LL);
 	} else {
 		fprintf(stderr, "baton-httpd: reload failed: %s\n", baton_strerror(rc));
 		if (rc == BATON_ENOMEM || rc == BATON_EINVAL) /* nothing changed */
@@ -452,8 +497,11 @@ static void take_signal(struct signal_ctx *sc, int sig)
 	sc->has_th = (err = pthread_create(&sc->th, NULL, action_thread, sc)) == 0;
 	if (err == 0)
 		return;
-	fprintf(stderr, "baton-httpd: no thread for %s: %s\n", sig == SIGHUP ? "SIGHUP" :
-		sig == SIGINT ? "SIGINT" : "SIGTERM", strerror(err));
+	fprintf(stderr, "baton-httpd: no thread for %s: %s\n",
+		sig == SIGHUP           ? "SIGHUP"
+			: sig == SIGINT ? "SIGINT"
+					: "SIGTERM",
+		strerror(err));
 	pthread_mutex_lock(&sc->lock);
 	sc->hups = 0; /* a later SIGHUP tries again */
 	sc->running = false;
@@ -475,7 +523,8 @@ static void on_signal(baton_io_t *io, void *arg)
 			take_signal(sc, (int)si.ssi_signo);
 	} while ((rc = baton_io_notify(io, BATON_IO_READABLE, on_signal, sc)) == BATON_EAGAIN);
 	if (rc != BATON_OK)
-		fprintf(stderr, "baton-httpd: signals are no longer read: %s\n", baton_strerror(rc));
+		fprintf(stderr, "baton-httpd: signals are no longer read: %s\n",
+			baton_strerror(rc));
 }
 
 /* The first task: the signalfd's handle, on this worker's reactor. Without
@@ -520,10 +569,14 @@ static int load_handler(const char *kind, const struct httpd_handler_opts *ho,
 		return (a->ctx = httpd_scheme_load(ho)) ? 0 : -1;
 #endif
 	} else if (!strcmp(kind, "lua") || !strcmp(kind, "scheme")) {
-		fprintf(stderr, "baton-httpd: built without the %s handler (its binding's "
-			"development package was missing)\n", kind);
+		fprintf(stderr,
+			"baton-httpd: built without the %s handler (its binding's "
+			"development package was missing)\n",
+			kind);
 	} else {
-		fprintf(stderr, "baton-httpd: unknown handler '%s' (hello, debug, lua FILE, scheme FILE)\n", kind);
+		fprintf(stderr,
+			"baton-httpd: unknown handler '%s' (hello, debug, lua FILE, scheme FILE)\n",
+			kind);
 	}
 	return -1;
 }
@@ -548,9 +601,17 @@ int main(int argc, char **argv)
 	const char *admin = NULL;
 	struct baton_sched_attr sa;
 	baton_io_backend_t io = BATON_IO_AUTO;
-	struct httpd_handler_opts ho = { NULL, 0, false, false, HTTPD_MAX_RESPONSE_BODY_DEFAULT, 0,
+	struct httpd_handler_opts ho = { NULL,
+					 0,
+					 false,
+					 false,
+					 HTTPD_MAX_RESPONSE_BODY_DEFAULT,
+					 0,
 					 { HTTPD_CPU_BUDGET_DEFAULT_NS, HTTPD_MEM_BUDGET_DEFAULT },
-					 NULL, 0, 0, NULL };
+					 NULL,
+					 0,
+					 0,
+					 NULL };
 	const char *kind = "hello";
 	struct signal_ctx sc = { .drain_ms = 30000 };
 	struct baton_task_attr sig_task = BATON_TASK_ATTR_INIT;
@@ -566,7 +627,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(o, "--stats")) {
-			fprintf(stderr, "baton-httpd: --stats is gone: /_stats and /_limits are on "
+			fprintf(stderr,
+				"baton-httpd: --stats is gone: /_stats and /_limits are on "
 				"the admin listener, --admin [ADDR:]PORT\n");
 			return 2;
 		} else if (!strcmp(o, "--lua-shared")) {
@@ -583,7 +645,8 @@ int main(int argc, char **argv)
 			kind = argv[++i];
 			if (!strcmp(kind, "lua") || !strcmp(kind, "scheme")) {
 				if (i + 1 >= argc) {
-					fprintf(stderr, "baton-httpd: --handler %s needs a FILE\n", kind);
+					fprintf(stderr, "baton-httpd: --handler %s needs a FILE\n",
+						kind);
 					return 2;
 				}
 				ho.file = argv[++i];
@@ -596,7 +659,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(o, "--workers")) {
 			sa.workers = (unsigned)parse_num(o, v, 0, BATON_SCHED_MAX_WORKERS);
 		} else if (!strcmp(o, "--compute-workers")) {
-			a.compute_workers = (unsigned)parse_num(o, v, 0, BATON_SCHED_MAX_WORKERS / 2);
+			a.compute_workers =
+				(unsigned)parse_num(o, v, 0, BATON_SCHED_MAX_WORKERS / 2);
 		} else if (!strcmp(o, "--handler-queue")) {
 			a.handler_queue = (size_t)parse_num(o, v, 1, 1 << 24);
 		} else if (!strcmp(o, "--queue-timeout")) {
@@ -624,7 +688,8 @@ int main(int argc, char **argv)
 			else if (v && !strcmp(v, "owner"))
 				a.static_symlinks = BATON_HTTP_SYMLINKS_OWNER;
 			else {
-				fprintf(stderr, "baton-httpd: --static-symlinks wants off, on or owner\n");
+				fprintf(stderr,
+					"baton-httpd: --static-symlinks wants off, on or owner\n");
 				return 2;
 			}
 		} else if (!strcmp(o, "--admin")) {
@@ -731,7 +796,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "baton-httpd: cannot start: %s%s%s%s\n", baton_strerror(rc),
 			rc == BATON_ESYS ? ": " : "", rc == BATON_ESYS ? strerror(errno) : "",
 			rc == BATON_ESYS && errno == ENOSYS && a.static_symlinks
-				? " (--static-symlinks on and owner need openat2, Linux 5.6)" : "");
+				? " (--static-symlinks on and owner need openat2, Linux 5.6)"
+				: "");
 		close(sc.sfd);
 		baton_sched_destroy(s);
 		unload_handler(kind, a.ctx);
@@ -746,12 +812,16 @@ int main(int argc, char **argv)
 		close(sc.sfd);
 		return 1;
 	}
-	fprintf(stderr, "baton-httpd: listening on %s:%d, %d I/O worker(s), %u compute "
+	fprintf(stderr,
+		"baton-httpd: listening on %s:%d, %d I/O worker(s), %u compute "
 		"worker(s), handler %s%s\n",
 		a.host ? a.host : "0.0.0.0", baton_http_server_port(sc.srv),
 		baton_sched_workers(s) - (int)a.compute_workers, a.compute_workers, kind,
-		!strcmp(kind, "lua") ? (ho.lua_shared ? " (one shared state)" : " (a state per worker)") :
-		!strcmp(kind, "scheme") ? (ho.scheme_eval ? " (interpreted)" : " (compiled)") : "");
+		!strcmp(kind, "lua")
+			? (ho.lua_shared ? " (one shared state)" : " (a state per worker)")
+			: !strcmp(kind, "scheme")
+			? (ho.scheme_eval ? " (interpreted)" : " (compiled)")
+			: "");
 	pthread_condattr_t ca; /* timed waits on the monotonic clock */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -105,8 +105,10 @@ int httpd_reply_status(struct httpd_reply *r, long long status)
 	 * the final one, which this request never gets. The server sends the
 	 * only 1xx it supports (100 Continue) itself. */
 	if (status < 200)
-		return httpd_reply_rule(r, "the status %lld is interim (1xx); a handler's response "
-					"is final (200-599)", status);
+		return httpd_reply_rule(r,
+					"the status %lld is interim (1xx); a handler's response "
+					"is final (200-599)",
+					status);
 	r->status = (int)status;
 	return BATON_OK;
 }
@@ -115,7 +117,7 @@ int httpd_reply_status(struct httpd_reply *r, long long status)
 static bool is_tchar(unsigned char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
+		(c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 /* field-vchar, SP and HTAB (RFC 9110 5.5; obs-text included): no CR, LF,
@@ -131,8 +133,10 @@ static bool is_value_char(unsigned char c)
 static bool server_owns(const char *name, size_t len)
 {
 	static const char *const owned[] = {
-		"content-length", "transfer-encoding", "connection", "keep-alive",
-		"proxy-connection", "te", "trailer", "upgrade", "date", "server",
+		"content-length", "transfer-encoding", "connection",
+		"keep-alive",     "proxy-connection",  "te",
+		"trailer",        "upgrade",           "date",
+		"server",
 	};
 
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
@@ -179,23 +183,31 @@ static int check_header(struct httpd_reply *r, const unsigned char *name, size_t
 			const unsigned char *value, size_t vl)
 {
 	if (nl == 0 || nl > 0xffff)
-		return httpd_reply_rule(r, "a header name must have 1 to 65535 bytes (%zu here)", nl);
+		return httpd_reply_rule(r, "a header name must have 1 to 65535 bytes (%zu here)",
+					nl);
 	for (size_t i = 0; i < nl; i++)
 		if (!is_tchar(name[i]))
-			return httpd_reply_rule(r, "header name '%.*s': byte 0x%02x is not a token "
-						"character", SHOWN(nl), name, name[i]);
+			return httpd_reply_rule(r,
+						"header name '%.*s': byte 0x%02x is not a token "
+						"character",
+						SHOWN(nl), name, name[i]);
 	for (size_t i = 0; i < vl; i++)
 		if (!is_value_char(value[i]))
-			return httpd_reply_rule(r, "header %.*s: its value has the control byte 0x%02x "
-						"(no CR, LF or NUL)", SHOWN(nl), name, value[i]);
+			return httpd_reply_rule(
+				r,
+				"header %.*s: its value has the control byte 0x%02x "
+				"(no CR, LF or NUL)",
+				SHOWN(nl), name, value[i]);
 	if (server_owns((const char *)name, nl))
-		return httpd_reply_rule(r, "header %.*s is the server's to write (framing, "
-					"connection or Date/Server)", SHOWN(nl), name);
+		return httpd_reply_rule(r,
+					"header %.*s is the server's to write (framing, "
+					"connection or Date/Server)",
+					SHOWN(nl), name);
 	return BATON_OK;
 }
 
-int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len,
-		       const void *value, size_t value_len)
+int httpd_reply_header(struct httpd_reply *r, const void *name, size_t name_len, const void *value,
+		       size_t value_len)
 {
 	bool is_type;
 
@@ -242,8 +254,9 @@ static void resolve(struct httpd_reply *r, struct baton_http_header *array)
 	free_fields(r);
 }
 
-#define ALIGN_UP(n) (((n) + _Alignof(struct baton_http_header) - 1) & \
-		     ~(size_t)(_Alignof(struct baton_http_header) - 1))
+#define ALIGN_UP(n)                                       \
+	(((n) + _Alignof(struct baton_http_header) - 1) & \
+	 ~(size_t)(_Alignof(struct baton_http_header) - 1))
 
 int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len)
 {
@@ -256,8 +269,10 @@ int httpd_reply_finish(struct httpd_reply *r, const void *body, size_t len)
 	if (r->rc != BATON_OK)
 		return r->rc;
 	if (len > r->max_body)
-		return httpd_reply_rule(r, "the body has %zu bytes, more than the limit of %zu "
-					"(--max-response-body)", len, r->max_body);
+		return httpd_reply_rule(r,
+					"the body has %zu bytes, more than the limit of %zu "
+					"(--max-response-body)",
+					len, r->max_body);
 	if (len && (r->status == 204 || r->status == 304))
 		return httpd_reply_rule(r, "a %d response has no body (%zu bytes given)", r->status,
 					len);
@@ -311,8 +326,10 @@ int httpd_reply_piece(struct httpd_reply *r, const void *data, size_t len)
 	if (r->rc != BATON_OK)
 		return r->rc;
 	if (len > r->max_body)
-		return httpd_reply_rule(r, "a piece of %zu bytes is more than the limit of %zu "
-					"(--max-response-body)", len, r->max_body);
+		return httpd_reply_rule(r,
+					"a piece of %zu bytes is more than the limit of %zu "
+					"(--max-response-body)",
+					len, r->max_body);
 	if (len > r->piece_cap) {
 		p = realloc(r->piece, len);
 		if (p == NULL)

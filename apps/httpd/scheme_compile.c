@@ -126,15 +126,17 @@ int httpd_scheme_compile(const char *path, char *dir, size_t dir_cap, char *so, 
 	if (slash)
 		*(slash == incdir ? slash + 1 : slash) = '\0';
 	if (write_wrapper(wrapper, path) != 0) {
-		fprintf(stderr, "baton-httpd: scheme: cannot write %s: %s\n", wrapper, strerror(errno));
+		fprintf(stderr, "baton-httpd: scheme: cannot write %s: %s\n", wrapper,
+			strerror(errno));
 		httpd_scheme_clean(dir);
 		return -1;
 	}
-	rc = run_csc((char *const[]){ (char *)csc, "-shared", "-O2", "-include-path", incdir,
-				      "-o", so, wrapper, NULL });
+	rc = run_csc((char *const[]){ (char *)csc, "-shared", "-O2", "-include-path", incdir, "-o",
+				      so, wrapper, NULL });
 	if (rc != 0) {
 		if (rc > 0)
-			fprintf(stderr, "baton-httpd: scheme: csc could not compile %s (exit status %d)\n",
+			fprintf(stderr,
+				"baton-httpd: scheme: csc could not compile %s (exit status %d)\n",
 				path, rc);
 		httpd_scheme_clean(dir);
 		return -1;

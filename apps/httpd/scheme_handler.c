@@ -51,10 +51,10 @@ enum { SCM_GO_ON, SCM_DEADLINE, SCM_CPU, SCM_MEMORY };
 struct scm_ctx {
 	const struct baton_http_req *req;
 	struct httpd_limits lim;
-	int64_t start;	  /* the current call's */
+	int64_t start;    /* the current call's */
 	int64_t cpu_used; /* the calls' before it */
 	size_t mem_base;  /* the heap in use when the current call began */
-	int stopped;	  /* SCM_*: what the hook found last */
+	int stopped;      /* SCM_*: what the hook found last */
 };
 
 /* The call in the runtime now: set and read on its stack only. */
@@ -111,14 +111,19 @@ static void say_stopped(struct httpd_reply *r, const struct scm_ctx *c)
 	int n;
 
 	if (c->stopped == SCM_DEADLINE)
-		n = snprintf(why, sizeof(why), "stopped: handler timeout, the request's deadline "
+		n = snprintf(why, sizeof(why),
+			     "stopped: handler timeout, the request's deadline "
 			     "has passed");
 	else if (c->stopped == SCM_CPU)
-		n = snprintf(why, sizeof(why), "stopped: its CPU budget (%lld ms) is used up "
-			     "(answered 504)", (long long)(c->lim.cpu_ns / 1000000));
+		n = snprintf(why, sizeof(why),
+			     "stopped: its CPU budget (%lld ms) is used up "
+			     "(answered 504)",
+			     (long long)(c->lim.cpu_ns / 1000000));
 	else
-		n = snprintf(why, sizeof(why), "stopped: not enough memory, its memory budget "
-			     "(%zu bytes) is used up", c->lim.mem_bytes);
+		n = snprintf(why, sizeof(why),
+			     "stopped: not enough memory, its memory budget "
+			     "(%zu bytes) is used up",
+			     c->lim.mem_bytes);
 	r->rc = BATON_OK; /* replace whatever the reply had */
 	httpd_reply_error(r, why, (size_t)n);
 }
@@ -150,7 +155,8 @@ static const char *req_part(const struct baton_http_req *req, int part, int i, s
 		return req->remote_addr;
 	case HTTPD_SCM_ARG_KEY:
 	case HTTPD_SCM_ARG_VALUE:
-		for (int n = 0; baton_http_query_next(req->query, req->query_len, &pos, &k, &kl, &v, &vl);
+		for (int n = 0;
+		     baton_http_query_next(req->query, req->query_len, &pos, &k, &kl, &v, &vl);
 		     n++) {
 			if (n == i) {
 				*len = part == HTTPD_SCM_ARG_KEY ? kl : vl;
@@ -159,7 +165,8 @@ static const char *req_part(const struct baton_http_req *req, int part, int i, s
 		}
 		return NULL;
 	default:
-		if (i < 0 || baton_http_req_field(req, (size_t)i, &name, &nl, &value, &vl) != BATON_OK)
+		if (i < 0 ||
+		    baton_http_req_field(req, (size_t)i, &name, &nl, &value, &vl) != BATON_OK)
 			return NULL;
 		*len = part == HTTPD_SCM_NAME ? nl : vl;
 		return part == HTTPD_SCM_NAME ? name : value;
@@ -229,7 +236,8 @@ int httpd_scm_req_count(const struct baton_http_req *req, int what)
 			n++;
 		return n;
 	case 1: /* query arguments */
-		while (baton_http_query_next(req->query, req->query_len, &pos, &name, &nl, &value, &vl))
+		while (baton_http_query_next(req->query, req->query_len, &pos, &name, &nl, &value,
+					     &vl))
 			n++;
 		return n;
 	case 2:
@@ -316,8 +324,8 @@ void httpd_scheme_unload(void *ctx)
  * one piece per call of the procedure, each sent before the next is
  * asked for, until it returns #f or an end-of-file object. Not run for a
  * HEAD. The procedure is dropped from the host's table at the end. */
-static int scheme_stream(const struct baton_http_req *req, struct httpd_reply *r,
-			 const char *file, struct scm_ctx *ctx)
+static int scheme_stream(const struct baton_http_req *req, struct httpd_reply *r, const char *file,
+			 struct scm_ctx *ctx)
 {
 	int more = 1, rc;
 

@@ -16,8 +16,7 @@ struct out {
 	size_t size, len; /* len: bytes of the whole text so far */
 };
 
-static void put(struct out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void put(struct out *o, const char *fmt, ...)
 {
@@ -51,33 +50,34 @@ static void put_stage(struct out *o, const struct baton_stage_stats *s)
 {
 	put(o, "{\"name\":");
 	put_string(o, s->name);
-	put(o, ",\"queued\":%zu,\"queue_limit\":%zu,\"running\":%u,"
-	       "\"concurrency\":%u,\"closed\":%s,\"submitted\":%" PRIu64
-	       ",\"rejected\":%" PRIu64 ",\"completed\":%" PRIu64
-	       ",\"handler_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
-	       ",\"runners\":%u,\"runners_started\":%" PRIu64 "}",
-	    s->queued, s->queue_limit, s->running, s->concurrency,
-	    s->closed ? "true" : "false", s->submitted, s->rejected,
-	    s->completed, s->handler_ns, s->wait_ns, s->runners, s->runners_started);
+	put(o,
+	    ",\"queued\":%zu,\"queue_limit\":%zu,\"running\":%u,"
+	    "\"concurrency\":%u,\"closed\":%s,\"submitted\":%" PRIu64 ",\"rejected\":%" PRIu64
+	    ",\"completed\":%" PRIu64 ",\"handler_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+	    ",\"runners\":%u,\"runners_started\":%" PRIu64 "}",
+	    s->queued, s->queue_limit, s->running, s->concurrency, s->closed ? "true" : "false",
+	    s->submitted, s->rejected, s->completed, s->handler_ns, s->wait_ns, s->runners,
+	    s->runners_started);
 }
 
 static void put_pool(struct out *o, const struct baton_pool_stats *p)
 {
 	put(o, "{\"name\":");
 	put_string(o, p->name);
-	put(o, ",\"capacity\":%ld,\"in_use\":%ld,\"waiters\":%ld,"
-	       "\"acquired\":%" PRIu64 ",\"refused\":%" PRIu64 "}",
+	put(o,
+	    ",\"capacity\":%ld,\"in_use\":%ld,\"waiters\":%ld,"
+	    "\"acquired\":%" PRIu64 ",\"refused\":%" PRIu64 "}",
 	    p->capacity, p->in_use, p->waiters, p->acquired, p->refused);
 }
 
 int httpd_stats_json(const struct baton_stage_stats *stages, size_t nstages,
-		     const struct baton_pool_stats *pools, size_t npools, char *buf,
-		     size_t size, size_t *len)
+		     const struct baton_pool_stats *pools, size_t npools, char *buf, size_t size,
+		     size_t *len)
 {
 	struct out o = { buf, size, 0 };
 
-	if (len == NULL || (nstages > 0 && stages == NULL) ||
-	    (npools > 0 && pools == NULL) || (buf == NULL && size > 0))
+	if (len == NULL || (nstages > 0 && stages == NULL) || (npools > 0 && pools == NULL) ||
+	    (buf == NULL && size > 0))
 		return BATON_EINVAL;
 	if (size > 0)
 		buf[0] = '\0';

@@ -164,7 +164,7 @@ static const char *barrierd_probe(void)
 	attr.prog_type = BPF_PROG_TYPE_TRACEPOINT;
 	attr.insns = (uint64_t)(uintptr_t)prog;
 	attr.insn_cnt = 2;
-	attr.license = (uint64_t)(uintptr_t)"GPL";
+	attr.license = (uint64_t)(uintptr_t) "GPL";
 	fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
 	if (fd < 0)
 		return "unavailable: eBPF tracepoint programs not allowed";
@@ -189,8 +189,7 @@ static double pct(const double *sorted, int n, double p)
 	return sorted[i < n ? i : n - 1];
 }
 
-static void emit(enum impl impl, const char *metric, const char *params,
-		 double *v, int runs)
+static void emit(enum impl impl, const char *metric, const char *params, double *v, int runs)
 {
 	double s[runs];
 
@@ -200,8 +199,8 @@ static void emit(enum impl impl, const char *metric, const char *params,
 	       "\"value\": %.1f, \"unit\": \"ns\", \"params\": {%s}, \"runs\": %d, "
 	       "\"min\": %.1f, \"max\": %.1f, \"samples\": [",
 	       impl_names[impl], metric,
-	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, params, runs,
-	       s[0], s[runs - 1]);
+	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, params, runs, s[0],
+	       s[runs - 1]);
 	for (int i = 0; i < runs; i++)
 		printf("%s%.1f", i ? ", " : "", v[i]);
 	printf("], \"status\": \"ok\"}\n");
@@ -216,14 +215,16 @@ static void emit_missing(enum impl impl, const char *params, const char *why)
 		printf("{\"suite\": \"barrier\", \"impl\": \"%s\", \"peer\": false, "
 		       "\"metric\": \"%s\", \"value\": null, \"unit\": \"ns\", "
 		       "\"params\": {%s}, \"runs\": 0, \"status\": \"missing\", "
-		       "\"error\": \"%s\"}\n", impl_names[impl], metrics[m], params, why);
+		       "\"error\": \"%s\"}\n",
+		       impl_names[impl], metrics[m], params, why);
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: barrier-bench --impl membarrier-expedited|mprotect|membarrier|"
-			"mfence|barrierd\n"
-			"                     [--load idle|busy] [--samples N] [--runs R]\n");
+	fprintf(stderr,
+		"usage: barrier-bench --impl membarrier-expedited|mprotect|membarrier|"
+		"mfence|barrierd\n"
+		"                     [--load idle|busy] [--samples N] [--runs R]\n");
 	exit(2);
 }
 

@@ -54,8 +54,7 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-static baton_coro_t **make_counters(long n, const struct baton_coro_attr *attr,
-				    struct counter *c)
+static baton_coro_t **make_counters(long n, const struct baton_coro_attr *attr, struct counter *c)
 {
 	baton_coro_t **co = calloc((size_t)n, sizeof(*co));
 	int rc;
@@ -86,8 +85,9 @@ static long rss_bytes(void)
 static int measure_rss(enum baton_coro_model model, long n, long stack_kib, int n_given)
 {
 	/* A copy-stack coroutine takes no stack size: the shared stack's. */
-	struct baton_coro_attr attr = { model, model == BATON_CORO_STACKFUL ?
-					(size_t)stack_kib * 1024 : 0, NULL, 0 };
+	struct baton_coro_attr attr = { model,
+					model == BATON_CORO_STACKFUL ? (size_t)stack_kib * 1024 : 0,
+					NULL, 0 };
 	const char *impl = model == BATON_CORO_STACKFUL ? IMPL_PREFIX "-stackful"
 							: IMPL_PREFIX "-copystack";
 	struct counter *c;
@@ -105,10 +105,11 @@ static int measure_rss(enum baton_coro_model model, long n, long stack_kib, int 
 	after = rss_bytes();
 	printf("{\"suite\":\"counters\",\"impl\":\"%s\",\"peer\":false,"
 	       "\"metric\":\"rss_bytes_per_coro\",\"value\":%.1f,\"unit\":\"bytes\","
-	       "\"params\":{\"counters\":%ld,\"stack_kib\":%ld},\"runs\":1,\"min\":%.1f,\"max\":%.1f}\n",
+	       "\"params\":{\"counters\":%ld,\"stack_kib\":%ld},\"runs\":1,\"min\":%.1f,\"max\":%."
+	       "1f}\n",
 	       impl, (double)(after - before) / (double)n, n,
-	       model == BATON_CORO_STACKFUL ? stack_kib : 0L,
-	       (double)(after - before) / (double)n, (double)(after - before) / (double)n);
+	       model == BATON_CORO_STACKFUL ? stack_kib : 0L, (double)(after - before) / (double)n,
+	       (double)(after - before) / (double)n);
 	for (long j = 0; j < n; j++)
 		baton_coro_destroy(co[j]);
 	free(co);
@@ -137,10 +138,12 @@ int main(int argc, char **argv)
 
 	/* Take --model/--rss here, hand the rest to the shared parser. */
 	for (int i = 0; i < argc; i++) {
-		if ((strcmp(argv[i], "--model") == 0 || strcmp(argv[i], "--rss") == 0) && i + 1 < argc) {
+		if ((strcmp(argv[i], "--model") == 0 || strcmp(argv[i], "--rss") == 0) &&
+		    i + 1 < argc) {
 			rss |= strcmp(argv[i], "--rss") == 0;
 			if (parse_model(argv[++i], &model) != 0) {
-				fprintf(stderr, "counters-baton: model must be stackful or copystack\n");
+				fprintf(stderr,
+					"counters-baton: model must be stackful or copystack\n");
 				return 2;
 			}
 		} else if (strcmp(argv[i], "--shared-fpenv") == 0) {
@@ -155,9 +158,10 @@ int main(int argc, char **argv)
 		return measure_rss(model, o.counters, o.stack_kib, n_given);
 
 	{
-		struct baton_coro_attr attr = { model, model == BATON_CORO_STACKFUL ?
-						(size_t)o.stack_kib * 1024 : 0, NULL,
-						shared_fp ? BATON_CORO_SHARED_FPENV : 0 };
+		struct baton_coro_attr attr = {
+			model, model == BATON_CORO_STACKFUL ? (size_t)o.stack_kib * 1024 : 0, NULL,
+			shared_fp ? BATON_CORO_SHARED_FPENV : 0
+		};
 		struct counter *c = calloc((size_t)o.counters, sizeof(*c));
 		double *samples = calloc((size_t)o.runs, sizeof(double));
 		baton_coro_t **co;
@@ -176,7 +180,7 @@ int main(int argc, char **argv)
 				for (long j = 0; j < o.counters; j++)
 					baton_coro_resume(co[j], NULL, NULL);
 			samples[r] = (double)(pc_now_ns() - t0) /
-				     ((double)o.resumes * (double)o.counters);
+				((double)o.resumes * (double)o.counters);
 		}
 		for (long j = 0; j < o.counters; j++) {
 			if (c[j].i != o.runs * o.resumes) {
@@ -197,7 +201,8 @@ int main(int argc, char **argv)
 							    : IMPL_PREFIX "-copystack";
 #endif
 		snprintf(extra, sizeof(extra), "\"stack_kib\":%ld", o.stack_kib);
-		pc_report(impl, 0, &o, samples, model == BATON_CORO_STACKFUL && o.stack_kib != 16 ? extra : NULL);
+		pc_report(impl, 0, &o, samples,
+			  model == BATON_CORO_STACKFUL && o.stack_kib != 16 ? extra : NULL);
 		free(samples);
 		free(co);
 		free(c);

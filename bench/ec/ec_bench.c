@@ -72,8 +72,8 @@ static int ck_gettime(const struct ck_ec_ops *ops, struct timespec *out)
 	return clock_gettime(CLOCK_MONOTONIC, out);
 }
 
-static void ck_wait32(const struct ck_ec_wait_state *st, const uint32_t *addr,
-		      uint32_t expected, const struct timespec *deadline)
+static void ck_wait32(const struct ck_ec_wait_state *st, const uint32_t *addr, uint32_t expected,
+		      const struct timespec *deadline)
 {
 	(void)st;
 	/* absolute CLOCK_MONOTONIC deadline: FUTEX_WAIT_BITSET takes it as is */
@@ -87,8 +87,8 @@ static void ck_wake32(const struct ck_ec_ops *ops, const uint32_t *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-static void ck_wait64(const struct ck_ec_wait_state *st, const uint64_t *addr,
-		      uint64_t expected, const struct timespec *deadline)
+static void ck_wait64(const struct ck_ec_wait_state *st, const uint64_t *addr, uint64_t expected,
+		      const struct timespec *deadline)
 {
 	ck_wait32(st, (const uint32_t *)addr, (uint32_t)expected, deadline);
 }
@@ -220,22 +220,42 @@ static double run_inc(enum impl impl, long ops)
 	memset(&counter, 0, sizeof(counter));
 	t0 = now_ns();
 	switch (impl) {
-	case BATON_SP: loop_baton_sp(&counter.baton, ops); break;
-	case BATON_MP: loop_baton_mp(&counter.baton, ops); break;
+	case BATON_SP:
+		loop_baton_sp(&counter.baton, ops);
+		break;
+	case BATON_MP:
+		loop_baton_mp(&counter.baton, ops);
+		break;
 #ifdef BATON_BENCH_HAVE_CK
-	case CK_SP: loop_ck_sp(&counter.ck, ops); break;
-	case CK_MP: loop_ck_mp(&counter.ck, ops); break;
+	case CK_SP:
+		loop_ck_sp(&counter.ck, ops);
+		break;
+	case CK_MP:
+		loop_ck_mp(&counter.ck, ops);
+		break;
 #else
-	case CK_SP: case CK_MP: break;
+	case CK_SP:
+	case CK_MP:
+		break;
 #endif
 #ifdef HAVE_CK64
-	case CK64_SP: loop_ck64(&counter.ck64, ops, true); break;
-	case CK64_MP: loop_ck64(&counter.ck64, ops, false); break;
+	case CK64_SP:
+		loop_ck64(&counter.ck64, ops, true);
+		break;
+	case CK64_MP:
+		loop_ck64(&counter.ck64, ops, false);
+		break;
 #else
-	case CK64_SP: case CK64_MP: break;
+	case CK64_SP:
+	case CK64_MP:
+		break;
 #endif
-	case PLAIN_INC: loop_plain(&counter.word, ops); break;
-	case ATOMIC_INC: loop_atomic(&counter.word, ops); break;
+	case PLAIN_INC:
+		loop_plain(&counter.word, ops);
+		break;
+	case ATOMIC_INC:
+		loop_atomic(&counter.word, ops);
+		break;
 	}
 	t1 = now_ns();
 	return (double)(t1 - t0) / (double)ops;
@@ -252,8 +272,8 @@ struct wake {
 	enum impl impl;
 	int samples;
 	int64_t *lat;
-	int64_t t_inc;               /* written by the producer before the inc */
-	uint32_t done;               /* samples the sleeper has finished */
+	int64_t t_inc; /* written by the producer before the inc */
+	uint32_t done; /* samples the sleeper has finished */
 	int cpu;
 };
 
@@ -275,7 +295,7 @@ static void pin(int cpu)
 		return;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);  /* best effort */
+	sched_setaffinity(0, sizeof(set), &set); /* best effort */
 }
 
 static void *sleeper(void *arg)
@@ -345,13 +365,22 @@ static int run_wake(enum impl impl, int samples, double *p50, double *p99)
 		/* relaxed store; the increment below is the release for it */
 		__atomic_store_n(&w.t_inc, now_ns(), __ATOMIC_RELAXED);
 		switch (impl) {
-		case BATON_SP: baton_ec_inc_sp(&counter.baton); break;
-		case BATON_MP: baton_ec_inc(&counter.baton); break;
+		case BATON_SP:
+			baton_ec_inc_sp(&counter.baton);
+			break;
+		case BATON_MP:
+			baton_ec_inc(&counter.baton);
+			break;
 #ifdef BATON_BENCH_HAVE_CK
-		case CK_SP: ck_ec32_inc(&counter.ck, &ck_mode_sp); break;
-		case CK_MP: ck_ec32_inc(&counter.ck, &ck_mode_mp); break;
+		case CK_SP:
+			ck_ec32_inc(&counter.ck, &ck_mode_sp);
+			break;
+		case CK_MP:
+			ck_ec32_inc(&counter.ck, &ck_mode_mp);
+			break;
 #endif
-		default: break;
+		default:
+			break;
 		}
 	}
 	pthread_join(th, NULL);
@@ -371,8 +400,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void emit(enum impl impl, const char *metric, const char *params,
-		 double *v, int runs)
+static void emit(enum impl impl, const char *metric, const char *params, double *v, int runs)
 {
 	double s[runs];
 
@@ -382,8 +410,8 @@ static void emit(enum impl impl, const char *metric, const char *params,
 	       "\"value\": %.4f, \"unit\": \"ns\", \"params\": {%s}, \"runs\": %d, "
 	       "\"min\": %.4f, \"max\": %.4f, \"samples\": [",
 	       impl_names[impl], is_ck(impl) ? "true" : "false", metric,
-	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, params, runs,
-	       s[0], s[runs - 1]);
+	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, params, runs, s[0],
+	       s[runs - 1]);
 	for (int i = 0; i < runs; i++)
 		printf("%s%.4f", i ? ", " : "", v[i]);
 	printf("], \"status\": \"ok\"}\n");
@@ -395,14 +423,16 @@ static __attribute__((unused)) void emit_missing(enum impl impl, const char *met
 {
 	printf("{\"suite\": \"ec\", \"impl\": \"%s\", \"peer\": true, \"metric\": \"%s\", "
 	       "\"value\": null, \"unit\": \"ns\", \"params\": {%s}, \"runs\": 0, "
-	       "\"status\": \"missing\", \"error\": \"%s\"}\n", impl_names[impl], metric,
-	       params, why);
+	       "\"status\": \"missing\", \"error\": \"%s\"}\n",
+	       impl_names[impl], metric, params, why);
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ec-bench --impl baton-sp|baton-mp|ck-sp|ck-mp|plain-inc|atomic-inc|ck64-sp|ck64-mp\n"
-			"                [--metric inc|wake] [--ops N] [--samples S] [--runs R]\n");
+	fprintf(stderr,
+		"usage: ec-bench --impl "
+		"baton-sp|baton-mp|ck-sp|ck-mp|plain-inc|atomic-inc|ck64-sp|ck64-mp\n"
+		"                [--metric inc|wake] [--ops N] [--samples S] [--runs R]\n");
 	exit(2);
 }
 
@@ -440,7 +470,8 @@ int main(int argc, char **argv)
 	}
 	if (impl < 0 || runs < 1 || runs > 1000 || ops < 1 || samples < 100)
 		usage();
-	if (wake && (impl == PLAIN_INC || impl == ATOMIC_INC || impl == CK64_SP || impl == CK64_MP)) {
+	if (wake &&
+	    (impl == PLAIN_INC || impl == ATOMIC_INC || impl == CK64_SP || impl == CK64_MP)) {
 		fprintf(stderr, "ec-bench: %s has no sleeper to wake; it only does --metric inc\n",
 			impl_names[impl]);
 		return 2;
@@ -451,7 +482,8 @@ int main(int argc, char **argv)
 		snprintf(params, sizeof(params), "\"ops\": %ld", ops);
 #ifndef BATON_BENCH_HAVE_CK
 	if (is_ck(impl)) {
-		const char *why = "ck_ec.h (Concurrency Kit, libck-dev) was not found when ec-bench was built";
+		const char *why = "ck_ec.h (Concurrency Kit, libck-dev) was not found when "
+				  "ec-bench was built";
 
 		if (wake) {
 			emit_missing(impl, "wake_ns_p50", params, why);
@@ -472,7 +504,8 @@ int main(int argc, char **argv)
 
 		for (int r = 0; r < runs; r++) {
 			if (run_wake(impl, samples, &p50[r], &p99[r]) != 0) {
-				fprintf(stderr, "ec-bench: cannot start the sleeper: %s\n", strerror(errno));
+				fprintf(stderr, "ec-bench: cannot start the sleeper: %s\n",
+					strerror(errno));
 				return 1;
 			}
 		}
@@ -481,7 +514,7 @@ int main(int argc, char **argv)
 	} else {
 		double v[runs];
 
-		run_inc(impl, ops < 1000000 ? ops : 1000000);  /* warm up */
+		run_inc(impl, ops < 1000000 ? ops : 1000000); /* warm up */
 		for (int r = 0; r < runs; r++)
 			v[r] = run_inc(impl, ops);
 		emit(impl, "ns_per_op", params, v, runs);

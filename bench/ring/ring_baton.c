@@ -59,27 +59,27 @@ struct member {
 };
 
 static struct rc_opts opts;
-static long blocked;	 /* tasks that reached their first receive (atomic) */
-static long errors;	 /* rounds whose message did not grow by n-1 (atomic) */
-static long failures;	 /* channel calls that failed (atomic) */
+static long blocked;  /* tasks that reached their first receive (atomic) */
+static long errors;   /* rounds whose message did not grow by n-1 (atomic) */
+static long failures; /* channel calls that failed (atomic) */
 static int64_t t_start;
 /* When the last ring passed its last message: the clock stops there, so
  * that what members do after the ring (--depth's check of its bytes, which
  * reads D bytes per task one by one) is not timed as message passing. */
 static int64_t t_end;
-static long rings_done;	 /* rings past their last message (atomic) */
+static long rings_done; /* rings past their last message (atomic) */
 static long rss_before, rss_ready;
 static long rings;
 static struct member *members;
-static double xwakes_per_hop;	/* cross-worker wake-ups per hop, last run */
+static double xwakes_per_hop; /* cross-worker wake-ups per hop, last run */
 static size_t stack_size = BATON_CORO_STACK_MIN;
-static unsigned coro_flags;	/* --shared-fpenv: BATON_CORO_SHARED_FPENV */
-static long depth;		/* --depth: live stack bytes per task */
-static double copied_per_hop;	/* copy-stack bytes copied per hop, last run */
-static long depth_errors;	/* tasks whose --depth bytes changed (atomic) */
-static bool single;		/* --impl ...-single: single-receiver inboxes */
-static long cold_rounds;	/* --cold-rounds: the first rounds, apart */
-static double bound_factor;	/* --bound: memcpy's factor in the bound */
+static unsigned coro_flags;   /* --shared-fpenv: BATON_CORO_SHARED_FPENV */
+static long depth;            /* --depth: live stack bytes per task */
+static double copied_per_hop; /* copy-stack bytes copied per hop, last run */
+static long depth_errors;     /* tasks whose --depth bytes changed (atomic) */
+static bool single;           /* --impl ...-single: single-receiver inboxes */
+static long cold_rounds;      /* --cold-rounds: the first rounds, apart */
+static double bound_factor;   /* --bound: memcpy's factor in the bound */
 
 static void note_failure(int rc)
 {
@@ -169,14 +169,13 @@ static void fail(const char *impl, const char *what, long at, int rc)
 {
 	char msg[256];
 
-	snprintf(msg, sizeof(msg), "%s failed at coroutine %ld of %ld: %s", what,
-		 at, opts.coroutines, baton_strerror(rc));
+	snprintf(msg, sizeof(msg), "%s failed at coroutine %ld of %ld: %s", what, at,
+		 opts.coroutines, baton_strerror(rc));
 	rc_fail(impl, &opts, msg);
 }
 
 /* One timed run of opts.rounds rounds; returns its nanoseconds. */
-static double run_once(const char *impl, unsigned workers,
-		       enum baton_coro_model model, bool first)
+static double run_once(const char *impl, unsigned workers, enum baton_coro_model model, bool first)
 {
 	struct baton_sched_attr sattr = { workers };
 	baton_sched_t *s;
@@ -225,8 +224,10 @@ static double run_once(const char *impl, unsigned workers,
 	if (errors || failures || depth_errors) {
 		char msg[160];
 
-		snprintf(msg, sizeof(msg), "%ld rounds with a wrong message, %ld failed channel calls, "
-			 "%ld tasks whose --depth bytes changed", errors, failures, depth_errors);
+		snprintf(msg, sizeof(msg),
+			 "%ld rounds with a wrong message, %ld failed channel calls, "
+			 "%ld tasks whose --depth bytes changed",
+			 errors, failures, depth_errors);
 		rc_fail(impl, &opts, msg);
 	}
 	{
@@ -291,15 +292,15 @@ static double memcpy_ns_per_hop(size_t len)
 		for (long r = 0; r < rings; r++) {
 			char **ring = buf + r * n;
 			long k = left[r] < BATON_SCHED_RUNNEXT_MAX ? left[r]
-								  : BATON_SCHED_RUNNEXT_MAX;
+								   : BATON_SCHED_RUNNEXT_MAX;
 			long i = at[r];
 
 			left[r] -= k;
 			while (k-- > 0) {
 				long next = i + 1 == n ? 0 : i + 1;
 
-				memcpy(ring[i], top, len);	/* i parks */
-				memcpy(top, ring[next], len);	/* next runs */
+				memcpy(ring[i], top, len);    /* i parks */
+				memcpy(top, ring[next], len); /* next runs */
 				/* The copies are the work: keep every one. */
 				__asm__ __volatile__("" : : "r"(top) : "memory");
 				i = next;
@@ -338,8 +339,8 @@ static double median(const double *v, long n, double *lo, double *hi)
  * v[0..n) with `prec` decimals, its extremes, and the samples when there
  * are several or it is a rate (msgs/s); `extra` (empty, or fields each led
  * by a comma) closes it. Returns the median. */
-static double print_line(const char *impl, const char *metric, const char *unit,
-			 const double *v, long n, int prec, const char *extra)
+static double print_line(const char *impl, const char *metric, const char *unit, const double *v,
+			 long n, int prec, const char *extra)
 {
 	double lo, hi, med = median(v, n, &lo, &hi);
 
@@ -455,8 +456,9 @@ int main(int argc, char **argv)
 	rest[nrest] = NULL;
 	rc_parse_args(nrest, rest, &opts);
 	if (impl_arg == NULL)
-		rc_bad(argv[0], "--impl 1t-stackful|1t-copystack|mt-stackful|mt-copystack"
-			"[-single] is required");
+		rc_bad(argv[0],
+		       "--impl 1t-stackful|1t-copystack|mt-stackful|mt-copystack"
+		       "[-single] is required");
 	{
 		char base[32];
 		size_t len = strlen(impl_arg);
@@ -482,14 +484,14 @@ int main(int argc, char **argv)
 			 single ? "-single" : "");
 	}
 	/* A stackful task's stack must hold the --depth bytes as well. */
-	if (model == BATON_CORO_STACKFUL &&
-	    stack_size < (size_t)depth + BATON_CORO_STACK_MIN)
+	if (model == BATON_CORO_STACKFUL && stack_size < (size_t)depth + BATON_CORO_STACK_MIN)
 		stack_size = ((size_t)depth + BATON_CORO_STACK_MIN + 4095) & ~(size_t)4095;
 	rings = opts.coroutines / opts.n;
 	if (bound_factor > 0) {
-		if (model != BATON_CORO_COPYSTACK || workers != 1 || single ||
-		    depth == 0 || cold_rounds)
-			rc_bad(argv[0], "--bound wants --impl 1t-copystack and --depth D > 0 "
+		if (model != BATON_CORO_COPYSTACK || workers != 1 || single || depth == 0 ||
+		    cold_rounds)
+			rc_bad(argv[0],
+			       "--bound wants --impl 1t-copystack and --depth D > 0 "
 			       "(and no --cold-rounds)");
 		snprintf(impl, sizeof(impl), "bound-1t-copystack-d%ld", depth);
 		run_bound(impl, model);
@@ -519,8 +521,9 @@ int main(int argc, char **argv)
 			rss_per = (double)(rss_ready - rss_before) / (double)opts.coroutines;
 		if (cold_rounds) {
 			cold[r] = hops_of(cold_rounds) * 1e9 / cold_ns;
-			after[r] = ns > cold_ns ? hops_of(opts.rounds - cold_rounds) * 1e9 /
-							 (ns - cold_ns) : 0;
+			after[r] = ns > cold_ns
+				? hops_of(opts.rounds - cold_rounds) * 1e9 / (ns - cold_ns)
+				: 0;
 		}
 	}
 	report(impl, samples, rss_per);

@@ -39,10 +39,10 @@ static const char *const impl_names[] = {
 };
 
 struct sample {
-	baton_task_t *handle;	/* published by the victim (atomic) */
-	int64_t t_woke;		/* the victim's timestamp */
-	int rc;			/* what its call returned */
-	bool done;		/* (atomic) */
+	baton_task_t *handle; /* published by the victim (atomic) */
+	int64_t t_woke;       /* the victim's timestamp */
+	int rc;               /* what its call returned */
+	bool done;            /* (atomic) */
 };
 
 struct bench {
@@ -51,9 +51,9 @@ struct bench {
 	bool from_thread;
 	int samples;
 	int64_t *lat;
-	baton_chan_t *empty;	/* never sent to: receivers block */
-	baton_mutex_t *mutex;	/* held by the holder task meanwhile */
-	baton_chan_t *quit;	/* closed at the end: the holder unlocks */
+	baton_chan_t *empty;  /* never sent to: receivers block */
+	baton_mutex_t *mutex; /* held by the holder task meanwhile */
+	baton_chan_t *quit;   /* closed at the end: the holder unlocks */
 	bool failed;
 };
 
@@ -150,7 +150,8 @@ static void canceller(void)
 		while (!__atomic_load_n(&sm.done, __ATOMIC_ACQUIRE))
 			settle();
 		if (sm.rc != BATON_ECANCELED) {
-			fprintf(stderr, "cancel-bench: the blocked call returned %s, not ECANCELED\n",
+			fprintf(stderr,
+				"cancel-bench: the blocked call returned %s, not ECANCELED\n",
 				baton_strerror(sm.rc));
 			B.failed = true;
 		}
@@ -191,8 +192,8 @@ static int run_once(double *p50, double *p99)
 	B.failed = false;
 	if (baton_sched_create(&B.s, &sa) != BATON_OK)
 		return -1;
-	if (baton_chan_create(&B.empty, 1) != BATON_OK || baton_chan_create(&B.quit, 1) != BATON_OK ||
-	    baton_mutex_create(&B.mutex) != BATON_OK)
+	if (baton_chan_create(&B.empty, 1) != BATON_OK ||
+	    baton_chan_create(&B.quit, 1) != BATON_OK || baton_mutex_create(&B.mutex) != BATON_OK)
 		goto out;
 	ta.worker = 0;
 	ta.flags = BATON_TASK_BOUND;
@@ -246,8 +247,9 @@ static void emit(const char *impl, const char *metric, const double *v, int runs
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: cancel-bench --impl chan-task|chan-thread|mutex-task|"
-			"mutex-thread|sleep-task|sleep-thread [--samples S] [--runs R]\n");
+	fprintf(stderr,
+		"usage: cancel-bench --impl chan-task|chan-thread|mutex-task|"
+		"mutex-thread|sleep-task|sleep-thread [--samples S] [--runs R]\n");
 }
 
 int main(int argc, char **argv)

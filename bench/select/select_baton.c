@@ -34,7 +34,8 @@ static void producer(void *arg)
 	long p = (long)(intptr_t)arg;
 
 	for (long k = 1; k <= opts.messages; k++)
-		if (baton_chan_send(chans[(p + k) % opts.channels], (void *)(intptr_t)k, -1) != BATON_OK)
+		if (baton_chan_send(chans[(p + k) % opts.channels], (void *)(intptr_t)k, -1) !=
+		    BATON_OK)
 			__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
 	baton_wg_done(producers_done);
 }
@@ -113,11 +114,13 @@ static double run_once(const char *impl, long run)
 	sattr.workers = (unsigned)opts.workers;
 	check(impl, "baton_sched_create", baton_sched_create(&s, &sattr));
 	for (long c = 0; c < opts.channels; c++)
-		check(impl, "baton_chan_create", baton_chan_create(&chans[c], (size_t)opts.capacity));
+		check(impl, "baton_chan_create",
+		      baton_chan_create(&chans[c], (size_t)opts.capacity));
 	check(impl, "baton_wg_create", baton_wg_create(&producers_done));
 	check(impl, "baton_wg_add", baton_wg_add(producers_done, opts.producers));
 	for (long p = 0; p < opts.producers; p++)
-		check(impl, "baton_sched_spawn", baton_sched_spawn(s, NULL, producer, (void *)(intptr_t)p));
+		check(impl, "baton_sched_spawn",
+		      baton_sched_spawn(s, NULL, producer, (void *)(intptr_t)p));
 	for (long c = 0; c < opts.consumers; c++)
 		check(impl, "baton_sched_spawn", baton_sched_spawn(s, NULL, consumer, NULL));
 	check(impl, "baton_sched_spawn", baton_sched_spawn(s, NULL, closer, NULL));
@@ -129,16 +132,20 @@ static double run_once(const char *impl, long run)
 	if (failures || total_count != opts.producers * opts.messages || total_sum != expect_sum) {
 		char msg[200];
 
-		snprintf(msg, sizeof(msg), "received %ld messages summing to %ld, expected %ld and %ld "
-			 "(%ld failed calls)", total_count, total_sum, opts.producers * opts.messages,
-			 expect_sum, failures);
+		snprintf(msg, sizeof(msg),
+			 "received %ld messages summing to %ld, expected %ld and %ld "
+			 "(%ld failed calls)",
+			 total_count, total_sum, opts.producers * opts.messages, expect_sum,
+			 failures);
 		sel_fail(impl, 0, &opts, msg);
 	}
 	double rate = (double)total_count * 1e9 / (double)(t1 - t0);
 	if (opts.verbose && baton_sched_stats(s, &st) == BATON_OK)
-		fprintf(stderr, "run %ld: %.2f M msgs/s, %.2f CPUs busy, %ld timeouts, dispatches %llu, handoffs %llu, "
-			"cross_wakes %llu, steals %llu, fair_turns %llu\n", run, rate / 1e6,
-			(double)(cpu1 - cpu0) / (double)(t1 - t0), timeouts,
+		fprintf(stderr,
+			"run %ld: %.2f M msgs/s, %.2f CPUs busy, %ld timeouts, dispatches %llu, "
+			"handoffs %llu, "
+			"cross_wakes %llu, steals %llu, fair_turns %llu\n",
+			run, rate / 1e6, (double)(cpu1 - cpu0) / (double)(t1 - t0), timeouts,
 			(unsigned long long)st.dispatches, (unsigned long long)st.handoffs,
 			(unsigned long long)st.cross_wakes, (unsigned long long)st.steals,
 			(unsigned long long)st.fair_turns);

@@ -24,16 +24,17 @@ static void sel_usage(const char *prog)
 		"          [--messages M] [--capacity B] [--timeout-ms T] [--runs R] [--verbose]\n"
 		"  P producers send 1..M each, message k of producer p on channel (p+k) mod K;\n"
 		"  C consumers select over the K channels (timeout T ms); a closer closes\n"
-		"  them once every producer is done. Defaults: 2 8 2 4 100000 64 100 1.\n", prog);
+		"  them once every producer is done. Defaults: 2 8 2 4 100000 64 100 1.\n",
+		prog);
 }
 
 static void sel_parse_args(int argc, char **argv, struct sel_opts *o)
 {
 	const char *prog = argc > 0 ? argv[0] : "select";
-	static const char *names[] = { "--workers", "--producers", "--consumers", "--channels",
-				       "--messages", "--capacity", "--timeout-ms", "--runs" };
-	long *dst[] = { &o->workers, &o->producers, &o->consumers, &o->channels,
-			&o->messages, &o->capacity, &o->timeout_ms, &o->runs };
+	static const char *names[] = { "--workers",  "--producers", "--consumers",  "--channels",
+				       "--messages", "--capacity",  "--timeout-ms", "--runs" };
+	long *dst[] = { &o->workers,  &o->producers, &o->consumers,  &o->channels,
+			&o->messages, &o->capacity,  &o->timeout_ms, &o->runs };
 	char msg[256];
 
 	*o = (struct sel_opts){ 2, 8, 2, 4, 100000, 64, 100, 1, 0 };
@@ -73,13 +74,12 @@ static void sel_parse_args(int argc, char **argv, struct sel_opts *o)
 static void sel_params(const struct sel_opts *o)
 {
 	printf("\"params\":{\"workers\":%ld,\"producers\":%ld,\"consumers\":%ld,\"channels\":%ld,"
-	       "\"messages\":%ld,\"capacity\":%ld}", o->workers, o->producers, o->consumers,
-	       o->channels, o->messages, o->capacity);
+	       "\"messages\":%ld,\"capacity\":%ld}",
+	       o->workers, o->producers, o->consumers, o->channels, o->messages, o->capacity);
 }
 
 /* The msgs_per_s line: the median of samples[0..runs), listed in run order. */
-static void sel_report(const char *impl, int peer, const struct sel_opts *o,
-		       const double *samples)
+static void sel_report(const char *impl, int peer, const struct sel_opts *o, const double *samples)
 {
 	long n = o->runs;
 	double s[SEL_MAX_RUNS];
@@ -87,8 +87,8 @@ static void sel_report(const char *impl, int peer, const struct sel_opts *o,
 	memcpy(s, samples, (size_t)n * sizeof(*s));
 	qsort(s, (size_t)n, sizeof(*s), rc_cmp_double);
 	printf("{\"suite\":\"select\",\"impl\":\"%s\",\"peer\":%s,\"metric\":\"msgs_per_s\","
-	       "\"value\":%.1f,\"unit\":\"msgs/s\",", impl, peer ? "true" : "false",
-	       n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2);
+	       "\"value\":%.1f,\"unit\":\"msgs/s\",",
+	       impl, peer ? "true" : "false", n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2);
 	sel_params(o);
 	printf(",\"runs\":%ld,\"min\":%.1f,\"max\":%.1f,\"samples\":[", n, s[0], s[n - 1]);
 	for (long i = 0; i < n; i++)
@@ -98,8 +98,8 @@ static void sel_report(const char *impl, int peer, const struct sel_opts *o,
 }
 
 /* The line of a run that failed (a wrong sum, a failed call); exits 1. */
-__attribute__((noreturn)) static void sel_fail(const char *impl, int peer,
-					       const struct sel_opts *o, const char *error)
+__attribute__((noreturn)) static void sel_fail(const char *impl, int peer, const struct sel_opts *o,
+					       const char *error)
 {
 	fprintf(stderr, "%s\n", error);
 	printf("{\"suite\":\"select\",\"impl\":\"%s\",\"peer\":%s,\"metric\":\"msgs_per_s\","

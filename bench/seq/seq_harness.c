@@ -206,7 +206,7 @@ static long (*call)(long x);
 
 struct thread_result {
 	int64_t t0, t1;
-	int64_t *lat;	/* sampled latencies */
+	int64_t *lat; /* sampled latencies */
 	long nlat;
 	long bad;
 	pthread_t tid;
@@ -360,8 +360,8 @@ static void report(const char *metric, const char *unit, double *v)
 	       "\"runs\":%ld,\"min\":%.6g,\"max\":%.6g,\"samples\":[",
 	       rt->name, variant_names[variant],
 	       variant == V_PIPE || variant == V_UCONTEXT ? "true" : "false", metric,
-	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, unit,
-	       threads, variant == V_BATON ? k : 0L, runs, s[0], s[runs - 1]);
+	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, unit, threads,
+	       variant == V_BATON ? k : 0L, runs, s[0], s[runs - 1]);
 	for (long r = 0; r < runs; r++)
 		printf("%s%.6g", r ? "," : "", v[r]);
 	printf("]}\n");
@@ -442,7 +442,8 @@ int seq_harness_main(int argc, char **argv, const struct seq_runtime *runtime)
 		call = call_plain;
 		break;
 	case V_PIPE:
-		if (pipe(pipe_req_fd) != 0 || pthread_create(&dispatcher, NULL, dispatch, NULL) != 0)
+		if (pipe(pipe_req_fd) != 0 ||
+		    pthread_create(&dispatcher, NULL, dispatch, NULL) != 0)
 			die("pipe: set-up");
 		pthread_mutex_lock(&pipe_init_mu);
 		while (!pipe_init_done)
@@ -466,7 +467,8 @@ int seq_harness_main(int argc, char **argv, const struct seq_runtime *runtime)
 		attr.name = rt->name;
 		rc = baton_seq_create(&seq, &attr);
 		if (rc != BATON_OK) {
-			fprintf(stderr, "seq-%s: baton_seq_create: %s\n", rt->name, baton_strerror(rc));
+			fprintf(stderr, "seq-%s: baton_seq_create: %s\n", rt->name,
+				baton_strerror(rc));
 			return 1;
 		}
 		if (seq_init_rc != 0)
@@ -515,9 +517,10 @@ int seq_harness_main(int argc, char **argv, const struct seq_runtime *runtime)
 
 		/* how the calls were run, for reading the contention table */
 		if (baton_seq_stats(seq, &st) == BATON_OK && st.calls)
-			fprintf(stderr, "seq-%s: threads %ld k %ld: %llu calls, %.1f%% combined, "
-				"%llu switches, %llu sleeps\n", rt->name, threads, k,
-				(unsigned long long)st.calls,
+			fprintf(stderr,
+				"seq-%s: threads %ld k %ld: %llu calls, %.1f%% combined, "
+				"%llu switches, %llu sleeps\n",
+				rt->name, threads, k, (unsigned long long)st.calls,
 				100.0 * (double)st.combined / (double)st.calls,
 				(unsigned long long)st.switches, (unsigned long long)st.sleeps);
 		if (rt->fini)

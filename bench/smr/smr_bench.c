@@ -80,8 +80,8 @@ struct obj {
 };
 
 static struct obj *table[SLOTS]; /* (atomic pointers) */
-static long live_objs;		 /* (atomic) made and not freed */
-static int stop;		 /* (atomic) */
+static long live_objs;           /* (atomic) made and not freed */
+static int stop;                 /* (atomic) */
 static const char *impl_name;
 static bool use_hp; /* baton-hp */
 
@@ -115,9 +115,17 @@ static void obj_free(struct obj *o)
 /* --- each family's read side and writer -------------------------------- */
 
 #if defined(PEER_URCU)
-static void fam_init(void) {}
-static void thread_online(void) { U(register_thread)(); }
-static void thread_offline(void) { U(unregister_thread)(); }
+static void fam_init(void)
+{
+}
+static void thread_online(void)
+{
+	U(register_thread)();
+}
+static void thread_offline(void)
+{
+	U(unregister_thread)();
+}
 
 static long read_section(unsigned slot)
 {
@@ -143,19 +151,41 @@ static void free_cb(struct rcu_head *h)
 	obj_free(caa_container_of(h, struct obj, head));
 }
 
-static void retire(struct obj *o) { U(call_rcu)(&o->head, free_cb); }
-static void poll_once(void) {}
-static void synchronize(void) { U(synchronize_rcu)(); }
-static void stall_begin(void) { U(read_lock)(); }
-static void stall_end(void) { U(read_unlock)(); }
-static void writer_drain(void) {}
-static void fam_fini(void) { U(barrier)(); }
+static void retire(struct obj *o)
+{
+	U(call_rcu)(&o->head, free_cb);
+}
+static void poll_once(void)
+{
+}
+static void synchronize(void)
+{
+	U(synchronize_rcu)();
+}
+static void stall_begin(void)
+{
+	U(read_lock)();
+}
+static void stall_end(void)
+{
+	U(read_unlock)();
+}
+static void writer_drain(void)
+{
+}
+static void fam_fini(void)
+{
+	U(barrier)();
+}
 
 #elif defined(PEER_CK)
 static ck_epoch_t epoch;
 static __thread ck_epoch_record_t *rec;
 
-static void fam_init(void) { ck_epoch_init(&epoch); }
+static void fam_init(void)
+{
+	ck_epoch_init(&epoch);
+}
 
 static void thread_online(void)
 {
@@ -175,7 +205,8 @@ static long read_section(unsigned slot)
 	long v;
 
 	ck_epoch_begin(rec, NULL);
-	v = ck_pr_load_ptr(&table[slot]) == NULL ? 0
+	v = ck_pr_load_ptr(&table[slot]) == NULL
+		? 0
 		: ((struct obj *)ck_pr_load_ptr(&table[slot]))->value;
 	ck_epoch_end(rec, NULL);
 	return v;
@@ -183,20 +214,42 @@ static long read_section(unsigned slot)
 
 #define READ_SECTION(slot) read_section(slot)
 
-static void quiescent(void) {}
+static void quiescent(void)
+{
+}
 
 static void free_cb(ck_epoch_entry_t *e)
 {
 	obj_free((struct obj *)((char *)e - offsetof(struct obj, entry)));
 }
 
-static void retire(struct obj *o) { ck_epoch_call(rec, &o->entry, free_cb); }
-static void poll_once(void) { ck_epoch_poll(rec); }
-static void synchronize(void) { ck_epoch_synchronize(rec); }
-static void stall_begin(void) { ck_epoch_begin(rec, NULL); }
-static void stall_end(void) { ck_epoch_end(rec, NULL); }
-static void writer_drain(void) { ck_epoch_barrier(rec); }
-static void fam_fini(void) {}
+static void retire(struct obj *o)
+{
+	ck_epoch_call(rec, &o->entry, free_cb);
+}
+static void poll_once(void)
+{
+	ck_epoch_poll(rec);
+}
+static void synchronize(void)
+{
+	ck_epoch_synchronize(rec);
+}
+static void stall_begin(void)
+{
+	ck_epoch_begin(rec, NULL);
+}
+static void stall_end(void)
+{
+	ck_epoch_end(rec, NULL);
+}
+static void writer_drain(void)
+{
+	ck_epoch_barrier(rec);
+}
+static void fam_fini(void)
+{
+}
 
 #elif !defined(PEER_MISSING)
 static baton_smr_t *dom;
@@ -246,9 +299,14 @@ static inline long read_sections(unsigned slot)
 /* One loop per flavour (the flavour is chosen at run time). */
 #define READ_SECTION(slot) (use_hp ? read_hp(slot) : read_sections(slot))
 
-static void quiescent(void) {}
+static void quiescent(void)
+{
+}
 
-static void free_cb(void *p) { obj_free(p); }
+static void free_cb(void *p)
+{
+	obj_free(p);
+}
 
 static void retire(struct obj *o)
 {
@@ -256,8 +314,14 @@ static void retire(struct obj *o)
 		abort();
 }
 
-static void poll_once(void) { baton_smr_poll(dom); }
-static void synchronize(void) { baton_smr_synchronize(dom, -1); }
+static void poll_once(void)
+{
+	baton_smr_poll(dom);
+}
+static void synchronize(void)
+{
+	baton_smr_synchronize(dom, -1);
+}
 
 static void stall_begin(void)
 {
@@ -277,8 +341,14 @@ static void stall_end(void)
 		baton_smr_read_unlock(dom, stall_tok);
 }
 
-static void writer_drain(void) { baton_smr_barrier(dom, -1); }
-static void fam_fini(void) { baton_smr_barrier(dom, -1); }
+static void writer_drain(void)
+{
+	baton_smr_barrier(dom, -1);
+}
+static void fam_fini(void)
+{
+	baton_smr_barrier(dom, -1);
+}
 #endif
 
 #ifndef PEER_MISSING
@@ -303,15 +373,15 @@ static void replace(unsigned slot, long v)
 #if defined(PEER_URCU) || defined(PEER_CK)
 #define READ_LOOP(...) __VA_ARGS__
 #else
-#define READ_LOOP(...)                     \
-	do {                               \
-		if (use_hp) {              \
+#define READ_LOOP(...)                             \
+	do {                                       \
+		if (use_hp) {                      \
 			const bool use_hp = true;  \
-			__VA_ARGS__        \
-		} else {                   \
+			__VA_ARGS__                \
+		} else {                           \
 			const bool use_hp = false; \
-			__VA_ARGS__        \
-		}                          \
+			__VA_ARGS__                \
+		}                                  \
 	} while (0)
 #endif
 
@@ -361,10 +431,11 @@ static void *reader_main(void *arg)
 			usleep(1000);
 		stall_end();
 	} else {
-		READ_LOOP(while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) { /* as above */
-			sink += READ_SECTION((unsigned)rng(&x) % SLOTS);
-			if ((++n & 1023) == 0)
-				quiescent();
+		READ_LOOP(while (!__atomic_load_n(
+			&stop, __ATOMIC_RELAXED)) { /* as above */
+						    sink += READ_SECTION((unsigned)rng(&x) % SLOTS);
+						    if ((++n & 1023) == 0)
+							    quiescent();
 		});
 	}
 	r->reads = n + (sink == 42);
@@ -512,8 +583,7 @@ static bool is_peer(void)
 	return strncmp(impl_name, "baton", 5) != 0;
 }
 
-static void emit(const char *metric, const char *unit, const char *params, double *v,
-		 int runs)
+static void emit(const char *metric, const char *unit, const char *params, double *v, int runs)
 {
 	double s[runs];
 
@@ -523,8 +593,8 @@ static void emit(const char *metric, const char *unit, const char *params, doubl
 	       "\"value\": %.3f, \"unit\": \"%s\", \"params\": {%s}, \"runs\": %d, "
 	       "\"min\": %.3f, \"max\": %.3f, \"samples\": [",
 	       impl_name, is_peer() ? "true" : "false", metric,
-	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, unit, params,
-	       runs, s[0], s[runs - 1]);
+	       runs % 2 ? s[runs / 2] : (s[runs / 2 - 1] + s[runs / 2]) / 2, unit, params, runs,
+	       s[0], s[runs - 1]);
 	for (int i = 0; i < runs; i++)
 		printf("%s%.3f", i ? ", " : "", v[i]);
 	printf("], \"status\": \"ok\"}\n");
@@ -532,9 +602,10 @@ static void emit(const char *metric, const char *unit, const char *params, doubl
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: smr-bench --impl NAME --metric read|throughput|gp|stall\n"
-			"                 [--ops N] [--ms T] [--rate R] [--samples S] [--objects K]"
-			" [--runs R]\n");
+	fprintf(stderr,
+		"usage: smr-bench --impl NAME --metric read|throughput|gp|stall\n"
+		"                 [--ops N] [--ms T] [--rate R] [--samples S] [--objects K]"
+		" [--runs R]\n");
 	exit(2);
 }
 
@@ -576,8 +647,8 @@ int main(int argc, char **argv)
 	if (strcmp(metric, "read") == 0)
 		snprintf(params, sizeof(params), "\"ops\": %ld", ops);
 	else if (strcmp(metric, "throughput") == 0)
-		snprintf(params, sizeof(params), "\"ms\": %ld, \"rate\": %ld, \"readers\": %d",
-			 ms, rate, ncpu);
+		snprintf(params, sizeof(params), "\"ms\": %ld, \"rate\": %ld, \"readers\": %d", ms,
+			 rate, ncpu);
 	else if (strcmp(metric, "gp") == 0)
 		snprintf(params, sizeof(params), "\"samples\": %d", samples);
 	else if (strcmp(metric, "stall") == 0)
@@ -587,13 +658,14 @@ int main(int argc, char **argv)
 #if defined(PEER_MISSING)
 	printf("{\"suite\": \"smr\", \"impl\": \"%s\", \"peer\": true, \"metric\": \"%s\", "
 	       "\"value\": null, \"params\": {%s}, \"runs\": 0, \"status\": \"missing\", "
-	       "\"error\": \"%s\"}\n", impl_name, strcmp(metric, "read") == 0 ? "ns_per_section"
-	       : metric, params, PEER_MISSING);
+	       "\"error\": \"%s\"}\n",
+	       impl_name, strcmp(metric, "read") == 0 ? "ns_per_section" : metric, params,
+	       PEER_MISSING);
 	return 0;
 #else
 	if (strcmp(impl_name, FAMILY) != 0 &&
-	    !(strcmp(FAMILY, "baton") == 0 && (strcmp(impl_name, "baton-sections") == 0 ||
-					       strcmp(impl_name, "baton-hp") == 0))) {
+	    !(strcmp(FAMILY, "baton") == 0 &&
+	      (strcmp(impl_name, "baton-sections") == 0 || strcmp(impl_name, "baton-hp") == 0))) {
 		fprintf(stderr, "smr-bench: this program runs %s, not %s\n", FAMILY, impl_name);
 		return 2;
 	}

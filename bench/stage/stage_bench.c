@@ -173,8 +173,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(impl, "runner-1w") && strcmp(impl, "runner-2w") && strcmp(impl, "spawn-1w") &&
 	    strcmp(impl, "spawn-copystack-1w") && strcmp(impl, "pass-1w")) {
-		fprintf(stderr, "usage: stage-bench --impl runner-1w|runner-2w|spawn-1w|"
-				"spawn-copystack-1w|pass-1w [--items N] [--runs N]\n");
+		fprintf(stderr,
+			"usage: stage-bench --impl runner-1w|runner-2w|spawn-1w|"
+			"spawn-copystack-1w|pass-1w [--items N] [--runs N]\n");
 		return 2;
 	}
 	if (runs < 1 || runs > 64 || items < 1) {

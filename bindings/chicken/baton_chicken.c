@@ -45,7 +45,7 @@ static void on_gc(int mode, C_long ms)
 {
 	if (mode == 0) /* GC_MINOR in runtime.c */
 		rt_gc.minor++;
-	else           /* GC_MAJOR, GC_REALLOC */
+	else /* GC_MAJOR, GC_REALLOC */
 		rt_gc.major++;
 	if (ms > 0)
 		rt_gc.ms += (unsigned long)ms;
@@ -138,8 +138,9 @@ void baton_chicken_call_or_die(baton_seq_fn fn, void *arg, const char *who)
 
 	if (rc != BATON_OK) {
 		fprintf(stderr, "baton_chicken: %s: %s\n", who ? who : "call",
-			current_seq() ? baton_strerror(rc) :
-			"the runtime is not started (call baton_chicken_start first)");
+			current_seq()
+				? baton_strerror(rc)
+				: "the runtime is not started (call baton_chicken_start first)");
 		abort();
 	}
 }

@@ -91,22 +91,25 @@ extern "C" {
 #define BATON_CHICKEN_STACK_SLACK (1024u * 1024u)
 
 struct baton_chicken_attr {
-	void *toplevel;  /* entry of the compiled program; NULL = C_toplevel,
+	void *toplevel; /* entry of the compiled program; NULL = C_toplevel,
 			    the one csc -embedded generates for a program */
-	size_t nursery;  /* CHICKEN's stack-allocated nursery in bytes;
+	size_t nursery; /* CHICKEN's stack-allocated nursery in bytes;
 			    0 = BATON_CHICKEN_NURSERY_DEFAULT */
-	size_t heap;     /* initial heap in bytes; 0 = CHICKEN's default */
-	unsigned batch;  /* flat-combining batch (baton_seq_attr.batch) */
+	size_t heap;    /* initial heap in bytes; 0 = CHICKEN's default */
+	unsigned batch; /* flat-combining batch (baton_seq_attr.batch) */
 };
 
-#define BATON_CHICKEN_ATTR_INIT { NULL, 0, 0, 16 }
+#define BATON_CHICKEN_ATTR_INIT \
+	{                       \
+		NULL, 0, 0, 16  \
+	}
 
 /* Collections the runtime has made since it started (counted by CHICKEN's
  * post-GC hook; read through the sequencer, so the numbers are current). */
 struct baton_chicken_gc_stats {
-	unsigned long minor;    /* nursery evacuations */
-	unsigned long major;    /* full heap collections, resizes included */
-	unsigned long ms;       /* milliseconds CHICKEN reports spent in GC */
+	unsigned long minor; /* nursery evacuations */
+	unsigned long major; /* full heap collections, resizes included */
+	unsigned long ms;    /* milliseconds CHICKEN reports spent in GC */
 };
 
 /* Create the sequencer and its stack (nursery + BATON_CHICKEN_STACK_SLACK)

@@ -123,7 +123,8 @@ static void *account_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		old.slot = 0, old.gen = 0;
 	/* What the charged account would hold with this block grown. */
 	if (a != NULL && a->budget != 0 && nsize > osize) {
-		held = a->live - (h != NULL && old.slot == bl->cur && old.gen == a->gen ? osize : 0);
+		held = a->live -
+			(h != NULL && old.slot == bl->cur && old.gen == a->gen ? osize : 0);
 		if (held + nsize > a->budget) {
 			a->refused = true;
 			return NULL;
@@ -411,8 +412,8 @@ static void *do_call(void *arg)
 	return NULL;
 }
 
-int baton_lua_call(baton_lua_t *bl, const char *name, const struct baton_lua_value *args,
-		   int nargs, struct baton_lua_value *result)
+int baton_lua_call(baton_lua_t *bl, const char *name, const struct baton_lua_value *args, int nargs,
+		   struct baton_lua_value *result)
 {
 	struct call_req r = { bl, name, args, nargs, result, BATON_OK };
 	int rc;

@@ -72,9 +72,27 @@ struct baton_lua_value {
 	} u;
 };
 
-#define BATON_LUA_INT(v) { BATON_LUA_INTEGER, { .i = (v) } }
-#define BATON_LUA_NUM(v) { BATON_LUA_NUMBER, { .n = (v) } }
-#define BATON_LUA_STR(p) { BATON_LUA_STRING, { .s = { (p), sizeof(p) - 1 } } } /* literals */
+#define BATON_LUA_INT(v)           \
+	{                          \
+		BATON_LUA_INTEGER, \
+		{                  \
+			.i = (v)   \
+		}                  \
+	}
+#define BATON_LUA_NUM(v)          \
+	{                         \
+		BATON_LUA_NUMBER, \
+		{                 \
+			.n = (v)  \
+		}                 \
+	}
+#define BATON_LUA_STR(p)                           \
+	{                                          \
+		BATON_LUA_STRING,                  \
+		{                                  \
+			.s = {(p), sizeof(p) - 1 } \
+		}                                  \
+	} /* literals */
 
 /* Create a state on a new sequencer. `attr` (may be NULL) gives the stack
  * size, K and the name; its init must be NULL (the binding's own init opens
@@ -93,8 +111,8 @@ size_t baton_lua_memory(const baton_lua_t *bl);
  * NULL). Errors: BATON_EINVAL (NULL bl or name, nargs < 0, args NULL with
  * nargs > 0), BATON_LUA_ERROR (no such function, a Lua error, or a result
  * of another type: message in *result), baton_seq_call's. */
-int baton_lua_call(baton_lua_t *bl, const char *name, const struct baton_lua_value *args,
-		   int nargs, struct baton_lua_value *result);
+int baton_lua_call(baton_lua_t *bl, const char *name, const struct baton_lua_value *args, int nargs,
+		   struct baton_lua_value *result);
 
 /* Run a chunk of Lua source, or a file. On BATON_LUA_ERROR the message is
  * stored in *err if err is not NULL. */
@@ -169,8 +187,8 @@ baton_seq_t *baton_lua_seq(baton_lua_t *bl);
 enum {
 	BATON_LUA_STOP_NONE = 0,
 	BATON_LUA_STOP_DEADLINE, /* BATON_ETIMEDOUT */
-	BATON_LUA_STOP_CPU,	 /* BATON_LUA_BUDGET */
-	BATON_LUA_STOP_MEMORY,	 /* an allocation was refused and the run
+	BATON_LUA_STOP_CPU,      /* BATON_LUA_BUDGET */
+	BATON_LUA_STOP_MEMORY,   /* an allocation was refused and the run
 				    failed with "not enough memory" */
 };
 
@@ -180,7 +198,7 @@ struct baton_lua_usage {
 	unsigned long slices; /* slices (and steps after waits) */
 	size_t mem_peak;      /* the most its allocations held at once
 				 (BATON_LUA_ACCOUNT), else 0 */
-	int stopped;	      /* BATON_LUA_STOP_* */
+	int stopped;          /* BATON_LUA_STOP_* */
 };
 
 struct baton_lua_run {
@@ -198,12 +216,12 @@ struct baton_lua_run {
 	 * not raise. */
 	void (*done)(struct lua_State *L, void *arg);
 	void *arg;
-	long long slice_ns;  /* a slice's time: 0 = BATON_LUA_SLICE_DEFAULT_NS;
+	long long slice_ns;            /* a slice's time: 0 = BATON_LUA_SLICE_DEFAULT_NS;
 				< 0: no slices (the run gives its worker up
 				only in waits; the limits below still hold) */
-	long long deadline;  /* CLOCK_MONOTONIC ns: stop the run then; 0 = none */
-	long long cpu_ns;    /* budget of slice time; 0 = none */
-	size_t mem_bytes;    /* budget of memory its allocations hold at once;
+	long long deadline;            /* CLOCK_MONOTONIC ns: stop the run then; 0 = none */
+	long long cpu_ns;              /* budget of slice time; 0 = none */
+	size_t mem_bytes;              /* budget of memory its allocations hold at once;
 				0 = none; needs BATON_LUA_ACCOUNT */
 	struct baton_lua_usage *usage; /* may be NULL */
 };
@@ -236,10 +254,10 @@ struct baton_lua_run {
 #define BATON_LUA_MAX_TIMERS_DEFAULT 1024
 
 struct baton_lua_tasks_attr {
-	baton_sched_t *sched; /* for timers set outside a run (the state's
+	baton_sched_t *sched;       /* for timers set outside a run (the state's
 				 chunk), which has no task; NULL: refused there */
-	int worker;	      /* their worker, or BATON_SCHED_ANY_WORKER */
-	size_t max_timers;    /* pending timers at most; 0: the default */
+	int worker;                 /* their worker, or BATON_SCHED_ANY_WORKER */
+	size_t max_timers;          /* pending timers at most; 0: the default */
 	long long slice_ns, cpu_ns; /* each timer callback's run (baton_lua_run) */
 	size_t mem_bytes;
 	/* May be NULL. A timer callback failed: what, on any thread. */
@@ -247,7 +265,10 @@ struct baton_lua_tasks_attr {
 	void *error_arg;
 };
 
-#define BATON_LUA_TASKS_ATTR_INIT { NULL, BATON_SCHED_ANY_WORKER, 0, 0, 0, 0, NULL, NULL }
+#define BATON_LUA_TASKS_ATTR_INIT                                    \
+	{                                                            \
+		NULL, BATON_SCHED_ANY_WORKER, 0, 0, 0, 0, NULL, NULL \
+	}
 
 /* Set the state's background attributes (copied). Before any timer is set:
  * typically right after creating the state. Errors: BATON_EINVAL. */

@@ -39,8 +39,8 @@
 #define TIMER_META "baton.timer"
 #define THREAD_META "baton.thread"
 #define NOT_PENDING SIZE_MAX
-#define FIRE_BATCH 64	       /* timer calls started per sequenced call */
-#define DESTROY_WAIT_S 10      /* baton_lua_destroy waits this long for them */
+#define FIRE_BATCH 64     /* timer calls started per sequenced call */
+#define DESTROY_WAIT_S 10 /* baton_lua_destroy waits this long for them */
 
 static const char state_key = 0; /* registry: the struct baton_lua */
 
@@ -156,12 +156,12 @@ static void bg_end(struct baton_lua *bl, struct bg_link *l)
 /* --- the timer heap (on the stack) ------------------------------------------ */
 
 struct lua_timer {
-	int64_t due, period;	/* period 0: once */
-	size_t pos;		/* in the heap, or NOT_PENDING */
-	int ref;		/* anchors the userdata while pending or firing */
+	int64_t due, period; /* period 0: once */
+	size_t pos;          /* in the heap, or NOT_PENDING */
+	int ref;             /* anchors the userdata while pending or firing */
 	int nargs;
-	bool firing;		/* a call is started (its task spawned) */
-	bool cancelled;		/* no call begins any more */
+	bool firing;    /* a call is started (its task spawned) */
+	bool cancelled; /* no call begins any more */
 	struct baton_lua *bl;
 };
 
@@ -344,16 +344,23 @@ static void fire_task(void *arg)
 	struct baton_lua *bl = tm->bl;
 	struct bg_link link = { NULL, NULL, NULL, false, false };
 	struct baton_lua_value err = { BATON_LUA_NIL, { 0 } };
-	struct baton_lua_run r = { fire_start, fire_finish, NULL, NULL, tm, bl->bg.a.slice_ns, 0,
+	struct baton_lua_run r = { fire_start,
+				   fire_finish,
+				   NULL,
+				   NULL,
+				   tm,
+				   bl->bg.a.slice_ns,
+				   0,
 				   bl->bg.a.cpu_ns,
-				   (bl->flags & BATON_LUA_ACCOUNT) ? bl->bg.a.mem_bytes : 0, NULL };
+				   (bl->flags & BATON_LUA_ACCOUNT) ? bl->bg.a.mem_bytes : 0,
+				   NULL };
 	int rc;
 
 	bg_begin(bl, &link, false);
 	rc = baton__lua_run(bl, &r, &err, &link.cancelled);
 	if (rc != BATON_OK && !link.cancelled && bl->bg.a.error) {
-		bl->bg.a.error(bl->bg.a.error_arg, err.type == BATON_LUA_STRING ? err.u.s.ptr
-						   : baton_strerror(rc));
+		bl->bg.a.error(bl->bg.a.error_arg,
+			       err.type == BATON_LUA_STRING ? err.u.s.ptr : baton_strerror(rc));
 	}
 	baton_lua_value_clear(&err);
 	(void)baton_seq_call(bl->seq, fire_done, tm, NULL);
@@ -492,16 +499,16 @@ struct thr_waiter {
 };
 
 struct lua_thread {
-	pthread_mutex_t lock;	/* state, waiters, link.task, refs */
-	int refs;		/* the task and the handle */
+	pthread_mutex_t lock; /* state, waiters, link.task, refs */
+	int refs;             /* the task and the handle */
 	int state;
 	bool ok;
-	bool orphan;		/* its handle was collected: keep no results */
-	int fn_ref;		/* registry: { fn, args... } until it starts */
-	int res_ref;		/* registry: { n = N, ... } once it ended */
+	bool orphan; /* its handle was collected: keep no results */
+	int fn_ref;  /* registry: { fn, args... } until it starts */
+	int res_ref; /* registry: { n = N, ... } once it ended */
 	struct thr_waiter *waiters;
 	struct bg_link link;
-	bool started;		/* link is listed */
+	bool started; /* link is listed */
 	struct baton_lua *bl;
 	struct baton_lua_run r; /* its limits (the spawning run's) */
 	int nargs;
@@ -640,7 +647,8 @@ static int l_spawn(lua_State *L)
 
 	luaL_checktype(L, 1, LUA_TFUNCTION);
 	if (t == NULL)
-		return luaL_error(L, "baton.spawn: only in a task's own coroutine (a baton_lua_run, "
+		return luaL_error(L,
+				  "baton.spawn: only in a task's own coroutine (a baton_lua_run, "
 				  "such as a baton-httpd handler)");
 	/* The function and its arguments, kept until the thread starts. */
 	lua_createtable(L, nargs + 1, 0);
@@ -782,10 +790,13 @@ static int l_wait_threads(lua_State *L)
 	n = (lua_Integer)lua_rawlen(L, 1);
 	luaL_argcheck(L, n > 0 && n <= 100000, 1, "1 to 100000 threads");
 	if (t == NULL)
-		return luaL_error(L, "baton.wait_any: only in a task's own coroutine (a baton_lua_run, "
-				  "such as a baton-httpd handler)");
+		return luaL_error(
+			L,
+			"baton.wait_any: only in a task's own coroutine (a baton_lua_run, "
+			"such as a baton-httpd handler)");
 	if (!lua_isyieldable(L))
-		return luaL_error(L, "baton.wait_any: cannot wait inside a C call (a sort comparator, "
+		return luaL_error(L,
+				  "baton.wait_any: cannot wait inside a C call (a sort comparator, "
 				  "a gsub function, a metamethod called from C)");
 	/* The array stays on this coroutine's stack while it waits. */
 	arr = lua_newuserdatauv(L, (size_t)n * sizeof(*arr), 0);
@@ -894,11 +905,15 @@ static const char waits[] =
 void baton__lua_open_bg(lua_State *L, struct baton_lua *bl)
 {
 	static const luaL_Reg timer[] = {
-		{ "cancel", l_timer_cancel }, { "pending", l_timer_pending }, { NULL, NULL },
+		{ "cancel", l_timer_cancel },
+		{ "pending", l_timer_pending },
+		{ NULL, NULL },
 	};
 	static const luaL_Reg thread[] = {
-		{ "cancel", l_thread_cancel }, { "done", l_thread_done },
-		{ "result", l_thread_result }, { NULL, NULL },
+		{ "cancel", l_thread_cancel },
+		{ "done", l_thread_done },
+		{ "result", l_thread_result },
+		{ NULL, NULL },
 	};
 	int lib = lua_gettop(L);
 

@@ -37,12 +37,12 @@
  * header together with the slot's generation, so that a block freed after
  * its run ended is credited to nobody. */
 struct baton_lua_account {
-	size_t live;	 /* bytes of the blocks it holds now */
-	size_t peak;	 /* the most it held */
-	size_t budget;	 /* 0: none */
-	uint32_t gen;	 /* bumped when the slot is given back */
-	uint32_t next;	 /* the free list */
-	bool refused;	 /* an allocation was refused for the budget */
+	size_t live;   /* bytes of the blocks it holds now */
+	size_t peak;   /* the most it held */
+	size_t budget; /* 0: none */
+	uint32_t gen;  /* bumped when the slot is given back */
+	uint32_t next; /* the free list */
+	bool refused;  /* an allocation was refused for the budget */
 };
 
 struct lua_timer;
@@ -51,9 +51,9 @@ struct lua_timer;
  * thread): listed while it runs, so that closing can cancel it. */
 struct bg_link {
 	struct bg_link *next, **prev;
-	baton_task_t *task;	/* its handle (it can be cancelled) */
-	bool thread;		/* a baton.spawn thread (else a timer's) */
-	bool cancelled;		/* its run stops at its next step */
+	baton_task_t *task; /* its handle (it can be cancelled) */
+	bool thread;        /* a baton.spawn thread (else a timer's) */
+	bool cancelled;     /* its run stops at its next step */
 };
 
 /* The state's background runs: timers (baton.after, baton.every) and
@@ -66,12 +66,12 @@ struct baton_lua_bg {
 	bool runner;
 	/* Any thread, under lock. */
 	pthread_mutex_t lock;
-	pthread_cond_t ended;	/* ntasks reached 0 */
-	unsigned ntasks;	/* background tasks alive (spawned, not ended) */
+	pthread_cond_t ended; /* ntasks reached 0 */
+	unsigned ntasks;      /* background tasks alive (spawned, not ended) */
 	struct bg_link *live;
-	bool closing;		/* no new timers; timer callbacks stop */
-	bool closing_all;	/* threads too */
-	baton_sem_t *wake;	/* the runner sleeps on it until the next due time */
+	bool closing;      /* no new timers; timer callbacks stop */
+	bool closing_all;  /* threads too */
+	baton_sem_t *wake; /* the runner sleeps on it until the next due time */
 	struct baton_lua_tasks_attr a;
 };
 
@@ -79,14 +79,14 @@ struct baton_lua {
 	baton_seq_t *seq;
 	lua_State *L; /* used only on the sequencer's stack */
 	int open_rc;
-	unsigned flags;	   /* baton_lua_create_ex's */
+	unsigned flags; /* baton_lua_create_ex's */
 	/* The allocator's counts, written on the sequencer's stack only. */
-	size_t mem_total;  /* bytes Lua holds (headers not counted) */
+	size_t mem_total;               /* bytes Lua holds (headers not counted) */
 	struct baton_lua_account *acct; /* [0] is nobody's */
 	uint32_t nacct, acct_cap, acct_free;
-	uint32_t cur;	   /* the account charged now; 0: none */
-	bool warn_on;	   /* warn("@on") */
-	bool warn_cont;	   /* a warning is being continued */
+	uint32_t cur;   /* the account charged now; 0: none */
+	bool warn_on;   /* warn("@on") */
+	bool warn_cont; /* a warning is being continued */
 	struct baton_lua_bg bg;
 	/* Finished task coroutines kept for the next run (registry refs). */
 	lua_State *spare[BATON_LUA_SPARE_THREADS];
@@ -96,19 +96,19 @@ struct baton_lua {
 
 /* A TCP socket of the `baton` library (a full userdata's payload). */
 struct baton_lua_sock {
-	baton_io_t *io;	    /* NULL until connected, and once closed */
+	baton_io_t *io;     /* NULL until connected, and once closed */
 	int64_t timeout_ns; /* per operation (connect, send, receive) */
-	char *buf;	    /* received, not yet returned: [off, len) */
+	char *buf;          /* received, not yet returned: [off, len) */
 	size_t off, len, cap;
 };
 
 enum baton_lua_op_kind {
 	LOP_NONE = 0,
-	LOP_YIELD,   /* baton.yield(): only give the worker's other tasks a turn */
-	LOP_SLEEP,   /* ns */
-	LOP_CONNECT, /* sock, host (a Lua string on the coroutine's stack), port */
-	LOP_SEND,    /* sock, data, len */
-	LOP_RECV,    /* sock, pattern, n */
+	LOP_YIELD,        /* baton.yield(): only give the worker's other tasks a turn */
+	LOP_SLEEP,        /* ns */
+	LOP_CONNECT,      /* sock, host (a Lua string on the coroutine's stack), port */
+	LOP_SEND,         /* sock, data, len */
+	LOP_RECV,         /* sock, pattern, n */
 	LOP_WAIT_THREADS, /* data: an array of len struct lua_thread pointers */
 };
 
@@ -122,13 +122,13 @@ struct baton_lua_op {
 	struct baton_lua_sock *sock;
 	int64_t ns;
 	const char *data; /* LOP_SEND's bytes, LOP_CONNECT's host */
-	size_t len;	  /* of data; LOP_RECV's byte count */
+	size_t len;       /* of data; LOP_RECV's byte count */
 	int port;
 	enum baton_lua_recv pattern;
 	/* results */
-	int rc;		 /* BATON_OK or an error code */
-	int err;	 /* errno with BATON_ESYS */
-	size_t done;	 /* bytes sent; bytes of the answer in sock->buf */
+	int rc;          /* BATON_OK or an error code */
+	int err;         /* errno with BATON_ESYS */
+	size_t done;     /* bytes sent; bytes of the answer in sock->buf */
 	const char *why; /* an error text of our own, or NULL */
 };
 
@@ -139,17 +139,17 @@ struct baton_lua_task {
 	const struct baton_lua_run *r;
 	lua_State *co;
 	int co_ref;
-	int socks_ref; /* a table of the sockets it opened, or LUA_NOREF */
-	int threads_ref; /* a table of the threads it spawned, or LUA_NOREF */
+	int socks_ref;      /* a table of the sockets it opened, or LUA_NOREF */
+	int threads_ref;    /* a table of the threads it spawned, or LUA_NOREF */
 	const bool *cancel; /* a background run's flag: stop when it is set */
-	int nargs;     /* values for the next resume, on co's stack */
+	int nargs;          /* values for the next resume, on co's stack */
 	bool finished;
-	bool in_task;  /* the caller is a scheduler task: waits may park */
-	uint32_t acct; /* its account (BATON_LUA_ACCOUNT), or 0 */
-	int64_t slice_ns;      /* its next slice's time (see lua_run.c) */
-	int64_t cpu_ns;	       /* slice time so far */
+	bool in_task;     /* the caller is a scheduler task: waits may park */
+	uint32_t acct;    /* its account (BATON_LUA_ACCOUNT), or 0 */
+	int64_t slice_ns; /* its next slice's time (see lua_run.c) */
+	int64_t cpu_ns;   /* slice time so far */
 	unsigned long slices;
-	int stopped;	       /* BATON_LUA_STOP_* once a limit stopped it */
+	int stopped; /* BATON_LUA_STOP_* once a limit stopped it */
 	int rc;
 	struct baton_lua_value *err;
 	struct baton_lua_op op;

@@ -48,11 +48,15 @@ static struct baton_lua_op *want(lua_State *L, enum baton_lua_op_kind kind, cons
 	struct baton_lua_task *t = baton__lua_task_of(L);
 
 	if (t == NULL)
-		luaL_error(L, "%s: only in a task's own coroutine (a baton_lua_run, such as a "
-			   "baton-httpd handler), not in a coroutine it made", fn);
+		luaL_error(L,
+			   "%s: only in a task's own coroutine (a baton_lua_run, such as a "
+			   "baton-httpd handler), not in a coroutine it made",
+			   fn);
 	if (!lua_isyieldable(L))
-		luaL_error(L, "%s: cannot wait inside a C call (a sort comparator, a gsub "
-			   "function, a metamethod called from C)", fn);
+		luaL_error(L,
+			   "%s: cannot wait inside a C call (a sort comparator, a gsub "
+			   "function, a metamethod called from C)",
+			   fn);
 	memset(&t->op, 0, sizeof(t->op));
 	t->op.kind = kind;
 	return &t->op;
@@ -260,8 +264,8 @@ static int l_tostring(lua_State *L)
  * while it asks the resolver) and connect. */
 static void do_connect(struct baton_lua_op *op)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST |
-										 AI_NUMERICSERV };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
 	struct addrinfo *ai = NULL;
 	char host[256], port[8];
 	int fd, g;
@@ -356,7 +360,8 @@ static void do_recv(struct baton_lua_op *op)
 				s->off = 0;
 				continue;
 			}
-			if (cap > SOCK_BUF_MAX + SOCK_READ_CHUNK || (b = realloc(s->buf, cap)) == NULL) {
+			if (cap > SOCK_BUF_MAX + SOCK_READ_CHUNK ||
+			    (b = realloc(s->buf, cap)) == NULL) {
 				op->rc = BATON_ENOMEM;
 				op->why = "too large";
 				return;
@@ -375,7 +380,7 @@ static void do_recv(struct baton_lua_op *op)
 		op->err = errno;
 		if (op->rc != BATON_OK)
 			return;
-		if (n == 0) { /* end of stream */
+		if (n == 0) {                       /* end of stream */
 			op->done = s->len - s->off; /* "*a": all of it */
 			if (op->pattern != LRECV_ALL)
 				op->rc = BATON_ESHUTDOWN; /* "closed", the rest as partial */
@@ -429,8 +434,8 @@ static int push_error(lua_State *L, const struct baton_lua_op *op)
 		lua_pushstring(L, op->why);
 	else if (op->rc == BATON_ETIMEDOUT)
 		lua_pushliteral(L, "timeout");
-	else if (op->rc == BATON_ESHUTDOWN || (op->rc == BATON_ESYS && (op->err == EPIPE ||
-									op->err == ECONNRESET)))
+	else if (op->rc == BATON_ESHUTDOWN ||
+		 (op->rc == BATON_ESYS && (op->err == EPIPE || op->err == ECONNRESET)))
 		lua_pushliteral(L, "closed");
 	else if (op->rc == BATON_ESYS)
 		lua_pushstring(L, strerror(op->err));
@@ -651,7 +656,8 @@ static const char http_client[] =
 	"    lines[#lines + 1] = check(k, 'a header name') .. ': ' .. check(v, 'a header value')\n"
 	"  end\n"
 	"  if opts.body then lines[#lines + 1] = 'Content-Length: ' .. #opts.body end\n"
-	"  ok, err = sock:send(table.concat(lines, '\\r\\n') .. '\\r\\n\\r\\n' .. (opts.body or ''))\n"
+	"  ok, err = sock:send(table.concat(lines, '\\r\\n') .. '\\r\\n\\r\\n' .. (opts.body or "
+	"''))\n"
 	"  if not ok then return nil, 'send: ' .. err end\n"
 	"  local status, headers\n"
 	"  repeat\n"
@@ -699,11 +705,11 @@ int baton__lua_open_lib(lua_State *L)
 
 	static const luaL_Reg lib[] = {
 		{ "sleep", l_sleep }, { "yield", l_yield }, { "now", l_now },
-		{ "clock", l_clock }, { "tcp", l_tcp },	    { NULL, NULL },
+		{ "clock", l_clock }, { "tcp", l_tcp },     { NULL, NULL },
 	};
 	static const luaL_Reg sock[] = {
 		{ "settimeout", l_settimeout }, { "connect", l_connect }, { "send", l_send },
-		{ "receive", l_receive },	{ "close", l_close },	  { NULL, NULL },
+		{ "receive", l_receive },       { "close", l_close },     { NULL, NULL },
 	};
 
 	luaL_newmetatable(L, SOCK_META);

@@ -98,8 +98,9 @@ static void fail(struct baton_lua_task *t, lua_State *from, int status)
 static void stop(struct baton_lua_task *t, int rc, const char *why)
 {
 	set_error(t, rc, why, strlen(why));
-	t->stopped = rc == BATON_ETIMEDOUT ? BATON_LUA_STOP_DEADLINE :
-		     rc == BATON_LUA_BUDGET ? BATON_LUA_STOP_CPU : BATON_LUA_STOP_NONE;
+	t->stopped = rc == BATON_ETIMEDOUT ? BATON_LUA_STOP_DEADLINE
+		: rc == BATON_LUA_BUDGET   ? BATON_LUA_STOP_CPU
+					   : BATON_LUA_STOP_NONE;
 }
 
 /* Protected: a coroutine (a spare or a new one), anchored, with the
@@ -210,7 +211,7 @@ static void end(lua_State *L, struct baton_lua_task *t, bool ok)
 	t->acct = 0;
 	if (t->stopped == BATON_LUA_STOP_MEMORY && (ok || !refused))
 		t->stopped = BATON_LUA_STOP_NONE; /* not for its budget */
-	if (!ok && refused) /* what it held is garbage now: give it back */
+	if (!ok && refused)                       /* what it held is garbage now: give it back */
 		lua_gc(L, LUA_GCCOLLECT);
 	if (t->r->usage) {
 		t->r->usage->cpu_ns = t->cpu_ns;

@@ -62,15 +62,15 @@
  * thread itself, read by its own signal handler: volatile and signal
  * fences order them. */
 struct slice_clock {
-	lua_State *volatile running;	     /* the coroutine running now, or NULL */
+	lua_State *volatile running;          /* the coroutine running now, or NULL */
 	struct baton_lua_task *volatile task; /* the run whose slice it is */
-	volatile int64_t end;		     /* CLOCK_MONOTONIC ns: the slice is due */
-	volatile int64_t period;	     /* how often to look again once overrun */
-	volatile int64_t start;		     /* when the slice began */
-	volatile sig_atomic_t over;	     /* the handler found it due */
-	volatile int64_t armed_for;	     /* the timer fires then; 0: not armed */
+	volatile int64_t end;                 /* CLOCK_MONOTONIC ns: the slice is due */
+	volatile int64_t period;              /* how often to look again once overrun */
+	volatile int64_t start;               /* when the slice began */
+	volatile sig_atomic_t over;           /* the handler found it due */
+	volatile int64_t armed_for;           /* the timer fires then; 0: not armed */
 	timer_t timer;
-	int have_timer;			     /* 1: made; -1: could not be */
+	int have_timer; /* 1: made; -1: could not be */
 };
 
 static __thread struct slice_clock clock_tls;

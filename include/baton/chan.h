@@ -165,9 +165,9 @@ enum baton_chan_dir {
 /** One case of baton_chan_select(). */
 struct baton_chan_op {
 	baton_chan_t *chan; /**< the channel */
-	int dir;      /**< enum baton_chan_dir */
-	void *value;  /**< send: the message; recv: set to the message received */
-	int result;   /**< set for the completed case: BATON_OK or BATON_ECLOSED */
+	int dir;            /**< enum baton_chan_dir */
+	void *value;        /**< send: the message; recv: set to the message received */
+	int result;         /**< set for the completed case: BATON_OK or BATON_ECLOSED */
 };
 
 /** The most cases one baton_chan_select() takes. */
@@ -187,8 +187,8 @@ struct baton_chan_op {
  * nothing ready), BATON_ETIMEDOUT, BATON_ENOSCHED, BATON_ENOMEM,
  * BATON_ENOTOWNER (a receive case on a single-receiver channel the caller
  * does not own; nothing was done). */
-BATON_API int baton_chan_select(struct baton_chan_op *ops, size_t n,
-				int64_t timeout_ns, size_t *index);
+BATON_API int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
+				size_t *index);
 
 #ifdef __cplusplus
 }

@@ -35,8 +35,7 @@
 /** @} */
 
 /** A version as one number, to compare: MAJOR * 1000000 + MINOR * 1000 + PATCH. */
-#define BATON_VERSION_ENCODE(major, minor, patch) \
-	((major) * 1000000L + (minor) * 1000L + (patch))
+#define BATON_VERSION_ENCODE(major, minor, patch) ((major)*1000000L + (minor)*1000L + (patch))
 /** The version of the headers compiled against, encoded. */
 #define BATON_VERSION_NUMBER \
 	BATON_VERSION_ENCODE(BATON_VERSION_MAJOR, BATON_VERSION_MINOR, BATON_VERSION_PATCH)
@@ -45,9 +44,9 @@
 /** `x` expanded, as a string literal. */
 #define BATON_STRINGIFY(x) BATON_STRINGIFY_(x)
 /** The version of the headers compiled against, "MAJOR.MINOR.PATCH". */
-#define BATON_VERSION_STRING                                                 \
-	BATON_STRINGIFY(BATON_VERSION_MAJOR) "." BATON_STRINGIFY(BATON_VERSION_MINOR) \
-	"." BATON_STRINGIFY(BATON_VERSION_PATCH)
+#define BATON_VERSION_STRING                 \
+	BATON_STRINGIFY(BATON_VERSION_MAJOR) \
+	"." BATON_STRINGIFY(BATON_VERSION_MINOR) "." BATON_STRINGIFY(BATON_VERSION_PATCH)
 
 #ifdef __cplusplus
 extern "C" {

@@ -171,15 +171,18 @@ enum baton_coro_status {
 /** Attributes of a coroutine: baton_coro_attr_init() sets the defaults. */
 struct baton_coro_attr {
 	enum baton_coro_model model; /**< BATON_CORO_STACKFUL or BATON_CORO_COPYSTACK */
-	size_t stack_size; /**< stackful only (must be 0 for copy-stack: the
+	size_t stack_size;           /**< stackful only (must be 0 for copy-stack: the
 			      shared stack's size bounds them all); 0 means
 			      BATON_CORO_STACK_DEFAULT */
-	const char *name;  /**< for diagnostics; copied (truncated to 31 bytes) */
-	unsigned flags;	   /**< BATON_CORO_* flags above; 0 for the defaults */
+	const char *name;            /**< for diagnostics; copied (truncated to 31 bytes) */
+	unsigned flags;              /**< BATON_CORO_* flags above; 0 for the defaults */
 };
 
 /** The defaults of struct baton_coro_attr, as an initialiser. */
-#define BATON_CORO_ATTR_INIT { BATON_CORO_STACKFUL, 0, NULL, 0 }
+#define BATON_CORO_ATTR_INIT                    \
+	{                                       \
+		BATON_CORO_STACKFUL, 0, NULL, 0 \
+	}
 
 /** Attributes, the same in every module (docs/architecture.md): declare
  * the struct, fill it with its init function (the defaults), set the
@@ -211,7 +214,7 @@ static inline int baton_coro_attr_init(struct baton_coro_attr *a)
  * outside [STACK_MIN, STACK_MAX]), BATON_ELOCALADDR (debug builds: a
  * copy-stack coroutine's arg in the shared stack, rule 2), BATON_ENOMEM. */
 BATON_API int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
-		      baton_coro_fn fn, void *arg);
+				baton_coro_fn fn, void *arg);
 
 /** Run `co` until it yields or returns. `in` becomes the value its pending
  * yield receives (or the `in` argument of its function, the first time); the

@@ -60,13 +60,16 @@ extern "C" {
 
 /** An event count: one 32-bit word, embedded by value. */
 typedef struct baton_ec {
-	uint32_t word;  /**< accessed only with __atomic builtins (or the x86 asm below) */
+	uint32_t word; /**< accessed only with __atomic builtins (or the x86 asm below) */
 } baton_ec_t;
 
 /** Version 0, no sleepers: a static initialiser. */
-#define BATON_EC_INITIALIZER { 0 }
+#define BATON_EC_INITIALIZER \
+	{                    \
+		0            \
+	}
 
-#define BATON_EC_FLAG    UINT32_C(0x80000000) /**< sleepers flag */
+#define BATON_EC_FLAG UINT32_C(0x80000000)    /**< sleepers flag */
 #define BATON_EC_VERSION UINT32_C(0x7fffffff) /**< version bits */
 
 /** Sets `ec` to version 0 with no sleepers. Not concurrent-safe.
@@ -144,8 +147,8 @@ static inline uint32_t baton_ec_value(const baton_ec_t *ec)
 #define BATON_EC_TSAN 1
 #endif
 #endif
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && \
-    !defined(BATON_EC_TSAN) && !defined(BATON_EC_PORTABLE)
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && !defined(BATON_EC_TSAN) && \
+	!defined(BATON_EC_PORTABLE)
 #define BATON_EC_X86_SP 1
 #endif
 
@@ -179,7 +182,7 @@ static inline int baton_ec_inc(baton_ec_t *ec)
 #ifdef BATON_EC_X86_SP
 	/* lock incl: a full barrier on x86, so a release for the data; the
 	 * "memory" clobber keeps the compiler from sinking earlier stores */
-	__asm__ volatile("lock incl %0" : "+m"(p->word), "=@ccle"(flagged) :: "memory");
+	__asm__ volatile("lock incl %0" : "+m"(p->word), "=@ccle"(flagged)::"memory");
 #else
 	/* release: publishes the data written before the increment; being an
 	 * RMW, it reads the latest flag any waiter's CAS put in the word */
@@ -209,7 +212,7 @@ static inline int baton_ec_inc_sp(baton_ec_t *ec)
 
 	/* not atomic, on purpose (see above); TSO makes it a release, the
 	 * "memory" clobber stops the compiler from moving stores past it */
-	__asm__ volatile("incl %0" : "+m"(p->word), "=@ccle"(flagged) :: "memory");
+	__asm__ volatile("incl %0" : "+m"(p->word), "=@ccle"(flagged)::"memory");
 	if (__builtin_expect(flagged, 0))
 		baton_ec_wake(p);
 	return ec ? BATON_OK : BATON_EINVAL;

@@ -43,31 +43,33 @@ extern "C" {
  * and baton_err_name() are generated from this list, so they cannot
  * disagree; a program can expand it too (a table of its own, a binding).
  */
-#define BATON_ERRORS(X)                                                              \
-	X(OK, 0, "success")                                                          \
-	X(EINVAL, -1, "invalid argument")                                            \
-	X(ENOMEM, -2, "out of memory")                                               \
-	X(EDEAD, -3, "the coroutine has finished and cannot be resumed")             \
-	X(ERUNNING, -4, "the coroutine is running or is resuming another one")       \
-	X(ENOTCORO, -5, "not called from inside a coroutine")                        \
-	X(ETHREAD, -6, "the object belongs to another thread")                       \
-	X(ELOCALADDR, -7, "the value points into the shared stack of copy-stack "    \
-			  "coroutines (address of a local of a coroutine that "      \
-			  "will be switched out)")                                   \
-	X(ESTACK, -8, "stack size out of range")                                     \
-	X(EDONE, -9, "the generator is exhausted")                                   \
-	X(EBUSY, -10, "the object is in use")                                        \
-	X(ETIMEDOUT, -11, "the deadline passed before the operation completed")      \
-	X(ECLOSED, -12, "the channel or queue is closed")                            \
-	X(EPERM, -13, "the caller does not hold what it tries to release")           \
-	X(EAGAIN, -14, "the operation would block")                                  \
-	X(ENOSCHED, -15, "not called from a coroutine run by a baton scheduler")     \
-	X(EDEADLK, -16, "the call would deadlock")                                   \
-	X(ESYS, -17, "a system call failed (see errno)")                             \
-	X(ESHUTDOWN, -18, "shutting down: no new work is accepted")                 \
-	X(ECANCELED, -19, "the task was cancelled (baton_task_cancel)")             \
-	X(ENOTOWNER, -20, "only the channel's owner task may receive from it "       \
-			  "(a single-receiver channel)")
+#define BATON_ERRORS(X)                                                          \
+	X(OK, 0, "success")                                                      \
+	X(EINVAL, -1, "invalid argument")                                        \
+	X(ENOMEM, -2, "out of memory")                                           \
+	X(EDEAD, -3, "the coroutine has finished and cannot be resumed")         \
+	X(ERUNNING, -4, "the coroutine is running or is resuming another one")   \
+	X(ENOTCORO, -5, "not called from inside a coroutine")                    \
+	X(ETHREAD, -6, "the object belongs to another thread")                   \
+	X(ELOCALADDR, -7,                                                        \
+	  "the value points into the shared stack of copy-stack "                \
+	  "coroutines (address of a local of a coroutine that "                  \
+	  "will be switched out)")                                               \
+	X(ESTACK, -8, "stack size out of range")                                 \
+	X(EDONE, -9, "the generator is exhausted")                               \
+	X(EBUSY, -10, "the object is in use")                                    \
+	X(ETIMEDOUT, -11, "the deadline passed before the operation completed")  \
+	X(ECLOSED, -12, "the channel or queue is closed")                        \
+	X(EPERM, -13, "the caller does not hold what it tries to release")       \
+	X(EAGAIN, -14, "the operation would block")                              \
+	X(ENOSCHED, -15, "not called from a coroutine run by a baton scheduler") \
+	X(EDEADLK, -16, "the call would deadlock")                               \
+	X(ESYS, -17, "a system call failed (see errno)")                         \
+	X(ESHUTDOWN, -18, "shutting down: no new work is accepted")              \
+	X(ECANCELED, -19, "the task was cancelled (baton_task_cancel)")          \
+	X(ENOTOWNER, -20,                                                        \
+	  "only the channel's owner task may receive from it "                   \
+	  "(a single-receiver channel)")
 
 #define BATON_ERROR_ENUM_(name, value, text) BATON_##name = (value),
 /** The codes: BATON_OK, and BATON_E* negative (the list above). */

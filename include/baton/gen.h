@@ -56,7 +56,7 @@ typedef void (*baton_gen_fn)(baton_gen_t *g, void *arg);
  * @param arg passed to `fn`
  * @return BATON_OK, or an error:as baton_coro_create(). */
 BATON_API int baton_gen_create(baton_gen_t **out, const struct baton_coro_attr *attr,
-		     baton_gen_fn fn, void *arg);
+			       baton_gen_fn fn, void *arg);
 
 /** Run the body to its next value and store it in *value (if not NULL).
  * @param g the generator

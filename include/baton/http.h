@@ -143,25 +143,25 @@ typedef struct baton_http_server baton_http_server_t;
 /** A request, as a handler sees it. Strings are not NUL-terminated: each
  * has its length beside it. */
 struct baton_http_req {
-	const char *method;	/**< "GET"... as sent */
-	size_t method_len;	/**< its length */
-	const char *target;	/**< the request-target as sent */
-	size_t target_len;	/**< its length */
-	int version_minor;	/**< 0 or 1 */
-	const char *body;	/**< the decoded body (chunked or not); NULL when
+	const char *method;         /**< "GET"... as sent */
+	size_t method_len;          /**< its length */
+	const char *target;         /**< the request-target as sent */
+	size_t target_len;          /**< its length */
+	int version_minor;          /**< 0 or 1 */
+	const char *body;           /**< the decoded body (chunked or not); NULL when
 				   the request has none (no Content-Length, not
 				   chunked), non-NULL for Content-Length: 0 */
-	size_t body_len;	/**< its length */
-	const void *head_;	/**< internal: use baton_http_req_header() */
-	const char *path;	/**< the target's path, percent-decoded (never
+	size_t body_len;            /**< its length */
+	const void *head_;          /**< internal: use baton_http_req_header() */
+	const char *path;           /**< the target's path, percent-decoded (never
 				   NULL; no NUL byte in it: %00 is a 400) */
-	size_t path_len;	/**< its length */
-	const char *query;	/**< after '?', as sent (baton_http_query_next);
+	size_t path_len;            /**< its length */
+	const char *query;          /**< after '?', as sent (baton_http_query_next);
 				   NULL when the target has no '?' */
-	size_t query_len;	/**< its length */
-	const char *remote_addr; /**< the client's address, text ("127.0.0.1") */
+	size_t query_len;           /**< its length */
+	const char *remote_addr;    /**< the client's address, text ("127.0.0.1") */
 	unsigned short remote_port; /**< and its port */
-	int64_t deadline;	/**< when the answer is due (CLOCK_MONOTONIC, ns):
+	int64_t deadline;           /**< when the answer is due (CLOCK_MONOTONIC, ns):
 				   handler_timeout_ns after the request was
 				   read; -1: no limit (baton_http_req_expired) */
 };
@@ -178,19 +178,19 @@ struct baton_http_header {
 /** A response, filled by a handler (fields not set keep the server's
  * defaults). */
 struct baton_http_resp {
-	int status;			/**< 100..999; 200 if left 0 */
-	const char *content_type;	/**< NULL: no Content-Type */
-	const char *extra_names[BATON_HTTP_MAX_EXTRA]; /**< header field names */
+	int status;                                     /**< 100..999; 200 if left 0 */
+	const char *content_type;                       /**< NULL: no Content-Type */
+	const char *extra_names[BATON_HTTP_MAX_EXTRA];  /**< header field names */
 	const char *extra_values[BATON_HTTP_MAX_EXTRA]; /**< and their values */
-	size_t nextra;			/**< how many of them are set */
-	const void *body;		/**< the body, body_len bytes */
-	size_t body_len;		/**< its length */
-	void (*release)(const void *body); /**< called after the write, if set */
-	char *scratch;			/**< lent by the server, scratch_cap bytes */
-	size_t scratch_cap;		/**< scratch's size */
+	size_t nextra;                                  /**< how many of them are set */
+	const void *body;                               /**< the body, body_len bytes */
+	size_t body_len;                                /**< its length */
+	void (*release)(const void *body);              /**< called after the write, if set */
+	char *scratch;                           /**< lent by the server, scratch_cap bytes */
+	size_t scratch_cap;                      /**< scratch's size */
 	const struct baton_http_header *headers; /**< any number more, sent after */
-	size_t nheaders;		/**< the extra_* ones, in order (rule 2) */
-	void *stream_;			/**< internal: baton_http_resp_write() */
+	size_t nheaders;                         /**< the extra_* ones, in order (rule 2) */
+	void *stream_;                           /**< internal: baton_http_resp_write() */
 };
 
 /** A handler: fills resp for req; ctx is the attribute's (rule 1). */
@@ -222,35 +222,35 @@ enum baton_http_symlinks {
 /** Attributes of a server: baton_http_server_attr_init() sets the
  * defaults. */
 struct baton_http_server_attr {
-	const char *host;		/**< NULL: 0.0.0.0 */
-	unsigned short port;		/**< 0: any free port (see _port()) */
-	baton_http_handler_fn handler; /**< answers the requests */
-	void *ctx;			/**< its first argument */
-	const char *static_dir;		/**< serve GET/HEAD files from here first; NULL: off */
-	int static_symlinks;		/**< BATON_HTTP_SYMLINKS_*: default OFF */
+	const char *host;                 /**< NULL: 0.0.0.0 */
+	unsigned short port;              /**< 0: any free port (see _port()) */
+	baton_http_handler_fn handler;    /**< answers the requests */
+	void *ctx;                        /**< its first argument */
+	const char *static_dir;           /**< serve GET/HEAD files from here first; NULL: off */
+	int static_symlinks;              /**< BATON_HTTP_SYMLINKS_*: default OFF */
 	baton_http_handler_fn io_handler; /**< sees every request first (rule 6) */
-	void *io_ctx;			/**< its first argument */
-	size_t max_target;		/**< 414 above it */
-	size_t max_header_bytes;	/**< 431 above it */
-	size_t max_fields;		/**< 431 above it */
-	int64_t max_body;		/**< 413 above it */
-	int64_t header_timeout_ns;	/**< 408 when a head takes longer */
-	int64_t idle_timeout_ns;	/**< keep-alive connections idle longer are closed */
-	int64_t write_timeout_ns;	/**< a client that does not read is dropped */
-	long max_connections;		/**< accept pauses at this many */
-	long handler_concurrency;	/**< handlers running at once */
-	long max_inflight;		/**< requests between parsed and written */
-	int backlog;			/**< listen()'s */
-	struct baton_coro_attr coro;	/**< connection tasks */
-	int64_t linger_ns;		/**< lingering close: at most this long; 0: off */
-	unsigned compute_workers;	/**< > 0: handlers run on the last this many
+	void *io_ctx;                     /**< its first argument */
+	size_t max_target;                /**< 414 above it */
+	size_t max_header_bytes;          /**< 431 above it */
+	size_t max_fields;                /**< 431 above it */
+	int64_t max_body;                 /**< 413 above it */
+	int64_t header_timeout_ns;        /**< 408 when a head takes longer */
+	int64_t idle_timeout_ns;          /**< keep-alive connections idle longer are closed */
+	int64_t write_timeout_ns;         /**< a client that does not read is dropped */
+	long max_connections;             /**< accept pauses at this many */
+	long handler_concurrency;         /**< handlers running at once */
+	long max_inflight;                /**< requests between parsed and written */
+	int backlog;                      /**< listen()'s */
+	struct baton_coro_attr coro;      /**< connection tasks */
+	int64_t linger_ns;                /**< lingering close: at most this long; 0: off */
+	unsigned compute_workers;         /**< > 0: handlers run on the last this many
 					   workers, connections on the others */
-	size_t handler_queue;		/**< requests waiting for a handler */
-	int64_t queue_timeout_ns;	/**< then 503 + Retry-After */
-	int64_t handler_timeout_ns;	/**< 504 when the answer is not ready this
+	size_t handler_queue;             /**< requests waiting for a handler */
+	int64_t queue_timeout_ns;         /**< then 503 + Retry-After */
+	int64_t handler_timeout_ns;       /**< 504 when the answer is not ready this
 					   long after the request was read
 					   (rule 8); 0: no limit */
-	void (*release)(void *ctx);	/**< set: the server owns ctx and calls
+	void (*release)(void *ctx);       /**< set: the server owns ctx and calls
 					   this once no call of the handler is
 					   left after it was replaced, or at
 					   destroy (rule 9); NULL: ctx stays
@@ -258,14 +258,15 @@ struct baton_http_server_attr {
 };
 
 /** The defaults, by name: an attribute not listed is 0 or NULL. */
-#define BATON_HTTP_SERVER_ATTR_INIT {                                          \
-	.port = 8080, .max_target = 8192, .max_header_bytes = 32768,          \
-	.max_fields = 100, .max_body = 1048576,                               \
-	.header_timeout_ns = 10000000000LL, .idle_timeout_ns = 60000000000LL, \
-	.write_timeout_ns = 30000000000LL, .max_connections = 10000,          \
-	.handler_concurrency = 256, .max_inflight = 4096, .backlog = 1024,    \
-	.coro = BATON_CORO_ATTR_INIT, .linger_ns = 2000000000LL,              \
-	.handler_queue = 1024, .queue_timeout_ns = 1000000000LL }
+#define BATON_HTTP_SERVER_ATTR_INIT                                                             \
+	{                                                                                       \
+		.port = 8080, .max_target = 8192, .max_header_bytes = 32768, .max_fields = 100, \
+		.max_body = 1048576, .header_timeout_ns = 10000000000LL,                        \
+		.idle_timeout_ns = 60000000000LL, .write_timeout_ns = 30000000000LL,            \
+		.max_connections = 10000, .handler_concurrency = 256, .max_inflight = 4096,     \
+		.backlog = 1024, .coro = BATON_CORO_ATTR_INIT, .linger_ns = 2000000000LL,       \
+		.handler_queue = 1024, .queue_timeout_ns = 1000000000LL                         \
+	}
 
 /** The defaults in *a: the attribute convention of every module
  * (docs/architecture.md); the macro above is the same as a constant
@@ -315,7 +316,7 @@ BATON_API int baton_http_server_set_limits(baton_http_server_t *srv, long handle
 /** The server's stages, in request order, and its pools. */
 struct baton_http_server_stats {
 	struct baton_stage_stats stages[BATON_HTTP_NSTAGES]; /**< accept, read, handle, write */
-	struct baton_pool_stats pools[BATON_HTTP_NPOOLS]; /**< connections, in-flight */
+	struct baton_pool_stats pools[BATON_HTTP_NPOOLS];    /**< connections, in-flight */
 };
 
 /** Fill *out with the snapshots of the server's stages and pools (names
@@ -373,9 +374,8 @@ BATON_API int baton_http_server_destroy(baton_http_server_t *srv);
  * (nothing changed), BATON_EAGAIN (timeout 0 and calls still running) or
  * BATON_ETIMEDOUT (replaced in both cases; the old one's release is left for
  * later). */
-BATON_API int baton_http_server_set_handler(baton_http_server_t *srv,
-					    baton_http_handler_fn fn, void *ctx,
-					    void (*release)(void *ctx),
+BATON_API int baton_http_server_set_handler(baton_http_server_t *srv, baton_http_handler_fn fn,
+					    void *ctx, void (*release)(void *ctx),
 					    int64_t timeout_ns);
 
 /** The value of request header `name` (case-insensitive), or NULL; its
@@ -384,8 +384,8 @@ BATON_API int baton_http_server_set_handler(baton_http_server_t *srv,
  * @param name the header's name (any case)
  * @param len receives the value's length, or NULL
  * @return the value (not NUL-terminated), or NULL */
-BATON_API const char *baton_http_req_header(const struct baton_http_req *req,
-					    const char *name, size_t *len);
+BATON_API const char *baton_http_req_header(const struct baton_http_req *req, const char *name,
+					    size_t *len);
 
 /** The i-th request header field (0-based): BATON_OK with its name and
  * value, BATON_EINVAL past the last one. Only inside a handler.
@@ -396,9 +396,8 @@ BATON_API const char *baton_http_req_header(const struct baton_http_req *req,
  * @param value receives the field's value (not NUL-terminated)
  * @param value_len receives the value's length
  * @return BATON_OK, or BATON_EINVAL past the last field */
-BATON_API int baton_http_req_field(const struct baton_http_req *req, size_t i,
-				   const char **name, size_t *name_len,
-				   const char **value, size_t *value_len);
+BATON_API int baton_http_req_field(const struct baton_http_req *req, size_t i, const char **name,
+				   size_t *name_len, const char **value, size_t *value_len);
 
 /** 1 if the request's deadline (req->deadline, rule 8) has passed, 0 if not
  * or if it has none. Cheap (a clock read): a handler that computes can
@@ -445,8 +444,7 @@ BATON_API int baton_http_resp_write(struct baton_http_resp *resp, const void *da
  * @param out_len receives the number of bytes written
  * @return BATON_OK, or an error: BATON_EINVAL (NULL pointer, a '%' not
  * followed by two hex digits; dst then holds nothing useful). */
-BATON_API int baton_http_decode(char *dst, const char *src, size_t len, int plus,
-				size_t *out_len);
+BATON_API int baton_http_decode(char *dst, const char *src, size_t len, int plus, size_t *out_len);
 
 /** The arguments of a query ("a=1&b=x%20y&c"), one per call, as sent (not
  * decoded: see baton_http_decode with plus = 1): start with *pos = 0; each
@@ -468,9 +466,8 @@ BATON_API int baton_http_decode(char *dst, const char *src, size_t len, int plus
  * @param value receives the argument's value ("" for a bare key)
  * @param value_len receives the value's length
  * @return 1 with the next argument, 0 past the last one */
-BATON_API int baton_http_query_next(const char *query, size_t len, size_t *pos,
-				    const char **key, size_t *key_len, const char **value,
-				    size_t *value_len);
+BATON_API int baton_http_query_next(const char *query, size_t len, size_t *pos, const char **key,
+				    size_t *key_len, const char **value, size_t *value_len);
 
 #ifdef __cplusplus
 }

@@ -124,8 +124,7 @@ BATON_API int baton_io_open(baton_io_t **out, int fd, bool owns_fd);
  * > 0), BATON_EAGAIN (timeout 0 and nothing to read), BATON_ETIMEDOUT,
  * BATON_ENOSCHED (it would wait, outside a task), BATON_ENOMEM (no timer for
  * the timeout), BATON_ESYS (read failed, errno set: ECONNRESET...). */
-BATON_API int baton_io_read(baton_io_t *io, void *buf, size_t len,
-			    int64_t timeout_ns, size_t *n);
+BATON_API int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns, size_t *n);
 
 /** Write all len bytes (partial writes are continued); *n (may be NULL) =
  * bytes written, also when an error or the timeout cut it short.
@@ -139,8 +138,8 @@ BATON_API int baton_io_read(baton_io_t *io, void *buf, size_t len,
  * and timeout is 0), BATON_ESYS with errno EPIPE when the peer has gone, with
  * no SIGPIPE on a socket or a pipe alike (a pipe's write blocks SIGPIPE in the
  * calling thread for the call and takes back the one it raised). */
-BATON_API int baton_io_write(baton_io_t *io, const void *buf, size_t len,
-			     int64_t timeout_ns, size_t *n);
+BATON_API int baton_io_write(baton_io_t *io, const void *buf, size_t len, int64_t timeout_ns,
+			     size_t *n);
 
 /** Accept a connection on a listening handle: *fd is non-blocking and
  * close-on-exec.
@@ -164,8 +163,8 @@ BATON_API int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
  * @return BATON_OK, or an error: as read (BATON_EAGAIN at timeout 0 with the
  * handshake under way or the backlog full); BATON_ESYS with the connection's
  * errno (ECONNREFUSED...). */
-BATON_API int baton_io_connect(baton_io_t *io, const struct sockaddr *addr,
-			       socklen_t len, int64_t timeout_ns);
+BATON_API int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
+			       int64_t timeout_ns);
 
 /** Wait until the handle is readable and/or writable (an OR of
  * BATON_IO_READABLE and BATON_IO_WRITABLE), or has an error or hang-up.
@@ -222,8 +221,8 @@ BATON_API int baton_io_close(baton_io_t *io);
  * @param backlog listen()'s backlog
  * @return BATON_OK, or an error: BATON_EINVAL, BATON_ENOSCHED, BATON_ESYS
  * (socket/bind/listen). */
-BATON_API int baton_io_listen_tcp(baton_io_t **out, const char *host,
-				  unsigned short port, int backlog);
+BATON_API int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port,
+				  int backlog);
 
 /** A non-blocking listening TCP socket on host:port (host NULL = any IPv4
  * address; port 0 = any), SO_REUSEADDR, as a bare descriptor: *port
@@ -236,8 +235,7 @@ BATON_API int baton_io_listen_tcp(baton_io_t **out, const char *host,
  * @param fd receives the socket
  * @return BATON_OK, or an error: BATON_EINVAL (NULL, backlog < 1, a host that
  * is not an IPv4 address), BATON_ESYS (socket/bind/listen, errno set). */
-BATON_API int baton_io_listen_socket(const char *host, unsigned short *port, int backlog,
-				     int *fd);
+BATON_API int baton_io_listen_socket(const char *host, unsigned short *port, int backlog, int *fd);
 
 /** The reactor behind the handles, per scheduler. AUTO is io_uring where
  * the kernel and the build have it, else epoll; the environment variable

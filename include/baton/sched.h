@@ -112,7 +112,10 @@ struct baton_sched_attr {
 	unsigned workers; /**< 0 = one per online CPU; 1 = single-thread */
 };
 /** The defaults of struct baton_sched_attr, as an initialiser. */
-#define BATON_SCHED_ATTR_INIT { 1 }
+#define BATON_SCHED_ATTR_INIT \
+	{                     \
+		1             \
+	}
 
 /** The defaults (one worker) in *a: the attribute
  * convention of every module (docs/architecture.md).
@@ -144,12 +147,15 @@ static inline int baton_sched_attr_init(struct baton_sched_attr *a)
 /** Spawn options: the coroutine to create and where to start it. */
 struct baton_task_attr {
 	struct baton_coro_attr coro; /**< model, stack size, name */
-	int worker; /**< BATON_SCHED_ANY_WORKER: the spawning task's worker,
+	int worker;                  /**< BATON_SCHED_ANY_WORKER: the spawning task's worker,
 		       or round-robin when spawned from outside a task */
-	unsigned flags; /**< 0, or BATON_TASK_BOUND and BATON_TASK_OWN_FPENV */
+	unsigned flags;              /**< 0, or BATON_TASK_BOUND and BATON_TASK_OWN_FPENV */
 };
 /** The defaults of struct baton_task_attr, as an initialiser. */
-#define BATON_TASK_ATTR_INIT { BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER, 0 }
+#define BATON_TASK_ATTR_INIT                                    \
+	{                                                       \
+		BATON_CORO_ATTR_INIT, BATON_SCHED_ANY_WORKER, 0 \
+	}
 
 /** The defaults (a stackful coroutine with the default stack, any worker,
  * no flags) in *a.
@@ -171,8 +177,7 @@ static inline int baton_task_attr_init(struct baton_task_attr *a)
  * @return BATON_OK, or an error: BATON_EINVAL (NULL out, workers >
  * BATON_SCHED_MAX_WORKERS), BATON_ENOMEM. The reactor is chosen apart, with
  * baton_io_set_backend() of baton/io.h. */
-BATON_API int baton_sched_create(baton_sched_t **out,
-				 const struct baton_sched_attr *attr);
+BATON_API int baton_sched_create(baton_sched_t **out, const struct baton_sched_attr *attr);
 
 /** Create a task running fn(arg); it runs once baton_sched_run() is (or
  * already is) running. May be called from any thread, and from tasks.
@@ -184,8 +189,7 @@ BATON_API int baton_sched_create(baton_sched_t **out,
  * range, unknown flags, bad coroutine attributes, BATON_TASK_OWN_FPENV with
  * BATON_CORO_SHARED_FPENV), BATON_ESTACK, BATON_ENOMEM,
  * BATON_ESHUTDOWN (the scheduler is being destroyed). */
-BATON_API int baton_sched_spawn(baton_sched_t *s,
-				const struct baton_task_attr *attr,
+BATON_API int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
 				baton_task_fn fn, void *arg);
 
 /** Run the scheduler on the calling thread (worker 0) and its other workers
@@ -222,11 +226,11 @@ BATON_API int baton_sched_workers(const baton_sched_t *s);
 /** What the scheduler did, summed over its workers since it was created.
  * A hop is a dispatch: one task switched in to run. */
 struct baton_sched_stats {
-	uint64_t dispatches;  /**< tasks switched in (first runs included) */
-	uint64_t handoffs;    /**< of those, straight from the task before */
-	uint64_t cross_wakes; /**< wake-ups sent to another worker's inbox */
-	uint64_t steals;      /**< tasks handed to idle workers */
-	uint64_t fair_turns;  /**< woken tasks sent behind the queue by the
+	uint64_t dispatches;   /**< tasks switched in (first runs included) */
+	uint64_t handoffs;     /**< of those, straight from the task before */
+	uint64_t cross_wakes;  /**< wake-ups sent to another worker's inbox */
+	uint64_t steals;       /**< tasks handed to idle workers */
+	uint64_t fair_turns;   /**< woken tasks sent behind the queue by the
 				 fairness bound (BATON_SCHED_RUNNEXT_MAX) */
 	uint64_t copied_bytes; /**< copy-stack tasks' frames copied off and back
 				  onto their worker's shared stack */
@@ -242,8 +246,7 @@ struct baton_sched_stats {
  * @param out filled with the statistics
  * @return BATON_OK, or an error: BATON_EINVAL (NULL argument), BATON_EBUSY (it
  * is running). */
-BATON_API int baton_sched_stats(const baton_sched_t *s,
-				struct baton_sched_stats *out);
+BATON_API int baton_sched_stats(const baton_sched_t *s, struct baton_sched_stats *out);
 
 /* --- calls made from a task ---------------------------------------------- */
 
@@ -456,8 +459,7 @@ BATON_API int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *a
  * cancelled), BATON_EDEADLK (a task joining itself), BATON_ENOSCHED (a plain
  * coroutine resumed by a task); the id stays joinable after each but
  * EDEAD. */
-BATON_API int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status,
-			      void **result);
+BATON_API int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result);
 
 /** Cancel the task (the cancellation rules above), and the groups it
  * owns. A second abort, or an abort of a task that ended and waits for
@@ -496,8 +498,8 @@ typedef struct baton_group baton_group_t;
 /** How a task ended: its id, its status and its result. */
 struct baton_task_end {
 	baton_tid_t tid; /**< BATON_TID_NONE: no task (no failure) */
-	int status;	 /**< the body's return */
-	void *result;	 /**< the body's result */
+	int status;      /**< the body's return */
+	void *result;    /**< the body's result */
 };
 
 /** Create a group of tasks of `s`, owned by the calling task (rule 3).
@@ -506,8 +508,7 @@ struct baton_task_end {
  * @param flags 0, or BATON_GROUP_FAIL_FAST and BATON_GROUP_COLLECT or'ed
  * @return BATON_OK, or an error: BATON_EINVAL (NULL out or s, unknown
  * flags), BATON_ENOMEM. */
-BATON_API int baton_group_create(baton_group_t **out, baton_sched_t *s,
-				 unsigned flags);
+BATON_API int baton_group_create(baton_group_t **out, baton_sched_t *s, unsigned flags);
 
 /** Spawn fn(arg, &result) as a child of the group.
  * @param g the group
@@ -542,8 +543,7 @@ BATON_API int baton_group_wait(baton_group_t *g, int64_t timeout_ns,
  * that does not collect), BATON_EDONE (no child left running and none
  * left to take), BATON_EAGAIN, BATON_ETIMEDOUT, BATON_ECANCELED (the
  * calling task was cancelled), BATON_ENOSCHED. */
-BATON_API int baton_group_next(baton_group_t *g, int64_t timeout_ns,
-			       struct baton_task_end *end);
+BATON_API int baton_group_next(baton_group_t *g, int64_t timeout_ns, struct baton_task_end *end);
 
 /** Cancel every child, and the groups they own; later spawns into the
  * group return BATON_ECANCELED. Any thread.

@@ -81,15 +81,19 @@ typedef void *(*baton_seq_fn)(void *arg);
 
 /** Attributes of a sequencer: baton_seq_attr_init() sets the defaults. */
 struct baton_seq_attr {
-	size_t stack_size;   /**< dedicated stack size; 0 = BATON_SEQ_STACK_DEFAULT */
-	unsigned batch;      /**< K: waiting calls a lock holder serves after its own; 0 = no combining */
-	baton_seq_fn init;   /**< if not NULL, run once on the dedicated stack by create */
-	void *init_arg;      /**< init's argument */
-	const char *name;    /**< for diagnostics; copied (truncated to 31 bytes) */
+	size_t stack_size; /**< dedicated stack size; 0 = BATON_SEQ_STACK_DEFAULT */
+	unsigned
+		batch; /**< K: waiting calls a lock holder serves after its own; 0 = no combining */
+	baton_seq_fn init; /**< if not NULL, run once on the dedicated stack by create */
+	void *init_arg;    /**< init's argument */
+	const char *name;  /**< for diagnostics; copied (truncated to 31 bytes) */
 };
 
 /** The defaults of struct baton_seq_attr, as an initialiser. */
-#define BATON_SEQ_ATTR_INIT { 0, 16, NULL, NULL, NULL }
+#define BATON_SEQ_ATTR_INIT             \
+	{                               \
+		0, 16, NULL, NULL, NULL \
+	}
 
 /** The defaults (a BATON_SEQ_STACK_DEFAULT stack, K = 16, no init, no
  * name) in *a: the attribute convention of every module

@@ -142,9 +142,9 @@ typedef void (*baton_smr_free_fn)(void *ptr);
 
 /** The asymmetric barrier the process uses (baton_smr_barrier_kind). */
 enum baton_smr_barrier {
-	BATON_SMR_BARRIER_FENCE = 0,	  /**< none: readers fence */
+	BATON_SMR_BARRIER_FENCE = 0,      /**< none: readers fence */
 	BATON_SMR_BARRIER_MEMBARRIER = 1, /**< private expedited membarrier */
-	BATON_SMR_BARRIER_MPROTECT = 2,	  /**< mprotect TLB shoot-down (x86-64) */
+	BATON_SMR_BARRIER_MPROTECT = 2,   /**< mprotect TLB shoot-down (x86-64) */
 };
 
 /** A new domain.
@@ -185,13 +185,13 @@ BATON_API int baton_smr_read_unlock(baton_smr_t *d, int token);
  * bad argument take the call too. BATON_SMR_NO_INLINE turns this off.
  */
 struct baton_smr_head_ {
-	uint64_t id;	     /**< the domain's unique number */
-	unsigned idx;	     /**< the index new sections use (atomic) */
+	uint64_t id;         /**< the domain's unique number */
+	unsigned idx;        /**< the index new sections use (atomic) */
 	unsigned char fence; /**< readers fence: no asymmetric barrier */
 };
 struct baton_smr_tls_ {
-	uint64_t id;	/**< the domain whose record ctr is, 0 for none */
-	uint64_t *ctr;	/**< that record: lock[2], then unlock[2] */
+	uint64_t id;   /**< the domain whose record ctr is, 0 for none */
+	uint64_t *ctr; /**< that record: lock[2], then unlock[2] */
 };
 #if defined(__x86_64__) && !defined(BATON_SMR_NO_INLINE)
 BATON_API extern __thread struct baton_smr_tls_ baton__smr_tls
@@ -211,8 +211,7 @@ static inline int baton__smr_read_lock_inline(baton_smr_t *d)
 	i = __atomic_load_n(&h->idx, __ATOMIC_RELAXED) & 1;
 	/* Relaxed load and store: only this thread writes its record; the
 	 * heavy side's barrier orders the store before the loads below. */
-	__atomic_store_n(&c[i], __atomic_load_n(&c[i], __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c[i], __atomic_load_n(&c[i], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return (int)i;
 }
@@ -312,14 +311,14 @@ BATON_API int baton_smr_hp_retire(baton_smr_t *d, void *ptr, baton_smr_free_fn f
 /** Counters of a domain (baton_smr_stats()). */
 struct baton_smr_stats {
 	uint64_t grace_periods; /**< completed */
-	uint64_t retired;	/**< objects retired, both flavours */
-	uint64_t freed;		/**< of those, freed */
-	uint64_t pending;	/**< read-section flavour: retired, not freed */
-	uint64_t hp_pending;	/**< hazard flavour: retired, not freed */
-	uint64_t hp_slots;	/**< hazard slots made (H) */
-	uint64_t hp_bound;	/**< hp_pending never exceeds this:
+	uint64_t retired;       /**< objects retired, both flavours */
+	uint64_t freed;         /**< of those, freed */
+	uint64_t pending;       /**< read-section flavour: retired, not freed */
+	uint64_t hp_pending;    /**< hazard flavour: retired, not freed */
+	uint64_t hp_slots;      /**< hazard slots made (H) */
+	uint64_t hp_bound;      /**< hp_pending never exceeds this:
 				   max(2 H, BATON_SMR_BATCH) */
-	uint64_t readers;	/**< threads with a reader record */
+	uint64_t readers;       /**< threads with a reader record */
 };
 
 /** A snapshot of the counters.

@@ -178,10 +178,10 @@ typedef struct baton_pool baton_pool_t;
 
 /** A snapshot of a pool. */
 struct baton_pool_stats {
-	const char *name; /**< the pool's, valid until it is destroyed */
-	long capacity;	  /**< units it may hand out now */
-	long in_use;	  /**< units held now (may exceed a shrunk capacity) */
-	long waiters;	  /**< acquirers blocked now */
+	const char *name;  /**< the pool's, valid until it is destroyed */
+	long capacity;     /**< units it may hand out now */
+	long in_use;       /**< units held now (may exceed a shrunk capacity) */
+	long waiters;      /**< acquirers blocked now */
 	uint64_t acquired; /**< successful acquisitions so far */
 	uint64_t refused;  /**< acquisitions that timed out or would block */
 };
@@ -192,8 +192,7 @@ struct baton_pool_stats {
  * @param capacity its units (>= 0)
  * @return BATON_OK, or an error: BATON_EINVAL (NULL out or name, bad name,
  * capacity < 0), BATON_ENOMEM. */
-BATON_API int baton_pool_create(baton_pool_t **out, const char *name,
-				long capacity);
+BATON_API int baton_pool_create(baton_pool_t **out, const char *name, long capacity);
 
 /** Take n units (n >= 1) at once, behind earlier acquirers (FIFO). n may
  * exceed the capacity now: it is served if the capacity grows enough.
@@ -247,29 +246,31 @@ typedef void (*baton_stage_fn)(void *item, void *ctx);
 /** A resource the stage holds while (KEEP: from before) its handler runs. */
 struct baton_stage_need {
 	baton_pool_t *pool; /**< the pool */
-	long units;	/**< >= 1 */
-	unsigned flags; /**< 0 or BATON_STAGE_KEEP */
+	long units;         /**< >= 1 */
+	unsigned flags;     /**< 0 or BATON_STAGE_KEEP */
 };
 
 /** Attributes of a stage: baton_stage_attr_init() sets the defaults. */
 struct baton_stage_attr {
-	const char *name;	/**< 1..BATON_NAME_MAX bytes, copied */
-	baton_stage_fn fn;	/**< the handler */
-	void *ctx;		/**< its second argument */
-	size_t queue_capacity;	/**< items waiting at most (>= 1) */
-	unsigned concurrency;	/**< handlers running at most (>= 1) */
+	const char *name;                     /**< 1..BATON_NAME_MAX bytes, copied */
+	baton_stage_fn fn;                    /**< the handler */
+	void *ctx;                            /**< its second argument */
+	size_t queue_capacity;                /**< items waiting at most (>= 1) */
+	unsigned concurrency;                 /**< handlers running at most (>= 1) */
 	const struct baton_stage_need *needs; /**< nneeds of them, copied */
-	size_t nneeds;		/**< <= BATON_STAGE_MAX_NEEDS, distinct pools */
-	struct baton_task_attr task; /**< dispatcher and handler tasks */
-	int first_worker;	/**< with nworkers > 0: handlers run on workers */
-	unsigned nworkers;	/**< [first_worker, first_worker + nworkers), each
+	size_t nneeds;                        /**< <= BATON_STAGE_MAX_NEEDS, distinct pools */
+	struct baton_task_attr task;          /**< dispatcher and handler tasks */
+	int first_worker;                     /**< with nworkers > 0: handlers run on workers */
+	unsigned nworkers;                    /**< [first_worker, first_worker + nworkers), each
 				   item on the one with the fewest handlers
 				   busy; 0 without fn (deprecated, rule 6) */
-	unsigned flags;		/**< 0 or BATON_STAGE_CANCEL_ABANDONED */
+	unsigned flags;                       /**< 0 or BATON_STAGE_CANCEL_ABANDONED */
 };
 /** The defaults of struct baton_stage_attr, as an initialiser. */
-#define BATON_STAGE_ATTR_INIT \
-	{ NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0, 0 }
+#define BATON_STAGE_ATTR_INIT                                                   \
+	{                                                                       \
+		NULL, NULL, NULL, 64, 1, NULL, 0, BATON_TASK_ATTR_INIT, 0, 0, 0 \
+	}
 
 /** A called item's handler whose caller leaves (rule 8) is cancelled
  * (baton_task_cancel): its blocking calls return BATON_ECANCELED. The
@@ -309,19 +310,19 @@ static inline int baton_stage_attr_init(struct baton_stage_attr *a)
  * its step; a task that waits for a slot counts as queued and submitted,
  * and if its wait is refused it moves from submitted to rejected. */
 struct baton_stage_stats {
-	const char *name;      /**< the stage's, valid until it is destroyed */
-	size_t queued;	       /**< items in the queue now */
-	size_t queue_limit;    /**< items it may hold now */
-	unsigned running;      /**< handlers running now */
-	unsigned concurrency;  /**< handlers that may run at once now */
-	int closed;	       /**< 1 once baton_stage_close() was called */
-	uint64_t submitted;    /**< items accepted */
-	uint64_t rejected;     /**< submits refused: full, timed out or closed */
-	uint64_t completed;    /**< handlers returned */
-	uint64_t handler_ns;   /**< sum of handler times (call..return) */
-	uint64_t wait_ns;      /**< sum of queue waits (accepted..handed to its
+	const char *name;         /**< the stage's, valid until it is destroyed */
+	size_t queued;            /**< items in the queue now */
+	size_t queue_limit;       /**< items it may hold now */
+	unsigned running;         /**< handlers running now */
+	unsigned concurrency;     /**< handlers that may run at once now */
+	int closed;               /**< 1 once baton_stage_close() was called */
+	uint64_t submitted;       /**< items accepted */
+	uint64_t rejected;        /**< submits refused: full, timed out or closed */
+	uint64_t completed;       /**< handlers returned */
+	uint64_t handler_ns;      /**< sum of handler times (call..return) */
+	uint64_t wait_ns;         /**< sum of queue waits (accepted..handed to its
 				  task), resource waits included */
-	unsigned runners;      /**< handler tasks alive now (busy or idle) */
+	unsigned runners;         /**< handler tasks alive now (busy or idle) */
 	uint64_t runners_started; /**< handler tasks spawned so far */
 };
 
@@ -350,8 +351,7 @@ BATON_API int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
  * before or while waiting), BATON_ENOSCHED, BATON_ENOMEM (no dispatcher task
  * could be started; nothing queued). EAGAIN, ETIMEDOUT and ESHUTDOWN count as
  * rejected. */
-BATON_API int baton_stage_submit(baton_stage_t *st, void *item,
-				 int64_t timeout_ns);
+BATON_API int baton_stage_submit(baton_stage_t *st, void *item, int64_t timeout_ns);
 
 /** Stop taking items: later submits and those waiting return
  * BATON_ESHUTDOWN; queued items are still processed. Any thread.
@@ -398,18 +398,24 @@ struct baton_stage_kept {
 	baton_gate_t *gate; /**< whose KEEP needs are held; NULL: none */
 };
 /** An empty token, as an initialiser. */
-#define BATON_STAGE_KEPT_INIT { NULL }
+#define BATON_STAGE_KEPT_INIT \
+	{                     \
+		NULL          \
+	}
 
 /** Attributes of a gate: baton_gate_attr_init() sets the defaults. */
 struct baton_gate_attr {
-	const char *name;	/**< 1..BATON_NAME_MAX bytes, copied */
-	size_t queue_capacity;	/**< tasks waiting at most (>= 1) */
-	unsigned concurrency;	/**< tasks inside at most (>= 1) */
+	const char *name;                     /**< 1..BATON_NAME_MAX bytes, copied */
+	size_t queue_capacity;                /**< tasks waiting at most (>= 1) */
+	unsigned concurrency;                 /**< tasks inside at most (>= 1) */
 	const struct baton_stage_need *needs; /**< nneeds of them, copied */
-	size_t nneeds;		/**< <= BATON_STAGE_MAX_NEEDS, distinct pools */
+	size_t nneeds;                        /**< <= BATON_STAGE_MAX_NEEDS, distinct pools */
 };
 /** The defaults of struct baton_gate_attr, as an initialiser. */
-#define BATON_GATE_ATTR_INIT { NULL, 64, 1, NULL, 0 }
+#define BATON_GATE_ATTR_INIT         \
+	{                            \
+		NULL, 64, 1, NULL, 0 \
+	}
 
 /** The defaults (queue 64, concurrency 1, no needs; name still to set)
  * in *a.
@@ -430,13 +436,16 @@ static inline int baton_gate_attr_init(struct baton_gate_attr *a)
  * (a CLOCK_MONOTONIC reading in ns, such as the end a previous leave
  * returned), which saves the clock read. */
 struct baton_gate_pass {
-	baton_gate_t *gate; /**< set by enter, cleared by leave */
-	int64_t t0;	    /**< when the step began; 0: now, at enter */
+	baton_gate_t *gate;           /**< set by enter, cleared by leave */
+	int64_t t0;                   /**< when the step began; 0: now, at enter */
 	struct baton_stage_kept kept; /**< set by leave if the gate has KEEP
 					 needs: their units, to hand on */
 };
 /** A passage not entered, t0 0, as an initialiser. */
-#define BATON_GATE_PASS_INIT { NULL, 0, BATON_STAGE_KEPT_INIT }
+#define BATON_GATE_PASS_INIT                   \
+	{                                      \
+		NULL, 0, BATON_STAGE_KEPT_INIT \
+	}
 
 /** Create a gate.
  * @param out receives the new gate
@@ -463,8 +472,7 @@ BATON_API int baton_gate_create(baton_gate_t **out, const struct baton_gate_attr
  * BATON_ETIMEDOUT, BATON_ESHUTDOWN, BATON_ENOSCHED (timeout not 0 outside
  * a task), BATON_ENOMEM. EAGAIN, ETIMEDOUT and ESHUTDOWN count as
  * rejected. */
-BATON_API int baton_gate_enter(baton_gate_t *g, struct baton_gate_pass *p,
-			       int64_t timeout_ns);
+BATON_API int baton_gate_enter(baton_gate_t *g, struct baton_gate_pass *p, int64_t timeout_ns);
 
 /** End the passage: give back the needs that are not KEEP and the slot
  * (the first waiting task gets it), count the step completed with its time
@@ -533,13 +541,16 @@ BATON_API int baton_stage_kept_release(struct baton_stage_kept *k);
  * rule 6: struct baton_gate_pass). Initialise it with
  * BATON_STAGE_PASS_INIT; t0 as in struct baton_gate_pass. */
 struct baton_stage_pass {
-	baton_stage_t *stage; /**< set by enter, cleared by leave */
-	int64_t t0;	      /**< when the step began; 0: now, at enter */
+	baton_stage_t *stage;         /**< set by enter, cleared by leave */
+	int64_t t0;                   /**< when the step began; 0: now, at enter */
 	struct baton_stage_kept kept; /**< set by leave if the stage has KEEP
 					 needs: their units, to hand on */
 };
 /** A passage not entered, t0 0, as an initialiser. */
-#define BATON_STAGE_PASS_INIT { NULL, 0, BATON_STAGE_KEPT_INIT }
+#define BATON_STAGE_PASS_INIT                  \
+	{                                      \
+		NULL, 0, BATON_STAGE_KEPT_INIT \
+	}
 
 /** Deprecated (rule 6): baton_gate_enter() on the gate of a stage created
  * without handler.
@@ -548,8 +559,7 @@ struct baton_stage_pass {
  * @param timeout_ns as baton_gate_enter()'s
  * @return as baton_gate_enter(); BATON_EINVAL also for a stage with a
  * handler. */
-BATON_API int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p,
-				int64_t timeout_ns);
+BATON_API int baton_stage_enter(baton_stage_t *st, struct baton_stage_pass *p, int64_t timeout_ns);
 
 /** Deprecated (rule 6): baton_gate_leave() for a stage's passage.
  * @param p the passage entered
@@ -561,16 +571,19 @@ BATON_API int baton_stage_leave(struct baton_stage_pass *p, int64_t *end_ns);
 /** A call of a stage (rules 7 and 8). The caller's, in its frame if it
  * likes: the stage keeps its own record of the call. */
 struct baton_stage_call {
-	void *item;		     /**< in: the handler's argument */
-	void (*abandon)(void *item); /**< in: ends an item its caller left
+	void *item;                   /**< in: the handler's argument */
+	void (*abandon)(void *item);  /**< in: ends an item its caller left
 					(rule 8); NULL: nothing to do */
-	int64_t deadline;	     /**< in: for the result; < 0: none */
+	int64_t deadline;             /**< in: for the result; < 0: none */
 	struct baton_stage_kept kept; /**< in: units to release where the item
 					 finishes; emptied once it is queued */
-	int queued;		     /**< out: 1 once the item was queued */
+	int queued;                   /**< out: 1 once the item was queued */
 };
 /** A call with no item, no deadline, as an initialiser. */
-#define BATON_STAGE_CALL_INIT { NULL, NULL, -1, BATON_STAGE_KEPT_INIT, 0 }
+#define BATON_STAGE_CALL_INIT                            \
+	{                                                \
+		NULL, NULL, -1, BATON_STAGE_KEPT_INIT, 0 \
+	}
 
 /** Queue c->item as baton_stage_submit() does (timeout_ns for room) and
  * wait until its handler has returned, at most until c->deadline.
@@ -590,8 +603,7 @@ struct baton_stage_call {
  * @param timeout_ns < 0 waits forever, 0 only tries, > 0 waits at most
  * that many nanoseconds
  * @return BATON_OK, or an error as above */
-BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
-			       int64_t timeout_ns);
+BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c, int64_t timeout_ns);
 
 /** In the handler of a called item, in the handler's own task (the stage
  * hands it the call's record there: nothing is searched): have the
@@ -612,15 +624,13 @@ BATON_API int baton_stage_call(baton_stage_t *st, struct baton_stage_call *c,
  * in the task running the handler of item, a called item of st),
  * BATON_ENOSCHED, BATON_ECANCELED (the
  * caller left), BATON_EBUSY (a question is already waiting). */
-BATON_API int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg),
-			      void *arg);
+BATON_API int baton_stage_ask(baton_stage_t *st, void *item, int (*fn)(void *arg), void *arg);
 
 /** Fill *out (see struct baton_stage_stats).
  * @param st the stage
  * @param out filled with the statistics
  * @return BATON_OK, or an error: BATON_EINVAL. */
-BATON_API int baton_stage_snapshot(baton_stage_t *st,
-				   struct baton_stage_stats *out);
+BATON_API int baton_stage_snapshot(baton_stage_t *st, struct baton_stage_stats *out);
 
 /** Free an idle stage (rule 5). NULL is a no-op.
  * @param st the stage

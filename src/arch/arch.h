@@ -60,32 +60,30 @@
 
 typedef struct baton_arch_ctx {
 	ucontext_t uc;
-	uint8_t flags;		    /* accepted, no effect: swapcontext saves
+	uint8_t flags;              /* accepted, no effect: swapcontext saves
 				       every context's FP state */
 	void (*entry)(void *value); /* set while the context has never run */
-	void *value;		    /* handed over by the switch that resumes it */
+	void *value;                /* handed over by the switch that resumes it */
 } baton_arch_ctx_t;
 #else
 typedef struct baton_arch_ctx {
-	void *sp;	    /* the saved frame of a suspended context; for a
+	void *sp;      /* the saved frame of a suspended context; for a
 			       hopped one, its stack pointer at the hop */
-	uint8_t flags;	    /* BATON_ARCH_*; one byte, read and written by
+	uint8_t flags; /* BATON_ARCH_*; one byte, read and written by
 			       byte accesses only (a wider load of a byte just
 			       stored would wait for the store to complete) */
-	void *fp;	    /* hopped: the frame pointer (rbp, x29) ... */
-	void *pc;	    /* ... and where it resumes */
+	void *fp;      /* hopped: the frame pointer (rbp, x29) ... */
+	void *pc;      /* ... and where it resumes */
 } baton_arch_ctx_t;
 #endif
 
 /* Suspend the running context into `from`, resume `to`, hand it `value`.
  * Returns the value passed by whoever later switches back to `from`. */
-void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			void *value);
+void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value);
 
 #if BATON_SWITCH_UCONTEXT
-static inline int baton__arch_switch_out(baton_arch_ctx_t *from,
-					baton_arch_ctx_t *to, void *value,
-					void **out)
+static inline int baton__arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value,
+					 void **out)
 {
 	*out = baton__arch_switch(from, to, value);
 	return 0;
@@ -95,8 +93,7 @@ static inline int baton__arch_switch_out(baton_arch_ctx_t *from,
  * call returns 0, so that a C function can end with
  * `return baton__arch_switch_out(...)` as a tail call. `out` must not be
  * NULL. */
-int baton__arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			  void *value, void **out);
+int baton__arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value, void **out);
 #endif
 
 #if BATON_SWITCH_UCONTEXT
@@ -105,24 +102,20 @@ int baton__arch_switch_out(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 /* As baton__arch_switch_out, ending in a return instead of an indirect
  * jump: for switches between contexts that stopped at the same call sites
  * (see switch_x86_64.S). */
-int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			  void *value, void **out);
+int baton__arch_switch_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value, void **out);
 #endif
 
 #if defined(__x86_64__) && !BATON_SWITCH_UCONTEXT
 /* baton__arch_switch in two more copies, one per direction of a pair of
  * contexts that switch to each other in turn, so that each copy's final
  * indirect jump has one target (see switch_x86_64.S). */
-void *baton__arch_switch_there(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			      void *value);
-void *baton__arch_switch_back(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			     void *value);
+void *baton__arch_switch_there(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value);
+void *baton__arch_switch_back(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value);
 #endif
 
 /* Prepare `ctx` so that the first switch to it calls entry(value) on the
  * stack [lo, hi). The current FP control state becomes the context's. */
-void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
-		     void (*entry)(void *value));
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi, void (*entry)(void *value));
 
 /* The first entry into a context that has never run: suspend the running
  * one into `from` and call entry(value) on the stack [lo, hi). The same as
@@ -132,16 +125,14 @@ void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
  * state (the state make would have copied). `to` is filled when the new
  * context first switches away. Returns what the switch back to `from`
  * hands over. */
-void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-		       char *lo, char *hi, void (*entry)(void *value),
-		       void *value);
+void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to, char *lo, char *hi,
+			void (*entry)(void *value), void *value);
 
 /* Resume `to` and hand it `value` without saving the running context
  * `from`, which ends: the second half of a switch. (`from` is read for its
  * flags only.) */
-__attribute__((noreturn)) void baton__arch_jump(baton_arch_ctx_t *from,
-					       baton_arch_ctx_t *to,
-					       void *value);
+__attribute__((noreturn)) void baton__arch_jump(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+						void *value);
 
 #if !BATON_SWITCH_UCONTEXT
 #define BATON_ARCH_HAS_RESTART 1
@@ -150,11 +141,9 @@ __attribute__((noreturn)) void baton__arch_jump(baton_arch_ctx_t *from,
  * frames below are dead). `from` and `to` are read for their flags only.
  * Hand-written backends only: makecontext would write the new frame while
  * we still run on it. */
-__attribute__((noreturn)) void baton__arch_restart(baton_arch_ctx_t *from,
-						  baton_arch_ctx_t *to,
-						  char *hi,
-						  void (*entry)(void *value),
-						  void *value);
+__attribute__((noreturn)) void baton__arch_restart(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
+						   char *hi, void (*entry)(void *value),
+						   void *value);
 #else
 #define BATON_ARCH_HAS_RESTART 0
 #endif
@@ -167,9 +156,8 @@ __attribute__((noreturn)) void baton__arch_restart(baton_arch_ctx_t *from,
  * there meanwhile. `to` receives NULL; the value `from` later receives is
  * stored in *out and the call returns 0 (as baton__arch_switch_ret, whose
  * frame it saves and loads). Hand-written backends only. */
-int baton__arch_swap_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			void **out, char *scratch,
-			void (*fn)(baton_arch_ctx_t *from, baton_arch_ctx_t *to));
+int baton__arch_swap_ret(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void **out, char *scratch,
+			 void (*fn)(baton_arch_ctx_t *from, baton_arch_ctx_t *to));
 #else
 #define BATON_ARCH_HAS_SWAP 0
 #endif
@@ -220,108 +208,104 @@ void baton__arch_fp_shared_set(void);
 #endif
 
 #if BATON_ARCH_HAS_HOP
-_Static_assert(offsetof(baton_arch_ctx_t, sp) == 0 &&
-	       offsetof(baton_arch_ctx_t, flags) == 8 &&
-	       offsetof(baton_arch_ctx_t, fp) == 16 &&
-	       offsetof(baton_arch_ctx_t, pc) == 24,
+_Static_assert(offsetof(baton_arch_ctx_t, sp) == 0 && offsetof(baton_arch_ctx_t, flags) == 8 &&
+		       offsetof(baton_arch_ctx_t, fp) == 16 && offsetof(baton_arch_ctx_t, pc) == 24,
 	       "the layout the switches read (switch_*.S and below)");
 
 #if defined(__x86_64__)
-static inline __attribute__((always_inline)) void
-baton__arch_hop(baton_arch_ctx_t *from, baton_arch_ctx_t *to)
+static inline __attribute__((always_inline)) void baton__arch_hop(baton_arch_ctx_t *from,
+								  baton_arch_ctx_t *to)
 {
 	register baton_arch_ctx_t *f __asm__("rdi") = from;
 	register baton_arch_ctx_t *t __asm__("rsi") = to;
 
-	__asm__ __volatile__(
-		"leaq	1f(%%rip), %%rax\n\t"
-		"movq	%%rbp, 16(%0)\n\t"
-		"movq	%%rax, 24(%0)\n\t"
-		"movq	%%rsp, (%0)\n\t"
-		"movb	$3, 8(%0)\n\t"	/* SHARED_FP | HOPPED */
-		"cmpb	$1, 8(%1)\n\t"
-		"movq	(%1), %%rsp\n\t"	/* from here on we are `to` */
-		"je	2f\n\t"
-		"movb	$1, 8(%1)\n\t"	/* hopped: runs again */
-		"movq	16(%1), %%rbp\n\t"
-		"jmpq	*24(%1)\n"
-		"2:\t"			/* the out-of-line switch's frame */
-		"addq	$8, %%rsp\n\t"	/* FP slot: `to` shares */
-		"popq	%%rcx\n\t"		/* out */
-		"popq	%%r15\n\t"
-		"popq	%%r14\n\t"
-		"popq	%%r13\n\t"
-		"popq	%%r12\n\t"
-		"popq	%%rbx\n\t"
-		"popq	%%rbp\n\t"
-		"xorl	%%eax, %%eax\n\t"	/* the value: NULL */
-		"testq	%%rcx, %%rcx\n\t"
-		"jz	3f\n\t"
-		"movq	%%rax, (%%rcx)\n"
-		"3:\t"
-		"popq	%%rcx\n\t"
-		"jmpq	*%%rcx\n"
-		"1:"
-		: "+r"(f), "+r"(t)
-		:
-		: "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12",
-		  "r13", "r14", "r15", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4",
-		  "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
-		  "xmm12", "xmm13", "xmm14", "xmm15", "st", "st(1)", "st(2)",
-		  "st(3)", "st(4)", "st(5)", "st(6)", "st(7)", "mm0", "mm1",
-		  "mm2", "mm3", "mm4", "mm5", "mm6", "mm7", "cc", "memory");
+	__asm__ __volatile__("leaq	1f(%%rip), %%rax\n\t"
+			     "movq	%%rbp, 16(%0)\n\t"
+			     "movq	%%rax, 24(%0)\n\t"
+			     "movq	%%rsp, (%0)\n\t"
+			     "movb	$3, 8(%0)\n\t" /* SHARED_FP | HOPPED */
+			     "cmpb	$1, 8(%1)\n\t"
+			     "movq	(%1), %%rsp\n\t" /* from here on we are `to` */
+			     "je	2f\n\t"
+			     "movb	$1, 8(%1)\n\t" /* hopped: runs again */
+			     "movq	16(%1), %%rbp\n\t"
+			     "jmpq	*24(%1)\n"
+			     "2:\t"                    /* the out-of-line switch's frame */
+			     "addq	$8, %%rsp\n\t" /* FP slot: `to` shares */
+			     "popq	%%rcx\n\t"     /* out */
+			     "popq	%%r15\n\t"
+			     "popq	%%r14\n\t"
+			     "popq	%%r13\n\t"
+			     "popq	%%r12\n\t"
+			     "popq	%%rbx\n\t"
+			     "popq	%%rbp\n\t"
+			     "xorl	%%eax, %%eax\n\t" /* the value: NULL */
+			     "testq	%%rcx, %%rcx\n\t"
+			     "jz	3f\n\t"
+			     "movq	%%rax, (%%rcx)\n"
+			     "3:\t"
+			     "popq	%%rcx\n\t"
+			     "jmpq	*%%rcx\n"
+			     "1:"
+			     : "+r"(f), "+r"(t)
+			     :
+			     : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13",
+			       "r14", "r15", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+			       "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+			       "xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)",
+			       "st(7)", "mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6", "mm7",
+			       "cc", "memory");
 }
 #elif defined(__aarch64__)
-static inline __attribute__((always_inline)) void
-baton__arch_hop(baton_arch_ctx_t *from, baton_arch_ctx_t *to)
+static inline __attribute__((always_inline)) void baton__arch_hop(baton_arch_ctx_t *from,
+								  baton_arch_ctx_t *to)
 {
 	register baton_arch_ctx_t *f __asm__("x0") = from;
 	register baton_arch_ctx_t *t __asm__("x1") = to;
 
-	__asm__ __volatile__(
-		"adr	x9, 1f\n\t"
-		"mov	x10, sp\n\t"
-		"str	x10, [%0]\n\t"
-		"stp	x29, x9, [%0, #16]\n\t"
-		"mov	w11, #3\n\t"		/* SHARED_FP | HOPPED */
-		"strb	w11, [%0, #8]\n\t"
-		"ldrb	w12, [%1, #8]\n\t"
-		"ldr	x10, [%1]\n\t"
-		"mov	sp, x10\n\t"		/* from here on we are `to` */
-		"cmp	w12, #1\n\t"
-		"b.eq	2f\n\t"
-		"mov	w12, #1\n\t"		/* hopped: runs again */
-		"strb	w12, [%1, #8]\n\t"
-		"ldp	x29, x9, [%1, #16]\n\t"
-		"br	x9\n"
-		"2:\t"				/* the out-of-line switch's frame */
-		"ldp	x19, x20, [sp, #0]\n\t"
-		"ldp	x21, x22, [sp, #16]\n\t"
-		"ldp	x23, x24, [sp, #32]\n\t"
-		"ldp	x25, x26, [sp, #48]\n\t"
-		"ldp	x27, x28, [sp, #64]\n\t"
-		"ldp	x29, x30, [sp, #80]\n\t"
-		"ldp	d8, d9, [sp, #96]\n\t"
-		"ldp	d10, d11, [sp, #112]\n\t"
-		"ldp	d12, d13, [sp, #128]\n\t"
-		"ldp	d14, d15, [sp, #144]\n\t"
-		"ldr	x3, [sp, #168]\n\t"	/* out (FPCR: `to` shares) */
-		"add	sp, sp, #176\n\t"
-		"mov	x0, #0\n\t"		/* the value: NULL */
-		"cbz	x3, 3f\n\t"
-		"str	xzr, [x3]\n"
-		"3:\t"
-		"br	x30\n"
-		"1:"
-		: "+r"(f), "+r"(t)
-		:
-		: "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11",
-		  "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20",
-		  "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x30",
-		  "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9",
-		  "v10", "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18",
-		  "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27",
-		  "v28", "v29", "v30", "v31", "cc", "memory");
+	__asm__ __volatile__("adr	x9, 1f\n\t"
+			     "mov	x10, sp\n\t"
+			     "str	x10, [%0]\n\t"
+			     "stp	x29, x9, [%0, #16]\n\t"
+			     "mov	w11, #3\n\t" /* SHARED_FP | HOPPED */
+			     "strb	w11, [%0, #8]\n\t"
+			     "ldrb	w12, [%1, #8]\n\t"
+			     "ldr	x10, [%1]\n\t"
+			     "mov	sp, x10\n\t" /* from here on we are `to` */
+			     "cmp	w12, #1\n\t"
+			     "b.eq	2f\n\t"
+			     "mov	w12, #1\n\t" /* hopped: runs again */
+			     "strb	w12, [%1, #8]\n\t"
+			     "ldp	x29, x9, [%1, #16]\n\t"
+			     "br	x9\n"
+			     "2:\t" /* the out-of-line switch's frame */
+			     "ldp	x19, x20, [sp, #0]\n\t"
+			     "ldp	x21, x22, [sp, #16]\n\t"
+			     "ldp	x23, x24, [sp, #32]\n\t"
+			     "ldp	x25, x26, [sp, #48]\n\t"
+			     "ldp	x27, x28, [sp, #64]\n\t"
+			     "ldp	x29, x30, [sp, #80]\n\t"
+			     "ldp	d8, d9, [sp, #96]\n\t"
+			     "ldp	d10, d11, [sp, #112]\n\t"
+			     "ldp	d12, d13, [sp, #128]\n\t"
+			     "ldp	d14, d15, [sp, #144]\n\t"
+			     "ldr	x3, [sp, #168]\n\t" /* out (FPCR: `to` shares) */
+			     "add	sp, sp, #176\n\t"
+			     "mov	x0, #0\n\t" /* the value: NULL */
+			     "cbz	x3, 3f\n\t"
+			     "str	xzr, [x3]\n"
+			     "3:\t"
+			     "br	x30\n"
+			     "1:"
+			     : "+r"(f), "+r"(t)
+			     :
+			     : "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12",
+			       "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22",
+			       "x23", "x24", "x25", "x26", "x27", "x28", "x30", "v0", "v1", "v2",
+			       "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+			       "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23",
+			       "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "cc",
+			       "memory");
 }
 #endif
 #endif /* BATON_ARCH_HAS_HOP */

@@ -23,15 +23,13 @@ void baton__arch_fp_shared_set(void)
 	baton__fp_shared = baton__arch_fpenv();
 }
 
-
 #if defined(__x86_64__)
 
 /* Slots, from the saved stack pointer up: fpenv out r15 r14 r13 r12 rbx rbp
  * ret. `out` is NULL: the first switch hands its value over in rax. */
 enum { X_FPENV, X_OUT, X_R15, X_R14, X_R13, X_R12, X_RBX, X_RBP, X_RET, X_WORDS };
 
-void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
-		     void (*entry)(void *value))
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi, void (*entry)(void *value))
 {
 	(void)lo;
 	/* After the switch pops X_RET (and jumps to it, or returns to it in
@@ -52,8 +50,7 @@ void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 /* 22 eight-byte slots: x19..x28, x29, x30, d8..d15, fpcr, pad */
 enum { A_X19 = 0, A_X29 = 10, A_X30 = 11, A_FPCR = 20, A_WORDS = 22 };
 
-void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
-		     void (*entry)(void *value))
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi, void (*entry)(void *value))
 {
 	(void)lo;
 	uintptr_t top = ((uintptr_t)hi - 16) & ~(uintptr_t)15;

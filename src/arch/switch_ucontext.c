@@ -31,8 +31,7 @@ static void trampoline(void)
 	abort(); /* entry functions never return */
 }
 
-void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			void *value)
+void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value)
 {
 	to->value = value;
 	handoff_target = to;
@@ -41,8 +40,7 @@ void *baton__arch_switch(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
 	return from->value;
 }
 
-void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
-		     void (*entry)(void *value))
+void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi, void (*entry)(void *value))
 {
 	if (getcontext(&ctx->uc) != 0)
 		abort();
@@ -53,16 +51,14 @@ void baton__arch_make(baton_arch_ctx_t *ctx, char *lo, char *hi,
 	makecontext(&ctx->uc, trampoline, 0);
 }
 
-void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-			char *lo, char *hi, void (*entry)(void *value),
-			void *value)
+void *baton__arch_start(baton_arch_ctx_t *from, baton_arch_ctx_t *to, char *lo, char *hi,
+			void (*entry)(void *value), void *value)
 {
 	baton__arch_make(to, lo, hi, entry);
 	return baton__arch_switch(from, to, value);
 }
 
-void baton__arch_jump(baton_arch_ctx_t *from, baton_arch_ctx_t *to,
-		     void *value)
+void baton__arch_jump(baton_arch_ctx_t *from, baton_arch_ctx_t *to, void *value)
 {
 	(void)from;
 	to->value = value;

@@ -70,8 +70,8 @@ static void bias_revoke(struct baton_chan *ch, uintptr_t b)
 
 	/* Acq_rel: one revoker wins; the others wait for SHARED below. */
 	if (b != BATON_CHAN_REVOKING &&
-	    __atomic_compare_exchange_n(&ch->bias, &b, BATON_CHAN_REVOKING, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	    __atomic_compare_exchange_n(&ch->bias, &b, BATON_CHAN_REVOKING, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
 		baton__barrier_heavy();
 		/* Acquire: pairs with the bias worker's release of own, so its
 		 * last operation's writes are ours. */
@@ -90,8 +90,8 @@ static void bias_revoke(struct baton_chan *ch, uintptr_t b)
  * first sets the candidate; the candidate's own uses promote it to the
  * bias at BATON_CHAN_BIAS_AFTER (`want_bias`), anybody else's make the
  * channel SHARED. Nobody but a holder of `lock` writes these states. */
-static void bias_count_use(struct baton_chan *ch, uintptr_t b,
-			   struct baton_worker *self, bool want_bias)
+static void bias_count_use(struct baton_chan *ch, uintptr_t b, struct baton_worker *self,
+			   bool want_bias)
 {
 	uintptr_t cand = (uintptr_t)self | BATON_CHAN_CANDIDATE;
 	uintptr_t next;
@@ -100,8 +100,8 @@ static void bias_count_use(struct baton_chan *ch, uintptr_t b,
 		next = cand;
 		ch->bias_uses = 1;
 	} else if (b == cand && self) {
-		next = ++ch->bias_uses >= BATON_CHAN_BIAS_AFTER && want_bias
-		       ? (uintptr_t)self : cand;
+		next = ++ch->bias_uses >= BATON_CHAN_BIAS_AFTER && want_bias ? (uintptr_t)self
+									     : cand;
 	} else {
 		next = BATON_CHAN_SHARED; /* a second user, or a plain thread */
 	}
@@ -116,8 +116,7 @@ static void bias_count_use(struct baton_chan *ch, uintptr_t b,
  * (this use counted), or self's (`want_bias` only: a use that promoted
  * it, which still holds `lock`). A bias of another worker is revoked
  * first. */
-static void lock_unbiased(struct baton_chan *ch, struct baton_worker *self,
-			  bool want_bias)
+static void lock_unbiased(struct baton_chan *ch, struct baton_worker *self, bool want_bias)
 {
 	for (;;) {
 		/* Acquire: a SHARED bias brings what its revoker took over. */
@@ -140,7 +139,7 @@ static void lock_unbiased(struct baton_chan *ch, struct baton_worker *self,
 			return;
 		}
 		if (b == (uintptr_t)self && self)
-			return; /* ours: W's thread may take lock as well */
+			return;                /* ours: W's thread may take lock as well */
 		baton__spin_unlock(&ch->lock); /* biased elsewhere meanwhile */
 	}
 }
@@ -159,19 +158,20 @@ int baton__chan_bias_state(const struct baton_chan *ch)
 	/* Acquire: as any reader of bias. */
 	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
 
-	return b == BATON_CHAN_UNSET ? 0 : b == BATON_CHAN_REVOKING ? 2
-	       : b == BATON_CHAN_SHARED ? 3 : (b & BATON_CHAN_CANDIDATE) ? 4 : 1;
+	return b == BATON_CHAN_UNSET         ? 0
+		: b == BATON_CHAN_REVOKING   ? 2
+		: b == BATON_CHAN_SHARED     ? 3
+		: (b & BATON_CHAN_CANDIDATE) ? 4
+					     : 1;
 }
 
-baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
-				       struct baton_worker *self)
+baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch, struct baton_worker *self)
 {
 	lock_unbiased(ch, self, true);
 	return &ch->lock;
 }
 
-int baton__chan_try_send_locked(struct baton_chan *ch, void *value,
-			       struct baton_wakelist *wl)
+int baton__chan_try_send_locked(struct baton_chan *ch, void *value, struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
 
@@ -190,8 +190,7 @@ int baton__chan_try_send_locked(struct baton_chan *ch, void *value,
 	return BATON_CHAN_BLOCK;
 }
 
-int baton__chan_try_recv_locked(struct baton_chan *ch, void **value,
-			       struct baton_wakelist *wl)
+int baton__chan_try_recv_locked(struct baton_chan *ch, void **value, struct baton_wakelist *wl)
 {
 	struct baton_waiter *w;
 
@@ -220,8 +219,7 @@ int baton__chan_try_recv_locked(struct baton_chan *ch, void **value,
  * are its only possible claimant. Take it off the queue, hand the message
  * over, unlock, and make it run next. Returns NULL when the general path
  * must decide (nobody waits, a select or timed waiter, a closed channel). */
-static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
-						    void *value)
+static inline struct baton_task *take_solo_receiver(struct baton_chan *ch, void *value)
 {
 	struct baton_waiter *w = baton__waitq_first(&ch->recvq);
 	struct baton_task *r;
@@ -238,10 +236,9 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch,
 
 /* The general steps, out of line so that the hop's paths above them need
  * no wake list on the stack. Called with `held` (see baton__chan_lock). */
-static __attribute__((noinline)) int send_general(struct baton_chan *ch,
-						  baton_spinlock_t *held,
-						  struct baton_task *t,
-						  void *value, int64_t timeout_ns)
+static __attribute__((noinline)) int send_general(struct baton_chan *ch, baton_spinlock_t *held,
+						  struct baton_task *t, void *value,
+						  int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	int rc = baton__chan_try_send_locked(ch, value, &wl);
@@ -254,14 +251,12 @@ static __attribute__((noinline)) int send_general(struct baton_chan *ch,
 	if (t->cancellable) /* unlinked by wait.c if cancelled: see there */
 		baton__chan_pin_waiter(ch, t->owner, t);
 	return baton__wait_one_held(t, &ch->sendq, &ch->lock, held,
-				    &(struct baton_wait_carry){ .value = value },
-				    timeout_ns);
+				    &(struct baton_wait_carry){ .value = value }, timeout_ns);
 }
 
-static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
-						  baton_spinlock_t *held,
-						  struct baton_task *t,
-						  void **value, int64_t timeout_ns)
+static __attribute__((noinline)) int recv_general(struct baton_chan *ch, baton_spinlock_t *held,
+						  struct baton_task *t, void **value,
+						  int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	void *v = NULL;
@@ -290,8 +285,8 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch,
 
 /* Every send but the hop's: the calling task found, the lock taken however
  * it must be, then a solo receiver or the general steps. */
-static __attribute__((noinline)) int send_slow(struct baton_chan *ch,
-					       void *value, int64_t timeout_ns)
+static __attribute__((noinline)) int send_slow(struct baton_chan *ch, void *value,
+					       int64_t timeout_ns)
 {
 	struct baton_task *t, *r;
 	struct baton_worker *w;
@@ -354,8 +349,7 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
  * scheduler's destroy unlinks it as any other. Returns with `held`
  * released; the message lands in *value (if not NULL) on success. */
 static inline __attribute__((always_inline)) int
-owner_park(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t,
-	   void **value)
+owner_park(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t, void **value)
 {
 	struct baton_waiter *w = &t->inline_waiters[0];
 	int rc;
@@ -378,8 +372,8 @@ owner_park(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t,
 
 /* A single-receiver channel's receive but the hop's case: the general
  * step, which checks (or binds) the owner first. */
-static __attribute__((noinline)) int recv_slow(struct baton_chan *ch,
-					       void **value, int64_t timeout_ns)
+static __attribute__((noinline)) int recv_slow(struct baton_chan *ch, void **value,
+					       int64_t timeout_ns)
 {
 	struct baton_task *t;
 	struct baton_worker *w;
@@ -395,29 +389,28 @@ static __attribute__((noinline)) int recv_slow(struct baton_chan *ch,
  * coroutine is the owner's (compared before anything of the task is
  * read), whose task's worker is the one running it. Everything else is
  * recv_slow, which also binds the owner. */
-static inline __attribute__((always_inline)) int owner_recv(struct baton_chan *ch,
-						void **value, int64_t timeout_ns)
+static inline __attribute__((always_inline)) int owner_recv(struct baton_chan *ch, void **value,
+							    int64_t timeout_ns)
 {
 	struct baton_task *t;
 	baton_spinlock_t *held;
 
 	/* Relaxed: a match is our own store (baton__chan_owner_check). */
 	if (BATON_UNLIKELY(__atomic_load_n(&ch->owner_co, __ATOMIC_RELAXED) !=
-			   baton__coro_running() || timeout_ns >= 0))
+				   baton__coro_running() ||
+			   timeout_ns >= 0))
 		return recv_slow(ch, value, timeout_ns);
 	t = ch->owner;
-	if (BATON_UNLIKELY(t->cancellable ||
-			   (held = baton__chan_lock_try(ch, t->owner)) == NULL))
+	if (BATON_UNLIKELY(t->cancellable || (held = baton__chan_lock_try(ch, t->owner)) == NULL))
 		return recv_slow(ch, value, timeout_ns);
-	if (BATON_LIKELY(ch->len == 0 && baton__waitq_empty(&ch->sendq) &&
-			 !ch->closed))
+	if (BATON_LIKELY(ch->len == 0 && baton__waitq_empty(&ch->sendq) && !ch->closed))
 		return owner_park(ch, held, t, value);
 	return recv_general(ch, held, t, value, timeout_ns);
 }
 
 /* An ordinary channel's receive. */
-static inline __attribute__((always_inline)) int
-recv_any(struct baton_chan *ch, void **value, int64_t timeout_ns)
+static inline __attribute__((always_inline)) int recv_any(struct baton_chan *ch, void **value,
+							  int64_t timeout_ns)
 {
 	struct baton_task *t;
 	struct baton_worker *w;
@@ -435,8 +428,7 @@ recv_any(struct baton_chan *ch, void **value, int64_t timeout_ns)
 	if (BATON_LIKELY(ch->len == 0 && baton__waitq_empty(&ch->sendq) && !ch->closed &&
 			 timeout_ns < 0 && !t->cancellable)) /* general: pins */
 		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held,
-					      &(struct baton_wait_carry){ .received = value },
-					      -1);
+					      &(struct baton_wait_carry){ .received = value }, -1);
 	return recv_general(ch, held, t, value, timeout_ns);
 }
 

@@ -62,15 +62,15 @@
  * length and the closed flag) fits in the first cache line; channels are
  * allocated on a line of their own, so two channels never share one. */
 struct baton_chan {
-	baton_spinlock_t lock;		/* all but W's own uses (see above) */
-	baton_spinlock_t own;		/* the bias worker's: plain stores */
-	uintptr_t bias;			/* BATON_CHAN_* or the worker (atomic) */
-	unsigned bias_uses;		/* a candidate's uses so far (lock) */
+	baton_spinlock_t lock; /* all but W's own uses (see above) */
+	baton_spinlock_t own;  /* the bias worker's: plain stores */
+	uintptr_t bias;        /* BATON_CHAN_* or the worker (atomic) */
+	unsigned bias_uses;    /* a candidate's uses so far (lock) */
 	bool closed;
-	bool single;			/* baton_chan_create_single (immutable) */
-	size_t len;			/* messages in buf */
+	bool single; /* baton_chan_create_single (immutable) */
+	size_t len;  /* messages in buf */
 	struct baton_waitq sendq, recvq;
-	size_t cap, head;		/* ring buffer of cap messages */
+	size_t cap, head; /* ring buffer of cap messages */
 	void **buf;
 	/* A single-receiver channel's owner: the one task that may receive,
 	 * bound by its first receive (under the lock), never changed; and
@@ -83,8 +83,7 @@ struct baton_chan {
 /* Under the lock: may task t (NULL: not a task's own coroutine) receive
  * from ch? A single-receiver channel is bound to its first receiver here.
  * BATON_OK or BATON_ENOTOWNER. */
-static inline int baton__chan_owner_check(struct baton_chan *ch,
-					  struct baton_task *t)
+static inline int baton__chan_owner_check(struct baton_chan *ch, struct baton_task *t)
 {
 	if (BATON_LIKELY(!ch->single))
 		return BATON_OK;
@@ -103,16 +102,14 @@ static inline int baton__chan_owner_check(struct baton_chan *ch,
  * 4 a worker's candidate. */
 int baton__chan_bias_state(const struct baton_chan *ch);
 
-baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch,
-					struct baton_worker *self);
+baton_spinlock_t *baton__chan_lock_slow(struct baton_chan *ch, struct baton_worker *self);
 /* Take ch->lock for a select by the thread of worker `self` (or none),
  * with the bias settled so that `lock` excludes everybody else. */
 void baton__chan_lock_spin(struct baton_chan *ch, struct baton_worker *self);
 
 /* The bias worker's lock: no atomic read-modify-write, no fence. Returns
  * NULL when the bias moved meanwhile (nothing is held then). */
-static inline baton_spinlock_t *baton__chan_lock_biased(struct baton_chan *ch,
-						      uintptr_t b)
+static inline baton_spinlock_t *baton__chan_lock_biased(struct baton_chan *ch, uintptr_t b)
 {
 	/* Relaxed: a revoker reads it only after its heavy barrier. */
 	__atomic_store_n(&ch->own.locked, 1, __ATOMIC_RELAXED);
@@ -131,8 +128,7 @@ static inline baton_spinlock_t *baton__chan_lock_biased(struct baton_chan *ch,
  * worker); returns the lock taken, to be released with baton__spin_unlock
  * (or after a park). The bias worker's case is inline: no atomic
  * read-modify-write, no fence. */
-static inline baton_spinlock_t *baton__chan_lock(struct baton_chan *ch,
-					       struct baton_worker *self)
+static inline baton_spinlock_t *baton__chan_lock(struct baton_chan *ch, struct baton_worker *self)
 {
 	/* Acquire: a SHARED bias brings what its revoker took over; a bias of
 	 * self was stored by this thread. */
@@ -153,7 +149,7 @@ static inline baton_spinlock_t *baton__chan_lock(struct baton_chan *ch,
  * the shared lock if it is free at the first try. NULL when the caller must
  * take the general path (nothing is held then). */
 static inline baton_spinlock_t *baton__chan_lock_try(struct baton_chan *ch,
-						   struct baton_worker *self)
+						     struct baton_worker *self)
 {
 	/* Acquire: as in baton__chan_lock. */
 	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_ACQUIRE);
@@ -161,8 +157,7 @@ static inline baton_spinlock_t *baton__chan_lock_try(struct baton_chan *ch,
 	if (BATON_LIKELY(b == (uintptr_t)self))
 		return baton__chan_lock_biased(ch, b);
 	/* Acquire: as in baton__spin_lock (the critical section after it). */
-	if (b == BATON_CHAN_SHARED &&
-	    !__atomic_exchange_n(&ch->lock.locked, 1, __ATOMIC_ACQUIRE))
+	if (b == BATON_CHAN_SHARED && !__atomic_exchange_n(&ch->lock.locked, 1, __ATOMIC_ACQUIRE))
 		return &ch->lock;
 	return NULL;
 }
@@ -176,16 +171,14 @@ static inline baton_spinlock_t *baton__chan_lock_try(struct baton_chan *ch,
  * followed its waker to worker V would edit the wait queues alongside
  * them. Every other state is settled (SHARED) or becomes SHARED at
  * anybody else's use, under `lock`, which then excludes everybody. */
-static inline void baton__chan_pin_waiter(struct baton_chan *ch,
-					  struct baton_worker *self,
+static inline void baton__chan_pin_waiter(struct baton_chan *ch, struct baton_worker *self,
 					  struct baton_task *t)
 {
 	/* Relaxed: under `lock` or `own`; only self's thread stores self or
 	 * self's candidate, and only self can turn the candidate into self. */
 	uintptr_t b = __atomic_load_n(&ch->bias, __ATOMIC_RELAXED);
 
-	if (self && (b == (uintptr_t)self ||
-		     b == ((uintptr_t)self | BATON_CHAN_CANDIDATE)))
+	if (self && (b == (uintptr_t)self || b == ((uintptr_t)self | BATON_CHAN_CANDIDATE)))
 		t->wait_timed = true; /* wait.c: not moved before step 4 */
 }
 
@@ -195,9 +188,7 @@ enum {
 };
 
 /* Claimed partners are added to `wl`: ready them after unlocking. */
-int baton__chan_try_send_locked(struct baton_chan *ch, void *value,
-			       struct baton_wakelist *wl);
-int baton__chan_try_recv_locked(struct baton_chan *ch, void **value,
-			       struct baton_wakelist *wl);
+int baton__chan_try_send_locked(struct baton_chan *ch, void *value, struct baton_wakelist *wl);
+int baton__chan_try_recv_locked(struct baton_chan *ch, void **value, struct baton_wakelist *wl);
 
 #endif /* BATON_SRC_CHAN_INTERNAL_H */

@@ -32,14 +32,13 @@
 
 static int ptr_cmp(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+	uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
 
 	return x < y ? -1 : x > y;
 }
 
 /* The distinct channels of ops, sorted; returns how many. */
-static size_t lock_order(const struct baton_chan_op *ops, size_t n,
-			 struct baton_chan **out)
+static size_t lock_order(const struct baton_chan_op *ops, size_t n, struct baton_chan **out)
 {
 	size_t m = 0;
 
@@ -67,8 +66,7 @@ static unsigned next_random(void)
 /* BATON_EINVAL for bad arguments. *needs_owner is set when a case
  * receives from a single-receiver channel (`single` is fixed at creation:
  * read unlocked), whose owner check needs every channel locked (step 2). */
-static int validate(const struct baton_chan_op *ops, size_t n, size_t *index,
-		    bool *needs_owner)
+static int validate(const struct baton_chan_op *ops, size_t n, size_t *index, bool *needs_owner)
 {
 	if (ops == NULL || index == NULL || n == 0 || n > BATON_CHAN_SELECT_MAX)
 		return BATON_EINVAL;
@@ -110,8 +108,7 @@ static int try_one(struct baton_chan_op *op, struct baton_wakelist *wl)
 
 /* One pass of non-blocking steps from a random start, every channel
  * already locked (step 2). Returns the case that completed, or n. */
-static size_t try_all(struct baton_chan_op *ops, size_t n,
-		      struct baton_wakelist *wl)
+static size_t try_all(struct baton_chan_op *ops, size_t n, struct baton_wakelist *wl)
 {
 	size_t start = next_random() % n;
 
@@ -127,8 +124,7 @@ static size_t try_all(struct baton_chan_op *ops, size_t n,
 /* Step 1: one case picked at random, its channel locked alone (its bias
  * settled as for step 2, so that a select biases no channel). Returns the
  * case if it completed, or n. */
-static size_t try_first(struct baton_chan_op *ops, size_t n,
-			struct baton_worker *self)
+static size_t try_first(struct baton_chan_op *ops, size_t n, struct baton_worker *self)
 {
 	size_t i = next_random() % n;
 	struct baton_chan *ch = ops[i].chan;
@@ -144,8 +140,7 @@ static size_t try_first(struct baton_chan_op *ops, size_t n,
 	return i;
 }
 
-int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
-		      size_t *index)
+int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns, size_t *index)
 {
 	struct baton_chan *chans[BATON_CHAN_SELECT_MAX];
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
@@ -200,8 +195,7 @@ int baton_chan_select(struct baton_chan_op *ops, size_t n, int64_t timeout_ns,
 	for (size_t i = 0; i < n; i++) {
 		struct baton_chan *ch = ops[i].chan;
 		struct baton_waiter *w = baton__wait_add(
-			t, ops[i].dir == BATON_CHAN_SEND ? &ch->sendq : &ch->recvq,
-			&ch->lock);
+			t, ops[i].dir == BATON_CHAN_SEND ? &ch->sendq : &ch->recvq, &ch->lock);
 
 		w->value = ops[i].dir == BATON_CHAN_SEND ? ops[i].value : NULL;
 	}

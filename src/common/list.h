@@ -62,7 +62,10 @@ struct baton_list {
 	struct baton_list_node *head, *tail; /* both NULL when empty */
 };
 
-#define BATON_LIST_INIT { NULL, NULL }
+#define BATON_LIST_INIT    \
+	{                  \
+		NULL, NULL \
+	}
 
 /* The links of a removed node in a debug build: below the lowest address
  * Linux maps (vm.mmap_min_addr), so that following one faults. */
@@ -71,26 +74,24 @@ struct baton_list {
 
 /* The record of `type` whose member `member` is the node `node`. */
 #define BATON_LIST_ENTRY(node, type, member) \
-	((type *)(void *)((char *)(node) - offsetof(type, member)))
+	((type *)(void *)((char *)(node)-offsetof(type, member)))
 
 /* The same with `pos`'s type, NULL for a NULL node (the end of a walk). */
-#define BATON_LIST_ENTRY_OF(node, pos, member)                              \
-	((node) ? (__typeof__(pos))(void *)((char *)(node) -                \
-					    offsetof(__typeof__(*(pos)), member)) \
+#define BATON_LIST_ENTRY_OF(node, pos, member)                                                   \
+	((node) ? (__typeof__(pos))(void *)((char *)(node)-offsetof(__typeof__(*(pos)), member)) \
 		: NULL)
 
 /* Walk `list` from head to tail, `pos` (a pointer to the records, declared
  * by the caller) naming each record in turn through its node `member`. */
 #define BATON_LIST_FOR_EACH(pos, list, member)                              \
-	for ((pos) = BATON_LIST_ENTRY_OF((list)->head, pos, member); (pos);  \
+	for ((pos) = BATON_LIST_ENTRY_OF((list)->head, pos, member); (pos); \
 	     (pos) = BATON_LIST_ENTRY_OF((pos)->member.next, pos, member))
 
 /* The same, `tmp` (of pos's type) holding the next record, so that the
  * body may remove (and free) `pos`. */
-#define BATON_LIST_FOR_EACH_SAFE(pos, tmp, list, member)                    \
-	for ((pos) = BATON_LIST_ENTRY_OF((list)->head, pos, member);         \
-	     (pos) && ((tmp) = BATON_LIST_ENTRY_OF((pos)->member.next, pos, \
-						   member), true);          \
+#define BATON_LIST_FOR_EACH_SAFE(pos, tmp, list, member)                                    \
+	for ((pos) = BATON_LIST_ENTRY_OF((list)->head, pos, member);                        \
+	     (pos) && ((tmp) = BATON_LIST_ENTRY_OF((pos)->member.next, pos, member), true); \
 	     (pos) = (tmp))
 
 static inline void baton__list_init(struct baton_list *l)
@@ -129,8 +130,7 @@ static inline void baton__list_check_out(const struct baton_list *l,
 #endif
 }
 
-static inline void baton__list_check_in(const struct baton_list *l,
-					const struct baton_list_node *n)
+static inline void baton__list_check_in(const struct baton_list *l, const struct baton_list_node *n)
 {
 #if BATON_DEBUG
 	assert(n->next != BATON_LIST_POISON_NEXT && n->prev != BATON_LIST_POISON_PREV);
@@ -155,10 +155,8 @@ static inline void baton__list_poison(struct baton_list_node *n)
 /* --- insertion --------------------------------------------------------------- */
 /* Link n between prev and next, neighbours in l (NULL: that end of l).
  * Every insertion is this one, with what it knows made constant. */
-static inline void baton__list_link(struct baton_list *l,
-				    struct baton_list_node *prev,
-				    struct baton_list_node *next,
-				    struct baton_list_node *n)
+static inline void baton__list_link(struct baton_list *l, struct baton_list_node *prev,
+				    struct baton_list_node *next, struct baton_list_node *n)
 {
 	n->prev = prev;
 	n->next = next;
@@ -172,15 +170,13 @@ static inline void baton__list_link(struct baton_list *l,
 		l->tail = n;
 }
 
-static inline void baton__list_push_head(struct baton_list *l,
-					 struct baton_list_node *n)
+static inline void baton__list_push_head(struct baton_list *l, struct baton_list_node *n)
 {
 	baton__list_check_out(l, n);
 	baton__list_link(l, NULL, l->head, n);
 }
 
-static inline void baton__list_push_tail(struct baton_list *l,
-					 struct baton_list_node *n)
+static inline void baton__list_push_tail(struct baton_list *l, struct baton_list_node *n)
 {
 	baton__list_check_out(l, n);
 	baton__list_link(l, l->tail, NULL, n);
@@ -188,8 +184,7 @@ static inline void baton__list_push_tail(struct baton_list *l,
 
 /* Into `l`, which the caller knows to be empty (asserted in a debug build):
  * `n` becomes its only node, with no load of the list. */
-static inline void baton__list_push_only(struct baton_list *l,
-					 struct baton_list_node *n)
+static inline void baton__list_push_only(struct baton_list *l, struct baton_list_node *n)
 {
 	baton__list_check_out(l, n);
 #if BATON_DEBUG
@@ -199,8 +194,7 @@ static inline void baton__list_push_only(struct baton_list *l,
 }
 
 /* Insert `n` right after `pos`, a node of `l`. */
-static inline void baton__list_insert_after(struct baton_list *l,
-					    struct baton_list_node *pos,
+static inline void baton__list_insert_after(struct baton_list *l, struct baton_list_node *pos,
 					    struct baton_list_node *n)
 {
 	baton__list_check_in(l, pos);
@@ -209,8 +203,7 @@ static inline void baton__list_insert_after(struct baton_list *l,
 }
 
 /* --- removal --------------------------------------------------------------- */
-static inline void baton__list_remove(struct baton_list *l,
-				      struct baton_list_node *n)
+static inline void baton__list_remove(struct baton_list *l, struct baton_list_node *n)
 {
 	baton__list_check_in(l, n);
 	if (n->prev)

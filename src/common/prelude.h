@@ -77,8 +77,7 @@ static inline int64_t baton__clock_now(void)
  * empty asm keeps the compiler from turning the loop back into a memset. */
 static inline void baton__zero(void *p, size_t n)
 {
-	typedef long long v16 __attribute__((vector_size(16), aligned(1),
-					     may_alias));
+	typedef long long v16 __attribute__((vector_size(16), aligned(1), may_alias));
 	char *q = (char *)p;
 	size_t i = 0;
 

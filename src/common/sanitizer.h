@@ -56,18 +56,21 @@ struct baton_sanitizer_fiber {
 };
 
 static inline void baton__sanitizer_switch_begin(struct baton_sanitizer_fiber *from,
-						struct baton_sanitizer_fiber *to,
-						char *to_lo, char *to_hi,
-						bool from_dies)
+						 struct baton_sanitizer_fiber *to, char *to_lo,
+						 char *to_hi, bool from_dies)
 {
 #if BATON_ASAN
-	__sanitizer_start_switch_fiber(from_dies ? NULL : &from->asan_fake,
-				       to_lo, (size_t)(to_hi - to_lo));
+	__sanitizer_start_switch_fiber(from_dies ? NULL : &from->asan_fake, to_lo,
+				       (size_t)(to_hi - to_lo));
 #endif
 #if BATON_TSAN
 	__tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
-	(void)from; (void)to; (void)to_lo; (void)to_hi; (void)from_dies;
+	(void)from;
+	(void)to;
+	(void)to_lo;
+	(void)to_hi;
+	(void)from_dies;
 }
 
 static inline void baton__sanitizer_switch_end(struct baton_sanitizer_fiber *self)
@@ -86,18 +89,17 @@ static inline void baton__sanitizer_entered(void)
 #endif
 }
 
-static inline void baton__sanitizer_fiber_init(struct baton_sanitizer_fiber *f,
-					      bool is_thread_root)
+static inline void baton__sanitizer_fiber_init(struct baton_sanitizer_fiber *f, bool is_thread_root)
 {
 #if BATON_ASAN
 	f->asan_fake = NULL;
 #endif
 #if BATON_TSAN
 	f->tsan_owned = !is_thread_root;
-	f->tsan_fiber = is_thread_root ? __tsan_get_current_fiber()
-				       : __tsan_create_fiber(0);
+	f->tsan_fiber = is_thread_root ? __tsan_get_current_fiber() : __tsan_create_fiber(0);
 #endif
-	(void)f; (void)is_thread_root;
+	(void)f;
+	(void)is_thread_root;
 }
 
 static inline void baton__sanitizer_fiber_fini(struct baton_sanitizer_fiber *f)
@@ -115,7 +117,8 @@ static inline unsigned baton__sanitizer_stack_register(char *lo, char *hi)
 #if BATON_HAVE_VALGRIND
 	return VALGRIND_STACK_REGISTER(lo, hi);
 #else
-	(void)lo; (void)hi;
+	(void)lo;
+	(void)hi;
 	return 0;
 #endif
 }
@@ -160,7 +163,8 @@ static inline void baton__sanitizer_unpoison(const void *p, size_t n)
 	if (baton__sanitizer_on_valgrind())
 		(void)VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 #endif
-	(void)p; (void)n;
+	(void)p;
+	(void)n;
 }
 
 #endif /* BATON_SRC_SANITIZER_H */

@@ -54,43 +54,43 @@
 
 #define ARENA_BYTES (32u * 1024u * 1024u)
 #define MAX_CLASSES 16
-#define BATON_DIRTY_MAX 8192u	   /* dirty free slots kept, all classes (at least) */
+#define BATON_DIRTY_MAX 8192u      /* dirty free slots kept, all classes (at least) */
 #define PEAK_DECAY_NS 1000000000LL /* the recent peaks are halved this often */
-#define BATON_KEEP_MAX 32768u	   /* what a peak keeps, at most: slots */
+#define BATON_KEEP_MAX 32768u      /* what a peak keeps, at most: slots */
 
 struct baton_arena {
 	struct baton_arena *next, *prev; /* in its class's avail or full list */
-	bool full;		/* no free and no uncarved slot: in `full` */
+	bool full;                       /* no free and no uncarved slot: in `full` */
 	struct baton_arena_class *cls;
 	char *base;
-	unsigned nslots;	/* slots in the mapping */
-	unsigned carved;	/* slots [0, carved) have been handed out once */
-	unsigned used;		/* slots handed out now */
-	unsigned nfree;		/* entries in free_idx */
-	unsigned ndirty;	/* free slots whose pages are still resident */
-	uint32_t *free_idx;	/* free slot indices, most recently freed last */
-	uint8_t *dirty;		/* per slot: its pages may be resident */
+	unsigned nslots;    /* slots in the mapping */
+	unsigned carved;    /* slots [0, carved) have been handed out once */
+	unsigned used;      /* slots handed out now */
+	unsigned nfree;     /* entries in free_idx */
+	unsigned ndirty;    /* free slots whose pages are still resident */
+	uint32_t *free_idx; /* free slot indices, most recently freed last */
+	uint8_t *dirty;     /* per slot: its pages may be resident */
 };
 
 struct baton_arena_class {
 	size_t slot_size;
 	bool guarded;
-	struct baton_arena *avail;  /* arenas with a slot to give */
-	struct baton_arena *full;   /* the others (kept apart: never scanned) */
-	unsigned nempty;	    /* arenas with no slot in use (kept) */
-	unsigned inuse;		    /* arenas with a slot in use */
-	unsigned peak;		    /* inuse's recent peak: empty ones kept */
+	struct baton_arena *avail; /* arenas with a slot to give */
+	struct baton_arena *full;  /* the others (kept apart: never scanned) */
+	unsigned nempty;           /* arenas with no slot in use (kept) */
+	unsigned inuse;            /* arenas with a slot in use */
+	unsigned peak;             /* inuse's recent peak: empty ones kept */
 };
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct baton_arena_class classes[MAX_CLASSES];
 static unsigned nclasses;
-static unsigned dirty_total;	/* dirty free slots, all arenas */
-static unsigned used_total;	/* slots in use, all arenas */
-static unsigned used_peak;	/* its recent peak: dirty slots kept */
-static int64_t peak_at;		/* when the peaks were last halved */
-static long guarded_live;	/* guarded slots carved in live arenas */
-static long guard_budget = -1;	/* guarded slots allowed; -1: not read */
+static unsigned dirty_total;   /* dirty free slots, all arenas */
+static unsigned used_total;    /* slots in use, all arenas */
+static unsigned used_peak;     /* its recent peak: dirty slots kept */
+static int64_t peak_at;        /* when the peaks were last halved */
+static long guarded_live;      /* guarded slots carved in live arenas */
+static long guard_budget = -1; /* guarded slots allowed; -1: not read */
 
 static long read_budget(void)
 {
@@ -121,8 +121,7 @@ static struct baton_arena_class *class_of(size_t slot_size, bool guarded)
 	return &classes[nclasses++];
 }
 
-static struct baton_arena **list_of(struct baton_arena_class *c,
-				     struct baton_arena *a)
+static struct baton_arena **list_of(struct baton_arena_class *c, struct baton_arena *a)
 {
 	return a->full ? &c->full : &c->avail;
 }
@@ -292,8 +291,7 @@ static int carve(struct baton_arena *a, uint32_t *idx)
 
 	if (a->cls->guarded) {
 		if (guarded_live >= guard_budget ||
-		    mprotect(p, BATON_STACK_LOW_PAGES * baton__stack_page(),
-			     PROT_NONE) != 0)
+		    mprotect(p, BATON_STACK_LOW_PAGES * baton__stack_page(), PROT_NONE) != 0)
 			return BATON_ENOMEM; /* the mapping limit, after all */
 		guarded_live++;
 	}
@@ -302,8 +300,7 @@ static int carve(struct baton_arena *a, uint32_t *idx)
 }
 
 /* A slot of class c, or an error; arena_lock held. */
-static int class_take(struct baton_arena_class *c, struct baton_arena **out,
-		      uint32_t *idx)
+static int class_take(struct baton_arena_class *c, struct baton_arena **out, uint32_t *idx)
 {
 	struct baton_arena *a;
 
@@ -345,8 +342,8 @@ got:
 	return BATON_OK;
 }
 
-int baton__arena_take(size_t slot_size, bool want_guard, void **map,
-		     struct baton_arena **arena, bool *guarded)
+int baton__arena_take(size_t slot_size, bool want_guard, void **map, struct baton_arena **arena,
+		      bool *guarded)
 {
 	struct baton_arena_class *c;
 	uint32_t idx = 0;

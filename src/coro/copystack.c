@@ -52,8 +52,8 @@
  * holds other frames' redzones, which a checked memcpy would report. */
 #if BATON_ASAN
 __attribute__((no_sanitize_address, noinline,
-	       optimize("no-tree-loop-distribute-patterns")))
-static void copy_bytes(char *dst, const char *src, size_t n)
+	       optimize("no-tree-loop-distribute-patterns"))) static void
+copy_bytes(char *dst, const char *src, size_t n)
 {
 	volatile char *d = dst;
 
@@ -104,8 +104,7 @@ static int ensure_shared(struct baton_thread *t)
 	c->vg_stack = baton__sanitizer_stack_register(c->stack_lo, c->stack_hi);
 	baton__sanitizer_fiber_init(&c->san, false);
 	s->scratch = c->stack_hi;
-	baton__arch_make(&c->ctx, c->stack_lo, c->stack_hi - SWAP_SCRATCH_SIZE,
-			copier_main);
+	baton__arch_make(&c->ctx, c->stack_lo, c->stack_hi - SWAP_SCRATCH_SIZE, copier_main);
 	/* The copier never touches the FP state: it shares it, so a switch
 	 * through it costs what the direct switch would (see arch's rule). */
 	c->ctx.flags = BATON_ARCH_SHARED_FP;
@@ -149,8 +148,7 @@ static void copy_out(struct baton_thread *t, struct baton_coro *co, bool by_hop)
 	char *sp = baton__arch_ctx_sp(&co->ctx);
 	size_t len = (size_t)(t->shared.hi - sp);
 
-	if ((co->save_len == 0 || (by_hop && !co->hop_saved)) &&
-	    co->save_cap > len + SAVE_KEEP) {
+	if ((co->save_len == 0 || (by_hop && !co->hop_saved)) && co->save_cap > len + SAVE_KEEP) {
 		char *p = baton__malloc(len + SAVE_KEEP);
 
 		if (p != NULL) {
@@ -188,8 +186,7 @@ static void copy_in(struct baton_thread *t, struct baton_coro *co)
 	if (!co->started) {
 		/* Nothing to copy: the switch that follows starts it at the
 		 * top of S (baton__coro_switch sees `fresh`). */
-		baton__sanitizer_unpoison(s->hi - BATON_ARCH_MAKE_RESERVE,
-					 BATON_ARCH_MAKE_RESERVE);
+		baton__sanitizer_unpoison(s->hi - BATON_ARCH_MAKE_RESERVE, BATON_ARCH_MAKE_RESERVE);
 		co->started = true;
 		co->fresh = true;
 		sp = s->hi - BATON_ARCH_MAKE_RESERVE;
@@ -205,8 +202,7 @@ static void copy_in(struct baton_thread *t, struct baton_coro *co)
 	s->owner = co;
 }
 
-int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
-			    struct baton_coro *to)
+int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from, struct baton_coro *to)
 {
 	struct baton_coro *owner;
 	char *sp;
@@ -248,10 +244,8 @@ int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
 	return BATON_OK;
 }
 
-void *baton__copystack_via_copier(struct baton_thread *t,
-				 struct baton_coro *from,
-				 struct baton_coro *to, void *value,
-				 bool from_dies)
+void *baton__copystack_via_copier(struct baton_thread *t, struct baton_coro *from,
+				  struct baton_coro *to, void *value, bool from_dies)
 {
 	t->job_from = from;
 	t->job_to = to;
@@ -266,15 +260,14 @@ void *baton__copystack_via_copier(struct baton_thread *t,
 /* Save `from`, which has switched away from S, running off S. Its room
  * was reserved with a margin while a failure could still be returned;
  * should the real frame be deeper, grow now or give up loudly. */
-static void save_switched(struct baton_thread *t, struct baton_coro *from,
-			  bool by_hop)
+static void save_switched(struct baton_thread *t, struct baton_coro *from, bool by_hop)
 {
 	char *sp = baton__arch_ctx_sp(&from->ctx);
 
 	if (BATON_UNLIKELY((size_t)(t->shared.hi - sp) > from->save_cap) &&
 	    baton__copystack_reserve(from, (size_t)(t->shared.hi - sp)) != BATON_OK) {
 		static const char msg[] = "baton: out of memory "
-			"saving a copy-stack coroutine\n";
+					  "saving a copy-stack coroutine\n";
 		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		abort();
 	}
@@ -335,8 +328,8 @@ void baton__copystack_swap(baton_arch_ctx_t *from_ctx, baton_arch_ctx_t *to_ctx)
 	 * both in a few stores (the hop's `to` has run, so it has a save;
 	 * S is dirty down to from's sp at most, which is all copy_in would
 	 * unpoison and fill). */
-	if (BATON_UNLIKELY(!from->hop_saved || out > from->save_cap ||
-			   !to->started || BATON_DEBUG || BATON_ASAN)) {
+	if (BATON_UNLIKELY(!from->hop_saved || out > from->save_cap || !to->started ||
+			   BATON_DEBUG || BATON_ASAN)) {
 		save_switched(t, from, true);
 		if (!to->started)
 			start_at_top(t, to);
@@ -391,8 +384,7 @@ void baton__copystack_restart(struct baton_thread *t, struct baton_coro *from,
  * can be returned to nobody. Reserving now, as prepare does for the copier,
  * makes that save need no memory.
  */
-__attribute__((noinline)) int baton__copystack_keep(struct baton_thread *t,
-						   struct baton_coro *co)
+__attribute__((noinline)) int baton__copystack_keep(struct baton_thread *t, struct baton_coro *co)
 {
 	char *sp = (char *)__builtin_frame_address(0) - SAVE_MARGIN;
 
@@ -422,8 +414,7 @@ void baton__copystack_forget(struct baton_thread *t, struct baton_coro *co)
 #define SPARE_COPYSTACK 256
 #define SPARE_SAVE_MAX 4096
 
-static struct baton_coro **spare_list(struct baton_thread *t, size_t head,
-				      unsigned **count)
+static struct baton_coro **spare_list(struct baton_thread *t, size_t head, unsigned **count)
 {
 	*count = head ? &t->nspare_cs_headed : &t->nspare_cs;
 	return head ? &t->spare_cs_headed : &t->spare_cs;
@@ -472,8 +463,7 @@ static void free_block(struct baton_thread *t, struct baton_coro *co);
 
 /* What baton__copystack_free does not do on its short path: drop a large
  * save buffer, free a block the full list has no room for. */
-static __attribute__((noinline, cold)) void free_slow(struct baton_thread *t,
-						      struct baton_coro *co)
+static __attribute__((noinline, cold)) void free_slow(struct baton_thread *t, struct baton_coro *co)
 {
 	unsigned *count;
 
@@ -495,8 +485,7 @@ static inline void free_block(struct baton_thread *t, struct baton_coro *co)
 	unsigned *count;
 	struct baton_coro **list = spare_list(t, block_head(co), &count);
 
-	if (BATON_UNLIKELY(co->save_cap > SPARE_SAVE_MAX ||
-			   *count >= SPARE_COPYSTACK)) {
+	if (BATON_UNLIKELY(co->save_cap > SPARE_SAVE_MAX || *count >= SPARE_COPYSTACK)) {
 		free_slow(t, co);
 		return;
 	}
@@ -535,7 +524,7 @@ static size_t trim_list(struct baton_coro **list, unsigned *count)
 size_t baton__copystack_trim(struct baton_thread *t)
 {
 	return trim_list(&t->spare_cs, &t->nspare_cs) +
-	       trim_list(&t->spare_cs_headed, &t->nspare_cs_headed);
+		trim_list(&t->spare_cs_headed, &t->nspare_cs_headed);
 }
 
 void baton__copystack_thread_exit(struct baton_thread *t)

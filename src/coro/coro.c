@@ -20,8 +20,7 @@
 #include "hop.h"
 
 /* baton__copystack_swap finds a coroutine from its context. */
-_Static_assert(offsetof(struct baton_coro, ctx) == 0,
-	       "the context opens the control block");
+_Static_assert(offsetof(struct baton_coro, ctx) == 0, "the context opens the control block");
 #if !BATON_SWITCH_UCONTEXT /* a ucontext_t alone spans many lines */
 _Static_assert(offsetof(struct baton_coro, discard) + sizeof(void *) <= 64,
 	       "a round trip touches one line of the control block");
@@ -33,9 +32,8 @@ static struct baton_coro *running(struct baton_thread *t)
 }
 
 /* Move control from `from` (running) to `to`, with copy-stack handling. */
-static int transfer(struct baton_thread *t, struct baton_coro *from,
-		    struct baton_coro *to, void *value, bool from_dies,
-		    void **result)
+static int transfer(struct baton_thread *t, struct baton_coro *from, struct baton_coro *to,
+		    void *value, bool from_dies, void **result)
 {
 	bool via_copier = false;
 
@@ -47,8 +45,7 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 	}
 	t->current = to == &t->root ? NULL : to;
 	if (via_copier)
-		value = baton__copystack_via_copier(t, from, to, value,
-						   from_dies);
+		value = baton__copystack_via_copier(t, from, to, value, from_dies);
 	else
 		value = baton__coro_switch(from, to, value, from_dies);
 	*result = value;
@@ -56,10 +53,10 @@ static int transfer(struct baton_thread *t, struct baton_coro *from,
 }
 
 #if BATON_DEBUG
-#define CHECK_LOCALADDR(p) \
-	do { \
+#define CHECK_LOCALADDR(p)                             \
+	do {                                           \
 		if (baton__copystack_points_inside(p)) \
-			return BATON_ELOCALADDR; \
+			return BATON_ELOCALADDR;       \
 	} while (0)
 #else
 #define CHECK_LOCALADDR(p) ((void)0)
@@ -79,10 +76,8 @@ static int resume_undo(struct baton_coro *from, struct baton_coro *co, int rc)
  * in the other switches through transfer(), the running coroutine is set
  * by transfer, once the copy-stack preparation is done: until then we run
  * on from's stack, and an overflow there must be reported as from's. */
-static __attribute__((noinline)) int resume_slow(struct baton_thread *t,
-						 struct baton_coro *from,
-						 struct baton_coro *co,
-						 void *in, void **out)
+static __attribute__((noinline)) int resume_slow(struct baton_thread *t, struct baton_coro *from,
+						 struct baton_coro *co, void *in, void **out)
 {
 	void *value;
 	int rc;
@@ -96,10 +91,8 @@ static __attribute__((noinline)) int resume_slow(struct baton_thread *t,
 	return BATON_OK;
 }
 
-static __attribute__((noinline)) int yield_slow(struct baton_thread *t,
-						struct baton_coro *co,
-						struct baton_coro *to,
-						void *out, void **in)
+static __attribute__((noinline)) int yield_slow(struct baton_thread *t, struct baton_coro *co,
+						struct baton_coro *to, void *out, void **in)
 {
 	void *value;
 	int rc;
@@ -117,19 +110,16 @@ static __attribute__((noinline)) int yield_slow(struct baton_thread *t,
 
 /* A switch needs the slow path when the sanitizers must be told about it, or
  * when `to` is a copy-stack coroutine whose frames are not on the stack. */
-static inline bool needs_slow_switch(const struct baton_thread *t,
-				     const struct baton_coro *to)
+static inline bool needs_slow_switch(const struct baton_thread *t, const struct baton_coro *to)
 {
-	return BATON_SWITCH_HOOKS ||
-	       (to->model == BATON_CORO_COPYSTACK && t->shared.owner != to);
+	return BATON_SWITCH_HOOKS || (to->model == BATON_CORO_COPYSTACK && t->shared.owner != to);
 }
 
 /* The general resume: every case the fast path below leaves to it (a
  * thread not set up, a bad or busy target, a copy-stack target, a canary
  * caller, the sanitizers' and debug builds). Out of line, so that the fast
  * path makes no call that returns and keeps no frame of its own. */
-static __attribute__((noinline)) int resume_general(baton_coro_t *co, void *in,
-						    void **out)
+static __attribute__((noinline)) int resume_general(baton_coro_t *co, void *in, void **out)
 {
 	struct baton_thread *t = baton__thread_get();
 	struct baton_coro *from;
@@ -137,8 +127,7 @@ static __attribute__((noinline)) int resume_general(baton_coro_t *co, void *in,
 	if (BATON_UNLIKELY(co == NULL))
 		return BATON_EINVAL;
 	if (BATON_UNLIKELY(co->status != BATON_CORO_SUSPENDED))
-		return co->status == BATON_CORO_DEAD ? BATON_EDEAD
-						     : BATON_ERUNNING;
+		return co->status == BATON_CORO_DEAD ? BATON_EDEAD : BATON_ERUNNING;
 	CHECK_LOCALADDR(in);
 	from = running(t);
 	baton__stack_canary_check(from);
@@ -163,8 +152,8 @@ static __attribute__((noinline)) int resume_general(baton_coro_t *co, void *in,
 	if (BATON_UNLIKELY(co->fresh)) {
 		/* Its first run: a start, not a switch (see arch.h). */
 		co->fresh = false;
-		*out = baton__arch_start(&from->ctx, &co->ctx, co->stack_lo,
-					co->stack_hi, baton__coro_entry, in);
+		*out = baton__arch_start(&from->ctx, &co->ctx, co->stack_lo, co->stack_hi,
+					 baton__coro_entry, in);
 		return BATON_OK;
 	}
 	/* Tail call: when `co` yields, the value lands in *out and we return
@@ -285,8 +274,7 @@ static __attribute__((noinline)) void coro_finish(void *value)
 	baton__coro_switch_mark(BATON__SWITCH_RETURN, co, co->resumer, NULL, NULL);
 	/* Leaving S for a context off S: nobody needs our frames saved. (To a
 	 * copy-stack resumer, the copier sees DEAD and skips the save.) */
-	if (co->model == BATON_CORO_COPYSTACK &&
-	    co->resumer->model != BATON_CORO_COPYSTACK)
+	if (co->model == BATON_CORO_COPYSTACK && co->resumer->model != BATON_CORO_COPYSTACK)
 		baton__copystack_forget(t, co);
 	for (;;) {
 		/* Only copy-stack bookkeeping can fail here, for lack of memory
@@ -306,8 +294,7 @@ static void set_name(struct baton_coro *co, const char *name)
 	(void)baton__name_copy(co->name, sizeof(co->name), name);
 }
 
-static void init_common(struct baton_coro *co, baton_coro_fn fn, void *arg,
-			const char *name)
+static void init_common(struct baton_coro *co, baton_coro_fn fn, void *arg, const char *name)
 {
 	co->status = BATON_CORO_SUSPENDED;
 	co->started = false;
@@ -330,8 +317,8 @@ static size_t control_block_size(void)
  * top page shared by the highest stack frames, `head` bytes of the
  * embedder's (zero for a plain create) and the control block, in that order
  * upwards. */
-static int create_stackful(struct baton_thread *t, baton_coro_t **out,
-			   size_t size, bool canary, size_t head)
+static int create_stackful(struct baton_thread *t, baton_coro_t **out, size_t size, bool canary,
+			   size_t head)
 {
 	size_t page = baton__stack_page();
 	size_t low = BATON_STACK_LOW_PAGES * page;
@@ -383,8 +370,7 @@ static int create_stackful(struct baton_thread *t, baton_coro_t **out,
 	return BATON_OK;
 }
 
-static int create_copystack(struct baton_thread *t, baton_coro_t **out,
-			    size_t head)
+static int create_copystack(struct baton_thread *t, baton_coro_t **out, size_t head)
 {
 	struct baton_coro *co = baton__copystack_alloc(t, head);
 
@@ -396,13 +382,11 @@ static int create_copystack(struct baton_thread *t, baton_coro_t **out,
 }
 
 /* The checks every create makes of its attributes. */
-static int check_attr(const struct baton_coro_attr *attr, void *arg,
-		      unsigned known)
+static int check_attr(const struct baton_coro_attr *attr, void *arg, unsigned known)
 {
 	size_t size = attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT;
 
-	if ((attr->model != BATON_CORO_STACKFUL &&
-	     attr->model != BATON_CORO_COPYSTACK) ||
+	if ((attr->model != BATON_CORO_STACKFUL && attr->model != BATON_CORO_COPYSTACK) ||
 	    (attr->flags & ~known) ||
 	    (attr->model == BATON_CORO_COPYSTACK && attr->stack_size != 0))
 		return BATON_EINVAL;
@@ -445,8 +429,8 @@ static inline void overflow_handler_ask(struct baton_thread *t)
 /* A coroutine of attributes already checked: either model, and a stackful
  * one with `head` bytes of its embedder's above its stack (see
  * baton__coro_create_headed), which fn then receives instead of arg. */
-static int create_checked(baton_coro_t **out, const struct baton_coro_attr *attr,
-			  baton_coro_fn fn, void *arg, size_t head)
+static int create_checked(baton_coro_t **out, const struct baton_coro_attr *attr, baton_coro_fn fn,
+			  void *arg, size_t head)
 {
 	struct baton_thread *t = baton__thread_get();
 	int rc;
@@ -454,8 +438,7 @@ static int create_checked(baton_coro_t **out, const struct baton_coro_attr *attr
 	overflow_handler_ask(t);
 	if (attr->model == BATON_CORO_STACKFUL)
 		rc = create_stackful(t, out,
-				     attr->stack_size ? attr->stack_size
-						      : BATON_CORO_STACK_DEFAULT,
+				     attr->stack_size ? attr->stack_size : BATON_CORO_STACK_DEFAULT,
 				     (attr->flags & BATON_CORO_STACK_CANARY) != 0, head);
 	else
 		rc = create_copystack(t, out, 0);
@@ -465,12 +448,12 @@ static int create_checked(baton_coro_t **out, const struct baton_coro_attr *attr
 	(*out)->ctx.flags = ctx_flags(attr->flags);
 	if (attr->model == BATON_CORO_STACKFUL)
 		baton__arch_make(&(*out)->ctx, (*out)->stack_lo, (*out)->stack_hi,
-				baton__coro_entry);
+				 baton__coro_entry);
 	return BATON_OK;
 }
 
-int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
-		      baton_coro_fn fn, void *arg)
+int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr, baton_coro_fn fn,
+		      void *arg)
 {
 	int rc;
 
@@ -486,8 +469,7 @@ int baton_coro_create(baton_coro_t **out, const struct baton_coro_attr *attr,
 
 /* baton__coro_create_headed for a stackful attr: the head goes just above
  * the stack, below the control block, in the page the top frames use. */
-static int create_stackful_headed(baton_coro_t **out,
-				  const struct baton_coro_attr *attr,
+static int create_stackful_headed(baton_coro_t **out, const struct baton_coro_attr *attr,
 				  baton_coro_fn fn, size_t head)
 {
 	int rc = check_attr(attr, NULL, HEADED_FLAGS_KNOWN);
@@ -501,8 +483,7 @@ static int create_stackful_headed(baton_coro_t **out,
 
 /* A headed block's fields for its new coroutine but its name: it reads as
  * zeroed. */
-static inline void headed_init(struct baton_coro *co,
-			       const struct baton_coro_attr *attr,
+static inline void headed_init(struct baton_coro *co, const struct baton_coro_attr *attr,
 			       baton_coro_fn fn, size_t head)
 {
 	co->model = BATON_CORO_COPYSTACK;
@@ -514,8 +495,7 @@ static inline void headed_init(struct baton_coro *co,
 }
 
 /* Out of line, so that the create of an unnamed one needs no frame. */
-static __attribute__((noinline)) int headed_name(struct baton_coro *co,
-						 const char *name)
+static __attribute__((noinline)) int headed_name(struct baton_coro *co, const char *name)
 {
 	set_name(co, name);
 	return BATON_OK;
@@ -541,9 +521,8 @@ static __attribute__((noinline)) int create_headed_new(baton_coro_t **out,
 	return attr->name ? headed_name(co, attr->name) : BATON_OK;
 }
 
-int baton__coro_create_headed(baton_coro_t **out,
-			     const struct baton_coro_attr *attr,
-			     baton_coro_fn fn, size_t head)
+int baton__coro_create_headed(baton_coro_t **out, const struct baton_coro_attr *attr,
+			      baton_coro_fn fn, size_t head)
 {
 	struct baton_thread *t;
 	struct baton_coro *co;
@@ -552,12 +531,10 @@ int baton__coro_create_headed(baton_coro_t **out,
 	 * stackful). The head is checked where a new block is made: a spare
 	 * one of the same head passed that check when it was new, and its
 	 * thread asked for the overflow handler then. */
-	if (out != NULL && fn != NULL && attr != NULL &&
-	    attr->model == BATON_CORO_STACKFUL)
+	if (out != NULL && fn != NULL && attr != NULL && attr->model == BATON_CORO_STACKFUL)
 		return create_stackful_headed(out, attr, fn, head);
 	if (BATON_UNLIKELY(out == NULL || fn == NULL || attr == NULL ||
-			   attr->model != BATON_CORO_COPYSTACK ||
-			   attr->stack_size != 0 ||
+			   attr->model != BATON_CORO_COPYSTACK || attr->stack_size != 0 ||
 			   (attr->flags & ~HEADED_FLAGS_KNOWN)))
 		return BATON_EINVAL;
 	/* Only a thread set up has spare blocks. */
@@ -589,8 +566,7 @@ static __attribute__((noinline)) int destroy_other(struct baton_coro *co)
 	baton__sanitizer_fiber_fini(&co->san);
 	baton__sanitizer_stack_deregister(co->vg_stack);
 	{
-		struct baton_stack st = { co->map, co->map_size, co->arena,
-					  co->guarded };
+		struct baton_stack st = { co->map, co->map_size, co->arena, co->guarded };
 
 		baton__stack_give(t, &st);
 	}
@@ -687,10 +663,8 @@ size_t baton_coro_stack_size(const baton_coro_t *co)
  * This is what lets a task that blocks switch straight to the next task of
  * its worker: one switch per hop instead of two through the worker's loop.
  */
-static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
-						  struct baton_coro *from,
-						  struct baton_coro *to,
-						  bool from_dies)
+static __attribute__((noinline)) int handoff_slow(struct baton_thread *t, struct baton_coro *from,
+						  struct baton_coro *to, bool from_dies)
 {
 	void *ignored;
 	int rc = transfer(t, from, to, NULL, from_dies, &ignored);
@@ -721,13 +695,12 @@ static __attribute__((noinline)) int handoff_slow(struct baton_thread *t,
  */
 #define COPYSTACK_HOP_SLACK 56
 
-static inline bool copystack_hop(const struct baton_thread *t,
-				 const struct baton_coro *from,
+static inline bool copystack_hop(const struct baton_thread *t, const struct baton_coro *from,
 				 const struct baton_coro *to)
 {
 	return !BATON_SWITCH_HOOKS && to->model == BATON_CORO_COPYSTACK &&
-	       from == t->shared.owner &&
-	       (to->home == t->serial || (to->home == 0 && !to->started));
+		from == t->shared.owner &&
+		(to->home == t->serial || (to->home == 0 && !to->started));
 }
 
 int baton__coro_hop(struct baton_coro *to)
@@ -740,7 +713,7 @@ int baton__coro_hop(struct baton_coro *to)
 	baton__stack_canary_check(from);
 	if (hop) {
 		size_t need = (size_t)(t->shared.hi - (char *)__builtin_frame_address(0)) +
-			      COPYSTACK_HOP_SLACK;
+			COPYSTACK_HOP_SLACK;
 
 		if (BATON_UNLIKELY(from->save_cap < need) &&
 		    baton__copystack_reserve(from, need) != BATON_OK)
@@ -755,9 +728,8 @@ int baton__coro_hop(struct baton_coro *to)
 	if (hop) {
 #if BATON_ARCH_HAS_SWAP
 		t->current = to;
-		return baton__arch_swap_ret(&from->ctx, &to->ctx, &from->discard,
-					   t->shared.scratch,
-					   baton__copystack_swap);
+		return baton__arch_swap_ret(&from->ctx, &to->ctx, &from->discard, t->shared.scratch,
+					    baton__copystack_swap);
 #endif
 		/* The copier saves `from`, puts `to` back (or starts it: it
 		 * runs on S from now on) and switches on. */
@@ -789,8 +761,7 @@ int baton__coro_hop_exit(struct baton_coro *to)
 	/* As in coro_finish, the running coroutine stays `from` for now. */
 	baton__coro_switch_mark(BATON__SWITCH_HOP_EXIT, from, to, NULL, NULL);
 	/* As at the end of baton__coro_entry: nobody needs our frames. */
-	if (from->model == BATON_CORO_COPYSTACK &&
-	    to->model != BATON_CORO_COPYSTACK)
+	if (from->model == BATON_CORO_COPYSTACK && to->model != BATON_CORO_COPYSTACK)
 		baton__copystack_forget(t, from);
 	/* A copy-stack task ending into a new one: start it over our frames. */
 	if (baton__copystack_can_restart(t, from, to))

@@ -32,62 +32,62 @@
  * What a resume/yield round trip reads and writes (ctx, resumer, the
  * status bytes, discard) is its first cache line. */
 struct baton_coro {
-	baton_arch_ctx_t ctx;	    /* saved registers while not running */
+	baton_arch_ctx_t ctx;       /* saved registers while not running */
 	struct baton_coro *resumer; /* where yield and return go */
-	unsigned char status;	    /* enum baton_coro_status */
-	unsigned char model;	    /* enum baton_coro_model */
-	bool started;		    /* false until the first resume */
-	bool canary;		    /* stackful: a canary at stack_lo instead of
+	unsigned char status;       /* enum baton_coro_status */
+	unsigned char model;        /* enum baton_coro_model */
+	bool started;               /* false until the first resume */
+	bool canary;                /* stackful: a canary at stack_lo instead of
 				       guard pages (here: every switch reads it,
 				       so it shares the first line with ctx) */
-	bool fresh;		    /* copy-stack: on the shared stack, never
+	bool fresh;                 /* copy-stack: on the shared stack, never
 				       run; the next switch to it starts it
 				       (baton__arch_start) */
-	bool guarded;		    /* stackful: guard pages below stack_lo */
-	bool hop_saved;		    /* copy-stack: saved by a hop at least once
+	bool guarded;               /* stackful: guard pages below stack_lo */
+	bool hop_saved;             /* copy-stack: saved by a hop at least once
 				       (its buffer is sized to that save) */
-	uint8_t head16;		    /* copy-stack: 16-byte units of its block
+	uint8_t head16;             /* copy-stack: 16-byte units of its block
 				       before it, the embedder's (see
 				       baton__coro_create_headed) */
-	void *discard;		    /* sink for values nobody asked for (the
+	void *discard;              /* sink for values nobody asked for (the
 				       switch stores there: it shares the
 				       first line with the fields above) */
 	baton_coro_fn fn;
 	void *arg;
 
-	char *stack_lo, *stack_hi;  /* the stack it runs on: [lo, hi) */
+	char *stack_lo, *stack_hi; /* the stack it runs on: [lo, hi) */
 	/* What only one model uses: a copy-stack coroutine is mostly its
 	 * control block, so the two share the room. */
 	union {
-		struct {		    /* stackful */
-			size_t stack_size;  /* usable size asked for, in pages */
-			void *map;	    /* the whole slot */
+		struct {                   /* stackful */
+			size_t stack_size; /* usable size asked for, in pages */
+			void *map;         /* the whole slot */
 			size_t map_size;
 			struct baton_arena *arena; /* the arena of the slot */
 		};
-		struct {		    /* copy-stack */
-			uint64_t home;	    /* serial of the thread whose stack
+		struct {               /* copy-stack */
+			uint64_t home; /* serial of the thread whose stack
 					       it uses */
-			char *save;	    /* its frames while off the shared
+			char *save;    /* its frames while off the shared
 					       stack */
 			uint32_t save_len, save_cap;
 		};
 	};
 
 	struct baton_sanitizer_fiber san;
-	unsigned vg_stack;	    /* Valgrind's id for its stack */
+	unsigned vg_stack; /* Valgrind's id for its stack */
 	char name[32];
 };
 
 /* The shared stack of a thread's copy-stack coroutines. */
 struct baton_shared_stack {
-	char *lo, *hi;		  /* usable range; a guard page lies below lo */
+	char *lo, *hi; /* usable range; a guard page lies below lo */
 	void *map;
 	size_t map_size;
 	unsigned vg_stack;
 	struct baton_coro *owner; /* whose frames are on it now, or NULL */
-	char *dirty;		  /* [dirty, hi) may hold stale frames */
-	char *scratch;		  /* top of the stack the hop copies on */
+	char *dirty;              /* [dirty, hi) may hold stale frames */
+	char *scratch;            /* top of the stack the hop copies on */
 };
 
 /* One per thread, created on first use (see thread.c). */
@@ -98,8 +98,8 @@ struct baton_thread {
 	 * (jump.h). */
 	struct baton_coro *own;
 	bool ready;
-	uint64_t serial;	    /* unique for the process's lifetime */
-	struct baton_coro root;	    /* the thread's own stack as a context */
+	uint64_t serial;        /* unique for the process's lifetime */
+	struct baton_coro root; /* the thread's own stack as a context */
 
 	struct baton_shared_stack shared;
 
@@ -109,7 +109,7 @@ struct baton_thread {
 	struct baton_coro *job_from, *job_to;
 	void *job_value;
 
-	uint64_t copied;	    /* bytes moved on and off the shared stack */
+	uint64_t copied; /* bytes moved on and off the shared stack */
 	/* Save buffers allocated (not grown): what a test asks to see that a
 	 * coroutine which never left the shared stack got none. */
 	uint64_t save_allocs;
@@ -122,15 +122,14 @@ struct baton_thread {
 	unsigned nspare_cs, nspare_cs_headed;
 
 	struct baton_pooled_stack *pool;
-	unsigned next_color;	    /* cache colour of the next stack */
+	unsigned next_color; /* cache colour of the next stack */
 	unsigned pool_count;
 
 	void *altstack;
 	size_t altstack_size;
 };
 
-extern __thread struct baton_thread baton__tls
-	__attribute__((tls_model("initial-exec")));
+extern __thread struct baton_thread baton__tls __attribute__((tls_model("initial-exec")));
 
 void baton__thread_init(struct baton_thread *t);
 
@@ -156,16 +155,14 @@ void baton__coro_entry(void *value);
 /* Switch from `from` (the running context) to `to`, telling the sanitizers.
  * `from_dies` means `from` will never be resumed: then nothing of it is
  * saved, and its saved stack pointer is stale. */
-static inline void *baton__coro_switch(struct baton_coro *from,
-				      struct baton_coro *to, void *value,
-				      bool from_dies)
+static inline void *baton__coro_switch(struct baton_coro *from, struct baton_coro *to, void *value,
+				       bool from_dies)
 {
-	baton__sanitizer_switch_begin(&from->san, &to->san, to->stack_lo,
-				     to->stack_hi, from_dies);
+	baton__sanitizer_switch_begin(&from->san, &to->san, to->stack_lo, to->stack_hi, from_dies);
 	if (BATON_UNLIKELY(to->fresh)) {
 		to->fresh = false;
-		value = baton__arch_start(&from->ctx, &to->ctx, to->stack_lo,
-					 to->stack_hi, baton__coro_entry, value);
+		value = baton__arch_start(&from->ctx, &to->ctx, to->stack_lo, to->stack_hi,
+					  baton__coro_entry, value);
 	} else if (from_dies) {
 		/* Nobody will read what a switch would save of `from`. */
 		baton__arch_jump(&from->ctx, &to->ctx, value);
@@ -178,10 +175,10 @@ static inline void *baton__coro_switch(struct baton_coro *from,
 
 /* What a switch makes of the two coroutines (baton__coro_switch_mark). */
 enum baton__switch_kind {
-	BATON__SWITCH_RESUME,	    /* `to` runs for `from`, which waits (NORMAL) */
-	BATON__SWITCH_YIELD,	    /* `from` stops (SUSPENDED): back to its resumer */
-	BATON__SWITCH_RETURN,	    /* `from` has ended (DEAD): back to its resumer */
-	BATON__SWITCH_HOP,	    /* `to` takes from's place and resumer;
+	BATON__SWITCH_RESUME,   /* `to` runs for `from`, which waits (NORMAL) */
+	BATON__SWITCH_YIELD,    /* `from` stops (SUSPENDED): back to its resumer */
+	BATON__SWITCH_RETURN,   /* `from` has ended (DEAD): back to its resumer */
+	BATON__SWITCH_HOP,      /* `to` takes from's place and resumer;
 				       `from` SUSPENDED (hop.h) */
 	BATON__SWITCH_HOP_EXIT, /* the same, `from` has ended (DEAD) */
 };
@@ -223,9 +220,9 @@ baton__coro_switch_mark(enum baton__switch_kind kind, struct baton_coro *from,
 	}
 	if (current != NULL)
 		*current = (kind == BATON__SWITCH_YIELD || kind == BATON__SWITCH_RETURN) &&
-				   to == root
-			   ? NULL
-			   : to;
+				to == root
+			? NULL
+			: to;
 }
 
 /* Below a stackful coroutine's stack: two guard pages (a frame larger than
@@ -243,17 +240,16 @@ struct baton_stack {
 };
 
 /* arena.c */
-int baton__arena_take(size_t slot_size, bool want_guard, void **map,
-		     struct baton_arena **arena, bool *guarded);
+int baton__arena_take(size_t slot_size, bool want_guard, void **map, struct baton_arena **arena,
+		      bool *guarded);
 void baton__arena_give(struct baton_arena *a, void *map);
 size_t baton__arena_trim(void);
 
 /* stack.c */
-int baton__stack_map(size_t usable, size_t top_reserve, void **map,
-		    size_t *map_size);
+int baton__stack_map(size_t usable, size_t top_reserve, void **map, size_t *map_size);
 void baton__stack_unmap(void *map, size_t map_size);
 int baton__stack_take(struct baton_thread *t, size_t map_size, bool canary,
-		     struct baton_stack *out);
+		      struct baton_stack *out);
 void baton__stack_give(struct baton_thread *t, const struct baton_stack *st);
 void baton__stack_overflow_handler_install(void);
 size_t baton__stack_page(void);
@@ -279,22 +275,18 @@ static inline void baton__stack_canary_check(const struct baton_coro *co)
  * error (nothing changed). */
 #define BATON_COPYSTACK_VIA_COPIER 1
 int baton__copystack_prepare(struct baton_thread *t, struct baton_coro *from,
-			    struct baton_coro *to);
-void *baton__copystack_via_copier(struct baton_thread *t,
-				 struct baton_coro *from,
-				 struct baton_coro *to, void *value,
-				 bool from_dies);
+			     struct baton_coro *to);
+void *baton__copystack_via_copier(struct baton_thread *t, struct baton_coro *from,
+				  struct baton_coro *to, void *value, bool from_dies);
 /* `from`, the owner of S, has ended and `to` has never run: start `to` on
  * S at once (no copier, no copy). Only where baton__copystack_can_restart
  * says so. Does not return. */
-#define baton__copystack_can_restart(t, from, to) \
-	(BATON_ARCH_HAS_RESTART && !BATON_SWITCH_HOOKS && \
-	 (to)->model == BATON_CORO_COPYSTACK && !(to)->started && \
-	 (t)->shared.owner == (from) && \
+#define baton__copystack_can_restart(t, from, to)                                                \
+	(BATON_ARCH_HAS_RESTART && !BATON_SWITCH_HOOKS && (to)->model == BATON_CORO_COPYSTACK && \
+	 !(to)->started && (t)->shared.owner == (from) &&                                        \
 	 ((to)->home == 0 || (to)->home == (t)->serial))
-__attribute__((noreturn)) void baton__copystack_restart(struct baton_thread *t,
-							struct baton_coro *from,
-							struct baton_coro *to);
+__attribute__((noreturn)) void
+baton__copystack_restart(struct baton_thread *t, struct baton_coro *from, struct baton_coro *to);
 #if BATON_ARCH_HAS_SWAP
 /* The hop's copies between the halves of baton__arch_swap_ret: save the
  * coroutine of `from` off S, put the one of `to` on it. */
@@ -388,8 +380,7 @@ uint64_t baton__coro_thread_save_allocs(void);
  *    holds old frames): the embedder sets them all.
  * Errors as baton_coro_create.
  */
-int baton__coro_create_headed(baton_coro_t **out,
-			     const struct baton_coro_attr *attr,
-			     baton_coro_fn fn, size_t head);
+int baton__coro_create_headed(baton_coro_t **out, const struct baton_coro_attr *attr,
+			      baton_coro_fn fn, size_t head);
 
 #endif /* BATON_SRC_CORO_INTERNAL_H */

@@ -59,8 +59,7 @@ static inline int baton__coro_hop_inline(baton_coro_t *to)
 
 	if (BATON_LIKELY(to->model == BATON_CORO_STACKFUL && !from->canary &&
 			 (from->ctx.flags & to->ctx.flags & BATON_ARCH_SHARED_FP))) {
-		baton__coro_switch_mark(BATON__SWITCH_HOP, from, to,
-					&BATON_HOP_TLS->current, NULL);
+		baton__coro_switch_mark(BATON__SWITCH_HOP, from, to, &BATON_HOP_TLS->current, NULL);
 		baton__arch_hop(&from->ctx, &to->ctx);
 		return BATON_OK;
 	}

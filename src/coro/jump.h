@@ -52,42 +52,42 @@
 #include <baton/coro.h>
 
 #include "../common/sanitizer.h" /* BATON_SWITCH_HOOKS */
-#include "coro_internal.h"	 /* the bookkeeping, baton__tls */
-#include "config.h"		 /* BATON_SWITCH_UCONTEXT */
+#include "coro_internal.h"       /* the bookkeeping, baton__tls */
+#include "config.h"              /* BATON_SWITCH_UCONTEXT */
 
 #if defined(__x86_64__) && !BATON_SWITCH_UCONTEXT && !BATON_SWITCH_HOOKS
 #define BATON_CORO_JUMP 1
 
 #ifdef __AVX512F__
-#define JUMP_CLOBBERS_AVX512 , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", \
-	"xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", \
-	"xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
+#define JUMP_CLOBBERS_AVX512                                                                     \
+	, "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",       \
+		"xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3", \
+		"k4", "k5", "k6", "k7"
 #else
 #define JUMP_CLOBBERS_AVX512
 #endif
 
 /* What a call may change (System V): the argument registers are in/out
  * operands of the asm; rbx is ours (the saved stack pointer). */
-#define JUMP_CALL_CLOBBERS "rax", "rbx", "rcx", "r8", "r9", "r10", "r11", \
-	"memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", \
-	"xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", \
-	"xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", \
-	"st(7)" JUMP_CLOBBERS_AVX512
+#define JUMP_CALL_CLOBBERS                                                                         \
+	"rax", "rbx", "rcx", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1", "xmm2",     \
+		"xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", \
+		"xmm13", "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)",      \
+		"st(6)", "st(7)" JUMP_CLOBBERS_AVX512
 
 /* `target` with its three arguments in rdi, rsi, rdx, entered by jmp. */
-#define JUMP_CALL(target, a0, a1, a2) \
-	__asm__ __volatile__( \
-		"movq %%rsp, %%rbx\n\t" \
-		"subq $128, %%rsp\n\t" /* the red zone */ \
-		"andq $-16, %%rsp\n\t" \
-		"leaq 1f(%%rip), %%rax\n\t" \
-		"pushq %%rax\n\t" \
-		"jmp " target "\n" \
-		"1:\n\t" \
-		"movq %%rbx, %%rsp" \
-		: "+r"(a0), "+r"(a1), "+r"(a2) \
-		: "r"(__builtin_frame_address(0)) \
-		: JUMP_CALL_CLOBBERS)
+#define JUMP_CALL(target, a0, a1, a2)                                  \
+	__asm__ __volatile__("movq %%rsp, %%rbx\n\t"                   \
+			     "subq $128, %%rsp\n\t" /* the red zone */ \
+			     "andq $-16, %%rsp\n\t"                    \
+			     "leaq 1f(%%rip), %%rax\n\t"               \
+			     "pushq %%rax\n\t"                         \
+			     "jmp " target "\n"                        \
+			     "1:\n\t"                                  \
+			     "movq %%rbx, %%rsp"                       \
+			     : "+r"(a0), "+r"(a1), "+r"(a2)            \
+			     : "r"(__builtin_frame_address(0))         \
+			     : JUMP_CALL_CLOBBERS)
 
 /* baton_coro_yield(NULL, NULL), entered by jmp: baton__coro_jump_yield's
  * general path. Cannot fail: a stackful coroutine. */
@@ -138,12 +138,12 @@ static inline __attribute__((always_inline)) void jump_yield_general(void)
  * often enough to cost a fifth of a one-thread call (docs/seq.md). With a
  * jmp per direction each has one target.
  */
-#define JUMP_SWITCH(target, from, to) \
-	do { \
+#define JUMP_SWITCH(target, from, to)                                   \
+	do {                                                            \
 		register baton_arch_ctx_t *a0_ __asm__("rdi") = (from); \
-		register baton_arch_ctx_t *a1_ __asm__("rsi") = (to); \
-		register void *a2_ __asm__("rdx") = NULL; \
-		JUMP_CALL(target, a0_, a1_, a2_); \
+		register baton_arch_ctx_t *a1_ __asm__("rsi") = (to);   \
+		register void *a2_ __asm__("rdx") = NULL;               \
+		JUMP_CALL(target, a0_, a1_, a2_);                       \
 	} while (0)
 
 /*
@@ -156,8 +156,7 @@ static inline __attribute__((always_inline)) void jump_yield_general(void)
  */
 
 /* Onto co's stack: what baton_coro_resume(co, NULL, NULL) does for it. */
-static inline __attribute__((always_inline)) void
-baton__coro_jump_resume(baton_coro_t *co)
+static inline __attribute__((always_inline)) void baton__coro_jump_resume(baton_coro_t *co)
 {
 	struct baton_coro *from = baton__tls.current;
 
@@ -167,8 +166,7 @@ baton__coro_jump_resume(baton_coro_t *co)
 			from = &baton__thread_get_after_switch()->root;
 	}
 	baton__stack_canary_check(from);
-	baton__coro_switch_mark(BATON__SWITCH_RESUME, from, co, &baton__tls.current,
-				NULL);
+	baton__coro_switch_mark(BATON__SWITCH_RESUME, from, co, &baton__tls.current, NULL);
 	JUMP_SWITCH("baton__arch_switch_there", &from->ctx, &co->ctx);
 }
 
@@ -176,19 +174,16 @@ baton__coro_jump_resume(baton_coro_t *co)
  * running coroutine `co`. We run on the resumer's thread: one that resumed
  * from its own stack went through baton__coro_jump_resume on it, which set
  * the thread up (own is its root there). */
-static inline __attribute__((always_inline)) void
-baton__coro_jump_yield(baton_coro_t *co)
+static inline __attribute__((always_inline)) void baton__coro_jump_yield(baton_coro_t *co)
 {
 	struct baton_coro *to = co->resumer;
 
 	baton__stack_canary_check(co);
-	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK &&
-			   baton__tls.shared.owner != to)) {
+	if (BATON_UNLIKELY(to->model == BATON_CORO_COPYSTACK && baton__tls.shared.owner != to)) {
 		jump_yield_general(); /* the resumer's frames must be copied back */
 		return;
 	}
-	baton__coro_switch_mark(BATON__SWITCH_YIELD, co, to, &baton__tls.current,
-				baton__tls.own);
+	baton__coro_switch_mark(BATON__SWITCH_YIELD, co, to, &baton__tls.current, baton__tls.own);
 	JUMP_SWITCH("baton__arch_switch_back", &co->ctx, &to->ctx);
 }
 

@@ -45,8 +45,7 @@ size_t baton__stack_page(void)
 }
 
 /* Map `usable` + `top_reserve` bytes (rounded to pages) above a guard page. */
-int baton__stack_map(size_t usable, size_t top_reserve, void **map,
-		    size_t *map_size)
+int baton__stack_map(size_t usable, size_t top_reserve, void **map, size_t *map_size)
 {
 	size_t page = baton__stack_page();
 	size_t size = page + ((usable + top_reserve + page - 1) & ~(page - 1));
@@ -72,7 +71,7 @@ void baton__stack_unmap(void *map, size_t map_size)
 	 * ran here would leave their redzones on whatever is mapped next at
 	 * these addresses (a thread's stack and TLS, another stack). */
 	baton__sanitizer_unpoison((char *)map + baton__stack_page(),
-				 map_size - baton__stack_page());
+				  map_size - baton__stack_page());
 	baton__munmap(map, map_size);
 }
 
@@ -82,8 +81,7 @@ static struct baton_pooled_stack *record_of(const struct baton_stack *st)
 					     sizeof(struct baton_pooled_stack));
 }
 
-int baton__stack_take(struct baton_thread *t, size_t map_size, bool canary,
-		     struct baton_stack *out)
+int baton__stack_take(struct baton_thread *t, size_t map_size, bool canary, struct baton_stack *out)
 {
 	struct baton_pooled_stack **pp = &t->pool, *s;
 
@@ -96,8 +94,7 @@ int baton__stack_take(struct baton_thread *t, size_t map_size, bool canary,
 		}
 	}
 	out->map_size = map_size;
-	return baton__arena_take(map_size, !canary, &out->map, &out->arena,
-				&out->guarded);
+	return baton__arena_take(map_size, !canary, &out->map, &out->arena, &out->guarded);
 }
 
 void baton__stack_give(struct baton_thread *t, const struct baton_stack *st)
@@ -171,8 +168,8 @@ static void put_num(struct line *l, uintptr_t v, unsigned base)
 		l->buf[l->len++] = digits[--n];
 }
 
-static void report_overflow(const struct baton_coro *co, const void *addr,
-			    size_t stack_size, const char *model, const char *how)
+static void report_overflow(const struct baton_coro *co, const void *addr, size_t stack_size,
+			    const char *model, const char *how)
 {
 	struct line l = { .len = 0 };
 
@@ -232,21 +229,18 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 
 	if (co && co->model == BATON_CORO_STACKFUL && co->guarded &&
 	    in_guard(addr, co->stack_lo, BATON_STACK_LOW_PAGES)) {
-		report_overflow(co, addr, co->stack_size, "stackful",
-				"fault in its guard page");
+		report_overflow(co, addr, co->stack_size, "stackful", "fault in its guard page");
 		abort();
 	}
-	if (co && co->model == BATON_CORO_COPYSTACK &&
-	    in_guard(addr, t->shared.lo, 1)) {
-		report_overflow(co, addr, (size_t)(t->shared.hi - t->shared.lo),
-				"copy-stack", "fault in its guard page");
+	if (co && co->model == BATON_CORO_COPYSTACK && in_guard(addr, t->shared.lo, 1)) {
+		report_overflow(co, addr, (size_t)(t->shared.hi - t->shared.lo), "copy-stack",
+				"fault in its guard page");
 		abort();
 	}
 	/* Not ours: behave as if we had never been installed. */
 	if (previous_segv.sa_flags & SA_SIGINFO) {
 		previous_segv.sa_sigaction(sig, si, uctx);
-	} else if (previous_segv.sa_handler != SIG_DFL &&
-		   previous_segv.sa_handler != SIG_IGN) {
+	} else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
 		previous_segv.sa_handler(sig);
 	} else {
 		/* Returning re-executes the faulting access, which now gets
@@ -276,8 +270,8 @@ static bool decide(int want)
 
 	/* Acq_rel/acquire: the choice is one word; pthread_once orders the
 	 * installation itself. */
-	if (!__atomic_compare_exchange_n(&handler_state, &expected, want, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	if (!__atomic_compare_exchange_n(&handler_state, &expected, want, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE) &&
 	    expected != want)
 		return false;
 	if (want == HANDLER_ON)

@@ -96,8 +96,7 @@ void baton__thread_init(struct baton_thread *t)
 {
 	pthread_once(&exit_key_once, make_exit_key);
 	memset(t, 0, sizeof(*t));
-	t->serial = __atomic_fetch_add(&next_serial, 1,
-					      __ATOMIC_RELAXED);
+	t->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
 	t->root.status = BATON_CORO_RUNNING;
 	t->root.model = BATON_CORO_STACKFUL;
 	memcpy(t->root.name, "(thread)", sizeof("(thread)"));

@@ -17,11 +17,11 @@
 #include "../common/prelude.h"
 
 enum {
-	EC_SPIN = 128,                /* re-reads of the word before blocking */
-	EC_SLICE_SCALE = 4,           /* growth of the blocking slices */
+	EC_SPIN = 128,      /* re-reads of the word before blocking */
+	EC_SLICE_SCALE = 4, /* growth of the blocking slices */
 };
-#define EC_SLICE0_NS INT64_C(1000000)     /* first blocking slice: 1 ms */
-#define EC_QUIET_NS  INT64_C(1000000000)  /* flag set 1 s: no inc_sp in flight */
+#define EC_SLICE0_NS INT64_C(1000000)   /* first blocking slice: 1 ms */
+#define EC_QUIET_NS INT64_C(1000000000) /* flag set 1 s: no inc_sp in flight */
 
 /* Sleeps while *word == expect, at most ns nanoseconds (< 0: no limit). Any
  * return (woken, value differs, timeout, signal) sends the caller back to
@@ -65,7 +65,7 @@ static int ec_wait(baton_ec_t *ec, uint32_t old, int64_t timeout_ns, bool slices
 {
 	const uint32_t flagged = old | BATON_EC_FLAG;
 	int64_t now, deadline = -1, quiet_since = 0, slice = EC_SLICE0_NS, sleep;
-	bool fresh = true;  /* the flag was (re)set: restart the quiet second */
+	bool fresh = true; /* the flag was (re)set: restart the quiet second */
 	uint32_t w;
 
 	if (!ec || (old & BATON_EC_FLAG))

@@ -24,8 +24,8 @@ static void *gen_main(void *arg, void *in)
 	return NULL;
 }
 
-int baton_gen_create(baton_gen_t **out, const struct baton_coro_attr *attr,
-		     baton_gen_fn fn, void *arg)
+int baton_gen_create(baton_gen_t **out, const struct baton_coro_attr *attr, baton_gen_fn fn,
+		     void *arg)
 {
 	baton_gen_t *g;
 	int rc;

@@ -22,19 +22,19 @@
 #define CHUNK_LINE_MAX 4096 /* chunk-size plus extensions on one line (400) */
 
 enum {
-	S_SIZE0,        /* first chunk-size digit */
-	S_SIZE,         /* more digits, ';', BWS or CR */
-	S_BWS,          /* whitespace after the size: only more of it or ";" */
-	S_EXT,          /* inside chunk extensions, up to CR */
-	S_SIZE_LF,      /* CR seen after the chunk line */
+	S_SIZE0,   /* first chunk-size digit */
+	S_SIZE,    /* more digits, ';', BWS or CR */
+	S_BWS,     /* whitespace after the size: only more of it or ";" */
+	S_EXT,     /* inside chunk extensions, up to CR */
+	S_SIZE_LF, /* CR seen after the chunk line */
 	S_DATA,
 	S_DATA_CR,
 	S_DATA_LF,
-	S_TR_START,     /* start of a trailer line or of the final CRLF */
+	S_TR_START, /* start of a trailer line or of the final CRLF */
 	S_TR_NAME,
 	S_TR_VALUE,
-	S_TR_LF,        /* CR seen after a trailer field */
-	S_END_LF,       /* CR of the final empty line seen */
+	S_TR_LF,  /* CR seen after a trailer field */
+	S_END_LF, /* CR of the final empty line seen */
 	S_DONE,
 };
 
@@ -71,7 +71,7 @@ static int hexval(unsigned char ch)
 }
 
 int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_t in_len,
-			    size_t *consumed, char *out, size_t out_cap, size_t *produced)
+			     size_t *consumed, char *out, size_t out_cap, size_t *produced)
 {
 	const unsigned char *p = (const unsigned char *)in;
 	size_t i = 0, o = 0;
@@ -110,7 +110,7 @@ int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_
 			} else if (ch == ';') {
 				c->state = S_EXT;
 			} else if (ch == ' ' || ch == '\t') {
-				c->state = S_BWS;   /* BWS, then ";" must follow */
+				c->state = S_BWS; /* BWS, then ";" must follow */
 			} else if (ch == '\r') {
 				c->state = S_SIZE_LF;
 			} else {
@@ -127,7 +127,9 @@ int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_
 			if (ch == ';') {
 				c->state = S_EXT;
 			} else if (ch != ' ' && ch != '\t') {
-				rc = fail(c, 400, ch == '\n' ? "bare LF" : "whitespace after the chunk size");
+				rc = fail(c, 400,
+					  ch == '\n' ? "bare LF"
+						     : "whitespace after the chunk size");
 				goto out;
 			}
 			if (++c->line_len > CHUNK_LINE_MAX) {
@@ -140,7 +142,8 @@ int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_
 			if (ch == '\r') {
 				c->state = S_SIZE_LF;
 			} else if (!http_is(ch, HC_VALUE)) {
-				rc = fail(c, 400, ch == '\n' ? "bare LF" : "invalid chunk extension");
+				rc = fail(c, 400,
+					  ch == '\n' ? "bare LF" : "invalid chunk extension");
 				goto out;
 			} else if (++c->ext_total > c->max_trailer_bytes) {
 				rc = fail(c, 400, "chunk extensions too long");
@@ -175,7 +178,7 @@ int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_
 			if (n > out_cap - o)
 				n = out_cap - o;
 			if (n == 0)
-				goto out;       /* out is full */
+				goto out; /* out is full */
 			memmove(out + o, in + i, n);
 			o += n;
 			i += n;
@@ -226,7 +229,8 @@ int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_
 				rc = fail(c, 400, "whitespace before the colon");
 				goto out;
 			} else if (!http_is(ch, HC_TOKEN)) {
-				rc = fail(c, 400, ch == '\n' ? "bare LF" : "invalid trailer field name");
+				rc = fail(c, 400,
+					  ch == '\n' ? "bare LF" : "invalid trailer field name");
 				goto out;
 			}
 			goto trailer_byte;
@@ -234,7 +238,9 @@ int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_
 			if (ch == '\r') {
 				c->state = S_TR_LF;
 			} else if (!http_is(ch, HC_VALUE)) {
-				rc = fail(c, 400, ch == '\n' ? "bare LF" : "invalid byte in a trailer field");
+				rc = fail(c, 400,
+					  ch == '\n' ? "bare LF"
+						     : "invalid byte in a trailer field");
 				goto out;
 			}
 			goto trailer_byte;
@@ -252,7 +258,7 @@ int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_
 			}
 			c->state = S_DONE;
 			goto trailer_byte;
-		trailer_byte:
+trailer_byte:
 			if (++c->trailer_bytes > c->max_trailer_bytes) {
 				rc = fail(c, 431, "trailer section too large");
 				goto out;

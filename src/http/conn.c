@@ -58,9 +58,6 @@ static int in_reserve(struct http_conn *c, size_t more, size_t limit)
 	return BATON_OK;
 }
 
-
-
-
 /* Read more into c->in (up to `limit` in all) within timeout_ns (< 0:
  * no limit). BATON_OK with *n = 0 at end of file; IN_TOO_LARGE. */
 static int read_more_for(struct http_conn *c, size_t limit, int64_t timeout_ns, size_t *n)
@@ -161,8 +158,7 @@ static void linger_close(struct http_conn *c)
  * (EOF, idle timeout, shutdown), or -status to answer and close. From the
  * request's first byte the task is in the read stage (*pass): a full read
  * stage, or no in-flight unit within the head's time, is a 503. */
-static long read_head(struct http_conn *c, struct baton_http_request *req,
-		      struct http_pass *pass)
+static long read_head(struct http_conn *c, struct baton_http_request *req, struct http_pass *pass)
 {
 	struct baton_http_server *srv = c->srv;
 	size_t limit = srv->lim.max_target + srv->lim.max_header_bytes + 1024;
@@ -183,14 +179,14 @@ static long read_head(struct http_conn *c, struct baton_http_request *req,
 			if (c->work == NULL) {
 				if ((c->work = baton__http_buf_get(c)) == NULL)
 					return -503;
-				c->work->prog = (struct baton_http_progress)
-					BATON_HTTP_PROGRESS_INIT;
+				c->work->prog =
+					(struct baton_http_progress)BATON_HTTP_PROGRESS_INIT;
 			}
 			req->fields = c->work->fields;
 			/* Resumes where the last call stopped: a head sent a
 			 * byte at a time is scanned once, not once per byte. */
 			n = baton__http_parse_head_resume(c->in, c->in_len, &srv->lim, req,
-							 &c->work->prog, NULL);
+							  &c->work->prog, NULL);
 			if (n != BATON_HTTP_NEED_MORE)
 				return n;
 			if (deadline < 0)
@@ -293,7 +289,7 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 		size_t consumed, produced;
 
 		rc = baton__http_chunked_feed(&dec, c->in + in_pos, c->in_len - in_pos, &consumed,
-					     c->in + out_pos, c->in_len - out_pos, &produced);
+					      c->in + out_pos, c->in_len - out_pos, &produced);
 		in_pos += consumed;
 		out_pos += produced;
 		if (rc < 0)
@@ -302,8 +298,10 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 			break;
 		rc = read_more(c, limit, deadline, &got);
 		if (rc != BATON_OK || got == 0)
-			return rc == BATON_ETIMEDOUT ? -408 : rc == IN_TOO_LARGE ? -413
-				: rc == BATON_ENOMEM ? -503 : -400;
+			return rc == BATON_ETIMEDOUT ? -408
+				: rc == IN_TOO_LARGE ? -413
+				: rc == BATON_ENOMEM ? -503
+						     : -400;
 		c->in_len += got;
 	}
 	*body = c->in + head; /* c->in may have moved */
@@ -314,18 +312,28 @@ static int read_body(struct http_conn *c, const struct baton_http_request *req, 
 
 /* The request as a handler sees it. The path is decoded into *decoded
  * (malloc'd, for the caller to free) only when it has a '%'. */
-static int make_view(struct http_conn *c, const struct baton_http_request *req,
-		     const char *body, size_t body_len, struct baton_http_req *view,
-		     char **decoded)
+static int make_view(struct http_conn *c, const struct baton_http_request *req, const char *body,
+		     size_t body_len, struct baton_http_req *view, char **decoded)
 {
 	const char *path;
 	size_t path_len;
 
 	*view = (struct baton_http_req){
-		req->method, req->method_len, req->target, req->target_len,
+		req->method,
+		req->method_len,
+		req->target,
+		req->target_len,
 		req->version_minor,
-		req->content_length >= 0 || req->chunked ? body : NULL, body_len, req,
-		NULL, 0, NULL, 0, c->remote, c->remote_port, -1,
+		req->content_length >= 0 || req->chunked ? body : NULL,
+		body_len,
+		req,
+		NULL,
+		0,
+		NULL,
+		0,
+		c->remote,
+		c->remote_port,
+		-1,
 	};
 	baton__http_split_target(req->target, req->target_len, (int)req->target_form, &path,
 				 &path_len, &view->query, &view->query_len);
@@ -386,8 +394,8 @@ static int handle_view(struct http_conn *c, const struct baton_http_request *req
 		if (rc != BATON_OK || resp->status != 0 || st->started)
 			return rc;
 	}
-	if (srv->static_dir && (req->method_id == BATON_HTTP_GET ||
-				req->method_id == BATON_HTTP_HEAD)) {
+	if (srv->static_dir &&
+	    (req->method_id == BATON_HTTP_GET || req->method_id == BATON_HTTP_HEAD)) {
 		rc = baton__http_static(srv, req, resp);
 		if (rc != 0)
 			return rc > 0 ? BATON_OK : rc;
@@ -408,9 +416,9 @@ static int handle_view(struct http_conn *c, const struct baton_http_request *req
 	return rc;
 }
 
-static int handle(struct http_conn *c, const struct baton_http_request *req,
-		  const char *body, size_t body_len, struct baton_http_resp *resp,
-		  char *scratch, size_t scratch_cap, int64_t start, struct http_stream *st)
+static int handle(struct http_conn *c, const struct baton_http_request *req, const char *body,
+		  size_t body_len, struct baton_http_resp *resp, char *scratch, size_t scratch_cap,
+		  int64_t start, struct http_stream *st)
 {
 	struct baton_http_req view;
 	char *decoded;
@@ -419,9 +427,15 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 	memset(resp, 0, sizeof(*resp));
 	resp->scratch = scratch;
 	resp->scratch_cap = scratch_cap;
-	*st = (struct http_stream){ HTTP_STREAM_LOCAL, c, req, NULL,
+	*st = (struct http_stream){ HTTP_STREAM_LOCAL,
+				    c,
+				    req,
+				    NULL,
 				    req->keep_alive && !baton__http_shutting(c->srv),
-				    req->version_minor >= 1, false, BATON_OK, -1 };
+				    req->version_minor >= 1,
+				    false,
+				    BATON_OK,
+				    -1 };
 	if (!st->chunked)
 		st->keep = false; /* an HTTP/1.0 stream ends with the close */
 	resp->stream_ = st;
@@ -440,7 +454,6 @@ static int handle(struct http_conn *c, const struct baton_http_request *req,
 		baton__free(decoded);
 	return rc;
 }
-
 
 /* The peer's address as text, once per connection. */
 static void remote_of(struct http_conn *c)
@@ -473,7 +486,7 @@ struct http_outcome {
 		OUT_CLOSE,  /* close quietly (end of file, idle timeout...) */
 		OUT_ANSWER, /* answer `status`, then close (lingering) */
 	} next;
-	int status;	/* OUT_ANSWER: the error status */
+	int status;     /* OUT_ANSWER: the error status */
 	bool head_only; /* OUT_ANSWER: to a HEAD (a head alone) */
 };
 
@@ -493,8 +506,7 @@ static struct http_outcome outcome(int next, int status, bool head_only)
 static struct http_outcome serve_request(struct http_conn *c, struct http_pass *rd)
 {
 	struct baton_http_server *srv = c->srv;
-	size_t nf = srv->lim.max_fields < HTTP_CONN_FIELDS ? srv->lim.max_fields
-							  : HTTP_CONN_FIELDS;
+	size_t nf = srv->lim.max_fields < HTTP_CONN_FIELDS ? srv->lim.max_fields : HTTP_CONN_FIELDS;
 	/* .fields: the work block's, once bytes arrive (read_head). */
 	struct baton_http_request req = { .fields = NULL, .fields_cap = nf };
 	struct baton_http_resp resp;
@@ -526,8 +538,7 @@ static struct http_outcome serve_request(struct http_conn *c, struct http_pass *
 	if ((uintptr_t)c->in != in_before)
 		baton__http_parse_head(c->in, (size_t)head, &srv->lim, &req, NULL);
 	baton__http_step_leave(srv, rd, &t0); /* its end is handle's start */
-	rc = handle(c, &req, body, body_len, &resp, c->work->scratch, HTTP_WORK_SCRATCH, t0,
-		    &st);
+	rc = handle(c, &req, body, body_len, &resp, c->work->scratch, HTTP_WORK_SCRATCH, t0, &st);
 	keep = req.keep_alive && !baton__http_shutting(srv);
 	if (st.started) {
 		/* Streamed: the head and the pieces are out; only the end is

@@ -50,7 +50,10 @@ struct baton_http_limits {
 	int64_t max_body;        /* decoded body bytes (413) */
 };
 
-#define BATON_HTTP_LIMITS_DEFAULT { 8192, 32768, 100, 1048576 }
+#define BATON_HTTP_LIMITS_DEFAULT         \
+	{                                 \
+		8192, 32768, 100, 1048576 \
+	}
 
 /* Result codes besides "done, N bytes" (> 0) and "-status" (<= -400). */
 enum {
@@ -75,22 +78,22 @@ enum baton_http_method {
  * every other method; anything else, or a target in none of the forms
  * ("foo", "*x", "http:/x"), is a 400. */
 enum baton_http_target_form {
-	BATON_HTTP_ORIGIN_FORM = 0,  /* "/path?query" */
-	BATON_HTTP_ABSOLUTE_FORM,    /* "http://host/path" */
-	BATON_HTTP_AUTHORITY_FORM,   /* "host:port" (CONNECT) */
-	BATON_HTTP_ASTERISK_FORM,    /* "*" (OPTIONS) */
+	BATON_HTTP_ORIGIN_FORM = 0, /* "/path?query" */
+	BATON_HTTP_ABSOLUTE_FORM,   /* "http://host/path" */
+	BATON_HTTP_AUTHORITY_FORM,  /* "host:port" (CONNECT) */
+	BATON_HTTP_ASTERISK_FORM,   /* "*" (OPTIONS) */
 };
 
 struct baton_http_field {
-	const char *name, *value;   /* into the caller's buffer, not NUL-terminated */
+	const char *name, *value; /* into the caller's buffer, not NUL-terminated */
 	unsigned short name_len;
-	unsigned value_len;         /* value without leading/trailing OWS */
+	unsigned value_len; /* value without leading/trailing OWS */
 };
 
 struct baton_http_request {
 	/* Set by the caller before parsing. */
 	struct baton_http_field *fields;
-	size_t fields_cap;          /* fewer than lim->max_fields: this is the limit */
+	size_t fields_cap; /* fewer than lim->max_fields: this is the limit */
 
 	/* Set by a successful parse (unspecified after need-more or an error),
 	 * except method, method_len, method_id and is_head: those are set as
@@ -103,15 +106,15 @@ struct baton_http_request {
 	const char *target;
 	size_t target_len;
 	enum baton_http_target_form target_form;
-	int version_minor;          /* 0 or 1 (HTTP/1.0, HTTP/1.1) */
-	const char *host;           /* Host value, NULL if absent */
+	int version_minor; /* 0 or 1 (HTTP/1.0, HTTP/1.1) */
+	const char *host;  /* Host value, NULL if absent */
 	size_t host_len;
 	size_t nfields;
-	int64_t content_length;     /* -1 if absent (and always when chunked) */
-	unsigned char chunked;      /* Transfer-Encoding: chunked */
-	unsigned char keep_alive;   /* the connection may stay open after the response */
+	int64_t content_length;        /* -1 if absent (and always when chunked) */
+	unsigned char chunked;         /* Transfer-Encoding: chunked */
+	unsigned char keep_alive;      /* the connection may stay open after the response */
 	unsigned char expect_continue; /* Expect: 100-continue (HTTP/1.1 only) */
-	unsigned char is_head;      /* method is HEAD: no body in the response */
+	unsigned char is_head;         /* method is HEAD: no body in the response */
 };
 
 /*
@@ -122,9 +125,8 @@ struct baton_http_request {
  *   < 0  -status (-400, -413, -414, -417, -431, -501, -505); *why (if why is
  *        not NULL) is a short static reason for a log line. -1: bad call.
  */
-long baton__http_parse_head(const char *buf, size_t len,
-			   const struct baton_http_limits *lim,
-			   struct baton_http_request *req, const char **why);
+long baton__http_parse_head(const char *buf, size_t len, const struct baton_http_limits *lim,
+			    struct baton_http_request *req, const char **why);
 
 /*
  * The same, resumed: a caller that calls again after every read of a slow
@@ -139,22 +141,24 @@ long baton__http_parse_head(const char *buf, size_t len,
  * (it is bounded by max_target).
  */
 struct baton_http_progress {
-	const char *base;           /* all private */
+	const char *base; /* all private */
 	size_t len, fstart, line, nscan, vstart, vscan, nfields;
 	unsigned char h[48];
 };
 
-#define BATON_HTTP_PROGRESS_INIT { 0 }
+#define BATON_HTTP_PROGRESS_INIT \
+	{                        \
+		0                \
+	}
 
-long baton__http_parse_head_resume(const char *buf, size_t len,
-				  const struct baton_http_limits *lim,
-				  struct baton_http_request *req,
-				  struct baton_http_progress *progress, const char **why);
+long baton__http_parse_head_resume(const char *buf, size_t len, const struct baton_http_limits *lim,
+				   struct baton_http_request *req,
+				   struct baton_http_progress *progress, const char **why);
 
 /* Case-insensitive lookup of a header field of a parsed request (the first
  * one of that name); NULL if absent. */
 const struct baton_http_field *baton__http_find_field(const struct baton_http_request *req,
-						     const char *name);
+						      const char *name);
 
 /*
  * The chunked decoder: an incremental state machine over any split of the
@@ -162,13 +166,13 @@ const struct baton_http_field *baton__http_find_field(const struct baton_http_re
  */
 struct baton_http_chunked {
 	int state;
-	int status;                 /* sticky error: 0 or -status */
+	int status; /* sticky error: 0 or -status */
 	const char *why;
-	int64_t max_body, total;    /* decoded so far */
-	int64_t chunk_left;         /* data bytes left in the current chunk */
-	int64_t size;               /* chunk-size being read */
-	size_t line_len;            /* bytes of the current chunk line or trailer line */
-	size_t ext_total;           /* chunk-extension bytes in the whole body */
+	int64_t max_body, total; /* decoded so far */
+	int64_t chunk_left;      /* data bytes left in the current chunk */
+	int64_t size;            /* chunk-size being read */
+	size_t line_len;         /* bytes of the current chunk line or trailer line */
+	size_t ext_total;        /* chunk-extension bytes in the whole body */
 	size_t trailer_bytes, trailer_fields;
 	size_t max_trailer_bytes, max_trailer_fields;
 };
@@ -185,14 +189,14 @@ void baton__http_chunked_init(struct baton_http_chunked *c, const struct baton_h
  * or one over the limits (413, 431 for trailers); the error is sticky.
  */
 int baton__http_chunked_feed(struct baton_http_chunked *c, const char *in, size_t in_len,
-			    size_t *consumed, char *out, size_t out_cap, size_t *produced);
+			     size_t *consumed, char *out, size_t out_cap, size_t *produced);
 
 /* 1 once the decoder has seen the end of the body, else 0. */
 int baton__http_chunked_done(const struct baton_http_chunked *c);
 
 /* Response heads. */
-#define BATON_HTTP_CHUNKED_BODY (-1)   /* content_length: Transfer-Encoding: chunked */
-#define BATON_HTTP_NO_BODY (-2)        /* content_length: no framing header (1xx, 204, 304) */
+#define BATON_HTTP_CHUNKED_BODY (-1) /* content_length: Transfer-Encoding: chunked */
+#define BATON_HTTP_NO_BODY (-2)      /* content_length: no framing header (1xx, 204, 304) */
 #define BATON_HTTP_CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
 
 /* The reason phrase of a status ("" for statuses it does not know). */
@@ -206,7 +210,7 @@ const char *baton__http_reason(int status);
  * a name that is not a token or a value with CR, LF or NUL.
  */
 size_t baton__http_format_head(char *buf, size_t cap, int status, int64_t content_length,
-			      int keep_alive, const struct baton_http_field *extra, size_t nextra);
+			       int keep_alive, const struct baton_http_field *extra, size_t nextra);
 
 /* A complete canned error response (head and a short text body) with
  * Connection: close; 0 if it does not fit or status is not 100..999. With

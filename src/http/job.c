@@ -69,7 +69,7 @@ static void job_abandoned(void *item)
  * call of it is left. The section spans whatever the call parks on, and
  * may end on another worker. */
 int baton__http_call_handler(struct baton_http_server *srv, const struct baton_http_req *view,
-			struct baton_http_resp *resp)
+			     struct baton_http_resp *resp)
 {
 	const struct http_handler *h;
 	int tok = baton_smr_read_lock(srv->smr), rc;
@@ -129,7 +129,8 @@ int baton__http_job_piece(struct http_job *job, const void *data, size_t len)
  * read (the connection closes after its 504). On success the job stays in
  * st->job until the response is written. */
 int baton__http_handle_on_stage(struct http_conn *c, const struct baton_http_req *view,
-			   struct baton_http_resp *resp, struct http_stream *st, char **decoded)
+				struct baton_http_resp *resp, struct http_stream *st,
+				char **decoded)
 {
 	struct baton_stage_call call = BATON_STAGE_CALL_INIT;
 	struct http_job *job = job_new(c, view, st);

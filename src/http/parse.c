@@ -19,15 +19,15 @@
 #include "http_ctype.h"
 #include "http_parse.h"
 
-#define METHOD_MAX 32       /* longer tokens are no method we implement: 501 */
-#define EMPTY_LINES_MAX 8   /* CRLFs ignored before a request line (RFC 9112 2.2) */
+#define METHOD_MAX 32     /* longer tokens are no method we implement: 501 */
+#define EMPTY_LINES_MAX 8 /* CRLFs ignored before a request line (RFC 9112 2.2) */
 
 /* What the field lines told about framing and the connection. */
 struct head_state {
-	int64_t cl;             /* -1: no Content-Length */
+	int64_t cl; /* -1: no Content-Length */
 	unsigned hosts;
-	unsigned te_codings;    /* non-empty transfer codings, all TE lines */
-	unsigned te_chunked;    /* how many of them are "chunked" */
+	unsigned te_codings; /* non-empty transfer codings, all TE lines */
+	unsigned te_chunked; /* how many of them are "chunked" */
 	unsigned char te_seen, te_last_chunked, te_bad;
 	unsigned char conn_close, conn_keep_alive;
 	unsigned char expect_continue, expect_other;
@@ -78,7 +78,12 @@ static inline size_t target_run(const unsigned char *p, size_t pos, size_t end)
 	return pos;
 }
 
-#define FAIL(st, msg) do { if (why) *why = (msg); return -(long)(st); } while (0)
+#define FAIL(st, msg)                 \
+	do {                          \
+		if (why)              \
+			*why = (msg); \
+		return -(long)(st);   \
+	} while (0)
 
 static void trim_ows(const char **s, size_t *n)
 {
@@ -169,7 +174,7 @@ static long te_element(struct head_state *h, const char *e, size_t n, const char
 	if (HTTP_IEQ(e, t, "chunked")) {
 		h->te_chunked++;
 		h->te_last_chunked = 1;
-		if (t != n)   /* chunked has no parameters */
+		if (t != n) /* chunked has no parameters */
 			h->te_bad = 1;
 	}
 	return 0;
@@ -234,10 +239,14 @@ static long field_semantics(struct head_state *h, struct baton_http_request *req
 
 static enum baton_http_method method_id(const char *m, size_t n)
 {
-	static const struct { const char *s; size_t n; enum baton_http_method id; } tab[] = {
-		{ "GET", 3, BATON_HTTP_GET }, { "HEAD", 4, BATON_HTTP_HEAD },
-		{ "POST", 4, BATON_HTTP_POST }, { "PUT", 3, BATON_HTTP_PUT },
-		{ "DELETE", 6, BATON_HTTP_DELETE }, { "OPTIONS", 7, BATON_HTTP_OPTIONS },
+	static const struct {
+		const char *s;
+		size_t n;
+		enum baton_http_method id;
+	} tab[] = {
+		{ "GET", 3, BATON_HTTP_GET },         { "HEAD", 4, BATON_HTTP_HEAD },
+		{ "POST", 4, BATON_HTTP_POST },       { "PUT", 3, BATON_HTTP_PUT },
+		{ "DELETE", 6, BATON_HTTP_DELETE },   { "OPTIONS", 7, BATON_HTTP_OPTIONS },
 		{ "CONNECT", 7, BATON_HTTP_CONNECT },
 	};
 
@@ -262,11 +271,12 @@ static int absolute_form(const unsigned char *t, size_t n)
 
 	if (!is_alpha(t[0]))
 		return 0;
-	while (i < n && (is_alpha(t[i]) || (t[i] >= '0' && t[i] <= '9') || t[i] == '+' ||
-			 t[i] == '-' || t[i] == '.'))
+	while (i < n &&
+	       (is_alpha(t[i]) || (t[i] >= '0' && t[i] <= '9') || t[i] == '+' || t[i] == '-' ||
+		t[i] == '.'))
 		i++;
 	return n - i > 3 && t[i] == ':' && t[i + 1] == '/' && t[i + 2] == '/' && t[i + 3] != '/' &&
-	       t[i + 3] != '?';
+		t[i + 3] != '?';
 }
 
 /* authority-form: uri-host ":" port, with the port's digits present (RFC
@@ -382,8 +392,8 @@ static void save(struct baton_http_progress *pr, const char *buf, size_t len, si
 }
 
 long baton__http_parse_head_resume(const char *buf, size_t len, const struct baton_http_limits *lim,
-				  struct baton_http_request *req, struct baton_http_progress *pr,
-				  const char **why)
+				   struct baton_http_request *req, struct baton_http_progress *pr,
+				   const char **why)
 {
 	const unsigned char *p = (const unsigned char *)buf;
 	size_t pos = 0, start, empty = 0, end, maxf, fstart;
@@ -484,11 +494,12 @@ fields:
 	 * reaching it means "need more" unless the buffer goes on (431). */
 	end = len - fstart > lim->max_header_bytes ? fstart + lim->max_header_bytes : len;
 	truncated = end < len;
-#define MORE(nscan, vscan) do { \
-		if (truncated) \
-			FAIL(431, "header section too large"); \
+#define MORE(nscan, vscan)                                                                \
+	do {                                                                              \
+		if (truncated)                                                            \
+			FAIL(431, "header section too large");                            \
 		save(pr, buf, len, fstart, line, nscan, vstart, vscan, req->nfields, &h); \
-		return BATON_HTTP_NEED_MORE; \
+		return BATON_HTTP_NEED_MORE;                                              \
 	} while (0)
 	for (;;) {
 		line = pos;
@@ -503,7 +514,7 @@ fields:
 			phase = 0;
 			if (pos != vstart)
 				goto value;
-			goto ows;       /* only OWS so far: the value has not begun */
+			goto ows; /* only OWS so far: the value has not begun */
 		}
 		if (pos == end)
 			MORE(0, 0);
@@ -571,7 +582,7 @@ value:
 #undef MORE
 
 	if (pr)
-		memset(pr, 0, sizeof(*pr));     /* the next head starts afresh */
+		memset(pr, 0, sizeof(*pr)); /* the next head starts afresh */
 	if ((r = finish(&h, req, lim, why)) != 0)
 		return r;
 	if (pos > LONG_MAX)
@@ -580,13 +591,13 @@ value:
 }
 
 long baton__http_parse_head(const char *buf, size_t len, const struct baton_http_limits *lim,
-			   struct baton_http_request *req, const char **why)
+			    struct baton_http_request *req, const char **why)
 {
 	return baton__http_parse_head_resume(buf, len, lim, req, NULL, why);
 }
 
 const struct baton_http_field *baton__http_find_field(const struct baton_http_request *req,
-						     const char *name)
+						      const char *name)
 {
 	size_t n;
 
@@ -598,8 +609,8 @@ const struct baton_http_field *baton__http_find_field(const struct baton_http_re
 		if (f->name_len != n)
 			continue;
 		size_t k = 0;
-		while (k < n && http_lower((unsigned char)f->name[k]) ==
-				http_lower((unsigned char)name[k]))
+		while (k < n &&
+		       http_lower((unsigned char)f->name[k]) == http_lower((unsigned char)name[k]))
 			k++;
 		if (k == n)
 			return f;

@@ -73,9 +73,11 @@ static int gather_fields(const struct baton_http_resp *resp, struct baton_http_f
 		f[n++] = (struct baton_http_field){ "Content-Type", resp->content_type, 12,
 						    (unsigned)strlen(resp->content_type) };
 	for (size_t i = 0; i < resp->nextra && i < BATON_HTTP_MAX_EXTRA; i++)
-		f[n++] = (struct baton_http_field){ resp->extra_names[i], resp->extra_values[i], 0, 0 };
+		f[n++] = (struct baton_http_field){ resp->extra_names[i], resp->extra_values[i], 0,
+						    0 };
 	for (size_t i = 0; i < resp->nheaders; i++)
-		f[n++] = (struct baton_http_field){ resp->headers[i].name, resp->headers[i].value, 0, 0 };
+		f[n++] = (struct baton_http_field){ resp->headers[i].name, resp->headers[i].value,
+						    0, 0 };
 	for (size_t i = resp->content_type ? 1 : 0; i < n; i++) {
 		size_t nl, vl;
 
@@ -100,7 +102,7 @@ static int queue_head(struct http_conn *c, const struct baton_http_resp *resp,
 {
 	struct baton_http_field small[HEAD_FIELDS_INLINE], *extra = small;
 	size_t nextra = (resp->content_type ? 1 : 0) +
-			(resp->nextra < BATON_HTTP_MAX_EXTRA ? resp->nextra : BATON_HTTP_MAX_EXTRA);
+		(resp->nextra < BATON_HTTP_MAX_EXTRA ? resp->nextra : BATON_HTTP_MAX_EXTRA);
 	size_t head_cap = 512, n;
 	int rc;
 
@@ -119,7 +121,7 @@ static int queue_head(struct http_conn *c, const struct baton_http_resp *resp,
 		rc = BATON_ENOMEM;
 	if (rc == BATON_OK) {
 		n = baton__http_format_head(c->out + c->out_len, head_cap, resp->status,
-					   content_length, keep, extra, nextra);
+					    content_length, keep, extra, nextra);
 		if (n == 0)
 			rc = BATON_EINVAL; /* a bad header from the handler */
 		c->out_len += n;
@@ -135,7 +137,7 @@ static int queue_head(struct http_conn *c, const struct baton_http_resp *resp,
  * 6.4.1, 8.6; a body given with them is dropped), the answer to HEAD with
  * the Content-Length GET would have but no content. */
 int baton__http_respond(struct http_conn *c, const struct baton_http_request *req,
-		   struct baton_http_resp *resp, bool keep)
+			struct baton_http_resp *resp, bool keep)
 {
 	bool bodiless = baton__http_status_bodiless(resp->status);
 	bool inline_body = resp->body_len <= HTTP_INLINE_BODY_MAX;
@@ -159,8 +161,6 @@ int baton__http_respond(struct http_conn *c, const struct baton_http_request *re
 	return baton__http_write_step(c, resp->body, resp->body_len);
 }
 
-
-
 static void queue_bytes(struct http_conn *c, const void *p, size_t n)
 {
 	memcpy(c->out + c->out_len, p, n);
@@ -169,7 +169,7 @@ static void queue_bytes(struct http_conn *c, const void *p, size_t n)
 
 /* In the connection's task: the head if not sent yet, then the piece. */
 int baton__http_stream_put(struct http_stream *st, struct baton_http_resp *resp, const void *data,
-		      size_t len)
+			   size_t len)
 {
 	struct http_conn *c = st->c;
 	char size[24];
@@ -194,7 +194,8 @@ int baton__http_stream_put(struct http_stream *st, struct baton_http_resp *resp,
 		size[--sl] = '\r';
 		for (size_t v = len; v; v >>= 4)
 			size[--sl] = "0123456789abcdef"[v & 15];
-		if (!baton__http_out_reserve(c, sizeof(size) + 2 + (len <= HTTP_INLINE_BODY_MAX ? len : 0)))
+		if (!baton__http_out_reserve(
+			    c, sizeof(size) + 2 + (len <= HTTP_INLINE_BODY_MAX ? len : 0)))
 			return BATON_ENOMEM;
 		if (st->chunked)
 			queue_bytes(c, size + sl, sizeof(size) - sl);
@@ -215,7 +216,6 @@ int baton__http_stream_put(struct http_stream *st, struct baton_http_resp *resp,
 		st->err = rc;
 	return rc;
 }
-
 
 int baton_http_resp_write(struct baton_http_resp *resp, const void *data, size_t len)
 {

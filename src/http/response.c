@@ -13,43 +13,80 @@
 const char *baton__http_reason(int status)
 {
 	switch (status) {
-	case 100: return "Continue";
-	case 101: return "Switching Protocols";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 206: return "Partial Content";
-	case 301: return "Moved Permanently";
-	case 302: return "Found";
-	case 303: return "See Other";
-	case 304: return "Not Modified";
-	case 307: return "Temporary Redirect";
-	case 308: return "Permanent Redirect";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 411: return "Length Required";
-	case 412: return "Precondition Failed";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 415: return "Unsupported Media Type";
-	case 416: return "Range Not Satisfiable";
-	case 417: return "Expectation Failed";
-	case 426: return "Upgrade Required";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
+	case 100:
+		return "Continue";
+	case 101:
+		return "Switching Protocols";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 202:
+		return "Accepted";
+	case 204:
+		return "No Content";
+	case 206:
+		return "Partial Content";
+	case 301:
+		return "Moved Permanently";
+	case 302:
+		return "Found";
+	case 303:
+		return "See Other";
+	case 304:
+		return "Not Modified";
+	case 307:
+		return "Temporary Redirect";
+	case 308:
+		return "Permanent Redirect";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 410:
+		return "Gone";
+	case 411:
+		return "Length Required";
+	case 412:
+		return "Precondition Failed";
+	case 413:
+		return "Content Too Large";
+	case 414:
+		return "URI Too Long";
+	case 415:
+		return "Unsupported Media Type";
+	case 416:
+		return "Range Not Satisfiable";
+	case 417:
+		return "Expectation Failed";
+	case 426:
+		return "Upgrade Required";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 505:
+		return "HTTP Version Not Supported";
 	}
 	return "";
 }
@@ -137,8 +174,10 @@ static void status_line(struct out *o, int status)
 {
 	const char *reason = baton__http_reason(status);
 	char code[4] = {
-		(char)('0' + status / 100), (char)('0' + status / 10 % 10),
-		(char)('0' + status % 10), ' ',
+		(char)('0' + status / 100),
+		(char)('0' + status / 10 % 10),
+		(char)('0' + status % 10),
+		' ',
 	};
 
 	PUTS(o, "HTTP/1.1 ");
@@ -164,7 +203,7 @@ static int extra_ok(const struct baton_http_field *f)
 }
 
 size_t baton__http_format_head(char *buf, size_t cap, int status, int64_t content_length,
-			      int keep_alive, const struct baton_http_field *extra, size_t nextra)
+			       int keep_alive, const struct baton_http_field *extra, size_t nextra)
 {
 	struct out o = { buf, 0, cap, 0 };
 
@@ -222,7 +261,7 @@ size_t baton__http_format_error(char *buf, size_t cap, int status, int head_only
 	put_u64(&o, 4 + rlen + 1);
 	PUTS(&o, "\r\nConnection: close\r\n\r\n");
 	if (!head_only) {
-		put(&o, code, 4);   /* body: "400 Bad Request\n" */
+		put(&o, code, 4); /* body: "400 Bad Request\n" */
 		put(&o, reason, rlen);
 		PUTS(&o, "\n");
 	}

@@ -226,7 +226,7 @@ static void sweep(struct baton_http_server *srv, int64_t now)
 	bool handlers = sweeps_handlers(srv);
 	struct http_conn *c;
 
-	BATON_LIST_FOR_EACH(c, &srv->list, link) {
+	BATON_LIST_FOR_EACH (c, &srv->list, link) {
 		/* Acquire: idle_until, stored before parked (conn_park). */
 		if (!c->reaped && __atomic_load_n(&c->parked, __ATOMIC_ACQUIRE) &&
 		    now >= __atomic_load_n(&c->idle_until, __ATOMIC_RELAXED)) {
@@ -348,8 +348,9 @@ static void acceptor(void *arg)
 		rc = baton_io_accept(lis, &fd, 200000000);
 		if (rc != BATON_OK) {
 			baton_pool_release(srv->conns, 1);
-			if (rc == BATON_ESYS && (errno == EMFILE || errno == ENFILE ||
-						 errno == ENOBUFS || errno == ENOMEM))
+			if (rc == BATON_ESYS &&
+			    (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			     errno == ENOMEM))
 				baton_sched_sleep(10000000); /* out of fds: back off */
 			continue;
 		}
@@ -417,14 +418,13 @@ int baton_http_server_attr_init(struct baton_http_server_attr *a)
 static bool attr_valid(const struct baton_http_server_attr *a)
 {
 	return a->handler && a->handler_queue > 0 && a->queue_timeout_ns >= 0 &&
-	       a->handler_queue <= BATON_STAGE_MAX_CAPACITY && a->max_target > 0 && a->max_header_bytes > 0 &&
-	       a->max_fields > 0 && a->max_body >= 0 && a->header_timeout_ns > 0 &&
-	       a->idle_timeout_ns > 0 && a->write_timeout_ns > 0 &&
-	       a->max_connections > 0 && a->handler_concurrency > 0 &&
-	       a->max_inflight > 0 && a->backlog > 0 && a->linger_ns >= 0 &&
-	       a->handler_timeout_ns >= 0 &&
-	       a->static_symlinks >= BATON_HTTP_SYMLINKS_OFF &&
-	       a->static_symlinks <= BATON_HTTP_SYMLINKS_OWNER;
+		a->handler_queue <= BATON_STAGE_MAX_CAPACITY && a->max_target > 0 &&
+		a->max_header_bytes > 0 && a->max_fields > 0 && a->max_body >= 0 &&
+		a->header_timeout_ns > 0 && a->idle_timeout_ns > 0 && a->write_timeout_ns > 0 &&
+		a->max_connections > 0 && a->handler_concurrency > 0 && a->max_inflight > 0 &&
+		a->backlog > 0 && a->linger_ns >= 0 && a->handler_timeout_ns >= 0 &&
+		a->static_symlinks >= BATON_HTTP_SYMLINKS_OFF &&
+		a->static_symlinks <= BATON_HTTP_SYMLINKS_OWNER;
 }
 
 /* A replaced handler, once no call of it is left (a retire's free). */
@@ -500,9 +500,14 @@ static int make_stages(struct baton_http_server *srv, baton_sched_t *s)
 	const struct baton_http_server_attr *a = &srv->a;
 	unsigned conns = clamp_conc(a->max_connections);
 	struct baton_stage_need inflight = { srv->inflight, 1, BATON_STAGE_KEEP };
-	struct { unsigned conc; size_t queue; } lim[HTTP_NSTAGES] = {
-		{ 1, 1 }, { conns, conns }, { clamp_conc(a->handler_concurrency),
-					      a->handler_queue }, { conns, conns },
+	struct {
+		unsigned conc;
+		size_t queue;
+	} lim[HTTP_NSTAGES] = {
+		{ 1, 1 },
+		{ conns, conns },
+		{ clamp_conc(a->handler_concurrency), a->handler_queue },
+		{ conns, conns },
 	};
 	int rc;
 
@@ -613,8 +618,8 @@ fail:
 	return rc;
 }
 
-int baton_http_server_set_handler(baton_http_server_t *srv, baton_http_handler_fn fn,
-				  void *ctx, void (*release)(void *ctx), int64_t timeout_ns)
+int baton_http_server_set_handler(baton_http_server_t *srv, baton_http_handler_fn fn, void *ctx,
+				  void (*release)(void *ctx), int64_t timeout_ns)
 {
 	struct http_handler *h, *old, *stale = NULL;
 	int rc;
@@ -668,7 +673,7 @@ int baton_http_server_shutdown(baton_http_server_t *srv)
 	pthread_mutex_lock(&srv->lock);
 	/* Idle connections wait in read: end that read with EOF. Busy ones
 	 * answer their request with Connection: close, then end. */
-	BATON_LIST_FOR_EACH(c, &srv->list, link)
+	BATON_LIST_FOR_EACH (c, &srv->list, link)
 		if (__atomic_load_n(&c->idle, __ATOMIC_SEQ_CST))
 			shutdown(c->fd, SHUT_RD);
 	pthread_mutex_unlock(&srv->lock);
@@ -708,13 +713,12 @@ int baton_http_server_set_handler_queue(baton_http_server_t *srv, size_t n)
 	return rc;
 }
 
-int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage,
-				unsigned concurrency, size_t queue)
+int baton_http_server_set_stage(baton_http_server_t *srv, const char *stage, unsigned concurrency,
+				size_t queue)
 {
 	int i, rc;
 
-	if (srv == NULL || stage == NULL ||
-	    (i = stage_index(stage, strlen(stage))) < 0)
+	if (srv == NULL || stage == NULL || (i = stage_index(stage, strlen(stage))) < 0)
 		return BATON_EINVAL;
 	if (i == HTTP_ACCEPT && concurrency > 1) /* one acceptor */
 		return BATON_EINVAL;

@@ -57,11 +57,11 @@ struct http_step_count {
 
 /* A worker's reserve of a pool's units (step.c). */
 struct http_reserve {
-	long spare;		/* units held for the next requests (atomic) */
-	uint64_t from_spare;	/* units handed out of the reserve */
-	uint64_t tries_failed;	/* acquisitions tried and refused on the way
+	long spare;            /* units held for the next requests (atomic) */
+	uint64_t from_spare;   /* units handed out of the reserve */
+	uint64_t tries_failed; /* acquisitions tried and refused on the way
 				   to a wait, not refusals of a request */
-	uint64_t wait_ns;	/* time requests waited for a unit */
+	uint64_t wait_ns;      /* time requests waited for a unit */
 };
 
 /*
@@ -82,12 +82,15 @@ struct http_worker {
 /* A request's pass through a step: its gate's pass, or counted. */
 struct http_pass {
 	struct baton_gate_pass gate;
-	int64_t t0;		/* counted: when the step began */
-	signed char step;	/* HTTP_*, -1: in none */
-	bool counted;		/* entered through the counters */
-	bool unit;		/* holds an in-flight unit of the reserve's */
+	int64_t t0;       /* counted: when the step began */
+	signed char step; /* HTTP_*, -1: in none */
+	bool counted;     /* entered through the counters */
+	bool unit;        /* holds an in-flight unit of the reserve's */
 };
-#define HTTP_PASS_INIT { BATON_GATE_PASS_INIT, 0, -1, false, false }
+#define HTTP_PASS_INIT                                    \
+	{                                                 \
+		BATON_GATE_PASS_INIT, 0, -1, false, false \
+	}
 
 struct http_conn;
 
@@ -109,18 +112,18 @@ struct baton_http_server {
 	struct http_handler *stale; /* replaced, calls maybe left (lock) */
 	struct baton_http_limits lim;
 	char *host, *static_dir;
-	int static_fd;		/* static_dir, opened at creation; -1: none */
-	bool have_openat2;	/* the kernel has it (Linux 5.6+) */
+	int static_fd;     /* static_dir, opened at creation; -1: none */
+	bool have_openat2; /* the kernel has it (Linux 5.6+) */
 	int lfd;
 	unsigned short port;
 	baton_pool_t *conns, *inflight;
 	/* The steps, in request order: gates the connection task passes
 	 * through, but handle with compute workers (gate NULL): a stage. */
 	baton_gate_t *gate[HTTP_NSTAGES];
-	baton_stage_t *handle;	/* with compute workers, else NULL */
-	bool compute;		/* handle has tasks on the compute workers */
-	unsigned io_workers;	/* connections are bound to [0, io_workers) */
-	unsigned next_io;	/* the acceptor's round robin over them */
+	baton_stage_t *handle;       /* with compute workers, else NULL */
+	bool compute;                /* handle has tasks on the compute workers */
+	unsigned io_workers;         /* connections are bound to [0, io_workers) */
+	unsigned next_io;            /* the acceptor's round robin over them */
 	struct http_worker *workers; /* one per worker of the scheduler */
 	unsigned nworkers;
 	/* Per step: no bound of its can bind now, so it is counted per
@@ -133,14 +136,14 @@ struct baton_http_server {
 	long res_waiting[HTTP_NRES];
 	long res_batch[HTTP_NRES];
 	long res_queue_limit[HTTP_NRES];
-	baton_pool_t *slots;	/* handler slots (inline handlers); else NULL */
+	baton_pool_t *slots; /* handler slots (inline handlers); else NULL */
 
-	pthread_mutex_t lock;	/* guards the list */
+	pthread_mutex_t lock;   /* guards the list */
 	struct baton_list list; /* open connections (http_conn.link) */
 	long nconns;
-	bool shutting;		/* (atomic) */
+	bool shutting; /* (atomic) */
 	bool acceptor_done;
-	bool sweeper_done;	/* the sweeper ended (or never got memory) */
+	bool sweeper_done;       /* the sweeper ended (or never got memory) */
 	baton_sem_t *sweep_wake; /* shutdown ends the sweeper's wait at once */
 };
 
@@ -149,12 +152,12 @@ struct http_conn {
 	struct baton_list_node link; /* in srv->list */
 	baton_io_t *io;
 	int fd;
-	bool idle;		/* between requests (atomic) */
-	unsigned long served;	/* requests answered on this connection */
-	int64_t t_queued;	/* when the response in `out` was queued; 0: unknown */
-	char *in;		/* what was read: the current request first */
+	bool idle;            /* between requests (atomic) */
+	unsigned long served; /* requests answered on this connection */
+	int64_t t_queued;     /* when the response in `out` was queued; 0: unknown */
+	char *in;             /* what was read: the current request first */
 	size_t in_len, in_cap;
-	char *out;		/* responses not yet written */
+	char *out; /* responses not yet written */
 	size_t out_len, out_cap;
 	/* The request being handled: its parsed fields, then the handler's
 	 * scratch (struct http_work, HTTP_BUF_SIZE bytes). Taken when a
@@ -163,25 +166,24 @@ struct http_conn {
 	 * connection's task stays shallow, and 10,000 connections do not
 	 * each keep 8 KiB of touched stack. */
 	struct http_work *work;
-	char remote[46];	/* the peer's address as text (INET6_ADDRSTRLEN) */
+	char remote[46]; /* the peer's address as text (INET6_ADDRSTRLEN) */
 	unsigned short remote_port;
 	/* I/O-worker shape with a handler timeout: the connection's task is
 	 * spawned with an id (detached), and the sweeper aborts `tid` once
 	 * `deadline` passes while the handler runs. */
-	baton_tid_t tid;	/* the current task's id (atomic) */
-	int64_t deadline;	/* 0: not in a handler; -1: cancelled by the
+	baton_tid_t tid;  /* the current task's id (atomic) */
+	int64_t deadline; /* 0: not in a handler; -1: cancelled by the
 				   sweeper; else when (atomic) */
 	/* Parked: idle with no task at all (docs/httpd.md, "Where an idle
 	 * connection lives"); a notification on `io` starts a task again
 	 * when bytes arrive, and the sweeper shuts the read side down once
 	 * `idle_until` passes. */
-	bool parked;		/* (atomic) */
-	bool reaped;		/* the sweeper shut its read side (lock) */
-	bool woke;		/* its task was just started by bytes */
-	int worker;		/* the I/O worker it is bound to */
-	int64_t idle_until;	/* parked: closed after this (atomic) */
+	bool parked;        /* (atomic) */
+	bool reaped;        /* the sweeper shut its read side (lock) */
+	bool woke;          /* its task was just started by bytes */
+	int worker;         /* the I/O worker it is bound to */
+	int64_t idle_until; /* parked: closed after this (atomic) */
 };
-
 
 /*
  * A request handed to the handle stage (compute workers): one heap block,
@@ -199,9 +201,9 @@ enum { HTTP_STREAM_LOCAL = 1, HTTP_STREAM_JOB };
 struct http_stream;
 
 struct http_job {
-	unsigned char kind;	/* HTTP_STREAM_JOB */
+	unsigned char kind; /* HTTP_STREAM_JOB */
 	struct baton_http_server *srv;
-	int rc;			/* the handler's */
+	int rc; /* the handler's */
 	/* A streamed piece on its way from the handler to the connection's
 	 * task (baton_http_resp_write), which writes it when asked
 	 * (baton_stage_ask) into its stream (in its own frame: read only
@@ -209,9 +211,9 @@ struct http_job {
 	struct http_stream *stream;
 	const void *piece;
 	size_t piece_len;
-	int piece_err;		/* the handler's side: the first write error */
-	char *in;		/* the request's bytes, while in the stage */
-	char *decoded;		/* its decoded path, the same */
+	int piece_err; /* the handler's side: the first write error */
+	char *in;      /* the request's bytes, while in the stage */
+	char *decoded; /* its decoded path, the same */
 	struct baton_http_req view;
 	struct baton_http_resp resp;
 	struct baton_http_request head; /* view.head_ */
@@ -232,7 +234,8 @@ struct http_work {
 _Static_assert(HTTP_WORK_SCRATCH >= 4096, "a handler's scratch holds 4 KiB");
 #define HTTP_JOB_SCRATCH_MIN 4096
 _Static_assert(sizeof(struct http_job) + HTTP_CONN_FIELDS * sizeof(struct baton_http_field) +
-		       HTTP_JOB_SCRATCH_MIN <= HTTP_BUF_SIZE,
+			       HTTP_JOB_SCRATCH_MIN <=
+		       HTTP_BUF_SIZE,
 	       "a job with every field still lends a handler 4 KiB of scratch");
 
 /* server.c */
@@ -251,10 +254,9 @@ struct http_worker *baton__http_my_worker(struct baton_http_server *srv);
 /* Enter a step, counted where its bound cannot bind, else through its
  * gate; the read step takes the request's in-flight unit too. The step
  * begins at t0 (0: now). Errors as baton_gate_enter's. */
-int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_pass *p,
-			   int64_t t0, int64_t timeout_ns);
-void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
-			    int64_t *end_ns);
+int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_pass *p, int64_t t0,
+			   int64_t timeout_ns);
+void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p, int64_t *end_ns);
 /* A step's limits on its gate (or the handle stage): concurrency `conc`
  * and queue `queue`, 0 leaving one as it is. */
 int baton__http_step_set(struct baton_http_server *srv, int step, unsigned conc, size_t queue);
@@ -269,8 +271,7 @@ void baton__http_reserve_give(struct baton_http_server *srv, int kind);
 void baton__http_reserves_flush(struct baton_http_server *srv);
 /* After a limit changed: which steps are counted from now on. */
 void baton__http_steps_update(struct baton_http_server *srv);
-void baton__http_steps_snapshot(struct baton_http_server *srv,
-				struct baton_http_server_stats *out);
+void baton__http_steps_snapshot(struct baton_http_server *srv, struct baton_http_server_stats *out);
 
 /* Bodies up to this size are copied behind their head; larger ones are
  * written from where the handler keeps them. */
@@ -290,16 +291,16 @@ void baton__http_steps_snapshot(struct baton_http_server *srv,
  * which is the back-pressure: a slow reader slows the handler.
  */
 struct http_stream {
-	unsigned char kind;	/* HTTP_STREAM_LOCAL (resp->stream_ may be a job) */
+	unsigned char kind; /* HTTP_STREAM_LOCAL (resp->stream_ may be a job) */
 	struct http_conn *c;
 	const struct baton_http_request *req;
-	struct http_job *job;	/* compute shape: the finished job, freed
+	struct http_job *job; /* compute shape: the finished job, freed
 				   once its response is written */
-	bool keep;		/* the head says keep-alive */
-	bool chunked;		/* HTTP/1.1: chunks; 1.0: until the close */
-	bool started;		/* the head is queued */
-	int err;		/* the first write error, returned from then on */
-	int64_t deadline;	/* the handler's (< 0: none): no piece after it */
+	bool keep;            /* the head says keep-alive */
+	bool chunked;         /* HTTP/1.1: chunks; 1.0: until the close */
+	bool started;         /* the head is queued */
+	int err;              /* the first write error, returned from then on */
+	int64_t deadline;     /* the handler's (< 0: none): no piece after it */
 };
 
 /* respond.c */
@@ -311,8 +312,8 @@ int baton__http_write_step(struct http_conn *c, const void *buf, size_t len);
 int baton__http_flush(struct http_conn *c);
 int baton__http_respond(struct http_conn *c, const struct baton_http_request *req,
 			struct baton_http_resp *resp, bool keep);
-int baton__http_stream_put(struct http_stream *st, struct baton_http_resp *resp,
-			   const void *data, size_t len);
+int baton__http_stream_put(struct http_stream *st, struct baton_http_resp *resp, const void *data,
+			   size_t len);
 int baton__http_end_stream(struct http_stream *st, int rc);
 
 /* job.c */
@@ -336,6 +337,6 @@ int baton__http_static_init(struct baton_http_server *srv);
 /* static.c: 1 if a file answered (resp filled, body to free), 0 if the
  * path is not a file there, -status on a refused path. */
 int baton__http_static(struct baton_http_server *srv, const struct baton_http_request *req,
-		      struct baton_http_resp *resp);
+		       struct baton_http_resp *resp);
 
 #endif /* BATON_SRC_HTTP_SERVER_INTERNAL_H */

@@ -36,11 +36,18 @@
 
 static const char *content_type(const char *path)
 {
-	static const struct { const char *ext, *type; } types[] = {
-		{ ".html", "text/html; charset=utf-8" }, { ".htm", "text/html; charset=utf-8" },
-		{ ".txt", "text/plain; charset=utf-8" }, { ".css", "text/css" },
-		{ ".js", "text/javascript" }, { ".json", "application/json" },
-		{ ".png", "image/png" }, { ".jpg", "image/jpeg" }, { ".svg", "image/svg+xml" },
+	static const struct {
+		const char *ext, *type;
+	} types[] = {
+		{ ".html", "text/html; charset=utf-8" },
+		{ ".htm", "text/html; charset=utf-8" },
+		{ ".txt", "text/plain; charset=utf-8" },
+		{ ".css", "text/css" },
+		{ ".js", "text/javascript" },
+		{ ".json", "application/json" },
+		{ ".png", "image/png" },
+		{ ".jpg", "image/jpeg" },
+		{ ".svg", "image/svg+xml" },
 	};
 	const char *dot = strrchr(path, '.');
 
@@ -290,7 +297,7 @@ static int open_file(struct baton_http_server *srv, char *rel, size_t len, size_
 	}
 	if (fd < 0)
 		return errno == ELOOP || errno == EXDEV || errno == EACCES || errno == EPERM ? -403
-											      : 0;
+											     : 0;
 	if (!S_ISREG(st->st_mode) || (size_t)st->st_size > STATIC_MAX) {
 		close(fd);
 		return 0;
@@ -304,7 +311,7 @@ static void release_file(const void *body)
 }
 
 int baton__http_static(struct baton_http_server *srv, const struct baton_http_request *req,
-		      struct baton_http_resp *resp)
+		       struct baton_http_resp *resp)
 {
 	char rel[PATH_MAX];
 	size_t plen;

@@ -90,8 +90,8 @@ static void count_out(struct http_worker *w, int step, bool done, int64_t t0, in
 	}
 }
 
-int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_pass *p,
-			   int64_t t0, int64_t timeout_ns)
+int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_pass *p, int64_t t0,
+			   int64_t timeout_ns)
 {
 	struct http_worker *w;
 	int rc;
@@ -101,8 +101,9 @@ int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_
 		count_in(w, step);
 		/* The read step takes the request's in-flight unit, the
 		 * handle step a handler slot: each from a reserve. */
-		int kind = step == HTTP_READ ? HTTP_RES_INFLIGHT
-			 : step == HTTP_HANDLE ? HTTP_RES_SLOTS : -1;
+		int kind = step == HTTP_READ  ? HTTP_RES_INFLIGHT
+			: step == HTTP_HANDLE ? HTTP_RES_SLOTS
+					      : -1;
 
 		if (kind >= 0) {
 			rc = baton__http_reserve_take(srv, kind, timeout_ns);
@@ -127,8 +128,7 @@ int baton__http_step_enter(struct baton_http_server *srv, int step, struct http_
 	return rc;
 }
 
-void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p,
-			    int64_t *end_ns)
+void baton__http_step_leave(struct baton_http_server *srv, struct http_pass *p, int64_t *end_ns)
 {
 	if (p->counted) {
 		int64_t end = baton__clock_now();
@@ -178,8 +178,7 @@ int baton__http_step_set(struct baton_http_server *srv, int step, unsigned conc,
 }
 
 /* A stage's own counts, plus what its workers counted for it. */
-static void add_counts(const struct baton_http_server *srv, int step,
-		       struct baton_stage_stats *st)
+static void add_counts(const struct baton_http_server *srv, int step, struct baton_stage_stats *st)
 {
 	int64_t running = st->running;
 
@@ -216,8 +215,9 @@ static bool spare_take(struct http_reserve *r)
 {
 	long n = __atomic_load_n(&r->spare, __ATOMIC_RELAXED);
 
-	while (n > 0 && !__atomic_compare_exchange_n(&r->spare, &n, n - 1, true,
-						     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (n > 0 &&
+	       !__atomic_compare_exchange_n(&r->spare, &n, n - 1, true, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
 		;
 	return n > 0;
 }
@@ -338,8 +338,8 @@ void baton__http_steps_update(struct baton_http_server *srv)
 			free = (long)st.concurrency >= conns.capacity;
 		if (i == HTTP_HANDLE)
 			/* Relaxed: read per request (reserve_take). */
-			__atomic_store_n(&srv->res_queue_limit[HTTP_RES_SLOTS], (long)st.queue_limit,
-					 __ATOMIC_RELAXED);
+			__atomic_store_n(&srv->res_queue_limit[HTTP_RES_SLOTS],
+					 (long)st.queue_limit, __ATOMIC_RELAXED);
 		/* Relaxed: read as a hint per request (step_free). */
 		__atomic_store_n(&srv->step_free[i], free && !st.closed, __ATOMIC_RELAXED);
 	}

@@ -53,8 +53,8 @@ int baton_http_query_next(const char *query, size_t len, size_t *pos, const char
 {
 	size_t i;
 
-	if (pos == NULL || key == NULL || key_len == NULL || value == NULL ||
-	    value_len == NULL || (query == NULL && len))
+	if (pos == NULL || key == NULL || key_len == NULL || value == NULL || value_len == NULL ||
+	    (query == NULL && len))
 		return 0;
 	for (i = *pos; i < len && query[i] == '&'; i++)
 		; /* empty arguments */
@@ -91,7 +91,8 @@ void baton__http_split_target(const char *target, size_t len, int form, const ch
 		/* scheme "://" authority, then the path (RFC 9112 3.2.2) */
 		const char *colon = memchr(p, ':', len);
 
-		p = colon && end - colon >= 3 && colon[1] == '/' && colon[2] == '/' ? colon + 3 : end;
+		p = colon && end - colon >= 3 && colon[1] == '/' && colon[2] == '/' ? colon + 3
+										    : end;
 		while (p < end && *p != '/' && *p != '?')
 			p++;
 	}
@@ -118,8 +119,7 @@ int baton_http_req_expired(const struct baton_http_req *req)
 	return req->deadline >= 0 && baton__clock_now() >= req->deadline;
 }
 
-const char *baton_http_req_header(const struct baton_http_req *req, const char *name,
-				  size_t *len)
+const char *baton_http_req_header(const struct baton_http_req *req, const char *name, size_t *len)
 {
 	const struct baton_http_field *f;
 

@@ -31,8 +31,7 @@ static int ep_create(struct baton_worker *w)
 		return BATON_ENOMEM;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (p->epfd < 0 || p->evfd < 0 ||
-	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev) < 0) {
+	if (p->epfd < 0 || p->evfd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev) < 0) {
 		int e = errno;
 
 		if (p->epfd >= 0)
@@ -55,8 +54,7 @@ static int ep_add(struct baton_worker *w, struct baton_io *io)
 		.data.ptr = io,
 	};
 
-	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, io->fd, &ev) == 0 ? BATON_OK
-								 : BATON_ESYS;
+	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, io->fd, &ev) == 0 ? BATON_OK : BATON_ESYS;
 }
 
 static void ep_del(struct baton_worker *w, struct baton_io *io)

@@ -122,8 +122,8 @@ static void hook_fini(struct baton_worker *w)
 
 	free_dead(w);
 	while (!baton__list_empty(&r->live)) {
-		struct baton_io *io = BATON_LIST_ENTRY(baton__list_first(&r->live),
-						       struct baton_io, live_link);
+		struct baton_io *io =
+			BATON_LIST_ENTRY(baton__list_first(&r->live), struct baton_io, live_link);
 
 		r->pops->del(w, io);
 		if (io->owns_fd)
@@ -258,8 +258,7 @@ int baton_io_open(baton_io_t **out, int fd, bool owns_fd)
 	if (rc != BATON_OK)
 		return rc;
 	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || (!(flags & O_NONBLOCK) &&
-			  fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0))
+	if (flags < 0 || (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0))
 		return BATON_ESYS;
 	io = baton__calloc(1, sizeof(*io));
 	if (io == NULL)
@@ -331,8 +330,7 @@ static ssize_t io_recv(struct baton_io *io, void *buf, size_t len)
 	return read(io->fd, buf, len);
 }
 
-int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns,
-		  size_t *n)
+int baton_io_read(baton_io_t *io, void *buf, size_t len, int64_t timeout_ns, size_t *n)
 {
 	int64_t deadline = DEADLINE_UNSET;
 
@@ -407,8 +405,7 @@ static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
 	return r;
 }
 
-int baton_io_write(baton_io_t *io, const void *buf, size_t len,
-		   int64_t timeout_ns, size_t *n)
+int baton_io_write(baton_io_t *io, const void *buf, size_t len, int64_t timeout_ns, size_t *n)
 {
 	int64_t deadline = DEADLINE_UNSET;
 	size_t done = 0;
@@ -420,8 +417,7 @@ int baton_io_write(baton_io_t *io, const void *buf, size_t len,
 		ssize_t r = -1;
 
 		if (BATON_LIKELY(!io_not_sock(io))) {
-			r = send(io->fd, (const char *)buf + done, len - done,
-				 MSG_NOSIGNAL);
+			r = send(io->fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
 			if (r < 0 && errno == ENOTSOCK)
 				io_set_not_sock(io); /* and once more below */
 		}
@@ -481,8 +477,8 @@ int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
  * (EINPROGRESS for a connect the reactor can wait for, as TCP's), or the
  * code that ended the waiting (EAGAIN at timeout 0, ETIMEDOUT, ECANCELED...).
  */
-static int connect_retry(struct baton_io *io, const struct sockaddr *addr,
-			 socklen_t len, int64_t *deadline, int64_t timeout_ns)
+static int connect_retry(struct baton_io *io, const struct sockaddr *addr, socklen_t len,
+			 int64_t *deadline, int64_t timeout_ns)
 {
 	int64_t pause = 100000;
 
@@ -512,8 +508,7 @@ static int connect_retry(struct baton_io *io, const struct sockaddr *addr,
 	}
 }
 
-int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len,
-		     int64_t timeout_ns)
+int baton_io_connect(baton_io_t *io, const struct sockaddr *addr, socklen_t len, int64_t timeout_ns)
 {
 	int64_t deadline = DEADLINE_UNSET;
 	int err = 0, rc;
@@ -562,8 +557,7 @@ int baton_io_wait(baton_io_t *io, int events, int64_t timeout_ns)
 	struct baton_task *t = baton__task_self();
 	int rc;
 
-	if (io == NULL || events == 0 ||
-	    (events & ~(BATON_IO_READABLE | BATON_IO_WRITABLE)))
+	if (io == NULL || events == 0 || (events & ~(BATON_IO_READABLE | BATON_IO_WRITABLE)))
 		return BATON_EINVAL;
 	if (t == NULL)
 		return BATON_ENOSCHED;
@@ -626,8 +620,8 @@ int baton_io_close(baton_io_t *io)
 	if (io == NULL)
 		return BATON_OK;
 	baton__spin_lock(&io->lock);
-	busy = !baton__waitq_empty(&io->waiters[0]) ||
-	       !baton__waitq_empty(&io->waiters[1]) || io->notify_fn;
+	busy = !baton__waitq_empty(&io->waiters[0]) || !baton__waitq_empty(&io->waiters[1]) ||
+		io->notify_fn;
 	baton__spin_unlock(&io->lock);
 	if (busy)
 		return BATON_EBUSY;
@@ -645,7 +639,8 @@ int baton_io_close(baton_io_t *io)
 	 * events it is working through: the home worker frees it after its
 	 * next poll. Not through the waiter list: that poller may still
 	 * report an edge and look at the waiters. */
-	struct baton_io *head = __atomic_load_n(&baton__reactor_of(home)->dead_ios, __ATOMIC_RELAXED);
+	struct baton_io *head =
+		__atomic_load_n(&baton__reactor_of(home)->dead_ios, __ATOMIC_RELAXED);
 	do {
 		io->dead_next = head;
 		/* Release: our writes to the handle happen before its free. */
@@ -672,8 +667,7 @@ int baton_io_listen_socket(const char *host, unsigned short *port, int backlog, 
 	if (fd < 0)
 		return BATON_ESYS;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, backlog) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
 		int e = errno;
 
@@ -686,8 +680,7 @@ int baton_io_listen_socket(const char *host, unsigned short *port, int backlog, 
 	return BATON_OK;
 }
 
-int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port,
-			int backlog)
+int baton_io_listen_tcp(baton_io_t **out, const char *host, unsigned short port, int backlog)
 {
 	int fd, rc;
 

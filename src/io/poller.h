@@ -24,8 +24,8 @@
 #include "../sched/sched_internal.h"
 
 enum {
-	BATON_IO_IN = 1,  /* readable, or a listener has a connection */
-	BATON_IO_OUT = 2, /* writable, or a connect finished */
+	BATON_IO_IN = 1,    /* readable, or a listener has a connection */
+	BATON_IO_OUT = 2,   /* writable, or a connect finished */
 	BATON_IO_RDHUP = 4, /* with IN: the peer ended its sending side */
 };
 
@@ -33,26 +33,26 @@ struct baton_io {
 	int fd;
 	bool owns_fd;
 	struct baton_worker *home; /* whose poller reports its edges */
-	baton_spinlock_t lock;	   /* guards ready and the waiters */
-	unsigned ready;		   /* BATON_IO_IN/OUT seen and not yet used */
-	unsigned read_edges;	   /* read edges reported so far (under lock) */
-	unsigned drained_at;	   /* read_edges before a short read... */
-	bool drained;		   /* ...which took all there was (the reader's
+	baton_spinlock_t lock;     /* guards ready and the waiters */
+	unsigned ready;            /* BATON_IO_IN/OUT seen and not yet used */
+	unsigned read_edges;       /* read edges reported so far (under lock) */
+	unsigned drained_at;       /* read_edges before a short read... */
+	bool drained;              /* ...which took all there was (the reader's
 				      own two: see io.c) */
-	bool hup;		   /* error or hang-up: every wait returns */
-	bool rdhup;		   /* the peer's end seen: reads never wait */
-	bool not_sock;		   /* recv() or send() said ENOTSOCK: a pipe, FIFO,
+	bool hup;                  /* error or hang-up: every wait returns */
+	bool rdhup;                /* the peer's end seen: reads never wait */
+	bool not_sock;             /* recv() or send() said ENOTSOCK: a pipe, FIFO,
 				      tty; read() and write() then (atomic) */
 	/* (Here, in the bools' padding: an idle connection's whole cost is
 	 * its handle and its owner's record, so the handle stays small.) */
-	unsigned pending;	   /* io_uring: requests in flight + flags */
+	unsigned pending;              /* io_uring: requests in flight + flags */
 	struct baton_waitq waiters[2]; /* [0] readers, [1] writers */
 	/* baton_io_notify: called once at the next read edge, instead of a
 	 * waiting task (under lock; NULL: none armed). */
 	baton_io_notify_fn notify_fn;
 	void *notify_arg;
-	struct baton_io *dead_next; /* closed elsewhere: home's dead list */
-	struct baton_io *retry_next; /* io_uring: the poller's retry list */
+	struct baton_io *dead_next;       /* closed elsewhere: home's dead list */
+	struct baton_io *retry_next;      /* io_uring: the poller's retry list */
 	struct baton_list_node live_link; /* in its reactor's `live` (io_uring:
 					   * then in its poller's limbo) */
 };
@@ -63,9 +63,9 @@ _Static_assert(sizeof(struct baton_io) <= 136 || sizeof(void *) != 8,
 /* A worker's reactor: its hook_data. */
 struct baton_reactor {
 	const struct baton_poller_ops *pops;
-	void *poller;		    /* the backend's state */
-	struct baton_io *dead_ios;  /* closed elsewhere, freed here (atomic) */
-	struct baton_list live;	    /* of baton_io.live_link: handles open
+	void *poller;              /* the backend's state */
+	struct baton_io *dead_ios; /* closed elsewhere, freed here (atomic) */
+	struct baton_list live;    /* of baton_io.live_link: handles open
 				       here (home thread only) */
 };
 

@@ -56,15 +56,15 @@
 #include <unistd.h>
 
 #define UR_SQ_ENTRIES 256
-#define UR_SUBMIT_TRIES 4 /* submissions to make room before giving up */
+#define UR_SUBMIT_TRIES 4  /* submissions to make room before giving up */
 #define UR_CQ_ENTRIES 4096 /* room for a burst of edges of many handles */
 /* io->pending: a count of poll requests in flight, and two flags. */
 #define UR_COUNT 0x0000ffffu
-#define UR_RETRY 0x08000000u	 /* on the poller's retry list */
-#define UR_BARE 0x10000000u	 /* the last request ended at its first CQE */
-#define UR_MORE 0x20000000u	 /* this request has said "more to come" */
+#define UR_RETRY 0x08000000u     /* on the poller's retry list */
+#define UR_BARE 0x10000000u      /* the last request ended at its first CQE */
+#define UR_MORE 0x20000000u      /* this request has said "more to come" */
 #define UR_CANCELLED 0x40000000u /* closed: cancel queued, edges ignored */
-#define UR_DEAD 0x80000000u	 /* released by io.c: free at the last CQE */
+#define UR_DEAD 0x80000000u      /* released by io.c: free at the last CQE */
 
 /* user_data: a handle's address names its poll request (handles are
  * aligned); the address with UD_CANCEL names a cancellation of it; 0 is
@@ -74,14 +74,14 @@
 
 struct uring_poller {
 	struct io_uring ring;
-	unsigned setup;	 /* the IORING_SETUP_* flags the kernel took */
+	unsigned setup;  /* the IORING_SETUP_* flags the kernel took */
 	pthread_t owner; /* the thread that set the ring up (SINGLE_ISSUER) */
 	int evfd;
-	unsigned limbo; /* dead handles still waiting for their last CQE... */
+	unsigned limbo;               /* dead handles still waiting for their last CQE... */
 	struct baton_list limbo_list; /* ...of their live_link */
-	bool wake_unarmed; /* the wake-up poll is to be armed again */
-	struct baton_io *retry; /* handles whose re-arm or cancel found no SQE */
-	uint64_t *cancels;	/* cancellations to queue again, by number only */
+	bool wake_unarmed;            /* the wake-up poll is to be armed again */
+	struct baton_io *retry;       /* handles whose re-arm or cancel found no SQE */
+	uint64_t *cancels;            /* cancellations to queue again, by number only */
 	size_t ncancels, cancels_cap;
 };
 
@@ -262,8 +262,7 @@ static void ring_unpoison(struct io_uring *ring)
 #if BATON_ASAN
 	ASAN_UNPOISON_MEMORY_REGION(ring->sq.ring_ptr, ring->sq.ring_sz);
 	ASAN_UNPOISON_MEMORY_REGION(ring->cq.ring_ptr, ring->cq.ring_sz);
-	ASAN_UNPOISON_MEMORY_REGION(ring->sq.sqes, ring->sq.ring_entries *
-				    sizeof(*ring->sq.sqes));
+	ASAN_UNPOISON_MEMORY_REGION(ring->sq.sqes, ring->sq.ring_entries * sizeof(*ring->sq.sqes));
 #endif
 	(void)ring;
 }
@@ -298,8 +297,7 @@ static void limbo_free_all(struct uring_poller *p)
  * with SINGLE_ISSUER: then only the one that set it up. */
 static bool ring_mine(const struct uring_poller *p)
 {
-	return !(p->setup & IORING_SETUP_SINGLE_ISSUER) ||
-	       pthread_equal(p->owner, pthread_self());
+	return !(p->setup & IORING_SETUP_SINGLE_ISSUER) || pthread_equal(p->owner, pthread_self());
 }
 
 /*
@@ -339,7 +337,7 @@ static int ring_move(struct baton_worker *w, struct uring_poller *p)
 	/* Acquire: pairs with the closer's release CAS (its dead_next). */
 	for (io = __atomic_load_n(&r->dead_ios, __ATOMIC_ACQUIRE); io; io = io->dead_next)
 		io->pending |= UR_CANCELLED;
-	BATON_LIST_FOR_EACH(io, &r->live, live_link) {
+	BATON_LIST_FOR_EACH (io, &r->live, live_link) {
 		io->pending &= ~(UR_COUNT | UR_MORE | UR_BARE);
 		if (!(io->pending & UR_CANCELLED) && !arm(p, io))
 			retry_later(p, io);
@@ -470,8 +468,8 @@ static bool ur_release(struct baton_worker *w, struct baton_io *io)
 }
 
 /* A completion of io's poll request. */
-static void on_poll_cqe(struct uring_poller *p, struct baton_io *io,
-			const struct io_uring_cqe *cqe, bool edges)
+static void on_poll_cqe(struct uring_poller *p, struct baton_io *io, const struct io_uring_cqe *cqe,
+			bool edges)
 {
 	bool more = cqe->flags & IORING_CQE_F_MORE;
 	int res = cqe->res;
@@ -531,15 +529,15 @@ static unsigned reap(struct uring_poller *p, bool edges)
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
 
-	io_uring_for_each_cqe(&p->ring, head, cqe) {
+	io_uring_for_each_cqe(&p->ring, head, cqe)
+	{
 		uint64_t ud = cqe->user_data;
 
 		n++;
 		if (ud & UD_CANCEL) {
 			/* The poll's own last CQE does the rest; -EALREADY
 			 * (the request was busy, not marked): try again. */
-			if (cqe->res == -EALREADY &&
-			    !queue_cancel(p, ud & ~(uint64_t)UD_CANCEL))
+			if (cqe->res == -EALREADY && !queue_cancel(p, ud & ~(uint64_t)UD_CANCEL))
 				cancel_later(p, ud & ~(uint64_t)UD_CANCEL);
 			continue;
 		}

@@ -21,12 +21,12 @@
 struct baton_group {
 	baton_spinlock_t lock;
 	unsigned flags;
-	bool cancelled;		 /* sticky */
-	bool failed;		 /* `first` is set */
-	unsigned nthreads;	 /* plain threads waiting (on ec) */
-	size_t nlive;		 /* children not ended */
-	struct baton_list live;	 /* their slots (glink) */
-	struct baton_list done;	 /* collecting: ended, not taken (glink) */
+	bool cancelled;         /* sticky */
+	bool failed;            /* `first` is set */
+	unsigned nthreads;      /* plain threads waiting (on ec) */
+	size_t nlive;           /* children not ended */
+	struct baton_list live; /* their slots (glink) */
+	struct baton_list done; /* collecting: ended, not taken (glink) */
 	struct baton_task_end first;
 	struct baton_waitq waiters; /* tasks waiting for nlive == 0 */
 	struct baton_waitq nextq;   /* tasks waiting in baton_group_next */
@@ -46,7 +46,7 @@ static void cancel_locked(struct baton_group *g, struct baton_wakelist *wl)
 	g->cancelled = true;
 	struct baton_tslot *sl;
 
-	BATON_LIST_FOR_EACH(sl, &g->live, glink) {
+	BATON_LIST_FOR_EACH (sl, &g->live, glink) {
 		baton__spin_lock(&sl->lock);
 		baton__tslot_cancel_locked(sl, wl);
 		baton__spin_unlock(&sl->lock);
@@ -79,8 +79,8 @@ static void unlink_child(struct baton_group *g, struct baton_tslot *sl)
  * the waiters; next's waiters hear of every end. Lock held. The event
  * count is bumped under the lock: once it is released a waiter may free
  * the group. */
-static void child_gone_locked(struct baton_group *g, struct baton_wakelist *wl,
-			      bool wake, bool queued)
+static void child_gone_locked(struct baton_group *g, struct baton_wakelist *wl, bool wake,
+			      bool queued)
 {
 	bool last = --g->nlive == 0;
 
@@ -136,8 +136,8 @@ static void done_release_locked(struct baton_tslot *sl)
 	baton__spin_unlock(&sl->lock);
 }
 
-void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl,
-			    uint64_t id, int status, void *result, bool wake)
+void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl, uint64_t id, int status,
+			    void *result, bool wake)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT; /* the cancelled */
 	struct baton_wakelist waiters = BATON_WAKELIST_INIT;
@@ -216,8 +216,8 @@ int baton_group_create(baton_group_t **out, baton_sched_t *s, unsigned flags)
 	return BATON_OK;
 }
 
-int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr,
-		      baton_task_result_fn fn, void *arg, baton_tid_t *tid)
+int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr, baton_task_result_fn fn,
+		      void *arg, baton_tid_t *tid)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_tslot *sl;

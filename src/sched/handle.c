@@ -21,7 +21,7 @@
 
 static struct baton_tslot *chunks[NCHUNKS];
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t fresh;	   /* slots handed out of the chunks so far (atomic) */
+static uint32_t fresh;     /* slots handed out of the chunks so far (atomic) */
 static uint64_t free_head; /* tag << 32 | (index + 1), 0 = empty (atomic) */
 
 static inline unsigned chunk_of(uint32_t idx, uint32_t *off)
@@ -102,8 +102,8 @@ static void slot_push_free(struct baton_tslot *sl)
 		__atomic_store_n(&sl->next_free, (uint32_t)head, __ATOMIC_RELAXED);
 		next = ((head >> 32) + 1) << 32 | (idx + 1u);
 		/* Release: the slot's reset is visible to whoever pops it. */
-	} while (!__atomic_compare_exchange_n(&free_head, &head, next, true,
-					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	} while (!__atomic_compare_exchange_n(&free_head, &head, next, true, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
 }
 
 static struct baton_tslot *slot_pop_free(void)
@@ -117,11 +117,10 @@ static struct baton_tslot *slot_pop_free(void)
 			return NULL;
 		sl = slot_at((uint32_t)head - 1u);
 		/* Relaxed: a stale link fails the tagged CAS below. */
-		next = ((head >> 32) + 1) << 32 |
-		       __atomic_load_n(&sl->next_free, __ATOMIC_RELAXED);
+		next = ((head >> 32) + 1) << 32 | __atomic_load_n(&sl->next_free, __ATOMIC_RELAXED);
 		/* Acquire: as the load above. */
-	} while (!__atomic_compare_exchange_n(&free_head, &head, next, true,
-					      __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE));
+	} while (!__atomic_compare_exchange_n(&free_head, &head, next, true, __ATOMIC_ACQUIRE,
+					      __ATOMIC_ACQUIRE));
 	return sl;
 }
 
@@ -215,8 +214,8 @@ void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *w
 /* The end: the slot records it and wakes its joiners, then its group
  * hears. A slot still in a group's list is freed only once the group has
  * unlinked it (a join or detach meanwhile leaves that to us). */
-static inline __attribute__((always_inline)) void
-slot_end(struct baton_tslot *sl, int status, void *result, bool wake)
+static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, int status,
+							   void *result, bool wake)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	struct baton_group *g;
@@ -283,8 +282,8 @@ void baton__task_abandon(struct baton_task *t)
 }
 
 /* --- the public calls -------------------------------------------------------- */
-int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
-		     baton_task_result_fn fn, void *arg, baton_tid_t *tid)
+int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_result_fn fn,
+		     void *arg, baton_tid_t *tid)
 {
 	struct baton_tslot *sl;
 	uint64_t id;

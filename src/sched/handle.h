@@ -37,21 +37,21 @@ struct baton_group;
 
 struct baton_tslot {
 	baton_spinlock_t lock;
-	uint32_t gen;	     /* the generation ids of this use carry (never 0) */
-	uint8_t state;	     /* enum baton_tslot_state */
-	bool detached;	     /* nobody will join: freed at the end */
-	bool cancel_pending; /* cancelled before it had its task */
-	bool queued;	     /* ended, in its group's `done` list (next) */
-	unsigned nthreads;   /* plain threads waiting in join (on ec) */
-	int status;	     /* the body's return, once ENDED */
-	void *result;	     /* the body's *result, once ENDED */
+	uint32_t gen;            /* the generation ids of this use carry (never 0) */
+	uint8_t state;           /* enum baton_tslot_state */
+	bool detached;           /* nobody will join: freed at the end */
+	bool cancel_pending;     /* cancelled before it had its task */
+	bool queued;             /* ended, in its group's `done` list (next) */
+	unsigned nthreads;       /* plain threads waiting in join (on ec) */
+	int status;              /* the body's return, once ENDED */
+	void *result;            /* the body's *result, once ENDED */
 	struct baton_task *task; /* LIVE and started: the task */
 	baton_task_result_fn fn;
 	void *arg;
 	struct baton_waitq joiners; /* tasks waiting in join */
-	baton_ec_t ec;		    /* bumped at the end when nthreads > 0 */
-	uint32_t next_free;	    /* free list link: index + 1 (atomic) */
-	uint32_t index;		    /* its place in the table (constant) */
+	baton_ec_t ec;              /* bumped at the end when nthreads > 0 */
+	uint32_t next_free;         /* free list link: index + 1 (atomic) */
+	uint32_t index;             /* its place in the table (constant) */
 	/* The group it was spawned into (until it ends), and its place in
 	 * the group's list of live children, then (queued) of ended ones
 	 * (under the group's lock). */
@@ -107,8 +107,8 @@ void baton__task_cancel_tree(struct baton_task *t, struct baton_wakelist *wl);
 /* group.c */
 /* A child of g ended (its slot already ENDED): g's counts, its first
  * failure, fail-fast. */
-void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl,
-			    uint64_t id, int status, void *result, bool wake);
+void baton__group_child_end(struct baton_group *g, struct baton_tslot *sl, uint64_t id, int status,
+			    void *result, bool wake);
 /* Cancel g and its children, readying through wl; g's lock not held. */
 void baton__group_cancel_into(struct baton_group *g, struct baton_wakelist *wl);
 /* Clear g's owner (the owner's glock held); returns the owner's next. */

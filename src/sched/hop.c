@@ -15,7 +15,7 @@
 /* A task is back on a worker's thread: do what the task that ran before
  * it there asked for once its context was saved. */
 __attribute__((noinline)) void baton__after_switch_slow(struct baton_worker *w,
-						      struct baton_task *t)
+							struct baton_task *t)
 {
 	switch (w->after_kind) {
 	case BATON_AFTER_YIELD:

@@ -23,8 +23,7 @@
 void baton__after_switch_slow(struct baton_worker *w, struct baton_task *t);
 /* The hook of a cancellable task that parked (wait.c, see wait.h): release
  * its locks and meet a cancellation's claim. */
-void baton__wait_parked_cancellable(struct baton_worker *w,
-				    struct baton_task *task);
+void baton__wait_parked_cancellable(struct baton_worker *w, struct baton_task *task);
 
 /* The next task to run, or NULL if there is none: the woken task in
  * runnext first, within the fairness bound. (Counted here, per dispatch:
@@ -64,8 +63,7 @@ baton__next_from_task(struct baton_worker *w)
 
 /* What the task switched away from left for us (see enum baton_after):
  * the hop's case, a park under one lock, is only that lock to release. */
-static inline __attribute__((always_inline)) void
-baton__after_switch(struct baton_worker *w)
+static inline __attribute__((always_inline)) void baton__after_switch(struct baton_worker *w)
 {
 	baton_spinlock_t *l = w->after_unlock;
 	struct baton_task *t;
@@ -102,8 +100,7 @@ static __attribute__((noinline)) int baton__switch_hop(baton_coro_t *to)
  * with `unlock` (a park under that one lock, t->locks unused), only that
  * lock to release. */
 static inline __attribute__((always_inline)) void
-baton__switch_away_unlock(struct baton_task *t, enum baton_after after,
-			  baton_spinlock_t *unlock)
+baton__switch_away_unlock(struct baton_task *t, enum baton_after after, baton_spinlock_t *unlock)
 {
 	struct baton_worker *w = t->owner;
 	struct baton_task *next;
@@ -140,8 +137,8 @@ baton__switch_away_unlock(struct baton_task *t, enum baton_after after,
 	/* DONE: returning ends the coroutine; the loop finishes the task. */
 }
 
-static inline __attribute__((always_inline)) void
-baton__switch_away(struct baton_task *t, enum baton_after after)
+static inline __attribute__((always_inline)) void baton__switch_away(struct baton_task *t,
+								     enum baton_after after)
 {
 	baton__switch_away_unlock(t, after, NULL);
 }

@@ -23,8 +23,7 @@ static inline void baton__runq_publish(struct baton_worker *w)
 	__atomic_store_n(&w->runq_len_pub, w->runq_len, __ATOMIC_RELAXED);
 }
 
-static inline void baton__runq_push(struct baton_worker *w,
-				   struct baton_task *t)
+static inline void baton__runq_push(struct baton_worker *w, struct baton_task *t)
 {
 	t->next = NULL;
 	if (w->runq_tail)
@@ -57,9 +56,8 @@ static inline bool baton__worker_runnable(const struct baton_worker *w)
 }
 
 /* Push the chain first..last (linked through next) onto w's inbox. */
-static inline void baton__inbox_push_chain(struct baton_worker *w,
-					  struct baton_task *first,
-					  struct baton_task *last)
+static inline void baton__inbox_push_chain(struct baton_worker *w, struct baton_task *first,
+					   struct baton_task *last)
 {
 	struct baton_task *head = __atomic_load_n(&w->inbox, __ATOMIC_RELAXED);
 
@@ -68,8 +66,7 @@ static inline void baton__inbox_push_chain(struct baton_worker *w,
 		/* Release: the tasks' fields (owner, wait result) written
 		 * before the push are visible to the worker that pops them;
 		 * relaxed on failure, we only retry with the new head. */
-	} while (!__atomic_compare_exchange_n(&w->inbox, &head, first, true,
-					      __ATOMIC_RELEASE,
+	} while (!__atomic_compare_exchange_n(&w->inbox, &head, first, true, __ATOMIC_RELEASE,
 					      __ATOMIC_RELAXED));
 }
 

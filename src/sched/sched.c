@@ -116,8 +116,8 @@ int baton_sched_run(baton_sched_t *s)
 	c = &s->ctl;
 	int expected = 0;
 	/* Acquire: this run sees everything the previous run left. */
-	if (!__atomic_compare_exchange_n(&s->running, &expected, 1, false,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&s->running, &expected, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
 		return BATON_EBUSY;
 	/* Copy-stack tasks that ran on worker 0 have their frames at the
 	 * addresses of that thread's shared stack: only it can continue them. */

@@ -38,7 +38,6 @@
 #include "../common/prelude.h"
 #include "../coro/hop.h"
 
-
 /* --- spinlock ---------------------------------------------------------------
  * Guards wait queues and channel buffers for a few dozen instructions; a
  * task never blocks while holding one (park releases it after the switch). */
@@ -65,17 +64,16 @@ static inline void baton__spin_unlock(baton_spinlock_t *l)
 struct baton_worker;
 struct baton_task;
 
-
 /* One blocked operation of a task, linked in a primitive's wait queue
  * (the records the task embeds; the protocol that uses them is wait.h). */
 struct baton_waiter {
 	struct baton_list_node link; /* in queue->list, under the primitive's
 				      * lock; first, so the record is the link */
 	struct baton_task *task;
-	void *value;	  /* channel: the message sent or received */
-	long amount;	  /* semaphore: units asked for */
-	int index;	  /* select: which case this waiter is */
-	bool linked;	  /* in a wait queue (guarded by its lock) */
+	void *value; /* channel: the message sent or received */
+	long amount; /* semaphore: units asked for */
+	int index;   /* select: which case this waiter is */
+	bool linked; /* in a wait queue (guarded by its lock) */
 	/* The queue it is linked in and its lock, so the task can unlink it
 	 * after a timeout without knowing the primitive. */
 	struct baton_waitq *queue;
@@ -86,7 +84,7 @@ struct baton_waiter {
  * through wait.h (baton__waitq_empty, _first, _pop). */
 struct baton_waitq {
 	struct baton_list list; /* of baton_waiter.link */
-	size_t len; /* waiters linked, timed-out ones not yet unlinked too */
+	size_t len;             /* waiters linked, timed-out ones not yet unlinked too */
 };
 
 /* What must happen once a task's context is saved: the after-switch hook.
@@ -109,8 +107,8 @@ enum baton_after {
 #define BATON_TASK_INLINE_WAITERS 2
 
 struct baton_timer_node {
-	int64_t deadline;      /* CLOCK_MONOTONIC, ns */
-	size_t index;	       /* position in the heap; SIZE_MAX when not armed */
+	int64_t deadline; /* CLOCK_MONOTONIC, ns */
+	size_t index;     /* position in the heap; SIZE_MAX when not armed */
 	void (*fire)(struct baton_timer_node *node); /* runs on the worker */
 };
 
@@ -126,28 +124,28 @@ struct baton_task {
 	struct baton_task *next; /* run queue or inbox link */
 	baton_coro_t *co;
 	struct baton_worker *owner; /* the worker that runs it next */
-	uint32_t wait_state;	    /* enum baton_wait_state (wait.h) */
-	bool wait_solo;		    /* one waiter, no timeout: one claimant */
-	bool wait_timed;	    /* parked with a timeout on owner's heap, or
+	uint32_t wait_state;        /* enum baton_wait_state (wait.h) */
+	bool wait_solo;             /* one waiter, no timeout: one claimant */
+	bool wait_timed;            /* parked with a timeout on owner's heap, or
 				     * pinned there until its waiters are
 				     * unlinked (wait.c): not moved */
-	bool pinned;		    /* copy-stack and started: cannot migrate */
-	bool bound;		    /* BATON_TASK_BOUND: never migrates */
-	bool copystack;		    /* its coroutine's model */
-	bool linked;		    /* in sched->all (from its first stop on) */
-	bool cancellable;	    /* its handle was taken: no solo waits */
-	uint8_t cancel;		    /* baton_task_cancel'ed (atomic, sticky) */
-	uint8_t cancel_park;	    /* cancel's claim meets the park (atomic) */
-	int wait_result;	    /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED,
+	bool pinned;                /* copy-stack and started: cannot migrate */
+	bool bound;                 /* BATON_TASK_BOUND: never migrates */
+	bool copystack;             /* its coroutine's model */
+	bool linked;                /* in sched->all (from its first stop on) */
+	bool cancellable;           /* its handle was taken: no solo waits */
+	uint8_t cancel;             /* baton_task_cancel'ed (atomic, sticky) */
+	uint8_t cancel_park;        /* cancel's claim meets the park (atomic) */
+	int wait_result;            /* BATON_OK, BATON_ETIMEDOUT, BATON_ECLOSED,
 				       BATON_ECANCELED */
-	int wait_index;		    /* select: the case that completed */
+	int wait_index;             /* select: the case that completed */
 	unsigned nlocks;
 	unsigned nwaiters;
 	baton_spinlock_t **locks; /* nlocks of them, released after park */
 
 	struct baton_waiter inline_waiters[BATON_TASK_INLINE_WAITERS];
 	baton_spinlock_t *inline_locks[BATON_TASK_INLINE_WAITERS];
-	struct baton_waiter *waiters;	 /* nwaiters of them */
+	struct baton_waiter *waiters;    /* nwaiters of them */
 	struct baton_timer_node timeout; /* on owner's heap while armed */
 	/* Its scheduler is its owner's (a task moves only between the
 	 * workers of its scheduler). */
@@ -176,21 +174,21 @@ struct baton_timer_heap {
 
 struct baton_worker {
 	/* Owner-only: the hop path (no lock, no atomic read-modify-write). */
-	struct baton_task *runnext;	/* woken here: runs before the queue */
+	struct baton_task *runnext; /* woken here: runs before the queue */
 	struct baton_task *runq_head, *runq_tail;
 	size_t runq_len;
 	struct baton_task *current;
-	baton_spinlock_t *after_unlock;	/* the hook's hop case: release it */
-	struct baton_task *after_task;	/* the after-switch hook's task */
-	unsigned char after_kind;	/* enum baton_after */
-	unsigned runnext_streak;	/* runnext dispatches in a row */
-	unsigned ticks;		    /* dispatches since inbox/timers were polled */
+	baton_spinlock_t *after_unlock; /* the hook's hop case: release it */
+	struct baton_task *after_task;  /* the after-switch hook's task */
+	unsigned char after_kind;       /* enum baton_after */
+	unsigned runnext_streak;        /* runnext dispatches in a row */
+	unsigned ticks;                 /* dispatches since inbox/timers were polled */
 	struct baton_sched_stats stats; /* this worker's share */
 
 	/* Owner-only, colder. */
 	struct baton_timer_heap timers;
-	size_t npinned;		    /* live copy-stack tasks that ran here */
-	int64_t live_credit;	    /* counted in sched->live, no task's: see
+	size_t npinned;      /* live copy-stack tasks that ran here */
+	int64_t live_credit; /* counted in sched->live, no task's: see
 				       baton_sched.live */
 	unsigned index;
 	struct baton_sched *sched;
@@ -201,15 +199,15 @@ struct baton_worker {
 	unsigned ntslots;
 	struct baton_tslot *tslots[32];
 
-/* Read by other workers. */
+	/* Read by other workers. */
 	size_t runq_len_pub __attribute__((aligned(BATON_CACHELINE)));
 
 	/* Written by other workers. */
 	struct baton_task *inbox __attribute__((aligned(BATON_CACHELINE)));
 	struct baton_worker *steal_req; /* a thief asking for work, or NULL */
-	int parked;		    /* 1 while waiting on ec with nothing to do */
-	baton_ec_t ec;		    /* bumped after every push into inbox */
-	int in_poll;		    /* 1 while asleep in the hook (atomic) */
+	int parked;                     /* 1 while waiting on ec with nothing to do */
+	baton_ec_t ec;                  /* bumped after every push into inbox */
+	int in_poll;                    /* 1 while asleep in the hook (atomic) */
 	/* Where the worker sleeps instead of on ec, installed by a higher
 	 * layer (the reactor of src/io/) on this worker's thread; read by
 	 * wakers (atomic pointer). hook_data is that layer's, per worker. */
@@ -245,7 +243,7 @@ struct baton_worker_hook {
  */
 struct baton_sched_watch {
 	struct baton_list_node link; /* in sched->watches */
-	struct baton_sched *sched; /* NULL once unwatched or gone */
+	struct baton_sched *sched;   /* NULL once unwatched or gone */
 	void (*gone)(struct baton_sched_watch *w);
 };
 
@@ -256,9 +254,9 @@ void baton__sched_watches_gone(struct baton_sched *s);
 
 /* Starting and ending runs of the helper workers (threads 1..N-1). */
 struct baton_sched_ctl {
-	int generation;	  /* bumped by each run (atomic) */
-	int destroying;	  /* (atomic) */
-	int active;	  /* helper workers inside a run (atomic) */
+	int generation;   /* bumped by each run (atomic) */
+	int destroying;   /* (atomic) */
+	int active;       /* helper workers inside a run (atomic) */
 	baton_ec_t start; /* bumped to start a run or to destroy */
 	baton_ec_t done;  /* bumped by each helper worker leaving a run */
 };
@@ -274,27 +272,26 @@ struct baton_sched {
 	 * read-modify-write of their own, and live reaches 0 only once every
 	 * task has ended and every worker has returned its credits. */
 	int64_t live;
-	int stop;		/* run must return (atomic) */
-	int running;		/* inside baton_sched_run (atomic) */
-	int nparked;		/* workers parked (atomic, a hint) */
-	unsigned next_worker;	/* round-robin for spawns from outside */
-	pthread_t run_thread;	/* worker 0 of the last run */
-	int io_backend;		/* the reactor's: baton_io_set_backend's choice (a
+	int stop;             /* run must return (atomic) */
+	int running;          /* inside baton_sched_run (atomic) */
+	int nparked;          /* workers parked (atomic, a hint) */
+	unsigned next_worker; /* round-robin for spawns from outside */
+	pthread_t run_thread; /* worker 0 of the last run */
+	int io_backend;       /* the reactor's: baton_io_set_backend's choice (a
 				   baton_io_backend_t of baton/io.h, atomic) */
 	struct baton_sched_ctl ctl;
 	/* Every task not yet freed, so that destroy finds the blocked ones
 	 * (a primitive knows its waiters, nothing else knows them all).
 	 * Linked at spawn, unlinked when freed: off the hop path. */
 	baton_spinlock_t all_lock;
-	struct baton_list all; /* of baton_task.all_link */
+	struct baton_list all;     /* of baton_task.all_link */
 	struct baton_list watches; /* of baton_sched_watch.link, under the
 				    * watch lock (watch.c) */
 };
 
 /* The worker running on this thread, or NULL. Read it only through
  * baton__worker_get(); only the worker loop writes it. */
-extern __thread struct baton_worker *baton__worker_self
-	__attribute__((tls_model("initial-exec")));
+extern __thread struct baton_worker *baton__worker_self __attribute__((tls_model("initial-exec")));
 
 /*
  * The worker of the thread running now, read afresh. A task may block and
@@ -335,8 +332,6 @@ static inline struct baton_task *baton__task_self(void)
 	return t && baton__coro_running() == t->co ? t : NULL;
 }
 
-
-
 /* worker.c */
 void baton__worker_wake(struct baton_worker *w);
 void baton__worker_loop(struct baton_worker *w);
@@ -353,8 +348,7 @@ void baton__task_ready_back(struct baton_task *t);
 
 /* Make t run next on w, from w's thread while a task of w runs: the
  * runnext slot, whose previous occupant goes behind the run queue. */
-static inline void baton__runnext_put(struct baton_worker *w,
-				      struct baton_task *t)
+static inline void baton__runnext_put(struct baton_worker *w, struct baton_task *t)
 {
 	struct baton_task *prev = w->runnext;
 
@@ -367,8 +361,7 @@ static inline void baton__runnext_put(struct baton_worker *w,
  * task of its own worker, it takes the runnext slot (owner-only fields,
  * plain stores); everything else - another worker, a thread that is no
  * worker, a wake-up from the loop - goes through baton__task_ready_slow. */
-static inline void baton__task_ready_from(struct baton_worker *self,
-					 struct baton_task *t)
+static inline void baton__task_ready_from(struct baton_worker *self, struct baton_task *t)
 {
 	if (BATON_LIKELY(self == t->owner && self != NULL && self->current != NULL)) {
 		baton__runnext_put(self, t);
@@ -391,14 +384,11 @@ void baton__sched_task_after(struct baton_task *task, enum baton_after after);
 
 /* timer.c */
 int64_t baton__deadline_after(int64_t timeout_ns);
-int baton__timer_heap_add(struct baton_timer_heap *h,
-			 struct baton_timer_node *n);
-void baton__timer_heap_remove(struct baton_timer_heap *h,
-			     struct baton_timer_node *n);
+int baton__timer_heap_add(struct baton_timer_heap *h, struct baton_timer_node *n);
+void baton__timer_heap_remove(struct baton_timer_heap *h, struct baton_timer_node *n);
 int64_t baton__timer_heap_next(const struct baton_timer_heap *h);
 void baton__timer_heap_fire(struct baton_timer_heap *h, int64_t now);
 void baton__timer_heap_fini(struct baton_timer_heap *h);
-
 
 /* steal.c */
 void baton__steal_serve(struct baton_worker *w);

@@ -22,8 +22,7 @@
  * waiters here (wait_timed: a channel biased to us, wait.c). */
 static bool movable(const struct baton_task *t)
 {
-	return !t->pinned && !t->bound && t->timeout.index == SIZE_MAX &&
-	       !t->wait_timed;
+	return !t->pinned && !t->bound && t->timeout.index == SIZE_MAX && !t->wait_timed;
 }
 
 void baton__steal_serve(struct baton_worker *w)
@@ -102,8 +101,8 @@ void baton__steal_idle(struct baton_worker *w)
 	struct baton_worker *none = NULL;
 	/* Release: orders our earlier writes before the victim acts on the
 	 * request (the hand-over itself is ordered by the inbox). */
-	if (!__atomic_compare_exchange_n(&victim->steal_req, &none, w, false,
-					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&victim->steal_req, &none, w, false, __ATOMIC_RELEASE,
+					 __ATOMIC_RELAXED))
 		return; /* someone else asked first; look again later */
 	baton_ec_wait_mp(&w->ec, version, BATON_STEAL_WAIT_NS);
 }
@@ -115,8 +114,7 @@ void baton__steal_idle(struct baton_worker *w)
  * would wake, ask, get nothing and park again. */
 static bool stealable(const struct baton_worker *w)
 {
-	return (w->runq_head && movable(w->runq_head)) ||
-	       (w->runq_tail && movable(w->runq_tail));
+	return (w->runq_head && movable(w->runq_head)) || (w->runq_tail && movable(w->runq_tail));
 }
 
 /* Called by a worker whose run queue just grew to two or more tasks. */
@@ -137,8 +135,8 @@ void baton__steal_wake_idle(struct baton_sched *s)
 		/* Relaxed CAS: only one waker bumps a given parked worker; the
 		 * wake-up itself is ordered by the event count. */
 		if (__atomic_load_n(&w->parked, __ATOMIC_RELAXED) &&
-		    __atomic_compare_exchange_n(&w->parked, &one, 0, false,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		    __atomic_compare_exchange_n(&w->parked, &one, 0, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
 			baton__worker_wake(w);
 			return;
 		}

@@ -76,8 +76,7 @@ static __attribute__((noinline)) void task_free_general(struct baton_task *t)
  * waiters): only its coroutine to give back, in a tail call. */
 static inline void task_free(struct baton_task *t)
 {
-	if (BATON_LIKELY(!t->linked && t->nwaiters == 0 &&
-			 t->waiters == t->inline_waiters)) {
+	if (BATON_LIKELY(!t->linked && t->nwaiters == 0 && t->waiters == t->inline_waiters)) {
 		(void)baton_coro_destroy(t->co);
 		return;
 	}
@@ -159,7 +158,7 @@ void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only)
 	struct baton_task *t, *next;
 
 	baton__spin_lock(&s->all_lock);
-	BATON_LIST_FOR_EACH_SAFE(t, next, &s->all, all_link) {
+	BATON_LIST_FOR_EACH_SAFE (t, next, &s->all, all_link) {
 		if (only && !(t->pinned && t->owner == only))
 			continue;
 		baton__list_remove(&s->all, &t->all_link);
@@ -172,7 +171,7 @@ void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only)
 		t->timeout.index = SIZE_MAX;
 		if (t->pinned)
 			t->owner->npinned--;
-		t->linked = false; /* unlinked above */
+		t->linked = false;      /* unlinked above */
 		baton__task_abandon(t); /* its id and groups */
 		task_free(t);
 		/* Relaxed: destroy reads it after joining every worker. */
@@ -191,8 +190,7 @@ void baton__task_free_blocked(struct baton_sched *s, struct baton_worker *only)
  * of the same scheduler comes to the waker's worker, unless it cannot
  * move: pinned copy-stack tasks, bound tasks, and tasks whose timeout is still on their
  * worker's heap (they remove it themselves once woken). */
-static bool follows_waker(const struct baton_task *t,
-			  const struct baton_worker *self)
+static bool follows_waker(const struct baton_task *t, const struct baton_worker *self)
 {
 	/* wait_timed, not timeout.index: the owner's timer heap writes the
 	 * index as it fires, while we may be reading. */
@@ -264,8 +262,8 @@ static void *task_main(void *arg, void *in)
 	return NULL;
 }
 
-static inline __attribute__((always_inline)) struct baton_worker *
-pick_worker(struct baton_sched *s, int index)
+static inline __attribute__((always_inline)) struct baton_worker *pick_worker(struct baton_sched *s,
+									      int index)
 {
 	struct baton_worker *self = baton__worker_get();
 
@@ -274,8 +272,7 @@ pick_worker(struct baton_sched *s, int index)
 	if (self && self->sched == s)
 		return self;
 	/* Relaxed: only spreads spawns, orders nothing. */
-	return &s->workers[__atomic_fetch_add(&s->next_worker, 1,
-					      __ATOMIC_RELAXED) % s->nworkers];
+	return &s->workers[__atomic_fetch_add(&s->next_worker, 1, __ATOMIC_RELAXED) % s->nworkers];
 }
 
 /* The task's coroutine: sharing its worker's FP state unless the task
@@ -293,15 +290,16 @@ create_task_coro(baton_coro_t **co, const struct baton_task_attr *attr, bool cop
 		ca.flags |= BATON_CORO_SHARED_FPENV;
 	}
 	return baton__coro_create_headed(co, &ca, task_main,
-					copystack ? TASK_HEAD : TASK_HEAD_STACKFUL);
+					 copystack ? TASK_HEAD : TASK_HEAD_STACKFUL);
 }
 
 /* The first half of a spawn: the task made, not yet runnable (nothing else
  * can reach it); task_start is the second. Split for a spawn with an id,
  * which gives the slot its task in between (baton__task_spawn_held). */
-static inline __attribute__((always_inline)) int
-task_create(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_fn fn, void *arg,
-	    struct baton_task **out)
+static inline __attribute__((always_inline)) int task_create(baton_sched_t *s,
+							     const struct baton_task_attr *attr,
+							     baton_task_fn fn, void *arg,
+							     struct baton_task **out)
 {
 	static const struct baton_task_attr defaults = BATON_TASK_ATTR_INIT;
 	struct baton_task *t;
@@ -373,8 +371,8 @@ int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
 	return rc;
 }
 
-int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr,
-		      baton_task_fn fn, void *arg)
+int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_fn fn,
+		      void *arg)
 {
 	struct baton_task *t;
 	int rc = task_create(s, attr, fn, arg, &t);

@@ -40,8 +40,8 @@ void baton__wait_free_many(struct baton_task *t)
 
 static void timeout_fire(struct baton_timer_node *n)
 {
-	struct baton_task *t = (struct baton_task *)((char *)n -
-				offsetof(struct baton_task, timeout));
+	struct baton_task *t =
+		(struct baton_task *)((char *)n - offsetof(struct baton_task, timeout));
 
 	if (baton__wait_claim(t)) {
 		t->wait_result = BATON_ETIMEDOUT;
@@ -70,9 +70,9 @@ void baton__wait_unlink_rest(struct baton_task *t)
 
 /* The blocking step of a primitive that waits on one queue, out of line
  * (wait.h has it inline, and says what it does). */
-int baton__wait_one_held(struct baton_task *t, struct baton_waitq *q,
-			 baton_spinlock_t *lock, baton_spinlock_t *held,
-			 const struct baton_wait_carry *c, int64_t timeout_ns)
+int baton__wait_one_held(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
+			 baton_spinlock_t *held, const struct baton_wait_carry *c,
+			 int64_t timeout_ns)
 {
 	return baton__wait_one_inline(t, q, lock, held, c, timeout_ns);
 }
@@ -93,8 +93,7 @@ static bool cancelled_before_park(struct baton_task *t)
 	if (!__atomic_load_n(&t->cancel, __ATOMIC_RELAXED))
 		return false;
 	/* Acq_rel: as baton__wait_claim. */
-	if (!__atomic_compare_exchange_n(&t->wait_state, &expected,
-					 BATON_WAIT_CLAIMED, false,
+	if (!__atomic_compare_exchange_n(&t->wait_state, &expected, BATON_WAIT_CLAIMED, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return false;
 	t->wait_result = BATON_ECANCELED;
@@ -110,8 +109,7 @@ static bool cancelled_before_park(struct baton_task *t)
 
 /* After the switch away from a cancellable task that parked: release its
  * locks, and ready it if a canceller claimed it before it had stopped. */
-void baton__wait_parked_cancellable(struct baton_worker *w,
-				    struct baton_task *t)
+void baton__wait_parked_cancellable(struct baton_worker *w, struct baton_task *t)
 {
 	baton_spinlock_t **locks = t->locks;
 	unsigned n = t->nlocks;
@@ -152,8 +150,8 @@ int baton__wait_park(struct baton_task *t, int64_t timeout_ns)
 			t->wait_timed = pinned;
 		}
 	}
-	baton__sched_task_after(t, t->cancellable ? BATON_AFTER_PARK_CANCELLABLE
-						  : BATON_AFTER_PARK);
+	baton__sched_task_after(t,
+				t->cancellable ? BATON_AFTER_PARK_CANCELLABLE : BATON_AFTER_PARK);
 	/* Relaxed: both sides of the meeting are past it (whoever came second
 	 * readied us), so nobody else touches it before our next WAITING. */
 	__atomic_store_n(&t->cancel_park, 0, __ATOMIC_RELAXED);
@@ -212,8 +210,7 @@ bool baton__task_cancel_claim(struct baton_task *t, struct baton_wakelist *wl)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* Acq_rel: as baton__wait_claim. Not WAITING: the task runs, or was
 	 * woken with its result; its next wait sees the flag. */
-	if (!__atomic_compare_exchange_n(&t->wait_state, &expected,
-					 BATON_WAIT_CLAIMED, false,
+	if (!__atomic_compare_exchange_n(&t->wait_state, &expected, BATON_WAIT_CLAIMED, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return true;
 	t->wait_result = BATON_ECANCELED;

@@ -64,7 +64,7 @@
 
 /* task->wait_state: who may still claim the wake-up. */
 enum baton_wait_state {
-	BATON_WAIT_IDLE = 0,	/* not blocked */
+	BATON_WAIT_IDLE = 0,    /* not blocked */
 	BATON_WAIT_WAITING = 1, /* blocked, nobody has claimed the wake-up */
 	BATON_WAIT_CLAIMED = 2, /* a waker or the timer won; result is set */
 };
@@ -85,7 +85,10 @@ struct baton_wait_carry {
 struct baton_wakelist {
 	struct baton_task *head;
 };
-#define BATON_WAKELIST_INIT { NULL }
+#define BATON_WAKELIST_INIT \
+	{                   \
+		NULL        \
+	}
 
 /* --- the calling task ---------------------------------------------------- */
 /* The prologue of every call that may wait (baton/sync.h's convention):
@@ -99,9 +102,8 @@ static inline int baton__task_for_wait(struct baton_task **t, int64_t timeout_ns
 
 /* The same, for a caller that also needs its worker (*w, NULL off any
  * worker): one look at thread-local storage for both. */
-static inline int baton__task_for_wait_on(struct baton_task **t,
-					 struct baton_worker **w,
-					 int64_t timeout_ns)
+static inline int baton__task_for_wait_on(struct baton_task **t, struct baton_worker **w,
+					  int64_t timeout_ns)
 {
 	struct baton_worker *self = baton__worker_get();
 	struct baton_task *cur = self ? self->current : NULL;
@@ -129,8 +131,7 @@ static inline struct baton_waiter *baton__waitq_first(const struct baton_waitq *
 	return baton__waiter_of(baton__list_first(&q->list));
 }
 
-static inline void baton__waitq_push(struct baton_waitq *q,
-				    struct baton_waiter *w)
+static inline void baton__waitq_push(struct baton_waitq *q, struct baton_waiter *w)
 {
 	baton__list_push_tail(&q->list, &w->link);
 	q->len++;
@@ -139,16 +140,14 @@ static inline void baton__waitq_push(struct baton_waitq *q,
 
 /* The same into q known to be empty (asserted in a debug build): no load
  * of the queue (a single-receiver channel's owner, chan.c). */
-static inline void baton__waitq_push_only(struct baton_waitq *q,
-					 struct baton_waiter *w)
+static inline void baton__waitq_push_only(struct baton_waitq *q, struct baton_waiter *w)
 {
 	baton__list_push_only(&q->list, &w->link);
 	q->len = 1;
 	w->linked = true;
 }
 
-static inline void baton__waitq_remove(struct baton_waitq *q,
-				      struct baton_waiter *w)
+static inline void baton__waitq_remove(struct baton_waitq *q, struct baton_waiter *w)
 {
 	baton__list_remove(&q->list, &w->link);
 	q->len--;
@@ -189,8 +188,7 @@ static inline bool baton__wait_claim(struct baton_task *t)
 	}
 	/* Acq_rel: the winner's later writes of the result are ordered after
 	 * its win, and it sees the task's state as the task left it. */
-	return __atomic_compare_exchange_n(&t->wait_state, &expected,
-					   BATON_WAIT_CLAIMED, false,
+	return __atomic_compare_exchange_n(&t->wait_state, &expected, BATON_WAIT_CLAIMED, false,
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
@@ -223,8 +221,7 @@ static inline void baton__wakelist_run(struct baton_wakelist *wl)
 }
 
 /* Ready `task` (claimed, result set) once the caller's locks are released. */
-static inline void baton__wakelist_add(struct baton_wakelist *wl,
-				      struct baton_task *task)
+static inline void baton__wakelist_add(struct baton_wakelist *wl, struct baton_task *task)
 {
 	task->next = wl->head;
 	wl->head = task;
@@ -232,8 +229,7 @@ static inline void baton__wakelist_add(struct baton_wakelist *wl,
 
 /* Give a claimed waiter's task its result and ready it once the caller's
  * locks are released. */
-static inline void baton__waiter_wake(struct baton_wakelist *wl,
-				     struct baton_waiter *w, int result)
+static inline void baton__waiter_wake(struct baton_wakelist *wl, struct baton_waiter *w, int result)
 {
 	w->task->wait_result = result;
 	baton__wakelist_add(wl, w->task);
@@ -242,7 +238,7 @@ static inline void baton__waiter_wake(struct baton_wakelist *wl,
 /* Claim every waiter of q into wl with `result` (close, a count reaching
  * zero); returns how many. Caller holds the lock. */
 static inline size_t baton__waitq_wake_all(struct baton_waitq *q, struct baton_wakelist *wl,
-					  int result)
+					   int result)
 {
 	struct baton_waiter *w;
 	size_t n = 0;
@@ -301,10 +297,8 @@ static inline void baton__wait_begin(struct baton_task *t)
 
 /* Step 2's link of one waiter w (its task and index set) into q, which
  * `lock` guards, carrying c (nothing if NULL). */
-static inline void baton__waiter_link(struct baton_waiter *w,
-				      struct baton_waitq *q,
-				      baton_spinlock_t *lock,
-				      const struct baton_wait_carry *c)
+static inline void baton__waiter_link(struct baton_waiter *w, struct baton_waitq *q,
+				      baton_spinlock_t *lock, const struct baton_wait_carry *c)
 {
 	w->queue = q;
 	w->lock = lock;
@@ -315,9 +309,8 @@ static inline void baton__waiter_link(struct baton_waiter *w,
 
 /* Step 2: link the task's next waiter into q; `lock` guards q, and is
  * released after the switch away (with the others, once each). */
-static inline struct baton_waiter *baton__wait_add(struct baton_task *t,
-						  struct baton_waitq *q,
-						  baton_spinlock_t *lock)
+static inline struct baton_waiter *baton__wait_add(struct baton_task *t, struct baton_waitq *q,
+						   baton_spinlock_t *lock)
 {
 	struct baton_waiter *w = &t->waiters[t->nwaiters];
 
@@ -352,8 +345,8 @@ static inline void baton__wait_finish(struct baton_task *t)
 /* Steps 2-4 of a solo wait, its waiter linked under `held`: switch away
  * leaving `held` to the after-switch hook; once the claimant (who
  * unlinked the waiter) readied us, its result. */
-static inline __attribute__((always_inline)) int
-baton__wait_park_solo(struct baton_task *t, baton_spinlock_t *held)
+static inline __attribute__((always_inline)) int baton__wait_park_solo(struct baton_task *t,
+								       baton_spinlock_t *held)
 {
 	baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
 	/* Resumed, perhaps on another worker: t->owner runs us now. */
@@ -374,9 +367,8 @@ baton__wait_park_solo(struct baton_task *t, baton_spinlock_t *held)
  * (wait_solo), and the task switches away and back in this frame; with a
  * timeout, or in a cancellable task, baton__wait_park parks it. */
 static inline __attribute__((always_inline)) int
-baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
-		       baton_spinlock_t *lock, baton_spinlock_t *held,
-		       const struct baton_wait_carry *c, int64_t timeout_ns)
+baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
+		       baton_spinlock_t *held, const struct baton_wait_carry *c, int64_t timeout_ns)
 {
 	struct baton_waiter *w = &t->inline_waiters[0];
 	int rc;
@@ -404,9 +396,9 @@ baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q,
 }
 
 /* The same, out of line (wait.c): for the waits off the hop's path. */
-int baton__wait_one_held(struct baton_task *task, struct baton_waitq *q,
-			 baton_spinlock_t *lock, baton_spinlock_t *held,
-			 const struct baton_wait_carry *c, int64_t timeout_ns);
+int baton__wait_one_held(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
+			 baton_spinlock_t *held, const struct baton_wait_carry *c,
+			 int64_t timeout_ns);
 
 /* Wait on q, whose `lock` the caller holds, for a claimant's result: the
  * common case (a mutex, a wait group, a drain). */
@@ -417,10 +409,8 @@ static inline int baton__wait_one(struct baton_task *task, struct baton_waitq *q
 }
 
 /* The same, the waiter carrying c (units, a message, where one lands). */
-static inline int baton__wait_one_carry(struct baton_task *task,
-					struct baton_waitq *q,
-					baton_spinlock_t *lock,
-					const struct baton_wait_carry *c,
+static inline int baton__wait_one_carry(struct baton_task *task, struct baton_waitq *q,
+					baton_spinlock_t *lock, const struct baton_wait_carry *c,
 					int64_t timeout_ns)
 {
 	return baton__wait_one_held(task, q, lock, lock, c, timeout_ns);

@@ -37,8 +37,7 @@ void baton__sched_watches_gone(struct baton_sched *s)
 
 	pthread_mutex_lock(&watch_lock);
 	while ((n = baton__list_pop(&s->watches)) != NULL) {
-		struct baton_sched_watch *w =
-			BATON_LIST_ENTRY(n, struct baton_sched_watch, link);
+		struct baton_sched_watch *w = BATON_LIST_ENTRY(n, struct baton_sched_watch, link);
 
 		w->sched = NULL;
 		w->gone(w);

@@ -14,8 +14,7 @@
 #include "queue.h"
 #include "sched_internal.h"
 
-__thread struct baton_worker *baton__worker_self
-	__attribute__((tls_model("initial-exec")));
+__thread struct baton_worker *baton__worker_self __attribute__((tls_model("initial-exec")));
 
 #if !defined(__x86_64__)
 /* See sched_internal.h. noipa: no caller may learn that two calls return
@@ -177,8 +176,7 @@ void baton__worker_loop(struct baton_worker *w)
 		baton_coro_thread_share_fpenv(1);
 	baton__worker_self = w;
 	for (;;) {
-		if (BATON_UNLIKELY(w->ticks >= BATON_POLL_TICKS ||
-				   !baton__worker_runnable(w))) {
+		if (BATON_UNLIKELY(w->ticks >= BATON_POLL_TICKS || !baton__worker_runnable(w))) {
 			poll_worker(w);
 			if (sched_stopping(s))
 				break;

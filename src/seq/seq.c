@@ -200,9 +200,8 @@ void baton__seq_slot_wake(struct seq_slot *sl)
  * the new holder `heir` or, without one, one waiter (who comes to take the
  * free lock).
  */
-static __attribute__((noinline)) void wake_after_release(struct baton_seq *s,
-							 const uint64_t *served,
-							 struct seq_slot *heir)
+static __attribute__((noinline)) void
+wake_after_release(struct baton_seq *s, const uint64_t *served, struct seq_slot *heir)
 {
 	if (served != NULL)
 		for (unsigned w = 0; w < SEQ_SLOTS / 64; w++)
@@ -211,7 +210,8 @@ static __attribute__((noinline)) void wake_after_release(struct baton_seq *s,
 				 * valid (it belongs to the sequencer); a late
 				 * increment on a reused slot is a spurious
 				 * wake-up its new owner tolerates */
-				baton__seq_slot_wake(&s->slots[w * 64 + (unsigned)__builtin_ctzll(bits)]);
+				baton__seq_slot_wake(
+					&s->slots[w * 64 + (unsigned)__builtin_ctzll(bits)]);
 	if (heir != NULL) {
 		baton__seq_slot_wake(heir);
 	} else {
@@ -264,8 +264,7 @@ static __attribute__((noinline)) void unlock_contended(struct baton_seq *s)
 		any |= served[w] != 0;
 	}
 	/* relaxed: K is a tuning knob */
-	if (__atomic_load_n(&s->batch, __ATOMIC_RELAXED) == 0 &&
-	    (heir = next_waiter(s)) != NULL) {
+	if (__atomic_load_n(&s->batch, __ATOMIC_RELAXED) == 0 && (heir = next_waiter(s)) != NULL) {
 		unsigned st = __atomic_load_n(&heir->state, __ATOMIC_RELAXED);
 
 		/* release: hands our run (runtime state, stack) to the heir,
@@ -273,8 +272,7 @@ static __attribute__((noinline)) void unlock_contended(struct baton_seq *s)
 		 * only if the owner withdrew a LOCKONLY request */
 		if (!waiting(st) ||
 		    !__atomic_compare_exchange_n(&heir->state, &st, SLOT_GRANTED, false,
-							     __ATOMIC_RELEASE,
-							     __ATOMIC_RELAXED))
+						 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 			heir = NULL;
 	}
 	if (heir == NULL)
@@ -344,8 +342,7 @@ void baton__seq_unlock(struct baton_seq *s)
  * which debug builds refuse as a resume value (coro.h rule 2), and which
  * fn could even hand to another copy-stack coroutine before the result is
  * written. */
-static inline __attribute__((always_inline)) void run_locked(struct baton_seq *s,
-							     struct seq_req *r)
+static inline __attribute__((always_inline)) void run_locked(struct baton_seq *s, struct seq_req *r)
 {
 	s->cur = *r;
 	/* Cannot fail: the coroutine is suspended (only lock holders resume
@@ -432,9 +429,8 @@ int baton_seq_destroy(baton_seq_t *s)
 		return BATON_OK;
 	/* acquire: we see the last holder's work finished; holding the lock
 	 * ourselves keeps new callers out while we look at the slots */
-	if (!__atomic_compare_exchange_n(&s->lock, &zero, 1, false,
-						     __ATOMIC_ACQUIRE,
-						     __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&s->lock, &zero, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
 		return BATON_EBUSY;
 	for (unsigned i = 0; i < SEQ_SLOTS; i++)
 		/* acquire: pairs with release_slot; a claimed slot is a

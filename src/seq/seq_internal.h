@@ -20,13 +20,13 @@
 
 #define SEQ_SLOTS BATON_SEQ_MAX_WAITERS
 #define SEQ_LINE 64
-#define SEQ_SPIN 128	      /* pause-spins of a waiter before it yields */
-#define SEQ_YIELDS 64	      /* sched_yield()s before it sleeps */
-#define SEQ_LOCK_EVERY 32     /* a combining waiter looks at the lock this seldom */
-#define SEQ_CHAIN 32	      /* longest wait-for chain the deadlock check walks */
+#define SEQ_SPIN 128      /* pause-spins of a waiter before it yields */
+#define SEQ_YIELDS 64     /* sched_yield()s before it sleeps */
+#define SEQ_LOCK_EVERY 32 /* a combining waiter looks at the lock this seldom */
+#define SEQ_CHAIN 32      /* longest wait-for chain the deadlock check walks */
 
 enum slot_state {
-	SLOT_IDLE = 0,	   /* no request, or its result is ready */
+	SLOT_IDLE = 0,     /* no request, or its result is ready */
 	SLOT_PENDING = 1,  /* a request a lock holder may run */
 	SLOT_LOCKONLY = 2, /* its owner only waits for the lock (no combining) */
 	SLOT_GRANTED = 3,  /* K = 0 hand-off: the releaser passed the lock to its owner */
@@ -41,11 +41,11 @@ struct seq_req {
 /* One waiter's record: everything a holder touches to serve it sits in
  * this one cache line, so serving costs one line transfer each way. */
 struct seq_slot {
-	unsigned owner;	 /* 0 free, 1 claimed by a waiting thread */
-	unsigned state;	 /* enum slot_state */
-	unsigned hot;	 /* its owner is spinning (on a CPU, most likely) */
-	struct seq_req req;	 /* written by the owner before PENDING, result by the server */
-	baton_ec_t ec;		 /* the owner sleeps here: completion or "lock is free" */
+	unsigned owner;     /* 0 free, 1 claimed by a waiting thread */
+	unsigned state;     /* enum slot_state */
+	unsigned hot;       /* its owner is spinning (on a CPU, most likely) */
+	struct seq_req req; /* written by the owner before PENDING, result by the server */
+	baton_ec_t ec;      /* the owner sleeps here: completion or "lock is free" */
 	/* An owner that is a scheduler task parks here instead of blocking
 	 * its worker's thread; the lock orders the park against wakes. */
 	baton_spinlock_t park_lock;
@@ -54,28 +54,28 @@ struct seq_slot {
 
 /* Per thread: what it holds and waits for, for the deadlock check. */
 struct seq_thread {
-	struct baton_seq * waiting_for;
-	unsigned held;		 /* sequencer locks this thread holds */
+	struct baton_seq *waiting_for;
+	unsigned held;               /* sequencer locks this thread holds */
 	struct baton_seq *contended; /* our last call on it was served by combining */
-	unsigned hint;		 /* slot to try first */
+	unsigned hint;               /* slot to try first */
 	bool hinted;
 };
 
 struct baton_seq {
 	/* The lock line: written by every acquisition and release. */
-	unsigned lock;			  /* 0 free, 1 held */
-	struct seq_thread * holder;	  /* the holding thread, for EDEADLK */
-	unsigned sleepers;		  /* waiters that may be asleep */
-	unsigned batch;			  /* K */
-	unsigned hwm;			  /* slots [0, hwm) have been used */
+	unsigned lock;             /* 0 free, 1 held */
+	struct seq_thread *holder; /* the holding thread, for EDEADLK */
+	unsigned sleepers;         /* waiters that may be asleep */
+	unsigned batch;            /* K */
+	unsigned hwm;              /* slots [0, hwm) have been used */
 
 	/* Under the lock only (the holder's data). */
 	unsigned cursor __attribute__((aligned(SEQ_LINE))); /* round robin start */
-	uint64_t served[SEQ_SLOTS / 64];	  /* slots served in this holding */
-	uint64_t switches, combined;	  /* relaxed counters */
+	uint64_t served[SEQ_SLOTS / 64];                    /* slots served in this holding */
+	uint64_t switches, combined;                        /* relaxed counters */
 	uint64_t sleeps, parks;
 	baton_coro_t *co;
-	struct seq_req cur;		  /* the request the stack runs now */
+	struct seq_req cur; /* the request the stack runs now */
 	char name[32];
 
 	struct seq_slot slots[SEQ_SLOTS];
@@ -146,8 +146,7 @@ void baton__seq_fence_heavy(void);
  * lock orders successive holders), readable racily by baton_seq_stats. */
 static inline void count(uint64_t *c, uint64_t n)
 {
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			      __ATOMIC_RELAXED);
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
 /* `me`: this thread's record (baton__seq_self_get() after a wait). */
@@ -165,9 +164,8 @@ static inline bool try_lock(struct baton_seq *s, struct seq_thread *me)
 	/* acquire: everything the previous holder did (stack, runtime state,
 	 * results) happens before our run; relaxed on failure: we learn
 	 * nothing from a failed attempt */
-	if (!__atomic_compare_exchange_n(&s->lock, &zero, 1, false,
-						     __ATOMIC_ACQUIRE,
-						     __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&s->lock, &zero, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
 		return false;
 	became_holder(s, me);
 	return true;

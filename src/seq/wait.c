@@ -21,8 +21,7 @@ static struct seq_slot *claim_slot(struct baton_seq *s)
 
 	if (!me->hinted) {
 		/* relaxed: only spreads threads over slots */
-		me->hint = __atomic_fetch_add(&seq_next_hint, 1,
-						     __ATOMIC_RELAXED) % SEQ_SLOTS;
+		me->hint = __atomic_fetch_add(&seq_next_hint, 1, __ATOMIC_RELAXED) % SEQ_SLOTS;
 		me->hinted = true;
 	}
 	for (unsigned j = 0; j < SEQ_SLOTS; j++) {
@@ -34,18 +33,16 @@ static struct seq_slot *claim_slot(struct baton_seq *s)
 		/* relaxed peek, then acquire CAS: pairs with the previous
 		 * owner's release of the slot, so its last use is over */
 		if (__atomic_load_n(&sl->owner, __ATOMIC_RELAXED) != 0 ||
-		    !__atomic_compare_exchange_n(&sl->owner, &zero, 1, false,
-							     __ATOMIC_ACQUIRE,
-							     __ATOMIC_RELAXED))
+		    !__atomic_compare_exchange_n(&sl->owner, &zero, 1, false, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
 			continue;
 		me->hint = i;
 		/* relaxed load, release CAS: holders that see the new hwm
 		 * (acquire) see the slot as we leave it */
 		hwm = __atomic_load_n(&s->hwm, __ATOMIC_RELAXED);
 		while (hwm <= i &&
-		       !__atomic_compare_exchange_n(&s->hwm, &hwm, i + 1, true,
-							      __ATOMIC_RELEASE,
-							      __ATOMIC_RELAXED))
+		       !__atomic_compare_exchange_n(&s->hwm, &hwm, i + 1, true, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED))
 			;
 		return sl;
 	}
@@ -125,8 +122,8 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 	 * time, so that the holder's lock and unlock stay local to its core;
 	 * one that cannot (K = 0, or LOCKONLY) watches the lock all along.
 	 * relaxed: K is a tuning knob */
-	unsigned every = !check && __atomic_load_n(&s->batch, __ATOMIC_RELAXED) > 0
-			 ? SEQ_LOCK_EVERY : 1;
+	unsigned every = !check && __atomic_load_n(&s->batch, __ATOMIC_RELAXED) > 0 ? SEQ_LOCK_EVERY
+										    : 1;
 
 	for (unsigned n = 0;; n++) {
 		unsigned st;
@@ -143,8 +140,7 @@ static enum wait_outcome wait_slot(struct baton_seq *s, struct seq_slot *sl, boo
 			return WAIT_LOCKED;
 		}
 		/* relaxed peek before the CAS, to keep the line shared */
-		if (n % every == every - 1 &&
-		    __atomic_load_n(&s->lock, __ATOMIC_RELAXED) == 0 &&
+		if (n % every == every - 1 && __atomic_load_n(&s->lock, __ATOMIC_RELAXED) == 0 &&
 		    try_lock(s, baton__seq_self_get()))
 			return WAIT_LOCKED;
 		if (check && would_deadlock(s))
@@ -219,8 +215,7 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 	sl->req.fn = fn;
 	sl->req.arg = arg;
 	/* release: fn and arg are visible to a holder that sees PENDING */
-	__atomic_store_n(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING,
-			      __ATOMIC_RELEASE);
+	__atomic_store_n(&sl->state, check ? SLOT_LOCKONLY : SLOT_PENDING, __ATOMIC_RELEASE);
 	out = wait_slot(s, sl, check);
 	/* relaxed: as in wait_slot */
 	__atomic_store_n(&sl->hot, 0, __ATOMIC_RELAXED);
@@ -246,8 +241,7 @@ int baton__seq_call_slow(struct baton_seq *s, baton_seq_fn fn, void *arg, void *
 		 * the lock meanwhile (acquire then: its run before ours), and
 		 * then there is no deadlock any more: run as a holder */
 		if (!__atomic_compare_exchange_n(&sl->state, &st, SLOT_IDLE, false,
-							     __ATOMIC_ACQUIRE,
-							     __ATOMIC_RELAXED)) {
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 			became_holder(s, baton__seq_self_get());
 			__atomic_store_n(&sl->state, SLOT_IDLE, __ATOMIC_RELAXED);
 			baton__seq_run_locked(s, &r);
@@ -260,8 +254,7 @@ out:
 	release_slot(sl);
 	if (check)
 		/* relaxed: our own variable, re-set before every check */
-		__atomic_store_n(&baton__seq_self_get()->waiting_for, NULL,
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&baton__seq_self_get()->waiting_for, NULL, __ATOMIC_RELAXED);
 done:
 	if (result)
 		*result = r.result;

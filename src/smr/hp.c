@@ -39,8 +39,8 @@ int baton_smr_hp_acquire(baton_smr_t *d, baton_smr_hp_t **out)
 
 		/* Acquire: the previous owner's release is seen. */
 		if (__atomic_load_n(&h->owned, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&h->owned, &free_, 1, false,
-						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		    __atomic_compare_exchange_n(&h->owned, &free_, 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED)) {
 			*out = h;
 			return BATON_OK;
 		}
@@ -108,8 +108,7 @@ int baton_smr_hp_release(baton_smr_hp_t *hp)
 static bool named(struct baton_smr *d, const void *p)
 {
 	/* Acquire (both): the slot list, and a reader's clear (release). */
-	for (struct baton_smr_hp *h = __atomic_load_n(&d->hps, __ATOMIC_ACQUIRE); h;
-	     h = h->next)
+	for (struct baton_smr_hp *h = __atomic_load_n(&d->hps, __ATOMIC_ACQUIRE); h; h = h->next)
 		if (__atomic_load_n(&h->ptr, __ATOMIC_ACQUIRE) == p)
 			return true;
 	return false;
@@ -161,8 +160,7 @@ int baton_smr_hp_retire(baton_smr_t *d, void *ptr, baton_smr_free_fn free_fn)
 
 bool baton__smr_hp_busy(struct baton_smr *d)
 {
-	for (struct baton_smr_hp *h = __atomic_load_n(&d->hps, __ATOMIC_ACQUIRE); h;
-	     h = h->next)
+	for (struct baton_smr_hp *h = __atomic_load_n(&d->hps, __ATOMIC_ACQUIRE); h; h = h->next)
 		/* Acquire: pairs with release's store. */
 		if (__atomic_load_n(&h->owned, __ATOMIC_ACQUIRE))
 			return true;

@@ -22,16 +22,14 @@ _Static_assert((int)BATON__BARRIER_FENCE == BATON_SMR_BARRIER_FENCE &&
 
 static uint64_t smr_next_id; /* (atomic) */
 
-_Static_assert(offsetof(struct baton_smr, h) == 0 &&
-		       offsetof(struct smr_rec, lock) == 0 &&
+_Static_assert(offsetof(struct baton_smr, h) == 0 && offsetof(struct smr_rec, lock) == 0 &&
 		       offsetof(struct smr_rec, unlock) == 2 * sizeof(uint64_t),
 	       "the inline read side's view of a domain and a record (baton/smr.h)");
 
 /* The calling thread's record in the domain it read last: one compare on
  * the fast path, inline or here. Keyed by the domain's id, which is never
  * reused, so a destroyed domain's entry never matches again. */
-BATON_API __thread struct baton_smr_tls_ baton__smr_tls
-	__attribute__((tls_model("initial-exec")));
+BATON_API __thread struct baton_smr_tls_ baton__smr_tls __attribute__((tls_model("initial-exec")));
 
 /* The calling thread's record: found by its owner, else made and linked.
  * A thread that ended leaves its record to the next thread that gets its
@@ -67,7 +65,7 @@ static inline struct smr_rec *rec_get(struct baton_smr *d)
 {
 	/* The record begins with its counters (the assertion above). */
 	return BATON_LIKELY(baton__smr_tls.id == d->h.id) ? (struct smr_rec *)baton__smr_tls.ctr
-							   : rec_slow(d);
+							  : rec_slow(d);
 }
 
 int baton_smr_read_lock(baton_smr_t *d)
@@ -185,8 +183,9 @@ static uint64_t want_gp(struct baton_smr *d)
 	target = (s >> 2) + ((s & 3) ? 2 : 1);
 	w = __atomic_load_n(&d->want, __ATOMIC_RELAXED);
 	/* Release (on success): pairs with advance's acquire of want. */
-	while (w < target && !__atomic_compare_exchange_n(&d->want, &w, target, true,
-							  __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+	while (w < target &&
+	       !__atomic_compare_exchange_n(&d->want, &w, target, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
 		;
 	return target;
 }
@@ -453,9 +452,13 @@ int baton_smr_barrier_kind(void)
 const char *baton_smr_barrier_name(int kind)
 {
 	switch (kind) {
-	case BATON_SMR_BARRIER_FENCE: return "fence";
-	case BATON_SMR_BARRIER_MEMBARRIER: return "membarrier";
-	case BATON_SMR_BARRIER_MPROTECT: return "mprotect";
-	default: return "";
+	case BATON_SMR_BARRIER_FENCE:
+		return "fence";
+	case BATON_SMR_BARRIER_MEMBARRIER:
+		return "membarrier";
+	case BATON_SMR_BARRIER_MPROTECT:
+		return "mprotect";
+	default:
+		return "";
 	}
 }

@@ -32,9 +32,9 @@ struct smr_rec {
 } __attribute__((aligned(BATON_CACHELINE)));
 
 struct baton_smr_hp {
-	void *ptr;	      /* the object named (atomic) */
-	int owned;	      /* acquired (atomic; claimed by CAS) */
-	struct baton_smr *d;  /* its domain: fence or barrier */
+	void *ptr;                 /* the object named (atomic) */
+	int owned;                 /* acquired (atomic; claimed by CAS) */
+	struct baton_smr *d;       /* its domain: fence or barrier */
 	struct baton_smr_hp *next; /* d->hps, fixed once linked */
 } __attribute__((aligned(BATON_CACHELINE)));
 
@@ -58,20 +58,20 @@ struct baton_smr {
 
 	/* The writers' side. */
 	struct smr_rec *recs __attribute__((aligned(BATON_CACHELINE)));
-	uint64_t orphan_unlock[2]; /* unlocks on a thread without a record
+	uint64_t orphan_unlock[2];                   /* unlocks on a thread without a record
 				      (its allocation failed) (atomic) */
-	uint64_t seq;	  /* grace periods * 4 + phase (atomic) */
-	uint64_t want;	  /* grace periods someone waits for (atomic) */
-	int gp_busy;	  /* a thread advances seq (atomic try-lock) */
-	baton_spinlock_t lock;	   /* recs list, batches, counters */
-	struct smr_batch *open;	   /* filling */
+	uint64_t seq;                                /* grace periods * 4 + phase (atomic) */
+	uint64_t want;                               /* grace periods someone waits for (atomic) */
+	int gp_busy;                                 /* a thread advances seq (atomic try-lock) */
+	baton_spinlock_t lock;                       /* recs list, batches, counters */
+	struct smr_batch *open;                      /* filling */
 	struct smr_batch *closed_head, *closed_tail; /* by target */
 	uint64_t retired, freed, pending, readers;
 
 	/* Hazard pointers. */
-	struct baton_smr_hp *hps;  /* every slot made (atomic head) */
-	uint64_t nhps;		   /* H (atomic) */
-	pthread_mutex_t hp_lock;   /* the retired array, scans */
+	struct baton_smr_hp *hps; /* every slot made (atomic head) */
+	uint64_t nhps;            /* H (atomic) */
+	pthread_mutex_t hp_lock;  /* the retired array, scans */
 	struct smr_obj *hp_objs;
 	size_t hp_n, hp_cap;
 	uint64_t hp_retired, hp_freed;

@@ -110,18 +110,18 @@ static int take_needs(struct baton_gate *g, int64_t t0, int64_t timeout_ns)
 
 /* Queue the task (lock held, released on return) until a leaver gives it
  * a slot, the timeout passes or the gate closes. */
-static int wait_for_slot(struct baton_gate *g, struct baton_task *t,
-			 struct baton_gate_pass *p, int64_t timeout_ns)
+static int wait_for_slot(struct baton_gate *g, struct baton_task *t, struct baton_gate_pass *p,
+			 int64_t timeout_ns)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
 	void *admitted = NULL;
 	int rc;
 
 	g->submitted++;
-	rc = baton__wait_one_carry(t, &g->passers, &g->lock,
-				   &(struct baton_wait_carry){ .value = time_value(p->t0),
-							       .received = &admitted },
-				   timeout_ns);
+	rc = baton__wait_one_carry(
+		t, &g->passers, &g->lock,
+		&(struct baton_wait_carry){ .value = time_value(p->t0), .received = &admitted },
+		timeout_ns);
 	if (rc == BATON_OK)
 		p->t0 = value_time(admitted); /* counted by the waker */
 	if (rc == BATON_OK || rc == BATON_ESHUTDOWN)

@@ -89,8 +89,7 @@ int baton_pool_destroy(baton_pool_t *p)
 
 /* --- needs: what stages and gates share ------------------------------------ */
 
-bool baton__needs_sort(struct baton_stage_need *dst, const struct baton_stage_need *src,
-		       size_t n)
+bool baton__needs_sort(struct baton_stage_need *dst, const struct baton_stage_need *src, size_t n)
 {
 	if (n > BATON_STAGE_MAX_NEEDS || (n > 0 && src == NULL))
 		return false;

@@ -42,7 +42,7 @@ struct stage_runner {
 	struct baton_stage *st;
 	void *item;
 	struct stage_call *call;
-	baton_task_t *task;	/* its handle (BATON_STAGE_CANCEL_ABANDONED) */
+	baton_task_t *task; /* its handle (BATON_STAGE_CANCEL_ABANDONED) */
 	unsigned slot;
 };
 
@@ -125,8 +125,8 @@ bool baton__stage_runners_linked(const struct baton_stage *st)
 void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl)
 {
 	for (unsigned i = 0; i < st->nslots; i++)
-		st->slots[i].nidle -= (unsigned)baton__waitq_wake_all(&st->slots[i].idle, wl,
-								     BATON_ESHUTDOWN);
+		st->slots[i].nidle -=
+			(unsigned)baton__waitq_wake_all(&st->slots[i].idle, wl, BATON_ESHUTDOWN);
 }
 
 /* Run one item's handler, started at `start`, on a runner of `slot`, and
@@ -134,8 +134,8 @@ void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl
  * with the next item uses that time as the next start: a clock read costs
  * as much as the rest of a hand-off on some machines, so
  * an item pays for two, the submit's and this one. */
-static int64_t run_one(struct baton_stage *st, unsigned slot, void *item,
-		       struct stage_call *call, baton_task_t *task, int64_t start)
+static int64_t run_one(struct baton_stage *st, unsigned slot, void *item, struct stage_call *call,
+		       baton_task_t *task, int64_t start)
 {
 	int64_t end;
 
@@ -387,8 +387,7 @@ static void dispatch(void *arg)
 			baton__spin_unlock(&st->lock);
 			for (size_t i = 0; i < st->nneeds; i++)
 				/* No timeout: the only result is BATON_OK. */
-				baton_pool_acquire(st->needs[i].pool,
-						   st->needs[i].units, -1);
+				baton_pool_acquire(st->needs[i].pool, st->needs[i].units, -1);
 			baton__spin_lock(&st->lock);
 			while (st->running >= st->concurrency) /* lowered meanwhile */
 				dispatcher_wait(st, self);
@@ -443,8 +442,8 @@ int baton__stage_spawn_dispatcher(struct baton_stage *st)
  */
 void baton__stage_sched_gone(struct baton_sched_watch *w)
 {
-	struct baton_stage *st = (struct baton_stage *)((char *)w -
-				 offsetof(struct baton_stage, watch));
+	struct baton_stage *st =
+		(struct baton_stage *)((char *)w - offsetof(struct baton_stage, watch));
 	struct baton_list runners;
 	struct baton_list_node *n;
 	size_t lost, head, ndropped;
@@ -466,7 +465,7 @@ void baton__stage_sched_gone(struct baton_sched_watch *w)
 		st->slots[i].nidle = st->slots[i].busy = 0;
 	st->active = false;
 	st->closed = true;
-	st->sched = NULL; /* freed: nothing may spawn on it */
+	st->sched = NULL;      /* freed: nothing may spawn on it */
 	runners = st->runners; /* all of them (list.h rule 5) */
 	baton__list_init(&st->runners);
 	baton__spin_unlock(&st->lock);

@@ -34,8 +34,7 @@ static bool kick(struct baton_stage *st)
 
 /* --- the public calls ---------------------------------------------------------- */
 
-int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
-		       const struct baton_stage_attr *attr)
+int baton_stage_create(baton_stage_t **out, baton_sched_t *s, const struct baton_stage_attr *attr)
 {
 	struct baton_stage *st;
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS];
@@ -44,11 +43,10 @@ int baton_stage_create(baton_stage_t **out, baton_sched_t *s,
 	if (out == NULL || s == NULL || attr == NULL ||
 	    (attr->fn == NULL && (attr->nworkers > 0 || attr->flags != 0)) ||
 	    (attr->flags & ~BATON_STAGE_CANCEL_ABANDONED) || attr->queue_capacity == 0 ||
-	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY ||
-	    attr->concurrency == 0 ||
-	    (attr->nworkers > 0 && (attr->first_worker < 0 ||
-				    attr->first_worker + (long)attr->nworkers >
-					    baton_sched_workers(s))))
+	    attr->queue_capacity > BATON_STAGE_MAX_CAPACITY || attr->concurrency == 0 ||
+	    (attr->nworkers > 0 &&
+	     (attr->first_worker < 0 ||
+	      attr->first_worker + (long)attr->nworkers > baton_sched_workers(s))))
 		return BATON_EINVAL;
 	if (attr->fn == NULL) /* deprecated (stage.h rule 6): a gate's front */
 		return baton__stage_create_gated(out, attr);
@@ -112,8 +110,7 @@ static bool unsubmit(struct baton_stage *st, uint64_t nr)
 	}
 	pos = (size_t)(nr - st->popped);
 	for (size_t i = pos; i + 1 < st->count; i++)
-		st->ring[(st->head + i) % st->cap] =
-			st->ring[(st->head + i + 1) % st->cap];
+		st->ring[(st->head + i) % st->cap] = st->ring[(st->head + i + 1) % st->cap];
 	st->count--;
 	st->submitted--;
 	baton__spin_unlock(&st->lock);
@@ -174,11 +171,11 @@ int baton__stage_queue(struct baton_stage *st, struct baton_task *t, void *item,
 	}
 	/* Full: wait for a slot; the one who frees it moves our item in (a
 	 * call's record: amount 1, see baton__stage_admit). */
-	rc = baton__wait_one_carry(t, &st->producers, &st->lock,
-				   &(struct baton_wait_carry){
-					   .amount = call != NULL,
-					   .value = call ? (void *)call : item },
-				   timeout_ns);
+	rc = baton__wait_one_carry(
+		t, &st->producers, &st->lock,
+		&(struct baton_wait_carry){ .amount = call != NULL,
+					    .value = call ? (void *)call : item },
+		timeout_ns);
 	if (rc == BATON_ETIMEDOUT) {
 		baton__spin_lock(&st->lock);
 		st->rejected++;
@@ -343,8 +340,8 @@ int baton_stage_destroy(baton_stage_t *st)
 	baton__spin_lock(&st->lock);
 	/* Waiters that timed out too: they take the lock to unlink. */
 	busy = !baton__stage_idle(st) || !baton__waitq_empty(&st->producers) ||
-	       !baton__waitq_empty(&st->drainers) || !baton__waitq_empty(&st->dispatcher) ||
-	       baton__stage_runners_linked(st);
+		!baton__waitq_empty(&st->drainers) || !baton__waitq_empty(&st->dispatcher) ||
+		baton__stage_runners_linked(st);
 	baton__spin_unlock(&st->lock);
 	if (busy)
 		return BATON_EBUSY;

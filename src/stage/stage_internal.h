@@ -15,28 +15,28 @@
 #include "../sync/units.h"
 
 struct baton_pool {
-	struct baton_units u;	     /* the units; u.lock guards users too */
-	long users;		     /* stages that list it */
-	uint64_t id;		     /* creation order: the acquisition order */
+	struct baton_units u; /* the units; u.lock guards users too */
+	long users;           /* stages that list it */
+	uint64_t id;          /* creation order: the acquisition order */
 	char name[BATON_NAME_MAX + 1];
 };
 
 /* A called item's record (call.c), shared by the caller and the stage's
  * side, on the heap: the caller may leave before the item finishes. */
 struct stage_call {
-	baton_spinlock_t lock;	   /* guards all but item, abandon, kept */
+	baton_spinlock_t lock;     /* guards all but item, abandon, kept */
 	struct baton_waitq caller; /* the caller, waiting for the result */
 	struct baton_waitq asker;  /* the handler, waiting for an answer */
-	unsigned state;		   /* STAGE_CALL_* */
-	int result;		   /* BATON_OK: handled; ESHUTDOWN: dropped */
-	baton_task_t *task;	   /* the handler's, to cancel if the caller
+	unsigned state;            /* STAGE_CALL_* */
+	int result;                /* BATON_OK: handled; ESHUTDOWN: dropped */
+	baton_task_t *task;        /* the handler's, to cancel if the caller
 				      leaves (BATON_STAGE_CANCEL_ABANDONED) */
 	int (*ask_fn)(void *arg);  /* a question for the caller (ASKED) */
 	void *ask_arg;
-	int ask_rc;		   /* its answer */
+	int ask_rc; /* its answer */
 	void *item;
 	void (*abandon)(void *item);
-	struct baton_gate *kept;   /* whose KEEP units go back at the end */
+	struct baton_gate *kept; /* whose KEEP units go back at the end */
 };
 #define STAGE_CALL_DONE 1u    /* the item finished: the caller owns it again */
 #define STAGE_CALL_LEFT 2u    /* the caller left: the stage's side ends it */
@@ -54,15 +54,13 @@ void baton__stage_call_end(struct stage_call *c, int result);
 /* --- needs (pool.c) ------------------------------------------------------- */
 /* Check n needs and copy them to dst sorted by the pools' creation order:
  * false (nothing copied that counts) if one is invalid or a pool repeats. */
-bool baton__needs_sort(struct baton_stage_need *dst, const struct baton_stage_need *src,
-		       size_t n);
+bool baton__needs_sort(struct baton_stage_need *dst, const struct baton_stage_need *src, size_t n);
 /* Count a stage or gate as a user of its pools (delta 1), or no more (-1). */
 void baton__needs_use(const struct baton_stage_need *needs, size_t n, long delta);
 /* Give back the units of the needs with (keep) or without (!keep)
  * BATON_STAGE_KEEP, in the reverse of the order they were taken. Inline:
  * a handler's end runs it, mostly with no needs. */
-static inline void baton__needs_release(const struct baton_stage_need *needs, size_t n,
-					bool keep)
+static inline void baton__needs_release(const struct baton_stage_need *needs, size_t n, bool keep)
 {
 	for (size_t i = n; i-- > 0;)
 		if (((needs[i].flags & BATON_STAGE_KEEP) != 0) == keep)
@@ -79,7 +77,7 @@ static inline void baton__needs_release(const struct baton_stage_need *needs, si
 struct baton_gate {
 	baton_spinlock_t lock;
 	unsigned running, concurrency;
-	size_t cap, limit;	/* waiting tasks: at most cap, now limit */
+	size_t cap, limit; /* waiting tasks: at most cap, now limit */
 	bool closed;
 	struct baton_waitq passers, drainers;
 	uint64_t submitted, rejected, completed, handler_ns, wait_ns;
@@ -87,14 +85,14 @@ struct baton_gate {
 	/* Fixed at creation. */
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
 	size_t nneeds;
-	bool keeps;		/* one of them is BATON_STAGE_KEEP */
+	bool keeps; /* one of them is BATON_STAGE_KEEP */
 	char name[BATON_NAME_MAX + 1];
 };
 
 struct stage_entry {
 	void *item;
 	struct stage_call *call; /* NULL: submitted, not called */
-	int64_t t0; /* accepted, CLOCK_MONOTONIC ns */
+	int64_t t0;              /* accepted, CLOCK_MONOTONIC ns */
 };
 
 /* The runners of one worker of the stage (the only one when the stage has
@@ -103,24 +101,24 @@ struct stage_entry {
  * item while another stands idle. */
 struct stage_slot {
 	struct baton_waitq idle; /* its runners waiting for an item */
-	unsigned nidle;		 /* of them, counted (timed-out ones until they leave) */
-	unsigned busy;		 /* its runners holding an item (running or suspended) */
+	unsigned nidle;          /* of them, counted (timed-out ones until they leave) */
+	unsigned busy;           /* its runners holding an item (running or suspended) */
 };
 
 struct baton_stage {
 	baton_spinlock_t lock;
-	struct stage_entry *ring;	/* cap entries; count of them from head */
+	struct stage_entry *ring; /* cap entries; count of them from head */
 	size_t cap, head, count, limit;
 	unsigned running, concurrency;
 	bool closed;
-	bool active;		/* a dispatcher task exists (or is spawning) */
-	unsigned nrunners;	/* runner tasks alive (spawning included) */
-	unsigned next_slot;	/* round robin among equally busy workers */
+	bool active;              /* a dispatcher task exists (or is spawning) */
+	unsigned nrunners;        /* runner tasks alive (spawning included) */
+	unsigned next_slot;       /* round robin among equally busy workers */
 	struct stage_slot *slots; /* nslots: one per worker of the stage, or 1 */
 	unsigned nslots;
 	struct baton_waitq producers, dispatcher, drainers;
 	uint64_t submitted, rejected, completed, handler_ns, wait_ns, runners_started;
-	uint64_t popped;	/* items taken from the ring so far: the ring's
+	uint64_t popped; /* items taken from the ring so far: the ring's
 				   head is item number `popped` of all pushed */
 
 	/* Fixed at creation. */
@@ -129,16 +127,16 @@ struct baton_stage {
 	baton_stage_fn fn;
 	void *ctx;
 	struct baton_task_attr task;
-	int first_worker;	/* runners are pinned to these workers... */
-	unsigned nworkers;	/* ...if nworkers > 0 */
-	unsigned flags;		/* BATON_STAGE_CANCEL_ABANDONED */
+	int first_worker;  /* runners are pinned to these workers... */
+	unsigned nworkers; /* ...if nworkers > 0 */
+	unsigned flags;    /* BATON_STAGE_CANCEL_ABANDONED */
 	struct baton_stage_need needs[BATON_STAGE_MAX_NEEDS]; /* by pool id */
 	size_t nneeds;
 	char name[BATON_NAME_MAX + 1];
 
 	/* With a handler: told when the scheduler is destroyed (runner.c). */
 	struct baton_sched_watch watch;
-	struct baton_list runners;	/* every runner's record, started or not */
+	struct baton_list runners; /* every runner's record, started or not */
 };
 
 /* Nothing queued, running, dispatching, or alive to take an item. */
@@ -148,8 +146,7 @@ static inline bool baton__stage_idle(const struct baton_stage *st)
 }
 
 /* Under the lock: claim the drainers into wl once the stage is idle. */
-static inline void baton__stage_wake_drainers(struct baton_stage *st,
-					      struct baton_wakelist *wl)
+static inline void baton__stage_wake_drainers(struct baton_stage *st, struct baton_wakelist *wl)
 {
 	if (baton__stage_idle(st))
 		baton__waitq_wake_all(&st->drainers, wl, BATON_OK);
@@ -163,8 +160,8 @@ int baton__stage_create_gated(struct baton_stage **out, const struct baton_stage
  * The helpers that wake tasks claim them into `wl`; the caller readies them
  * with baton__wakelist_run() once it has released the lock. */
 
-static inline void baton__stage_push(struct baton_stage *st, void *item,
-				     struct stage_call *call, int64_t now)
+static inline void baton__stage_push(struct baton_stage *st, void *item, struct stage_call *call,
+				     int64_t now)
 {
 	struct stage_entry *e = &st->ring[(st->head + st->count) % st->cap];
 
@@ -227,6 +224,5 @@ void baton__stage_dismiss_idle(struct baton_stage *st, struct baton_wakelist *wl
 int baton__stage_spawn_dispatcher(struct baton_stage *st);
 /* The watch's `gone`: the scheduler was destroyed (stage.h rule 5). */
 void baton__stage_sched_gone(struct baton_sched_watch *w);
-
 
 #endif /* BATON_SRC_STAGE_INTERNAL_H */

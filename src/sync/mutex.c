@@ -17,7 +17,7 @@
 
 struct baton_mutex {
 	baton_spinlock_t lock;
-	const void *owner;	     /* task, thread tag, or NULL; under lock */
+	const void *owner;          /* task, thread tag, or NULL; under lock */
 	struct baton_waitq waiters; /* tasks in baton_mutex_lock */
 };
 

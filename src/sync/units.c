@@ -24,8 +24,7 @@ static void grant(struct baton_units *u, struct baton_wakelist *wl)
 			 * timer or a cancellation. Seeing the claim late only leaves the waiter
 			 * for its task to unlink (and re-grant); seeing it, we
 			 * unlink it so it stops holding the queue back. */
-			if (__atomic_load_n(&t->wait_state, __ATOMIC_RELAXED) ==
-			    BATON_WAIT_WAITING)
+			if (__atomic_load_n(&t->wait_state, __ATOMIC_RELAXED) == BATON_WAIT_WAITING)
 				break;
 			baton__waitq_remove(&u->waiters, w);
 			continue;
@@ -118,11 +117,10 @@ long baton__units_waiting(const struct baton_units *u)
 	const struct baton_waiter *w;
 	long n = 0;
 
-	BATON_LIST_FOR_EACH(w, &u->waiters.list, link)
+	BATON_LIST_FOR_EACH (w, &u->waiters.list, link)
 		/* Relaxed: a timed-out waiter not yet unlinked is not counted;
 		 * either reading is a state the units were in. */
-		if (__atomic_load_n(&w->task->wait_state, __ATOMIC_RELAXED) ==
-		    BATON_WAIT_WAITING)
+		if (__atomic_load_n(&w->task->wait_state, __ATOMIC_RELAXED) == BATON_WAIT_WAITING)
 			n++;
 	return n;
 }

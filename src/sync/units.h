@@ -23,8 +23,8 @@
 
 struct baton_units {
 	baton_spinlock_t lock;
-	long avail;		    /* units that may be handed out now */
-	long capacity;		    /* avail + units held; LONG_MAX: no bound */
+	long avail;                 /* units that may be handed out now */
+	long capacity;              /* avail + units held; LONG_MAX: no bound */
 	struct baton_waitq waiters; /* tasks in acquire, FIFO */
 	uint64_t acquired, refused; /* counters, under lock */
 };

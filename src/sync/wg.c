@@ -13,7 +13,7 @@
 
 struct baton_wg {
 	baton_spinlock_t lock;
-	long count;		     /* >= 0, guarded by lock */
+	long count;                 /* >= 0, guarded by lock */
 	struct baton_waitq waiters; /* tasks in baton_wg_wait */
 };
 

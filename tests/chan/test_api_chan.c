@@ -39,8 +39,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(baton_chan_select(&op, 0, 0, &idx), BATON_EINVAL);
 	for (size_t i = 0; i < BATON_CHAN_SELECT_MAX + 1; i++)
 		ops[i] = op;
-	assert_int_equal(baton_chan_select(ops, BATON_CHAN_SELECT_MAX + 1, 0, &idx),
-			 BATON_EINVAL);
+	assert_int_equal(baton_chan_select(ops, BATON_CHAN_SELECT_MAX + 1, 0, &idx), BATON_EINVAL);
 	/* the largest n allowed is accepted (nothing ready: EAGAIN) */
 	assert_int_equal(baton_chan_select(ops, BATON_CHAN_SELECT_MAX, 0, &idx), BATON_EAGAIN);
 	op.chan = NULL;
@@ -263,12 +262,9 @@ static void test_select_timeout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_outside_tasks),
-		cmocka_unit_test(test_close_drains),
-		cmocka_unit_test(test_close_wakes_waiters),
-		cmocka_unit_test(test_select),
-		cmocka_unit_test(test_select_timeout),
+		cmocka_unit_test(test_bad_input),    cmocka_unit_test(test_outside_tasks),
+		cmocka_unit_test(test_close_drains), cmocka_unit_test(test_close_wakes_waiters),
+		cmocka_unit_test(test_select),       cmocka_unit_test(test_select_timeout),
 	};
 
 	return cmocka_run_group_tests_name("promise_chan", tests, NULL, NULL);

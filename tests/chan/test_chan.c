@@ -18,8 +18,7 @@ static void test_chan_args(void **state)
 
 	(void)state;
 	assert_int_equal(baton_chan_create(NULL, 0), BATON_EINVAL);
-	assert_int_equal(baton_chan_create(&ch, BATON_CHAN_MAX_CAPACITY + 1),
-			 BATON_EINVAL);
+	assert_int_equal(baton_chan_create(&ch, BATON_CHAN_MAX_CAPACITY + 1), BATON_EINVAL);
 	assert_int_equal(baton_chan_send(NULL, NULL, 0), BATON_EINVAL);
 	assert_int_equal(baton_chan_recv(NULL, &v, 0), BATON_EINVAL);
 	assert_int_equal(baton_chan_close(NULL), BATON_EINVAL);
@@ -86,12 +85,10 @@ static void handoff_producer(void *arg)
 	struct pc *p = arg;
 
 	for (long i = 1; i <= p->n; i++) {
-		TC_CHECK_RC(baton_chan_send(p->ch, (void *)(intptr_t)i, TC_MS(5000)),
-			   BATON_OK);
+		TC_CHECK_RC(baton_chan_send(p->ch, (void *)(intptr_t)i, TC_MS(5000)), BATON_OK);
 		/* Unbuffered: the receiver has taken it, so it has counted
 		 * every earlier one; buffered: all but cap of them. */
-		TC_CHECK(__atomic_load_n(&p->received, __ATOMIC_ACQUIRE) >=
-			i - 1 - p->cap);
+		TC_CHECK(__atomic_load_n(&p->received, __ATOMIC_ACQUIRE) >= i - 1 - p->cap);
 	}
 }
 
@@ -119,8 +116,8 @@ static void check_handoff(void **state, unsigned workers, size_t cap)
 {
 	baton_sched_t *s = tc_sched(workers);
 	/* Cross-worker hand-offs cost a futex wake each on a loaded box. */
-	struct pc p = { NULL, workers > 1 ? tc_scale(1000, 200) :
-			tc_scale(5000, 500), (long)cap, 0, 0 };
+	struct pc p = { NULL, workers > 1 ? tc_scale(1000, 200) : tc_scale(5000, 500), (long)cap, 0,
+			0 };
 
 	tc_reset();
 	tc_watchdog_phase(30, "handoff");
@@ -136,9 +133,18 @@ static void check_handoff(void **state, unsigned workers, size_t cap)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_handoff_1(void **state) { check_handoff(state, 1, 0); }
-static void test_handoff_2(void **state) { check_handoff(state, 2, 0); }
-static void test_buffered_2(void **state) { check_handoff(state, 2, 3); }
+static void test_handoff_1(void **state)
+{
+	check_handoff(state, 1, 0);
+}
+static void test_handoff_2(void **state)
+{
+	check_handoff(state, 2, 0);
+}
+static void test_buffered_2(void **state)
+{
+	check_handoff(state, 2, 3);
+}
 
 /* --- buffered: capacity, FIFO, blocked sender fills the freed slot -------- */
 
@@ -194,8 +200,14 @@ static void check_buffered_fifo(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_buffered_fifo_1(void **state) { check_buffered_fifo(state, 1); }
-static void test_buffered_fifo_2(void **state) { check_buffered_fifo(state, 2); }
+static void test_buffered_fifo_1(void **state)
+{
+	check_buffered_fifo(state, 1);
+}
+static void test_buffered_fifo_2(void **state)
+{
+	check_buffered_fifo(state, 2);
+}
 
 /* --- timeouts -------------------------------------------------------------- */
 
@@ -242,9 +254,9 @@ static void test_timeouts(void **state)
 
 struct to_race {
 	baton_chan_t *ch;
-	baton_chan_t *never; /* a select's other case: nobody sends */
-	unsigned char sent[TO_SENDERS * TO_MSGS];	/* 1 OK, 2 timed out */
-	unsigned char got[TO_SENDERS * TO_MSGS];	/* times received */
+	baton_chan_t *never;                      /* a select's other case: nobody sends */
+	unsigned char sent[TO_SENDERS * TO_MSGS]; /* 1 OK, 2 timed out */
+	unsigned char got[TO_SENDERS * TO_MSGS];  /* times received */
 	int senders_left;
 	long n;
 };
@@ -331,7 +343,8 @@ static void check_timeout_race(void **state, size_t cap)
 			fail_msg("message %ld received %d times", m, tor.got[m]);
 		if (tor.sent[m] == 2 && tor.got[m])
 			fail_msg("message %ld: send timed out, yet it was "
-				 "received", m);
+				 "received",
+				 m);
 		if (tor.sent[m] == 1 && !tor.got[m])
 			fail_msg("message %ld: send succeeded, never received", m);
 		ok += tor.sent[m] == 1;
@@ -343,16 +356,22 @@ static void check_timeout_race(void **state, size_t cap)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_timeout_race_unbuffered(void **state) { check_timeout_race(state, 0); }
-static void test_timeout_race_buffered(void **state) { check_timeout_race(state, 2); }
+static void test_timeout_race_unbuffered(void **state)
+{
+	check_timeout_race(state, 0);
+}
+static void test_timeout_race_buffered(void **state)
+{
+	check_timeout_race(state, 2);
+}
 
 /* --- close ------------------------------------------------------------------ */
 
 struct closing {
 	baton_chan_t *rch, *sch; /* receivers block on rch, senders on sch */
-	int waiting;		 /* tasks about to block (atomic) */
-	int eclosed;		 /* tasks that got ECLOSED (atomic) */
-	bool all_parked;	 /* one worker: all blocked before the closer */
+	int waiting;             /* tasks about to block (atomic) */
+	int eclosed;             /* tasks that got ECLOSED (atomic) */
+	bool all_parked;         /* one worker: all blocked before the closer */
 };
 
 static struct closing cl;
@@ -421,9 +440,18 @@ static void check_close_wakes_all(void **state, unsigned workers, size_t cap)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_close_wakes_all_1(void **state) { check_close_wakes_all(state, 1, 0); }
-static void test_close_wakes_all_2(void **state) { check_close_wakes_all(state, 2, 0); }
-static void test_close_wakes_all_buf(void **state) { check_close_wakes_all(state, 2, 2); }
+static void test_close_wakes_all_1(void **state)
+{
+	check_close_wakes_all(state, 1, 0);
+}
+static void test_close_wakes_all_2(void **state)
+{
+	check_close_wakes_all(state, 2, 0);
+}
+static void test_close_wakes_all_buf(void **state)
+{
+	check_close_wakes_all(state, 2, 2);
+}
 
 /* --- many producers and consumers on 2 workers ---------------------------- */
 
@@ -432,10 +460,10 @@ static void test_close_wakes_all_buf(void **state) { check_close_wakes_all(state
 
 struct mpmc {
 	baton_chan_t *ch;
-	long per;	/* messages per producer */
-	int left;	/* producers not done (atomic) */
-	long count;	/* received (atomic) */
-	long sum;	/* of received values (atomic) */
+	long per;   /* messages per producer */
+	int left;   /* producers not done (atomic) */
+	long count; /* received (atomic) */
+	long sum;   /* of received values (atomic) */
 	unsigned char *seen;
 };
 
@@ -446,8 +474,8 @@ static void mp_producer(void *arg)
 	long base = (long)(intptr_t)arg * mp.per;
 
 	for (long i = 0; i < mp.per; i++) {
-		if (baton_chan_send(mp.ch, (void *)(intptr_t)(base + i + 1),
-				    TC_MS(10000)) != BATON_OK) {
+		if (baton_chan_send(mp.ch, (void *)(intptr_t)(base + i + 1), TC_MS(10000)) !=
+		    BATON_OK) {
 			TC_FAIL("producer: send failed (lost wake-up?)");
 			break;
 		}
@@ -507,8 +535,14 @@ static void check_mpmc(void **state, size_t cap)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_mpmc_unbuffered(void **state) { check_mpmc(state, 0); }
-static void test_mpmc_buffered(void **state) { check_mpmc(state, 16); }
+static void test_mpmc_unbuffered(void **state)
+{
+	check_mpmc(state, 0);
+}
+static void test_mpmc_buffered(void **state)
+{
+	check_mpmc(state, 16);
+}
 
 int main(void)
 {

@@ -79,7 +79,8 @@ static void lc_ping(void *arg)
 
 	(void)arg;
 	for (long i = 0; i < lc_rounds; i++) {
-		TC_CHECK_RC(baton_chan_send(lc_a, (void *)(intptr_t)(i + 1), TC_MS(10000)), BATON_OK);
+		TC_CHECK_RC(baton_chan_send(lc_a, (void *)(intptr_t)(i + 1), TC_MS(10000)),
+			    BATON_OK);
 		TC_CHECK_RC(baton_chan_recv(lc_b, &v, TC_MS(10000)), BATON_OK);
 		TC_CHECK((intptr_t)v == i + 2);
 	}
@@ -106,8 +107,7 @@ static void test_local_keeps_bias(void **state)
 	lc_rounds = tc_scale(20000, 500);
 	assert_int_equal(baton_chan_create(&lc_a, 0), BATON_OK);
 	assert_int_equal(baton_chan_create(&lc_b, 0), BATON_OK);
-	assert_int_equal(baton__chan_bias_state(lc_a),
-			 baton__barrier_available() ? UNSET : SHARED);
+	assert_int_equal(baton__chan_bias_state(lc_a), baton__barrier_available() ? UNSET : SHARED);
 	assert_int_equal(baton_sched_spawn(s, &a, lc_ping, NULL), BATON_OK);
 	assert_int_equal(baton_sched_spawn(s, &a, lc_pong, NULL), BATON_OK);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
@@ -154,13 +154,14 @@ static void ho_sender(void *arg)
 	while (!__atomic_load_n(&ho_recv_parked, __ATOMIC_ACQUIRE))
 		baton_sched_sleep(TC_MS(1) / 10);
 	for (long i = 0; i < ho_msgs; i++) {
-		if (baton_chan_send(ho_shared, (void *)(intptr_t)(i + 1), TC_MS(10000)) != BATON_OK) {
+		if (baton_chan_send(ho_shared, (void *)(intptr_t)(i + 1), TC_MS(10000)) !=
+		    BATON_OK) {
 			TC_FAIL("sender: send failed (lost wake-up?)");
 			return;
 		}
 		if (i == ho_msgs / 2)
 			TC_CHECK_RC(baton_chan_send(ho_local, (void *)(intptr_t)-1, TC_MS(10000)),
-				   BATON_OK);
+				    BATON_OK);
 	}
 }
 
@@ -168,7 +169,8 @@ static void ho_local_a(void *arg)
 {
 	(void)arg;
 	for (long i = 0; i < ho_msgs; i++)
-		if (baton_chan_send(ho_local, (void *)(intptr_t)(i + 1), TC_MS(10000)) != BATON_OK) {
+		if (baton_chan_send(ho_local, (void *)(intptr_t)(i + 1), TC_MS(10000)) !=
+		    BATON_OK) {
 			TC_FAIL("local sender: send failed");
 			return;
 		}

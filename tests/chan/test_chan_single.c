@@ -23,8 +23,7 @@ static void test_single_args(void **state)
 
 	(void)state;
 	assert_int_equal(baton_chan_create_single(NULL, 0), BATON_EINVAL);
-	assert_int_equal(baton_chan_create_single(&ch, BATON_CHAN_MAX_CAPACITY + 1),
-			 BATON_EINVAL);
+	assert_int_equal(baton_chan_create_single(&ch, BATON_CHAN_MAX_CAPACITY + 1), BATON_EINVAL);
 	assert_int_equal(baton_chan_create_single(&ch, 2), BATON_OK);
 	/* Sends work from anywhere; a plain thread is never the owner. */
 	assert_int_equal(baton_chan_send(ch, (void *)1, 0), BATON_OK);
@@ -50,8 +49,7 @@ static baton_sched_t *pair_sched(void **state, const char *phase)
 	return tc_sched(c->workers);
 }
 
-static void pair_spawn(baton_sched_t *s, void **state, bool last,
-		       baton_task_fn fn, void *arg)
+static void pair_spawn(baton_sched_t *s, void **state, bool last, baton_task_fn fn, void *arg)
 {
 	struct tc_cfg *c = *state;
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
@@ -62,8 +60,8 @@ static void pair_spawn(baton_sched_t *s, void **state, bool last,
 }
 
 /* Run the two to their end; no task recorded a failure. */
-static void run_pair(baton_sched_t *s, void **state, baton_task_fn first,
-		     baton_task_fn second, void *arg)
+static void run_pair(baton_sched_t *s, void **state, baton_task_fn first, baton_task_fn second,
+		     void *arg)
 {
 	pair_spawn(s, state, false, first, arg);
 	pair_spawn(s, state, true, second, arg);
@@ -88,8 +86,8 @@ struct own {
 };
 
 /* Run first and second on them (the ordinary one of capacity other_cap). */
-static void check_two(void **state, const char *phase, size_t other_cap,
-		      baton_task_fn first, baton_task_fn second)
+static void check_two(void **state, const char *phase, size_t other_cap, baton_task_fn first,
+		      baton_task_fn second)
 {
 	baton_sched_t *s = pair_sched(state, phase);
 	struct own o = { NULL, NULL, 0 };
@@ -150,9 +148,9 @@ static void test_single_owner(void **state)
 
 struct bp {
 	baton_chan_t *ch;
-	long sent;	/* sends completed (atomic) */
-	int go;		/* the owner's timeouts are checked (atomic) */
-	int full;	/* the owner filled the buffer again (atomic) */
+	long sent;       /* sends completed (atomic) */
+	int go;          /* the owner's timeouts are checked (atomic) */
+	int full;        /* the owner filled the buffer again (atomic) */
 	int closed_seen; /* blocked senders that got ECLOSED (atomic) */
 };
 
@@ -181,7 +179,7 @@ static void bp_owner(void *arg)
 	struct bp *b = arg;
 	void *v;
 
-	TC_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_EAGAIN);   /* empty */
+	TC_CHECK_RC(baton_chan_recv(b->ch, &v, 0), BATON_EAGAIN); /* empty */
 	TC_CHECK_RC(baton_chan_recv(b->ch, &v, TC_MS(2)), BATON_ETIMEDOUT);
 	__atomic_store_n(&b->go, 1, __ATOMIC_RELEASE);
 	/* Back-pressure: the sender gets 2 ahead and then waits. */
@@ -365,8 +363,8 @@ static void test_single_select(void **state)
 
 struct many {
 	baton_chan_t *ch;
-	long per;	/* messages per sender */
-	long got, sum;	/* the owner's */
+	long per;      /* messages per sender */
+	long got, sum; /* the owner's */
 };
 
 static void many_task(void *arg)
@@ -374,8 +372,7 @@ static void many_task(void *arg)
 	struct many *m = arg;
 
 	for (long i = 1; i <= m->per; i++)
-		TC_CHECK_RC(baton_chan_send(m->ch, (void *)(intptr_t)i, TC_MS(10000)),
-			   BATON_OK);
+		TC_CHECK_RC(baton_chan_send(m->ch, (void *)(intptr_t)i, TC_MS(10000)), BATON_OK);
 }
 
 static void *many_thread(void *arg)
@@ -493,8 +490,8 @@ static void test_single_ring(void **state)
 	for (int i = 0; i < RINGS * RING_N; i++) {
 		int ring = i / RING_N, pos = i % RING_N;
 
-		m[i] = (struct rmember){ m[i].in, m[ring * RING_N + (pos + 1) % RING_N].in,
-					 pos, tc_scale(3000, 300), &bad };
+		m[i] = (struct rmember){ m[i].in, m[ring * RING_N + (pos + 1) % RING_N].in, pos,
+					 tc_scale(3000, 300), &bad };
 		/* Ring 0 across the workers, the others each on one. */
 		a.worker = (ring == 0 ? pos : ring) % (int)c->workers;
 		assert_int_equal(baton_sched_spawn(s, &a, ring_member, &m[i]), BATON_OK);
@@ -545,14 +542,10 @@ static void test_single_destroy_parked(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_single_args),
-		TC_CFG_TESTS(test_single_owner),
-		TC_CFG_TESTS(test_single_backpressure),
-		TC_CFG_TESTS(test_single_close_owner),
-		TC_CFG_TESTS(test_single_cancel),
-		TC_CFG_TESTS(test_single_select),
-		TC_CFG_TESTS(test_single_many_senders),
-		TC_CFG_TESTS(test_single_ring),
+		cmocka_unit_test(test_single_args),       TC_CFG_TESTS(test_single_owner),
+		TC_CFG_TESTS(test_single_backpressure),   TC_CFG_TESTS(test_single_close_owner),
+		TC_CFG_TESTS(test_single_cancel),         TC_CFG_TESTS(test_single_select),
+		TC_CFG_TESTS(test_single_many_senders),   TC_CFG_TESTS(test_single_ring),
 		TC_CFG_TESTS(test_single_destroy_parked),
 	};
 

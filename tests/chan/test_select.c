@@ -32,10 +32,8 @@ static void test_select_args(void **state)
 	assert_int_equal(baton_chan_select(NULL, 1, 0, &idx), BATON_EINVAL);
 	assert_int_equal(baton_chan_select(ops, 1, 0, NULL), BATON_EINVAL);
 	assert_int_equal(baton_chan_select(ops, 0, 0, &idx), BATON_EINVAL);
-	assert_int_equal(baton_chan_select(ops, BATON_CHAN_SELECT_MAX + 1, 0, &idx),
-			 BATON_EINVAL);
-	assert_int_equal(baton_chan_select(ops, BATON_CHAN_SELECT_MAX, 0, &idx),
-			 BATON_EAGAIN);
+	assert_int_equal(baton_chan_select(ops, BATON_CHAN_SELECT_MAX + 1, 0, &idx), BATON_EINVAL);
+	assert_int_equal(baton_chan_select(ops, BATON_CHAN_SELECT_MAX, 0, &idx), BATON_EAGAIN);
 	ops[1].chan = NULL;
 	assert_int_equal(baton_chan_select(ops, 2, 0, &idx), BATON_EINVAL);
 	ops[1] = op(a, 2, NULL);
@@ -88,8 +86,9 @@ static void test_select_random(void **state)
 
 		for (int i = 0; i < 3; i++) {
 			if (baton_chan_len(ch[i]) == 0)
-				assert_int_equal(baton_chan_send(ch[i], (void *)(intptr_t)(i + 1), 0),
-						 BATON_OK);
+				assert_int_equal(
+					baton_chan_send(ch[i], (void *)(intptr_t)(i + 1), 0),
+					BATON_OK);
 			ops[i] = op(ch[i], BATON_CHAN_RECV, NULL);
 		}
 		assert_int_equal(baton_chan_select(ops, 3, 0, &idx), BATON_OK);
@@ -154,14 +153,20 @@ static void check_full_buffer(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_full_buffer_1(void **state) { check_full_buffer(state, 1); }
-static void test_full_buffer_2(void **state) { check_full_buffer(state, 2); }
+static void test_full_buffer_1(void **state)
+{
+	check_full_buffer(state, 1);
+}
+static void test_full_buffer_2(void **state)
+{
+	check_full_buffer(state, 2);
+}
 
 /* --- blocking selects --------------------------------------------------- */
 
 struct blk {
 	baton_chan_t *a, *b, *c;
-	int phase;	/* selector is about to block (atomic) */
+	int phase; /* selector is about to block (atomic) */
 };
 
 static struct blk bk;
@@ -254,8 +259,14 @@ static void check_blocking(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_blocking_1(void **state) { check_blocking(state, 1); }
-static void test_blocking_2(void **state) { check_blocking(state, 2); }
+static void test_blocking_1(void **state)
+{
+	check_blocking(state, 1);
+}
+static void test_blocking_2(void **state)
+{
+	check_blocking(state, 2);
+}
 
 /* --- the same channel in two cases --------------------------------------- */
 
@@ -309,8 +320,14 @@ static void check_same_channel(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_same_channel_1(void **state) { check_same_channel(state, 1); }
-static void test_same_channel_2(void **state) { check_same_channel(state, 2); }
+static void test_same_channel_1(void **state)
+{
+	check_same_channel(state, 1);
+}
+static void test_same_channel_2(void **state)
+{
+	check_same_channel(state, 2);
+}
 
 /* --- many distinct channels ----------------------------------------------- */
 
@@ -470,22 +487,23 @@ static void check_race(void **state, size_t cap)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_race_unbuffered(void **state) { check_race(state, 0); }
-static void test_race_buffered(void **state) { check_race(state, 4); }
+static void test_race_unbuffered(void **state)
+{
+	check_race(state, 0);
+}
+static void test_race_buffered(void **state)
+{
+	check_race(state, 4);
+}
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_select_args),
-		cmocka_unit_test(test_select_random),
-		TC_MODEL_TESTS(test_full_buffer_1),
-		TC_MODEL_TESTS(test_full_buffer_2),
-		TC_MODEL_TESTS(test_blocking_1),
-		TC_MODEL_TESTS(test_blocking_2),
-		TC_MODEL_TESTS(test_same_channel_1),
-		TC_MODEL_TESTS(test_same_channel_2),
-		TC_MODEL_TESTS(test_race_unbuffered),
-		TC_MODEL_TESTS(test_race_buffered),
+		cmocka_unit_test(test_select_args),   cmocka_unit_test(test_select_random),
+		TC_MODEL_TESTS(test_full_buffer_1),   TC_MODEL_TESTS(test_full_buffer_2),
+		TC_MODEL_TESTS(test_blocking_1),      TC_MODEL_TESTS(test_blocking_2),
+		TC_MODEL_TESTS(test_same_channel_1),  TC_MODEL_TESTS(test_same_channel_2),
+		TC_MODEL_TESTS(test_race_unbuffered), TC_MODEL_TESTS(test_race_buffered),
 		TC_MODEL_TESTS(test_wide_select),
 	};
 

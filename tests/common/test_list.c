@@ -26,7 +26,7 @@ static void check_list(const struct baton_list *l, const int *want, size_t n)
 	struct item *it;
 	size_t i = 0;
 
-	BATON_LIST_FOR_EACH(it, l, a) {
+	BATON_LIST_FOR_EACH (it, l, a) {
 		assert_true(i < n);
 		assert_int_equal(it->value, want[i]);
 		assert_ptr_equal(it->a.prev, prev);
@@ -37,7 +37,8 @@ static void check_list(const struct baton_list *l, const int *want, size_t n)
 	assert_ptr_equal(l->tail, prev);
 	assert_true(baton__list_empty(l) == (n == 0));
 	assert_true(n == 0 ? baton__list_first(l) == NULL
-			   : BATON_LIST_ENTRY(baton__list_first(l), struct item, a)->value == want[0]);
+			   : BATON_LIST_ENTRY(baton__list_first(l), struct item, a)->value ==
+				    want[0]);
 	/* Back from the tail. */
 	for (const struct baton_list_node *x = l->tail; x; x = x->prev)
 		assert_int_equal(BATON_LIST_ENTRY(x, struct item, a)->value, want[--i]);
@@ -70,7 +71,7 @@ static void test_empty(void **state)
 	check_list(&zero, NULL, 0);
 	check_list(&init, NULL, 0);
 	assert_null(baton__list_pop(&zero));
-	BATON_LIST_FOR_EACH(it, &init, a)
+	BATON_LIST_FOR_EACH (it, &init, a)
 		seen++;
 	assert_int_equal(seen, 0);
 	baton__list_init(&zero);
@@ -187,7 +188,7 @@ static void test_for_each_safe_frees(void **state)
 		it->value = i;
 		baton__list_push_tail(&l, &it->a);
 	}
-	BATON_LIST_FOR_EACH_SAFE(it, tmp, &l, a) {
+	BATON_LIST_FOR_EACH_SAFE (it, tmp, &l, a) {
 		assert_int_equal(it->value, visited);
 		visited++;
 		if (it->value % 2 == 0) {
@@ -197,7 +198,7 @@ static void test_for_each_safe_frees(void **state)
 	}
 	assert_int_equal(visited, 8);
 	check_list(&l, (int[]){ 1, 3, 5, 7 }, 4);
-	BATON_LIST_FOR_EACH_SAFE(it, tmp, &l, a) {
+	BATON_LIST_FOR_EACH_SAFE (it, tmp, &l, a) {
 		baton__list_remove(&l, &it->a);
 		free(it);
 	}
@@ -218,7 +219,7 @@ static void test_two_lists_one_record(void **state)
 		baton__list_push_head(&lb, &it[i].b);
 	}
 	check_list(&la, (int[]){ 0, 1, 2 }, 3);
-	BATON_LIST_FOR_EACH(p, &lb, b)
+	BATON_LIST_FOR_EACH (p, &lb, b)
 		assert_int_equal(p->value, want--);
 	assert_int_equal(want, -1);
 	baton__list_remove(&lb, &it[1].b); /* leaves la alone */

@@ -55,7 +55,8 @@ __attribute__((noinline)) static long dive(size_t reach)
 
 static void *overflow_then_yield(void *arg, void *in)
 {
-	(void)arg; (void)in;
+	(void)arg;
+	(void)in;
 	/* From here to the bottom of a 32 KiB stack: 32 KiB plus what the
 	 * top page leaves below the control block (about 3.6 KiB). Reaching
 	 * 39,000 bytes down overflows by about 2.5 KiB: past the canary, well
@@ -65,7 +66,8 @@ static void *overflow_then_yield(void *arg, void *in)
 
 static void *overflow(void *arg, void *in)
 {
-	(void)arg; (void)in;
+	(void)arg;
+	(void)in;
 	return (void *)recurse(0);
 }
 
@@ -94,7 +96,7 @@ static int own_setup(void)
 	struct sigaction sa;
 
 	if (baton_coro_overflow_handler(0) != BATON_OK ||
-	    baton_coro_overflow_handler(0) != BATON_OK || /* the same choice again */
+	    baton_coro_overflow_handler(0) != BATON_OK ||    /* the same choice again */
 	    baton_coro_overflow_handler(1) != BATON_EBUSY || /* made once */
 	    baton_coro_overflow_handler(2) != BATON_EINVAL)
 		return 5;
@@ -140,8 +142,9 @@ int main(int argc, char **argv)
 
 	alarm(20);
 	if (argc != 2) {
-		fprintf(stderr, "usage: overflow_child stackful|copystack|copystack-task|null|"
-				"canary|fallback|own\n");
+		fprintf(stderr,
+			"usage: overflow_child stackful|copystack|copystack-task|null|"
+			"canary|fallback|own\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "copystack-task") == 0)

@@ -65,7 +65,8 @@ static void frames_survive_interleaving(void **state)
 	(void)state;
 	for (long i = 0; i < N; i++) {
 		jobs[i] = (struct job){ i, (int)(i % 13), TIMES };
-		assert_int_equal(baton_coro_create(&co[i], &copystack, descender, &jobs[i]), BATON_OK);
+		assert_int_equal(baton_coro_create(&co[i], &copystack, descender, &jobs[i]),
+				 BATON_OK);
 	}
 	for (int t = 0; t <= TIMES; t++) {
 		for (long i = 0; i < N; i++) {
@@ -99,8 +100,9 @@ static void *chain_link(void *arg, void *in)
 	(void)in;
 	memset(mine, (int)level, sizeof(mine));
 	if (level > 0)
-		assert_int_equal(baton_coro_create(&next, &copystack, chain_link,
-						   (void *)(level - 1)), BATON_OK);
+		assert_int_equal(
+			baton_coro_create(&next, &copystack, chain_link, (void *)(level - 1)),
+			BATON_OK);
 	for (int round = 0; round < 5; round++) {
 		if (next) {
 			assert_int_equal(baton_coro_resume(next, NULL, &v), BATON_OK);
@@ -138,7 +140,8 @@ static void *yield_local(void *arg, void *in)
 {
 	int local = 5;
 
-	(void)arg; (void)in;
+	(void)arg;
+	(void)in;
 	*(int *)arg = baton_coro_yield(&local, NULL);
 	return NULL;
 }
@@ -167,7 +170,8 @@ static void *create_with_local(void *arg, void *in)
 	baton_coro_t *inner;
 	int rc = baton_coro_create(&inner, &copystack, yield_local, &local);
 
-	(void)arg; (void)in;
+	(void)arg;
+	(void)in;
 	if (rc == BATON_OK)
 		baton_coro_destroy(inner);
 	return (void *)(intptr_t)rc;
@@ -187,7 +191,8 @@ static void create_local_arg_rejected_in_debug(void **state)
 
 static void *forever(void *arg, void *in)
 {
-	(void)arg; (void)in;
+	(void)arg;
+	(void)in;
 	for (;;)
 		baton_coro_yield(NULL, NULL);
 }

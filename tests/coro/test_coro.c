@@ -107,7 +107,8 @@ static void nested_resume(void **state)
 		void *v;
 
 		assert_int_equal(baton_coro_create(&outer_co, TC_ATTR(state), outer_fn,
-						   (void *)inner_attrs[i]), BATON_OK);
+						   (void *)inner_attrs[i]),
+				 BATON_OK);
 		assert_int_equal(baton_coro_resume(outer_co, NULL, &v), BATON_OK);
 		assert_int_equal((long)v, 41);
 		assert_int_equal(baton_coro_resume(outer_co, NULL, &v), BATON_OK);
@@ -119,7 +120,8 @@ static void nested_resume(void **state)
 
 static void *forever(void *arg, void *in)
 {
-	(void)arg; (void)in;
+	(void)arg;
+	(void)in;
 	for (;;)
 		baton_coro_yield(NULL, NULL);
 }
@@ -208,7 +210,8 @@ static void many_coroutines_round_robin(void **state)
 	long rounds = tc_scale(200, 20);
 
 	for (int i = 0; i < N; i++)
-		assert_int_equal(baton_coro_create(&co[i], TC_ATTR(state), forever, NULL), BATON_OK);
+		assert_int_equal(baton_coro_create(&co[i], TC_ATTR(state), forever, NULL),
+				 BATON_OK);
 	for (long r = 0; r < rounds; r++)
 		for (int i = 0; i < N; i++)
 			assert_int_equal(baton_coro_resume(co[i], NULL, NULL), BATON_OK);

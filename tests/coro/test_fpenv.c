@@ -114,7 +114,8 @@ static void set_cw(unsigned short cw)
 
 static void *x87_single_precision(void *arg, void *in)
 {
-	(void)arg; (void)in;
+	(void)arg;
+	(void)in;
 	set_cw((unsigned short)(get_cw() & ~0x300u)); /* PC = 00: single */
 	for (;;) {
 		assert_int_equal(get_cw() & 0x300u, 0);
@@ -127,7 +128,8 @@ static void x87_control_word_stays_with_its_coroutine(void **state)
 	unsigned short mine = get_cw();
 	baton_coro_t *co;
 
-	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), x87_single_precision, NULL), BATON_OK);
+	assert_int_equal(baton_coro_create(&co, TC_ATTR(state), x87_single_precision, NULL),
+			 BATON_OK);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(baton_coro_resume(co, NULL, NULL), BATON_OK);
 		assert_int_equal(get_cw(), mine);
@@ -146,7 +148,11 @@ static void x87_control_word_stays_with_its_coroutine(void **state)
 #ifndef BATON_TEST_UCONTEXT
 #define BATON_TEST_UCONTEXT 0
 #endif
-#define INHERITS(got, want) do { if (!BATON_TEST_UCONTEXT) assert_int_equal(got, want); } while (0)
+#define INHERITS(got, want)                          \
+	do {                                         \
+		if (!BATON_TEST_UCONTEXT)            \
+			assert_int_equal(got, want); \
+	} while (0)
 
 static struct baton_coro_attr shared_attr(void **state)
 {
@@ -226,9 +232,9 @@ static void own_state_survives_shared_resumer(void **state)
 	assert_int_equal(fegetround(), FE_TONEAREST);
 	assert_int_equal(baton_coro_create(&s, &a, shared_resumes_own, seen), BATON_OK);
 	assert_int_equal(baton_coro_resume(s, NULL, NULL), BATON_OK);
-	assert_int_equal(seen[0], FE_UPWARD);	  /* C kept its own */
-	INHERITS(seen[1], FE_TONEAREST);  /* S inherited ours */
-	INHERITS(seen[2], FE_UPWARD);	  /* S then inherited C's */
+	assert_int_equal(seen[0], FE_UPWARD);         /* C kept its own */
+	INHERITS(seen[1], FE_TONEAREST);              /* S inherited ours */
+	INHERITS(seen[2], FE_UPWARD);                 /* S then inherited C's */
 	assert_int_equal(fegetround(), FE_TONEAREST); /* ours restored */
 	baton_coro_destroy(s);
 	baton_coro_destroy(own_c);

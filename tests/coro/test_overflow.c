@@ -113,8 +113,8 @@ static void own_handler_gets_the_overflow(void **state)
 	(void)state;
 	err = run_child("own", &status);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 42)
-		fail_msg("expected the program's handler (exit 42), status %#x; stderr: %s",
-			 status, err);
+		fail_msg("expected the program's handler (exit 42), status %#x; stderr: %s", status,
+			 err);
 	assert_non_null(strstr(err, "the program's own handler ran"));
 	assert_null(strstr(err, "stack overflow"));
 }

@@ -87,7 +87,8 @@ static void threads_run_their_own_coroutines(void **state)
 	(void)state;
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, private_coroutines,
-						(void *)tc_scale(5000, 200)), 0);
+						(void *)tc_scale(5000, 200)),
+				 0);
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], &bad);
 		assert_int_equal((long)bad, 0);

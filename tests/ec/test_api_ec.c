@@ -90,7 +90,7 @@ static void *producer(void *arg)
 {
 	(void)arg;
 	usleep(20000);
-	x_data = 42;    /* plain store, published by the increment */
+	x_data = 42; /* plain store, published by the increment */
 	if (x_sp)
 		baton_ec_inc_sp(&x_ec);
 	else

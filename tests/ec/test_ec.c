@@ -74,7 +74,7 @@ static void wait_returns_at_once_when_version_differs(void **state)
 	assert_int_equal(baton_ec_wait_mp(&ec, 0, -1), BATON_OK);
 	assert_int_equal(baton_ec_wait(&ec, 0, 0), BATON_OK);
 	assert_int_equal(baton_ec_wait(&ec, 7, 1000000000), BATON_OK);
-	assert_true(mono_ns() - t0 < 100000000);  /* no sleep happened */
+	assert_true(mono_ns() - t0 < 100000000); /* no sleep happened */
 	assert_false(baton_ec_has_waiters(&ec));
 }
 
@@ -85,7 +85,7 @@ static void zero_timeout_only_checks(void **state)
 	(void)state;
 	assert_int_equal(baton_ec_wait(&ec, 0, 0), BATON_EAGAIN);
 	assert_int_equal(baton_ec_wait_mp(&ec, 0, 0), BATON_EAGAIN);
-	assert_false(baton_ec_has_waiters(&ec));  /* it did not announce itself */
+	assert_false(baton_ec_has_waiters(&ec)); /* it did not announce itself */
 }
 
 static void check_times_out(int (*wait)(baton_ec_t *, uint32_t, int64_t))
@@ -99,7 +99,7 @@ static void check_times_out(int (*wait)(baton_ec_t *, uint32_t, int64_t))
 	assert_int_equal(wait(&ec, 1, 10000000), BATON_ETIMEDOUT);
 	dt = mono_ns() - t0;
 	assert_true(dt >= 10000000);
-	assert_int_equal(baton_ec_value(&ec), 1);  /* a timeout changes no version */
+	assert_int_equal(baton_ec_value(&ec), 1); /* a timeout changes no version */
 	/* the flag may stay set; the next increment clears it (a spurious wake) */
 	baton_ec_inc(&ec);
 	assert_false(baton_ec_has_waiters(&ec));

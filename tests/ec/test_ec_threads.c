@@ -110,7 +110,7 @@ struct token {
 	int (*inc)(baton_ec_t *);
 	int (*wait)(baton_ec_t *, uint32_t, int64_t);
 	int n;
-	uint32_t rounds;             /* atomic: the holder may lower it */
+	uint32_t rounds; /* atomic: the holder may lower it */
 	long data;
 	int64_t timeout_ns;
 	int64_t budget_end;
@@ -129,7 +129,7 @@ static void short_delay(unsigned *seed)
 	volatile unsigned spin;
 
 	if ((r & 1023) == 0) {
-		usleep(50);  /* long enough that the others go to sleep */
+		usleep(50); /* long enough that the others go to sleep */
 		return;
 	}
 	for (spin = r % 64; spin > 0; spin--)
@@ -166,14 +166,16 @@ static void *play(void *arg)
 			 * (it may still return OK: the version did change) */
 			if (rc == BATON_ETIMEDOUT || mono_ns() - t0 >= t->timeout_ns) {
 				snprintf(t->failure, sizeof(t->failure),
-					 "lost wake-up: thread %d waited %lld ms for version %u to change (now %u)",
+					 "lost wake-up: thread %d waited %lld ms for version %u to "
+					 "change (now %u)",
 					 p->id, (long long)((mono_ns() - t0) / 1000000), v,
 					 baton_ec_value(&t->ec));
 				end_game(t);
 				return NULL;
 			}
 			if (rc != BATON_OK) {
-				snprintf(t->failure, sizeof(t->failure), "wait: %s", baton_strerror(rc));
+				snprintf(t->failure, sizeof(t->failure), "wait: %s",
+					 baton_strerror(rc));
 				return NULL;
 			}
 			continue;
@@ -196,9 +198,15 @@ static void *play(void *arg)
 static void pass_token(int n, int (*inc)(baton_ec_t *),
 		       int (*wait)(baton_ec_t *, uint32_t, int64_t), long rounds)
 {
-	struct token t = { BATON_EC_INITIALIZER, inc, wait, n,
-			   (uint32_t)tc_scale(rounds, rounds / 20), 0,
-			   INT64_C(2000000000) * time_scale(), 0, "" };
+	struct token t = { BATON_EC_INITIALIZER,
+			   inc,
+			   wait,
+			   n,
+			   (uint32_t)tc_scale(rounds, rounds / 20),
+			   0,
+			   INT64_C(2000000000) * time_scale(),
+			   0,
+			   "" };
 	struct player p[4];
 	pthread_t th[4];
 	int64_t t0 = mono_ns();

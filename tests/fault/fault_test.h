@@ -56,15 +56,15 @@ static inline int ft_allowed(int rc, const char *what, const char *file, int lin
 /* Try a call again while it says BATON_ENOMEM (one failure in the nth
  * mode; in the every-Nth mode it may keep failing: bounded). */
 #define FT_TRIES 8
-#define RETRY(expr)                                                   \
-	({                                                            \
-		int rc_;                                              \
-		for (int try_ = 0;; try_++) {                         \
-			rc_ = (expr);                                 \
+#define RETRY(expr)                                                      \
+	({                                                               \
+		int rc_;                                                 \
+		for (int try_ = 0;; try_++) {                            \
+			rc_ = (expr);                                    \
 			if (rc_ != BATON_ENOMEM || try_ + 1 == FT_TRIES) \
-				break;                                \
-		}                                                     \
-		ft_allowed(rc_, #expr, __FILE__, __LINE__);           \
+				break;                                   \
+		}                                                        \
+		ft_allowed(rc_, #expr, __FILE__, __LINE__);              \
 	})
 
 /* A scenario in a coroutine model, with a parameter of its own (workers,
@@ -85,8 +85,7 @@ static inline void *ft_thread(void *arg)
 	return NULL;
 }
 
-static inline void ft_run_once(ft_scenario fn, const struct baton_coro_attr *model,
-			       unsigned param)
+static inline void ft_run_once(ft_scenario fn, const struct baton_coro_attr *model, unsigned param)
 {
 	struct ft_run r = { fn, model, param };
 	pthread_t th;
@@ -98,15 +97,14 @@ static inline void ft_run_once(ft_scenario fn, const struct baton_coro_attr *mod
 /* What a sweep did, for the test's message and the docs' figures. */
 struct ft_tally {
 	unsigned long allocations; /* made by the scenario without failures */
-	unsigned long runs;	   /* scenario runs with a failure injected */
-	unsigned long injected;	   /* allocations failed in all */
-	int failed;		   /* checks failed so far */
+	unsigned long runs;        /* scenario runs with a failure injected */
+	unsigned long injected;    /* allocations failed in all */
+	int failed;                /* checks failed so far */
 };
 
 /* After a run: count it, and name the first run that failed a check
  * (the rest of the failures may follow from it). */
-static inline void ft_count(struct ft_tally *t, const char *name, const char *mode,
-			    unsigned long k)
+static inline void ft_count(struct ft_tally *t, const char *name, const char *mode, unsigned long k)
 {
 	t->injected += baton__fault_injected();
 	t->runs++;

@@ -143,12 +143,12 @@ static void test_coro(void **state)
 
 struct world {
 	const struct baton_coro_attr *model;
-	baton_chan_t *ch;	       /* producers -> main */
-	baton_chan_t *sel[5];	       /* a select wider than a task's inline room */
+	baton_chan_t *ch;     /* producers -> main */
+	baton_chan_t *sel[5]; /* a select wider than a task's inline room */
 	baton_wg_t *wg;
 	baton_mutex_t *mutex;
 	baton_sem_t *sem;
-	unsigned next_worker;	       /* of the next spawn */
+	unsigned next_worker; /* of the next spawn */
 };
 
 /* Spread over the workers: wake-ups cross between them. */
@@ -163,10 +163,10 @@ static int spawn(struct world *w, baton_task_fn fn, void *arg)
 }
 
 /* A wait that may need a timer: without memory for it, wait untimed. */
-#define TIMED(call_timeout, call_forever)                                   \
-	({                                                                  \
-		int r_ = ALLOWED(call_timeout);                             \
-		r_ == BATON_ENOMEM ? ALLOWED(call_forever) : r_;            \
+#define TIMED(call_timeout, call_forever)                        \
+	({                                                       \
+		int r_ = ALLOWED(call_timeout);                  \
+		r_ == BATON_ENOMEM ? ALLOWED(call_forever) : r_; \
 	})
 
 static void producer(void *arg)
@@ -174,7 +174,7 @@ static void producer(void *arg)
 	struct world *w = arg;
 
 	TC_CHECK(TIMED(baton_chan_send(w->ch, w, SEC), baton_chan_send(w->ch, w, FOREVER)) ==
-		BATON_OK);
+		 BATON_OK);
 }
 
 static void selected(void *arg)
@@ -189,8 +189,7 @@ static void worker_done(void *arg)
 {
 	struct world *w = arg;
 
-	if (TIMED(baton_mutex_lock(w->mutex, SEC), baton_mutex_lock(w->mutex, FOREVER)) ==
-	    BATON_OK)
+	if (TIMED(baton_mutex_lock(w->mutex, SEC), baton_mutex_lock(w->mutex, FOREVER)) == BATON_OK)
 		TC_CHECK(baton_mutex_unlock(w->mutex) == BATON_OK);
 	TC_CHECK(baton_sem_release(w->sem, 1) == BATON_OK);
 	TC_CHECK(baton_wg_done(w->wg) == BATON_OK);
@@ -208,7 +207,7 @@ static void channels(struct world *w)
 		void *v = NULL;
 
 		TC_CHECK(TIMED(baton_chan_recv(w->ch, &v, SEC),
-			      baton_chan_recv(w->ch, &v, FOREVER)) == BATON_OK);
+			       baton_chan_recv(w->ch, &v, FOREVER)) == BATON_OK);
 		TC_CHECK(v == w);
 	}
 	TC_CHECK(baton_chan_close(w->ch) == BATON_OK);
@@ -258,7 +257,7 @@ static void sync_group(struct world *w)
 			ALLOWED(baton_sched_sleep(1000000));
 			TC_CHECK(baton_mutex_unlock(w->mutex) == BATON_OK);
 			TC_CHECK(TIMED(baton_wg_wait(w->wg, SEC), baton_wg_wait(w->wg, FOREVER)) ==
-				BATON_OK);
+				 BATON_OK);
 			if (spawned > 0)
 				TC_CHECK(baton_sem_acquire(w->sem, spawned, 0) == BATON_OK);
 			TC_CHECK(baton_sem_destroy(w->sem) == BATON_OK);

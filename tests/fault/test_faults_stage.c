@@ -135,8 +135,7 @@ static int length(void *ctx, const struct baton_http_req *req, struct baton_http
 {
 	(void)ctx;
 	resp->body = resp->scratch;
-	resp->body_len = (size_t)snprintf(resp->scratch, resp->scratch_cap, "%zu\n",
-					  req->body_len);
+	resp->body_len = (size_t)snprintf(resp->scratch, resp->scratch_cap, "%zu\n", req->body_len);
 	return BATON_OK;
 }
 
@@ -166,7 +165,7 @@ static void check_responses(const char *buf, size_t len, const char *body)
 
 		if ((size_t)(end - p) >= sizeof(ok) - 1 && memcmp(p, ok, sizeof(ok) - 1) == 0) {
 			TC_CHECK(b != NULL && (size_t)(end - b) >= 4 + n &&
-				memcmp(b + 4, body, n) == 0);
+				 memcmp(b + 4, body, n) == 0);
 			if (b == NULL)
 				return;
 			p = b + 4 + n;
@@ -221,14 +220,19 @@ static void client(void *arg)
 
 	exchange(w, pipelined, sizeof(pipelined) - 1, "0\n");
 	/* A head longer than the first buffer. */
-	n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-		     "X-Long: %0*d\r\n\r\n", 10000, 0);
+	n = snprintf(req, sizeof(req),
+		     "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+		     "X-Long: %0*d\r\n\r\n",
+		     10000, 0);
 	exchange(w, req, (size_t)n, "0\n");
 	/* A body longer than it, by length and chunked. */
-	n = snprintf(req, sizeof(req), "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-		     "Content-Length: %d\r\n\r\n%0*d", BIG, BIG, 0);
+	n = snprintf(req, sizeof(req),
+		     "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+		     "Content-Length: %d\r\n\r\n%0*d",
+		     BIG, BIG, 0);
 	exchange(w, req, (size_t)n, "20000\n");
-	n = snprintf(req, sizeof(req), "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	n = snprintf(req, sizeof(req),
+		     "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
 		     "Transfer-Encoding: chunked\r\n\r\n%x\r\n%0*d\r\n0\r\n\r\n",
 		     BIG / 2, BIG / 2, 0);
 	exchange(w, req, (size_t)n, "10000\n");

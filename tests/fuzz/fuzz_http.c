@@ -29,12 +29,22 @@
 
 #include "http_parse.h"
 
-#define CHECK(x) do { if (!(x)) abort(); } while (0)
+#define CHECK(x)                 \
+	do {                     \
+		if (!(x))        \
+			abort(); \
+	} while (0)
 
 static int known_status(long r)
 {
 	switch (r) {
-	case -400: case -413: case -414: case -417: case -431: case -501: case -505:
+	case -400:
+	case -413:
+	case -414:
+	case -417:
+	case -431:
+	case -501:
+	case -505:
 		return 1;
 	}
 	return 0;
@@ -56,8 +66,8 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 	r = baton__http_parse_head(buf, n, lim, req, &why);
 	CHECK(r >= 0 || why != NULL);
 	/* is_head is set from the method as soon as it is read */
-	CHECK(req->is_head == (req->method && req->method_len == 4 &&
-			       memcmp(req->method, "HEAD", 4) == 0));
+	CHECK(req->is_head ==
+	      (req->method && req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0));
 	if (r > 0) {
 		int connect = req->method_id == BATON_HTTP_CONNECT;
 
@@ -66,8 +76,10 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 		      (req->method_id == BATON_HTTP_OPTIONS && req->target_len == 1));
 		CHECK((req->target_form == BATON_HTTP_ORIGIN_FORM) == (req->target[0] == '/'));
 		const char *lo = buf, *hi = buf + r;
-		CHECK(req->method >= lo && req->method + req->method_len <= hi && req->method_len > 0);
-		CHECK(req->target >= lo && req->target + req->target_len <= hi && req->target_len > 0);
+		CHECK(req->method >= lo && req->method + req->method_len <= hi &&
+		      req->method_len > 0);
+		CHECK(req->target >= lo && req->target + req->target_len <= hi &&
+		      req->target_len > 0);
 		CHECK(req->target_len <= lim->max_target);
 		CHECK(req->version_minor == 0 || req->version_minor == 1);
 		CHECK(req->nfields <= cap && req->nfields <= lim->max_fields);
@@ -85,7 +97,7 @@ static long parse_copy(const uint8_t *data, size_t n, const struct baton_http_li
 		/* a parsed field is a valid extra field of a response head */
 		static char out[1 << 16];
 		size_t on = baton__http_format_head(out, sizeof(out), 200, req->content_length,
-						   req->keep_alive, req->fields, req->nfields);
+						    req->keep_alive, req->fields, req->nfields);
 		CHECK(on > 0 || (size_t)r > sizeof(out) / 2);
 	}
 	free(buf);
@@ -159,7 +171,7 @@ static struct decoded decode(const struct baton_http_limits *lim, const uint8_t 
 		else if (d.consumed < split)
 			avail = split - d.consumed;
 		d.status = baton__http_chunked_feed(&c, copy + d.consumed, avail, &cons, out,
-						   out_cap, &prod);
+						    out_cap, &prod);
 		CHECK(cons <= avail && prod <= out_cap);
 		CHECK(d.status == 0 || d.status == 1 || d.status == -400 || d.status == -413 ||
 		      d.status == -431);
@@ -222,8 +234,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	whole = parse_copy(data, size, lim, &req, fields, 128);
 	CHECK(whole == 0 || (whole > 0 && (size_t)whole <= size) || known_status(whole));
 	part = parse_copy(data, split, lim, &req, fields, 128);
-	CHECK(part == 0 || part == whole || (part > 0 && (size_t)part <= split &&
-	      (size_t)part == (size_t)whole));
+	CHECK(part == 0 || part == whole ||
+	      (part > 0 && (size_t)part <= split && (size_t)part == (size_t)whole));
 	resumed(data, size, split, 0, lim, whole);
 	if (size < 1024)
 		resumed(data, size, 0, 1, lim, whole);

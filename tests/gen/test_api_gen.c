@@ -164,10 +164,8 @@ static void test_destroy_unfinished(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TC_MODEL_TESTS(test_bad_input),
-		TC_MODEL_TESTS(test_next_done),
-		TC_MODEL_TESTS(test_inside_body),
-		TC_MODEL_TESTS(test_yield_from),
+		TC_MODEL_TESTS(test_bad_input),          TC_MODEL_TESTS(test_next_done),
+		TC_MODEL_TESTS(test_inside_body),        TC_MODEL_TESTS(test_yield_from),
 		TC_MODEL_TESTS(test_destroy_unfinished),
 	};
 

@@ -74,7 +74,8 @@ static void yield_from_delegates(void **state)
 	void *v;
 	size_t k = 0;
 
-	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), concat, (void *)TC_ATTR(state)), BATON_OK);
+	assert_int_equal(baton_gen_create(&g, TC_ATTR(state), concat, (void *)TC_ATTR(state)),
+			 BATON_OK);
 	while (baton_gen_next(g, &v) == BATON_OK) {
 		assert_true(k < 6);
 		assert_int_equal((long)v, expect[k++]);
@@ -85,8 +86,8 @@ static void yield_from_delegates(void **state)
 
 static void catalan_counts(void **state)
 {
-	static const long catalan[] = { 1, 1, 2, 5, 14, 42, 132, 429, 1430, 4862,
-					16796, 58786, 208012 };
+	static const long catalan[] = { 1,   1,    2,    5,     14,    42,    132,
+					429, 1430, 4862, 16796, 58786, 208012 };
 	/* Catalan(12) = 208,012 answers at n = 12; under ASan a copy-stack
 	 * generator's switches cost many times their native price, so it
 	 * stops at n = 9 (4,862), still nesting generators up to 9 deep. */

@@ -26,8 +26,8 @@ static uint64_t next(void)
 
 /* Decode `in` fed in pieces cut at random; returns the final status and the
  * decoded body in out[0, *outn), the input consumed in *used. */
-static int decode_split(const struct baton_http_limits *lim, const char *in, size_t n,
-			char *out, size_t cap, size_t *outn, size_t *used, int small_out)
+static int decode_split(const struct baton_http_limits *lim, const char *in, size_t n, char *out,
+			size_t cap, size_t *outn, size_t *used, int small_out)
 {
 	struct baton_http_chunked c;
 	size_t i = 0, o = 0;
@@ -69,7 +69,9 @@ static void test_random_splits(void **state)
 			size_t k = 1 + next() % 700;
 			if (k > blen - b)
 				k = blen - b;
-			const char *fmt = (next() & 1) ? "%zx" : (next() & 1) ? "%04zX" : "%zx ;ext=\"v\";x";
+			const char *fmt = (next() & 1) ? "%zx"
+				: (next() & 1)         ? "%04zX"
+						       : "%zx ;ext=\"v\";x";
 			e += (size_t)sprintf(enc + e, fmt, k);
 			e += (size_t)sprintf(enc + e, "\r\n");
 			memcpy(enc + e, body + b, k);
@@ -77,7 +79,8 @@ static void test_random_splits(void **state)
 			b += k;
 			e += (size_t)sprintf(enc + e, "\r\n");
 		}
-		e += (size_t)sprintf(enc + e, (next() & 1) ? "0\r\n\r\n" : "000;z\r\nT: v\r\nU:\r\n\r\n");
+		e += (size_t)sprintf(enc + e,
+				     (next() & 1) ? "0\r\n\r\n" : "000;z\r\nT: v\r\nU:\r\n\r\n");
 		size_t end = e;
 		e += (size_t)sprintf(enc + e, "GET / HTTP/1.1\r\n");
 
@@ -97,7 +100,8 @@ static void test_random_splits(void **state)
 		do {
 			size_t cons, prod, piece = 1 + next() % (e - i);
 			/* the decoded bytes go to copy + o <= copy + i: never ahead */
-			r = baton__http_chunked_feed(&c, copy + i, piece, &cons, copy + o, e - o, &prod);
+			r = baton__http_chunked_feed(&c, copy + i, piece, &cons, copy + o, e - o,
+						     &prod);
 			i += cons;
 			o += prod;
 		} while (r == 0 && i < e);
@@ -149,7 +153,8 @@ static void test_malformed(void **state)
 			int r = decode_split(NULL, bads[k].in, strlen(bads[k].in), out, sizeof(out),
 					     &outn, &used, rep & 1);
 			if (r != bads[k].status)
-				fail_msg("case %s: got %d, want %d", bads[k].name, r, bads[k].status);
+				fail_msg("case %s: got %d, want %d", bads[k].name, r,
+					 bads[k].status);
 		}
 	}
 }
@@ -167,13 +172,17 @@ static void test_limits(void **state)
 	/* 10 bytes in total pass, 11 fail when the size digit is seen */
 	baton__http_chunked_init(&c, &lim);
 	assert_int_equal(baton__http_chunked_feed(&c, "4\r\n1234\r\n6\r\n123456\r\n0\r\n\r\n", 25,
-						 &cons, out, sizeof(out), &prod), 1);
+						  &cons, out, sizeof(out), &prod),
+			 1);
 	assert_int_equal(prod, 10);
 	baton__http_chunked_init(&c, &lim);
-	assert_int_equal(baton__http_chunked_feed(&c, "4\r\n1234\r\n7", 10, &cons, out, sizeof(out), &prod), -413);
+	assert_int_equal(
+		baton__http_chunked_feed(&c, "4\r\n1234\r\n7", 10, &cons, out, sizeof(out), &prod),
+		-413);
 	assert_non_null(c.why);
 	/* sticky */
-	assert_int_equal(baton__http_chunked_feed(&c, "\r\n", 2, &cons, out, sizeof(out), &prod), -413);
+	assert_int_equal(baton__http_chunked_feed(&c, "\r\n", 2, &cons, out, sizeof(out), &prod),
+			 -413);
 	assert_int_equal(cons, 0);
 
 	/* trailers: max_header_bytes and max_fields apply */
@@ -189,15 +198,19 @@ static void test_limits(void **state)
 	{
 		static char line[5000];
 		memset(line, '0', sizeof(line));
-		line[sizeof(line) - 1] = '1';  /* leading zeros, then 1 */
+		line[sizeof(line) - 1] = '1'; /* leading zeros, then 1 */
 		baton__http_chunked_init(&c, &deflim);
-		assert_int_equal(baton__http_chunked_feed(&c, line, sizeof(line), &cons, out, sizeof(out), &prod), -400);
+		assert_int_equal(baton__http_chunked_feed(&c, line, sizeof(line), &cons, out,
+							  sizeof(out), &prod),
+				 -400);
 	}
 
 	/* bad arguments */
 	baton__http_chunked_init(&c, NULL);
-	assert_int_equal(baton__http_chunked_feed(NULL, "", 0, &cons, out, 1, &prod), BATON_HTTP_EINVAL);
-	assert_int_equal(baton__http_chunked_feed(&c, NULL, 1, &cons, out, 1, &prod), BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_chunked_feed(NULL, "", 0, &cons, out, 1, &prod),
+			 BATON_HTTP_EINVAL);
+	assert_int_equal(baton__http_chunked_feed(&c, NULL, 1, &cons, out, 1, &prod),
+			 BATON_HTTP_EINVAL);
 	assert_int_equal(baton__http_chunked_done(NULL), 0);
 }
 
@@ -217,8 +230,9 @@ static void test_format(void **state)
 	assert_true(n > 0);
 	buf[n] = 0;
 	assert_memory_equal(buf, "HTTP/1.1 200 OK\r\nDate: ", 23);
-	assert_non_null(strstr(buf, "\r\nServer: baton\r\nContent-Length: 13\r\n"
-				    "Connection: keep-alive\r\nContent-Type: text/plain\r\n\r\n"));
+	assert_non_null(strstr(buf,
+			       "\r\nServer: baton\r\nContent-Length: 13\r\n"
+			       "Connection: keep-alive\r\nContent-Type: text/plain\r\n\r\n"));
 	assert_true(buf[n - 1] == '\n' && buf[n - 2] == '\r' && buf[n - 3] == '\n');
 	/* the date is an IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
 	const char *d = baton__http_date();

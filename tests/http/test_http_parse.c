@@ -12,12 +12,12 @@
 
 #include "http_parse.h"
 
-#define WHOLE LONG_MAX   /* expected: complete, the whole string is the head */
+#define WHOLE LONG_MAX /* expected: complete, the whole string is the head */
 
 struct case_ {
 	const char *name;
 	const char *req;
-	long expect;         /* WHOLE, or -status */
+	long expect; /* WHOLE, or -status */
 };
 
 static const struct case_ cases[] = {
@@ -25,20 +25,26 @@ static const struct case_ cases[] = {
 	{ "get", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
 	{ "head", "HEAD /x?y=1 HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
 	{ "post-cl", "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", WHOLE },
-	{ "post-chunked", "POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", WHOLE },
+	{ "post-chunked", "POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+	  WHOLE },
 	{ "te-case", "POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ChUnKeD\r\n\r\n", WHOLE },
 	{ "http10-no-host", "GET / HTTP/1.0\r\n\r\n", WHOLE },
 	{ "leading-crlf", "\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
 	{ "options-asterisk", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
-	{ "connect-authority", "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n", WHOLE },
+	{ "connect-authority", "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n",
+	  WHOLE },
 	{ "absolute-form", "GET http://a.example/x HTTP/1.1\r\nHost: a.example\r\n\r\n", WHOLE },
-	{ "ows-and-empty-value", "GET / HTTP/1.1\r\nHost:a\r\nX-E:\r\nX-T: \t v \t\r\n\r\n", WHOLE },
-	{ "cl-list-identical", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7, 7\r\n\r\n", WHOLE },
-	{ "cl-repeated-identical", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\nContent-Length: 7\r\n\r\n", WHOLE },
+	{ "ows-and-empty-value", "GET / HTTP/1.1\r\nHost:a\r\nX-E:\r\nX-T: \t v \t\r\n\r\n",
+	  WHOLE },
+	{ "cl-list-identical", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7, 7\r\n\r\n",
+	  WHOLE },
+	{ "cl-repeated-identical",
+	  "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\nContent-Length: 7\r\n\r\n", WHOLE },
 	{ "obs-text-value", "GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n", WHOLE },
 	{ "empty-host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", WHOLE },
 	{ "other-method", "PATCH / HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
-	{ "expect-continue", "PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n", WHOLE },
+	{ "expect-continue",
+	  "PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n", WHOLE },
 
 	/* request line */
 	{ "lowercase-version", "GET / http/1.1\r\nHost: a\r\n\r\n", -400 },
@@ -54,7 +60,8 @@ static const struct case_ cases[] = {
 	{ "version-0.9", "GET / HTTP/0.9\r\n\r\n", -505 },
 	{ "version-long", "GET / HTTP/1.10\r\nHost: a\r\n\r\n", -400 },
 	{ "long-method", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ / HTTP/1.1\r\n\r\n", -501 },
-	{ "many-empty-lines", "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
+	{ "many-empty-lines",
+	  "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
 
 	/* line endings */
 	{ "bare-lf-request-line", "GET / HTTP/1.1\nHost: a\r\n\r\n", -400 },
@@ -82,9 +89,14 @@ static const struct case_ cases[] = {
 	{ "invalid-host", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", -400 },
 
 	/* framing and smuggling */
-	{ "cl-and-te", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", -400 },
-	{ "te-and-cl", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", -400 },
-	{ "cl-differing", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", -400 },
+	{ "cl-and-te",
+	  "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+	  -400 },
+	{ "te-and-cl",
+	  "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+	  -400 },
+	{ "cl-differing",
+	  "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", -400 },
 	{ "cl-list-differing", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n", -400 },
 	{ "cl-empty-element", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5,,5\r\n\r\n", -400 },
 	{ "cl-empty", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", -400 },
@@ -92,17 +104,28 @@ static const struct case_ cases[] = {
 	{ "cl-plus", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\n", -400 },
 	{ "cl-hex", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", -400 },
 	{ "cl-space-inside", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 0\r\n\r\n", -400 },
-	{ "cl-overflow", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9223372036854775808\r\n\r\n", -400 },
-	{ "te-gzip-chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", -501 },
-	{ "te-chunked-gzip", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", -400 },
-	{ "te-identity", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", -400 },
+	{ "cl-overflow",
+	  "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9223372036854775808\r\n\r\n", -400 },
+	{ "te-gzip-chunked",
+	  "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", -501 },
+	{ "te-chunked-gzip",
+	  "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", -400 },
+	{ "te-identity", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n",
+	  -400 },
 	{ "te-empty", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", -400 },
-	{ "te-chunked-twice", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", -400 },
-	{ "te-xchunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n", -400 },
-	{ "te-chunked-param", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", -400 },
+	{ "te-chunked-twice",
+	  "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+	  "chunked\r\n\r\n",
+	  -400 },
+	{ "te-xchunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n",
+	  -400 },
+	{ "te-chunked-param",
+	  "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", -400 },
 	{ "te-http10", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", -400 },
-	{ "te-obs-fold", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n chunked\r\n\r\n", -400 },
-	{ "te-space-colon", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n", -400 },
+	{ "te-obs-fold", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n chunked\r\n\r\n",
+	  -400 },
+	{ "te-space-colon", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n",
+	  -400 },
 
 	/* Expect */
 	{ "expect-other", "PUT / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", -417 },
@@ -112,7 +135,8 @@ static const struct case_ cases[] = {
 	{ "absolute", "GET http://a:8080/x?y HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
 	{ "absolute-no-path", "POST https://a HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
 	{ "asterisk-options", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
-	{ "connect-authority", "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n", WHOLE },
+	{ "connect-authority", "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n",
+	  WHOLE },
 	{ "connect-ipv6", "CONNECT [::1]:443 HTTP/1.1\r\nHost: [::1]:443\r\n\r\n", WHOLE },
 	{ "options-origin", "OPTIONS /x HTTP/1.1\r\nHost: a\r\n\r\n", WHOLE },
 	{ "get-relative", "GET foo HTTP/1.1\r\nHost: a\r\n\r\n", -400 },
@@ -184,9 +208,11 @@ static void test_every_split(void **state)
 			if (c->expect == WHOLE && r != 0)
 				fail_msg("case %s: prefix %zu gave %ld", c->name, k, r);
 			if (r != 0 && r != final)
-				fail_msg("case %s: prefix %zu gave %ld, whole %ld", c->name, k, r, final);
+				fail_msg("case %s: prefix %zu gave %ld, whole %ld", c->name, k, r,
+					 final);
 			if (failed && r == 0)
-				fail_msg("case %s: prefix %zu needs more after failing", c->name, k);
+				fail_msg("case %s: prefix %zu needs more after failing", c->name,
+					 k);
 			failed |= r != 0;
 		}
 	}
@@ -288,14 +314,16 @@ static void test_resume_slow_client(void **state)
 	pr.fstart = 16;
 	pr.line = 25;
 	pr.len = 1;
-	assert_int_equal(baton__http_parse_head_resume(moved, n, &deflim, &req, &pr, NULL), (long)n);
+	assert_int_equal(baton__http_parse_head_resume(moved, n, &deflim, &req, &pr, NULL),
+			 (long)n);
 	assert_ptr_equal(req.target, moved + 4);
 }
 
 static void test_fields(void **state)
 {
-	static const char r[] = "\r\nPOST /up?x=1 HTTP/1.1\r\nHost: ex.org:8080\r\n"
-				"Content-Length: 12\r\nX-Pad:   spaced value \t\r\nEmpty:\r\n\r\nBODY";
+	static const char r[] =
+		"\r\nPOST /up?x=1 HTTP/1.1\r\nHost: ex.org:8080\r\n"
+		"Content-Length: 12\r\nX-Pad:   spaced value \t\r\nEmpty:\r\n\r\nBODY";
 	struct baton_http_request req;
 	long n;
 
@@ -342,7 +370,9 @@ static void test_fields(void **state)
 	/* HEAD is known from the method on, also when the head fails later:
 	 * the error answer to a HEAD leaves its body out */
 	memset(&req, 0, sizeof(req));
-	n = parse(STR("HEAD /" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"), &tiny_target, &req);
+	n = parse(STR("HEAD /"
+		      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"),
+		  &tiny_target, &req);
 	assert_int_equal(n, -414);
 	assert_true(req.is_head);
 	assert_int_equal(req.method_id, BATON_HTTP_HEAD);
@@ -356,7 +386,8 @@ static void test_fields(void **state)
 	n = parse(STR("GET https://h/ HTTP/1.1\r\nHost: h\r\n\r\n"), NULL, &req);
 	assert_true(n > 0);
 	assert_int_equal(req.target_form, BATON_HTTP_ABSOLUTE_FORM);
-	n = parse(STR("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"), NULL, &req);
+	n = parse(STR("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"), NULL,
+		  &req);
 	assert_true(n > 0);
 	assert_true(req.chunked);
 	assert_int_equal(req.content_length, -1);
@@ -401,7 +432,7 @@ static void test_limits(void **state)
 	memset(buf, 0, sizeof(buf));
 	strcpy(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: ");
 	size_t fs = strlen("Host: a\r\nX: ");
-	size_t pad = 64 - fs - 4;   /* value + CRLF + CRLF */
+	size_t pad = 64 - fs - 4; /* value + CRLF + CRLF */
 	memset(buf + strlen(buf), 'v', pad);
 	strcat(buf, "\r\n\r\n");
 	assert_int_equal(parse(buf, strlen(buf), &lim, &req), (long)strlen(buf));
@@ -419,18 +450,24 @@ static void test_limits(void **state)
 	assert_int_equal(parse(buf, 16 + 65, &lim, &req), -431);
 
 	/* field count: 3 pass, 4 fail (and the caller's array caps it too) */
-	assert_true(parse(STR("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n"), &lim, &req) > 0);
-	assert_int_equal(parse(STR("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC"), &lim, &req), -431);
+	assert_true(parse(STR("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n"), &lim, &req) >
+		    0);
+	assert_int_equal(parse(STR("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC"), &lim, &req),
+			 -431);
 	{
 		struct baton_http_field two[2];
 		struct baton_http_request r2 = { .fields = two, .fields_cap = 2 };
 		static const char s[] = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
-		assert_int_equal(baton__http_parse_head(s, sizeof(s) - 1, &deflim, &r2, NULL), -431);
+		assert_int_equal(baton__http_parse_head(s, sizeof(s) - 1, &deflim, &r2, NULL),
+				 -431);
 	}
 
 	/* body: Content-Length over max_body */
-	assert_true(parse(STR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n"), &lim, &req) > 0);
-	assert_int_equal(parse(STR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n"), &lim, &req), -413);
+	assert_true(parse(STR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n"), &lim,
+			  &req) > 0);
+	assert_int_equal(
+		parse(STR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n"), &lim, &req),
+		-413);
 
 	/* default limits: 8 KiB target */
 	{
@@ -444,11 +481,15 @@ static void test_limits(void **state)
 
 static void test_connection(void **state)
 {
-	static const struct { const char *r; int ka; } t[] = {
+	static const struct {
+		const char *r;
+		int ka;
+	} t[] = {
 		{ "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 1 },
 		{ "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 0 },
 		{ "GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, CLOSE\r\n\r\n", 0 },
-		{ "GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nConnection: close\r\n\r\n", 0 },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nConnection: close\r\n\r\n",
+		  0 },
 		{ "GET / HTTP/1.1\r\nHost: a\r\nConnection: closed\r\n\r\n", 1 },
 		{ "GET / HTTP/1.0\r\n\r\n", 0 },
 		{ "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 1 },
@@ -470,17 +511,23 @@ static void test_expect(void **state)
 	struct baton_http_request req;
 
 	(void)state;
-	assert_true(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n"), NULL, &req) > 0);
+	assert_true(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n"), NULL,
+			  &req) > 0);
 	assert_true(req.expect_continue);
-	assert_true(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-CONTINUE \r\n\r\n"), NULL, &req) > 0);
+	assert_true(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-CONTINUE \r\n\r\n"), NULL,
+			  &req) > 0);
 	assert_true(req.expect_continue);
 	/* HTTP/1.0: the expectation is ignored (RFC 9110 10.1.1) */
 	assert_true(parse(STR("PUT / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"), NULL, &req) > 0);
 	assert_false(req.expect_continue);
 	assert_true(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\n\r\n"), NULL, &req) > 0);
 	assert_false(req.expect_continue);
-	assert_int_equal(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, x\r\n\r\n"), NULL, &req), -417);
-	assert_int_equal(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue=1\r\n\r\n"), NULL, &req), -417);
+	assert_int_equal(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, x\r\n\r\n"),
+			       NULL, &req),
+			 -417);
+	assert_int_equal(parse(STR("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue=1\r\n\r\n"),
+			       NULL, &req),
+			 -417);
 }
 
 /* Values and targets of every length up to 48 (the parser checks 16 bytes
@@ -495,13 +542,16 @@ static void test_long_runs(void **state)
 
 	for (size_t n = 1; n <= 48; n++) {
 		for (int pass = 0; pass < 2; pass++) {
-			size_t head = (size_t)(pass ? sprintf(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: ")
-						  : sprintf(buf, "GET /"));
+			size_t head =
+				(size_t)(pass ? sprintf(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: ")
+					      : sprintf(buf, "GET /"));
 			for (size_t i = 0; i < n; i++)
-				buf[head + i] = pass ? (char)(i % 3 ? 'v' : (i % 2 ? '\t' : '\xe9')) : 'p';
+				buf[head + i] = pass ? (char)(i % 3 ? 'v' : (i % 2 ? '\t' : '\xe9'))
+						     : 'p';
 			if (pass)
-				buf[head + n - 1] = 'z';   /* no trailing OWS */
-			size_t tail = (size_t)sprintf(buf + head + n, pass ? "\r\n\r\n" : " HTTP/1.1\r\nHost: a\r\n\r\n");
+				buf[head + n - 1] = 'z'; /* no trailing OWS */
+			size_t tail = (size_t)sprintf(
+				buf + head + n, pass ? "\r\n\r\n" : " HTTP/1.1\r\nHost: a\r\n\r\n");
 			size_t len = head + n + tail;
 			assert_int_equal(parse(buf, len, NULL, &req), (long)len);
 			if (pass)
@@ -516,7 +566,8 @@ static void test_long_runs(void **state)
 					long r = parse(buf, len, NULL, &req);
 					if (r != -400)
 						fail_msg("%s len %zu: byte %#x at %zu gave %ld",
-							 pass ? "value" : "target", n, bad[b], k, r);
+							 pass ? "value" : "target", n, bad[b], k,
+							 r);
 					buf[head + k] = save;
 				}
 			}
@@ -541,16 +592,11 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_every_split),
-		cmocka_unit_test(test_fields),
-		cmocka_unit_test(test_pipelined),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_connection),
-		cmocka_unit_test(test_expect),
-		cmocka_unit_test(test_long_runs),
-		cmocka_unit_test(test_resume),
-		cmocka_unit_test(test_resume_slow_client),
+		cmocka_unit_test(test_table),    cmocka_unit_test(test_every_split),
+		cmocka_unit_test(test_fields),   cmocka_unit_test(test_pipelined),
+		cmocka_unit_test(test_limits),   cmocka_unit_test(test_connection),
+		cmocka_unit_test(test_expect),   cmocka_unit_test(test_long_runs),
+		cmocka_unit_test(test_resume),   cmocka_unit_test(test_resume_slow_client),
 		cmocka_unit_test(test_bad_args),
 	};
 

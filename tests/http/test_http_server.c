@@ -130,8 +130,7 @@ static void test_handler_queue_and_stages(void **state)
 	assert_int_equal(baton_http_server_set_stage(srv, "accept", 1, 1), BATON_OK);
 	assert_int_equal(baton_http_server_set_stage(srv, "accept", 2, 0), BATON_EINVAL);
 	assert_int_equal(baton_http_server_set_stage(srv, "accept", 0, 2), BATON_EINVAL);
-	assert_int_equal(baton_http_server_set_stage(srv, "read", 0,
-						     (size_t)a.max_connections + 1),
+	assert_int_equal(baton_http_server_set_stage(srv, "read", 0, (size_t)a.max_connections + 1),
 			 BATON_EINVAL);
 	assert_int_equal(baton_http_server_set_stage(srv, "read", BATON_HTTP_STAGE_MAX + 1, 0),
 			 BATON_EINVAL);

@@ -36,22 +36,24 @@ static void test_decode(void **state)
 	decode_ok("%41%62%7a%7A", 0, "Abzz", 4);
 	decode_ok("%2F%2f", 0, "//", 2);
 	decode_ok("caf%C3%A9", 0, "caf\xc3\xa9", 5);
-	decode_ok("a%00b", 0, "a\0b", 3);       /* the caller decides about NUL */
-	decode_ok("a+b", 0, "a+b", 3);          /* '+' is a plus in a path */
-	decode_ok("a+b%2B", 1, "a b+", 4);      /* and a space in a query */
+	decode_ok("a%00b", 0, "a\0b", 3);  /* the caller decides about NUL */
+	decode_ok("a+b", 0, "a+b", 3);     /* '+' is a plus in a path */
+	decode_ok("a+b%2B", 1, "a b+", 4); /* and a space in a query */
 	decode_ok("%25", 0, "%", 1);
-	decode_ok("%2525", 0, "%25", 3);        /* decoded once, not twice */
+	decode_ok("%2525", 0, "%25", 3); /* decoded once, not twice */
 }
 
 static void test_decode_refused(void **state)
 {
-	static const char *const bad[] = { "%", "%4", "a%", "%zz", "%4g", "%g4", "%%41", "x%2", "% 41" };
+	static const char *const bad[] = { "%",   "%4",   "a%",  "%zz", "%4g",
+					   "%g4", "%%41", "x%2", "% 41" };
 	char out[32];
 	size_t n;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(baton_http_decode(out, bad[i], strlen(bad[i]), 0, &n), BATON_EINVAL);
+		assert_int_equal(baton_http_decode(out, bad[i], strlen(bad[i]), 0, &n),
+				 BATON_EINVAL);
 	assert_int_equal(baton_http_decode(NULL, "a", 1, 0, &n), BATON_EINVAL);
 	assert_int_equal(baton_http_decode(out, NULL, 1, 0, &n), BATON_EINVAL);
 	assert_int_equal(baton_http_decode(out, "a", 1, 0, NULL), BATON_EINVAL);
@@ -88,12 +90,12 @@ static void test_query_args(void **state)
 	(void)state;
 	args_are("", "");
 	args_are("a=1", "a=1;");
-	args_are("a=1&b=2&a=3", "a=1;b=2;a=3;");      /* repeats kept, in order */
-	args_are("flag&x=", "flag=;x=;");              /* bare key, empty value */
-	args_are("&&a=1&&&b=2&", "a=1;b=2;");          /* empty arguments skipped */
-	args_are("k=v=w", "k=v=w;");                   /* the first '=' splits */
-	args_are("=v", "=v;");                         /* an empty key is a key */
-	args_are("x=%20+y", "x=%20+y;");               /* as sent: not decoded */
+	args_are("a=1&b=2&a=3", "a=1;b=2;a=3;"); /* repeats kept, in order */
+	args_are("flag&x=", "flag=;x=;");        /* bare key, empty value */
+	args_are("&&a=1&&&b=2&", "a=1;b=2;");    /* empty arguments skipped */
+	args_are("k=v=w", "k=v=w;");             /* the first '=' splits */
+	args_are("=v", "=v;");                   /* an empty key is a key */
+	args_are("x=%20+y", "x=%20+y;");         /* as sent: not decoded */
 	assert_int_equal(baton_http_query_next(NULL, 0, &pos, &k, &kl, &v, &vl), 0);
 	assert_int_equal(baton_http_query_next("a", 1, NULL, &k, &kl, &v, &vl), 0);
 	assert_int_equal(baton_http_query_next(NULL, 3, &pos, &k, &kl, &v, &vl), 0);

@@ -9,17 +9,20 @@
 
 static void test_exact_text(void **state)
 {
-	static const char want[] =
-		"{\"stages\":[{\"name\":\"parse \\\"1\\\"\",\"queued\":3,"
-		"\"queue_limit\":3,\"running\":0,\"concurrency\":2,"
-		"\"closed\":false,\"submitted\":3,\"rejected\":1,"
-		"\"completed\":0,\"handler_ns\":0,\"wait_ns\":0,"
-		"\"runners\":0,\"runners_started\":0}],"
-		"\"pools\":[{\"name\":\"db\",\"capacity\":2,\"in_use\":0,"
-		"\"waiters\":0,\"acquired\":0,\"refused\":0}]}";
+	static const char want[] = "{\"stages\":[{\"name\":\"parse \\\"1\\\"\",\"queued\":3,"
+				   "\"queue_limit\":3,\"running\":0,\"concurrency\":2,"
+				   "\"closed\":false,\"submitted\":3,\"rejected\":1,"
+				   "\"completed\":0,\"handler_ns\":0,\"wait_ns\":0,"
+				   "\"runners\":0,\"runners_started\":0}],"
+				   "\"pools\":[{\"name\":\"db\",\"capacity\":2,\"in_use\":0,"
+				   "\"waiters\":0,\"acquired\":0,\"refused\":0}]}";
 	struct baton_stage_stats st = {
-		.name = "parse \"1\"", .queued = 3, .queue_limit = 3, .concurrency = 2,
-		.submitted = 3, .rejected = 1,
+		.name = "parse \"1\"",
+		.queued = 3,
+		.queue_limit = 3,
+		.concurrency = 2,
+		.submitted = 3,
+		.rejected = 1,
 	};
 	struct baton_pool_stats p = { .name = "db", .capacity = 2 };
 	char buf[512], small[16];
@@ -33,8 +36,7 @@ static void test_exact_text(void **state)
 	assert_int_equal(httpd_stats_json(&st, 1, &p, 1, NULL, 0, &len), BATON_OK);
 	assert_int_equal(len, strlen(want));
 	/* Too small: EINVAL, the whole length, a terminated prefix. */
-	assert_int_equal(httpd_stats_json(&st, 1, &p, 1, small, sizeof(small), &len),
-			 BATON_EINVAL);
+	assert_int_equal(httpd_stats_json(&st, 1, &p, 1, small, sizeof(small), &len), BATON_EINVAL);
 	assert_int_equal(len, strlen(want));
 	assert_int_equal(strlen(small), sizeof(small) - 1);
 	assert_int_equal(httpd_stats_json(NULL, 0, NULL, 0, buf, sizeof(buf), &len), BATON_OK);

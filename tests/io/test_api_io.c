@@ -113,14 +113,14 @@ static void pi_connect_full(void *arg)
 	(void)arg;
 	TC_CHECK_RC(baton_io_open(&io, un_socket(), true), BATON_OK);
 	TC_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), 0),
-		   BATON_EAGAIN);
+		    BATON_EAGAIN);
 	t0 = tc_now();
-	TC_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr),
-				    TC_MS(20)), BATON_ETIMEDOUT);
+	TC_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), TC_MS(20)),
+		    BATON_ETIMEDOUT);
 	TC_CHECK(tc_now() - t0 >= TC_MS(20));
 	TC_CHECK_RC(baton_sched_spawn(baton_sched_self(), NULL, pi_acceptor, NULL), BATON_OK);
 	TC_CHECK_RC(baton_io_connect(io, (struct sockaddr *)&un_addr, sizeof(un_addr), -1),
-		   BATON_OK);
+		    BATON_OK);
 	TC_CHECK_RC(baton_io_close(io), BATON_OK);
 }
 
@@ -133,8 +133,8 @@ static void test_connect_unix_backlog_full(void **state)
 	memset(&un_addr, 0, sizeof(un_addr));
 	un_addr.sun_family = AF_UNIX;
 	/* abstract name: nothing left in the file system */
-	snprintf(un_addr.sun_path + 1, sizeof(un_addr.sun_path) - 1,
-		 "baton-promise-io-%d", (int)getpid());
+	snprintf(un_addr.sun_path + 1, sizeof(un_addr.sun_path) - 1, "baton-promise-io-%d",
+		 (int)getpid());
 	un_lis = un_socket();
 	assert_true(un_lis >= 0);
 	assert_int_equal(bind(un_lis, (struct sockaddr *)&un_addr, sizeof(un_addr)), 0);

@@ -50,7 +50,7 @@ struct echo {
 	baton_io_t *listener;
 	unsigned short port;
 	void **state;
-	long echoed;	/* bytes the clients got back right (atomic) */
+	long echoed; /* bytes the clients got back right (atomic) */
 	baton_wg_t *clients;
 };
 
@@ -97,7 +97,8 @@ static void echo_client(void *arg)
 
 		TC_CHECK(baton_io_write(c, msg, len, 5000000000LL, NULL) == BATON_OK);
 		while (got < len) {
-			if (baton_io_read(c, back + got, len - got, 5000000000LL, &n) != BATON_OK || n == 0)
+			if (baton_io_read(c, back + got, len - got, 5000000000LL, &n) != BATON_OK ||
+			    n == 0)
 				break;
 			got += n;
 		}
@@ -141,8 +142,14 @@ static void check_echo(void **state, unsigned workers)
 	alarm(0);
 }
 
-static void test_echo_1(void **state) { check_echo(state, 1); }
-static void test_echo_2(void **state) { check_echo(state, 2); }
+static void test_echo_1(void **state)
+{
+	check_echo(state, 1);
+}
+static void test_echo_2(void **state)
+{
+	check_echo(state, 2);
+}
 
 /* --- timeouts, try, errors -------------------------------------------------- */
 static void timeouts_task(void *arg)
@@ -189,8 +196,9 @@ static void timeouts_task(void *arg)
 		TC_CHECK(baton_io_close(lis) == BATON_OK);
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		TC_CHECK(baton_io_open(&c2, fd, true) == BATON_OK);
-		TC_CHECK(baton_io_connect(c2, (struct sockaddr *)&sa, len, 1000000000) == BATON_ESYS &&
-		      errno == ECONNREFUSED);
+		TC_CHECK(baton_io_connect(c2, (struct sockaddr *)&sa, len, 1000000000) ==
+				 BATON_ESYS &&
+			 errno == ECONNREFUSED);
 		TC_CHECK(baton_io_close(c2) == BATON_OK);
 	}
 }
@@ -251,9 +259,9 @@ struct notify_ctx {
 	baton_sched_t *s;
 	int peer;
 	int calls;
-	bool in_task;	/* the notification ran inside a task (must not) */
+	bool in_task; /* the notification ran inside a task (must not) */
 	bool read_ok;
-	bool done;	/* the reader ended */
+	bool done; /* the reader ended */
 };
 
 static baton_io_t *notify_handle;
@@ -458,8 +466,8 @@ struct spin {
 	baton_io_t *r;
 	int wfd;
 	int reader_ready; /* the reader waits in read */
-	long yields;	  /* the spinner's count */
-	long woke_at;	  /* the count when the reader got its byte */
+	long yields;      /* the spinner's count */
+	long woke_at;     /* the count when the reader got its byte */
 };
 
 static void spin_reader(void *arg)

@@ -49,8 +49,7 @@ static baton_sched_t *make_sched(unsigned workers)
 	return s;
 }
 
-static void spawn_on(baton_sched_t *s, void **state, int worker,
-		     baton_task_fn fn, void *arg)
+static void spawn_on(baton_sched_t *s, void **state, int worker, baton_task_fn fn, void *arg)
 {
 	struct baton_task_attr a = BATON_TASK_ATTR_INIT;
 
@@ -101,11 +100,11 @@ static void test_backend(void **state)
 #define HANDOFFS 200
 
 struct handoff {
-	baton_io_t *io;	 /* opened on worker 0, closed on worker 1 */
+	baton_io_t *io;   /* opened on worker 0, closed on worker 1 */
 	baton_io_t *peer; /* the other end, read on worker 0 */
 	void **state;
 	baton_sched_t *s;
-	int closed;	 /* (atomic) the closer is done */
+	int closed; /* (atomic) the closer is done */
 };
 
 static void closer(void *arg)
@@ -179,15 +178,15 @@ static void churn_task(void *arg)
 			TC_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
 		} else if (i % 3 == 1) {
 			TC_CHECK(baton_io_write(a, "z", 1, -1, NULL) == BATON_OK);
-			TC_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
-			      n == 1 && c == 'z');
+			TC_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK && n == 1 &&
+				 c == 'z');
 		}
 		TC_CHECK(baton_io_close(a) == BATON_OK);
 		if (i % 3 != 2)
 			TC_CHECK(baton_io_close(b) == BATON_OK);
 		else /* leave b for the next poll round to see a's hang-up */
-			TC_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK &&
-			      n == 0 && baton_io_close(b) == BATON_OK);
+			TC_CHECK(baton_io_read(b, &c, 1, 1000000000LL, &n) == BATON_OK && n == 0 &&
+				 baton_io_close(b) == BATON_OK);
 	}
 }
 
@@ -208,7 +207,7 @@ static double cpu_seconds(void)
 
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 static void unpollable_task(void *arg)
@@ -317,8 +316,8 @@ static void burst_reader(void *arg)
 	for (int i = 0; i < PAIRS; i++) {
 		/* Release: the writer sees the handles set up. */
 		__atomic_store_n(&b->want, i, __ATOMIC_RELEASE);
-		TC_CHECK(baton_io_read(b->r[i], buf, 1, 3000000000LL, &n) == BATON_OK &&
-		      n == 1 && buf[0] == 'w');
+		TC_CHECK(baton_io_read(b->r[i], buf, 1, 3000000000LL, &n) == BATON_OK && n == 1 &&
+			 buf[0] == 'w');
 	}
 	__atomic_store_n(&b->want, -1, __ATOMIC_RELEASE);
 	for (int i = 0; i < PAIRS; i++)
@@ -415,10 +414,10 @@ static void *write_later(void *arg)
 }
 
 struct peek {
-	unsigned refused;	/* the setup flags the kernel "refused" */
-	bool defer;		/* DEFER_TASKRUN asked for */
-	int done;		/* (atomic) the reader has its byte */
-	struct later_write lw;	/* not on a task's stack: a copy-stack
+	unsigned refused;      /* the setup flags the kernel "refused" */
+	bool defer;            /* DEFER_TASKRUN asked for */
+	int done;              /* (atomic) the reader has its byte */
+	struct later_write lw; /* not on a task's stack: a copy-stack
 				   task's is overwritten while it waits */
 };
 
@@ -461,7 +460,7 @@ static void peek_reader(void *arg)
 		 * with SINGLE_ISSUER and TASKRUN_FLAG (what a peek reads). */
 		if (setup & IORING_SETUP_DEFER_TASKRUN)
 			TC_CHECK((setup & IORING_SETUP_SINGLE_ISSUER) &&
-				(setup & IORING_SETUP_TASKRUN_FLAG));
+				 (setup & IORING_SETUP_TASKRUN_FLAG));
 		if (!(pk->refused & IORING_SETUP_COOP_TASKRUN))
 			TC_CHECK(setup & IORING_SETUP_COOP_TASKRUN);
 		if (!pk->defer)
@@ -564,7 +563,8 @@ static void use_after_move(void *arg)
 	TC_CHECK(pthread_create(&th, NULL, write_later, &moved.lw) == 0);
 	/* The edge comes from the worker's ring, set up again on this
 	 * thread if the first was a SINGLE_ISSUER one. */
-	TC_CHECK(baton_io_read(moved.kept, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 && c == 'p');
+	TC_CHECK(baton_io_read(moved.kept, &c, 1, 3000000000LL, &n) == BATON_OK && n == 1 &&
+		 c == 'p');
 	pthread_join(th, NULL);
 #if BATON_EXPECT_URING
 	TC_CHECK(baton_io_backend() && strcmp(baton_io_backend(), "io_uring") == 0);
@@ -611,14 +611,10 @@ static void test_run_on_another_thread(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TC_MODEL_TESTS(test_backend),
-		TC_MODEL_TESTS(test_close_elsewhere),
-		TC_MODEL_TESTS(test_churn),
-		TC_MODEL_TESTS(test_unpollable),
-		TC_MODEL_TESTS(test_overflow_rearm),
-		TC_MODEL_TESTS(test_refused_submissions),
-		TC_MODEL_TESTS(test_setup_fallback),
-		TC_MODEL_TESTS(test_run_on_another_thread),
+		TC_MODEL_TESTS(test_backend),        TC_MODEL_TESTS(test_close_elsewhere),
+		TC_MODEL_TESTS(test_churn),          TC_MODEL_TESTS(test_unpollable),
+		TC_MODEL_TESTS(test_overflow_rearm), TC_MODEL_TESTS(test_refused_submissions),
+		TC_MODEL_TESTS(test_setup_fallback), TC_MODEL_TESTS(test_run_on_another_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,12 +17,24 @@
 #include <baton/sync.h>
 
 enum op {
-	OP_RECV, OP_SEND, OP_RECV_TIMED, OP_SELECT, OP_MUTEX, OP_SEM, OP_WG,
-	OP_SLEEP, OP_IO, OP_GATE_ENTER, OP_POOL, OP_COUNT
+	OP_RECV,
+	OP_SEND,
+	OP_RECV_TIMED,
+	OP_SELECT,
+	OP_MUTEX,
+	OP_SEM,
+	OP_WG,
+	OP_SLEEP,
+	OP_IO,
+	OP_GATE_ENTER,
+	OP_POOL,
+	OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
-	"chan recv", "chan send", "chan recv with timeout", "select", "mutex",
-	"sem", "wait group", "sleep", "io read", "gate enter", "pool acquire",
+	"chan recv",  "chan send",    "chan recv with timeout",
+	"select",     "mutex",        "sem",
+	"wait group", "sleep",        "io read",
+	"gate enter", "pool acquire",
 };
 
 enum from { FROM_SAME_WORKER, FROM_OTHER_WORKER, FROM_THREAD };
@@ -31,10 +43,10 @@ struct blocked {
 	enum op op;
 	enum from from;
 	baton_task_t *victim; /* published by the victim (atomic) */
-	int held;	      /* (atomic) the canceller holds mutex and slot */
+	int held;             /* (atomic) the canceller holds mutex and slot */
 	int cancel_made;      /* (atomic) the victim may return now */
-	int rc;		      /* the victim's blocking call's result */
-	int done;	      /* (atomic) */
+	int rc;               /* the victim's blocking call's result */
+	int done;             /* (atomic) */
 	baton_chan_t *ch, *ch2;
 	baton_mutex_t *mutex;
 	baton_sem_t *sem;
@@ -226,8 +238,7 @@ static void run_blocked(void **state, enum op op, enum from from)
 	if (from == FROM_THREAD)
 		assert_int_equal(pthread_create(&th, NULL, canceller_thread, &b), 0);
 	else
-		tc_spawn(s, state, from == FROM_OTHER_WORKER ? 1 : 0,
-			 canceller_main, &b);
+		tc_spawn(s, state, from == FROM_OTHER_WORKER ? 1 : 0, canceller_main, &b);
 	assert_int_equal(baton_sched_run(s), BATON_OK);
 	if (from == FROM_THREAD) {
 		pthread_join(th, NULL);
@@ -311,15 +322,15 @@ static void test_cancel_not_blocked(void **state)
 
 /* --- a cancel racing a wake-up ------------------------------------------ */
 struct race {
-	baton_chan_t *ch;   /* capacity 1: the sender never waits */
+	baton_chan_t *ch; /* capacity 1: the sender never waits */
 	baton_mutex_t *mutex;
 	baton_task_t *victim; /* (atomic) */
-	int go;		      /* (atomic) both sides start together */
-	int held;	      /* (atomic) the waker holds the mutex */
+	int go;               /* (atomic) both sides start together */
+	int held;             /* (atomic) the waker holds the mutex */
 	int cancel_made;      /* (atomic) the victim may return now */
 	int rc;
 	void *got;
-	int done;	      /* (atomic) */
+	int done; /* (atomic) */
 };
 
 static void race_victim(void *arg)
@@ -432,8 +443,7 @@ static void test_bad_args(void **state)
 	assert_ptr_equal(baton_task_handle(), NULL);
 	assert_int_equal(baton_task_cancelled(), BATON_ENOSCHED);
 	assert_string_equal(baton_err_name(BATON_ECANCELED), "ECANCELED");
-	assert_string_not_equal(baton_strerror(BATON_ECANCELED),
-				"unknown baton error code");
+	assert_string_not_equal(baton_strerror(BATON_ECANCELED), "unknown baton error code");
 }
 
 int main(void)

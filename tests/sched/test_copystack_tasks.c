@@ -131,9 +131,9 @@ static void test_parked_get_save_buffers(void **state)
  * and every frame is checked on the way back up. */
 #define DEEP_FRAME 1000
 static baton_chan_t *dp_ping, *dp_pong;
-static long dp_levels_max;	/* set from the frame size at the first dive */
-static char *dp_frame_addr[2];	/* level 0's and level 1's frames */
-static int64_t dp_timeout;	/* -1 (solo waits) or a bound */
+static long dp_levels_max;     /* set from the frame size at the first dive */
+static char *dp_frame_addr[2]; /* level 0's and level 1's frames */
+static int64_t dp_timeout;     /* -1 (solo waits) or a bound */
 
 static __attribute__((noinline)) bool deep(long level, long bottom, unsigned seed)
 {
@@ -150,7 +150,7 @@ static __attribute__((noinline)) bool deep(long level, long bottom, unsigned see
 		void *v;
 
 		TC_CHECK_RC(baton_chan_send(dp_ping, (void *)(intptr_t)level, dp_timeout),
-			   BATON_OK);
+			    BATON_OK);
 		TC_CHECK_RC(baton_chan_recv(dp_pong, &v, dp_timeout), BATON_OK);
 		TC_CHECK((intptr_t)v == level);
 	}

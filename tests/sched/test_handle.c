@@ -20,7 +20,7 @@
 #include <baton/chan.h>
 
 static struct baton_task_attr T_ATTR; /* the model of the running test */
-static baton_chan_t *never;	      /* nobody sends: receivers block */
+static baton_chan_t *never;           /* nobody sends: receivers block */
 
 static int ret_arg(void *arg, void **result)
 {
@@ -79,7 +79,8 @@ static void joiner(void *arg)
 	TC_CHECK(baton_task_id() == BATON_TID_NONE); /* spawned without one */
 	for (intptr_t i = 0; i < K; i++)
 		TC_CHECK_RC(baton_task_spawn(S, &T_ATTR, i % 2 ? ret_arg : yield_then_ret,
-					    (void *)(i + 1), &ids[i]), BATON_OK);
+					     (void *)(i + 1), &ids[i]),
+			    BATON_OK);
 	for (int i = 0; i < K; i++) {
 		status = -1;
 		res = NULL;
@@ -195,10 +196,12 @@ static void test_thread_join(void **state)
 	baton_tid_t gid;
 
 	setup(state, "thread join");
-	assert_int_equal(baton_task_spawn(S, &T_ATTR, sleep_then_fail, (void *)5, &th.id), BATON_OK);
+	assert_int_equal(baton_task_spawn(S, &T_ATTR, sleep_then_fail, (void *)5, &th.id),
+			 BATON_OK);
 	assert_int_equal(baton_task_join(th.id, 0, NULL, NULL), BATON_EAGAIN);
 	assert_int_equal(baton_group_create(&th.g, S, 0), BATON_OK);
-	assert_int_equal(baton_group_spawn(th.g, &T_ATTR, sleep_then_fail, (void *)9, &gid), BATON_OK);
+	assert_int_equal(baton_group_spawn(th.g, &T_ATTR, sleep_then_fail, (void *)9, &gid),
+			 BATON_OK);
 	assert_int_equal(baton_group_spawn(th.g, &T_ATTR, ret_arg, (void *)0, NULL), BATON_OK);
 	assert_int_equal(baton_group_wait(th.g, 0, NULL), BATON_EAGAIN);
 	assert_int_equal(pthread_create(&p, NULL, thread_joins, &th), 0);
@@ -257,7 +260,8 @@ static void collect_all(void *arg)
 	TC_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
 	for (intptr_t i = 0; i < NG; i++)
 		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, i % 3 ? ret_arg : yield_then_ret,
-					     (void *)i, &ids[i]), BATON_OK);
+					      (void *)i, &ids[i]),
+			    BATON_OK);
 	for (intptr_t i = 0; i < NG; i++) {
 		int status = -1;
 		void *res = NULL;
@@ -300,8 +304,9 @@ static void collect_next(void *arg)
 	/* Child i yields i times: on one worker they end in that order.
 	 * Even ones give their id, odd ones do not. */
 	for (intptr_t i = NG; i >= 1; i--)
-		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, yield_n, (void *)i,
-					     i % 2 ? NULL : &ids[i]), BATON_OK);
+		TC_CHECK_RC(
+			baton_group_spawn(g, &T_ATTR, yield_n, (void *)i, i % 2 ? NULL : &ids[i]),
+			BATON_OK);
 	/* One joined and one detached before next sees them: never its. */
 	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, ret_arg, (void *)100, &joined), BATON_OK);
 	TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, yield_n, (void *)200, &dropped), BATON_OK);
@@ -345,8 +350,8 @@ static void test_group_next(void **state)
 	struct tc_cfg *c = *state;
 
 	setup(state, "group next");
-	assert_int_equal(baton_sched_spawn(S, &T_ATTR, collect_next,
-					   (void *)(intptr_t)c->workers), BATON_OK);
+	assert_int_equal(baton_sched_spawn(S, &T_ATTR, collect_next, (void *)(intptr_t)c->workers),
+			 BATON_OK);
 	finish();
 }
 
@@ -435,7 +440,7 @@ static void nested(void *arg)
 	TC_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
 	for (intptr_t i = 0; i < 4; i++)
 		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, child_with_group, (void *)(i % 2), NULL),
-			   BATON_OK);
+			    BATON_OK);
 	baton_sched_sleep(TC_MS(5));
 	TC_CHECK_RC(baton_group_close(g, NULL), BATON_OK);
 	TC_CHECK(__atomic_load_n(&grand_ended, __ATOMIC_RELAXED) == 16);
@@ -559,16 +564,11 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_errors),
-		TC_CFG_TESTS(test_join),
-		TC_CFG_TESTS(test_after_end),
-		TC_CFG_TESTS(test_thread_join),
-		TC_CFG_TESTS(test_group_fail_fast),
-		TC_CFG_TESTS(test_group_collect),
-		TC_CFG_TESTS(test_group_next),
-		TC_CFG_TESTS(test_group_next_thread),
-		TC_CFG_TESTS(test_group_nested),
-		TC_CFG_TESTS(test_cancel_owner),
+		cmocka_unit_test(test_errors),      TC_CFG_TESTS(test_join),
+		TC_CFG_TESTS(test_after_end),       TC_CFG_TESTS(test_thread_join),
+		TC_CFG_TESTS(test_group_fail_fast), TC_CFG_TESTS(test_group_collect),
+		TC_CFG_TESTS(test_group_next),      TC_CFG_TESTS(test_group_next_thread),
+		TC_CFG_TESTS(test_group_nested),    TC_CFG_TESTS(test_cancel_owner),
 		TC_CFG_TESTS(test_destroy),
 	};
 

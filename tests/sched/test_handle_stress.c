@@ -26,7 +26,7 @@
 
 static baton_sched_t *S;
 static baton_tid_t table[NIDS]; /* 0 = empty (atomic) */
-static long ops_left;		/* (atomic) */
+static long ops_left;           /* (atomic) */
 static long joined, aborted_ok; /* (atomic) counts for the report */
 static baton_chan_t *never;
 
@@ -66,7 +66,8 @@ static void check_join(int rc, uintptr_t arg_seen, int status)
 	if (status != (int)(arg_seen & 0xffff) && status != BATON_ECANCELED) {
 		char m[96];
 
-		snprintf(m, sizeof(m), "joined status %d for arg %#lx", status, (unsigned long)arg_seen);
+		snprintf(m, sizeof(m), "joined status %d for arg %#lx", status,
+			 (unsigned long)arg_seen);
 		TC_FAIL(m);
 	}
 }
@@ -75,8 +76,7 @@ static void check_join(int rc, uintptr_t arg_seen, int status)
 static void forget(int idx, baton_tid_t id)
 {
 	/* Relaxed: the table holds numbers; the ids' slots order themselves. */
-	__atomic_compare_exchange_n(&table[idx], &id, 0, false, __ATOMIC_RELAXED,
-				    __ATOMIC_RELAXED);
+	__atomic_compare_exchange_n(&table[idx], &id, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 /* Put a new id in the table at idx if that place is free, or detach it. */
@@ -96,7 +96,7 @@ static void group_op(uint64_t *rng, bool in_task)
 	struct baton_task_attr ta = BATON_TASK_ATTR_INIT;
 	unsigned n = 1 + tc_rand(rng) % 4;
 	unsigned flags = (tc_rand(rng) % 2 ? BATON_GROUP_FAIL_FAST : 0) |
-			 (tc_rand(rng) % 2 ? BATON_GROUP_COLLECT : 0);
+		(tc_rand(rng) % 2 ? BATON_GROUP_COLLECT : 0);
 	bool collect = flags & BATON_GROUP_COLLECT;
 	struct baton_task_end first;
 	int rc;
@@ -151,7 +151,7 @@ static void one_op(uint64_t *rng, bool in_task)
 
 		ta.coro.model = r >> 40 & 1 ? BATON_CORO_COPYSTACK : BATON_CORO_STACKFUL;
 		TC_CHECK_RC(baton_task_spawn(S, &ta, child, (void *)(uintptr_t)tc_rand(rng), &nid),
-			   BATON_OK);
+			    BATON_OK);
 		keep_id(idx, nid);
 		return;
 	}
@@ -161,11 +161,12 @@ static void one_op(uint64_t *rng, bool in_task)
 		if (rc == BATON_OK) /* Relaxed: a count. */
 			__atomic_add_fetch(&aborted_ok, 1, __ATOMIC_RELAXED);
 	} else if (op < 65) {
-		int64_t to = in_task ? (int64_t)(r >> 24) % 3 * 300000 : (int64_t)(r >> 24) % 2 * 1000000;
+		int64_t to = in_task ? (int64_t)(r >> 24) % 3 * 300000
+				     : (int64_t)(r >> 24) % 2 * 1000000;
 
 		rc = baton_task_join(id, to, &status, &res);
 		TC_CHECK(rc == BATON_OK || rc == BATON_EDEAD || rc == BATON_EAGAIN ||
-			rc == BATON_ETIMEDOUT);
+			 rc == BATON_ETIMEDOUT);
 		check_join(rc, (uintptr_t)res, status);
 		if (rc == BATON_OK || rc == BATON_EDEAD)
 			forget(idx, id);

@@ -23,9 +23,9 @@
 #define PP_ROUNDS 20000
 
 static baton_chan_t *pp_a, *pp_b;
-static long pp_hops;	   /* hand-overs of the pair (one worker: plain) */
-static long pp_max_gap;	   /* most pair hops between two bystander turns */
-static long pp_turns;	   /* bystander turns while the pair played */
+static long pp_hops;    /* hand-overs of the pair (one worker: plain) */
+static long pp_max_gap; /* most pair hops between two bystander turns */
+static long pp_turns;   /* bystander turns while the pair played */
 static bool pp_done;
 
 static void pp_ping(void *arg)
@@ -111,9 +111,9 @@ static void test_runnext_fairness(void **state)
 
 static baton_chan_t *mg_ch[MG_RINGS * MG_N];
 static long mg_rounds;
-static long mg_sum;	    /* messages that came back right (atomic) */
-static long mg_children;    /* short-lived tasks that ran (atomic) */
-static int mg_seen[2];	    /* a member ran on worker i (atomic) */
+static long mg_sum;      /* messages that came back right (atomic) */
+static long mg_children; /* short-lived tasks that ran (atomic) */
+static int mg_seen[2];   /* a member ran on worker i (atomic) */
 static void **mg_state;
 static baton_sched_t *mg_s;
 
@@ -155,7 +155,8 @@ static void mg_member(void *arg)
 				TC_CHECK_RC(baton_sched_sleep(1000), BATON_OK);
 				break;
 			case 5: { /* a task that finishes on its own */
-				struct baton_task_attr a = tc_tattr(mg_state, BATON_SCHED_ANY_WORKER);
+				struct baton_task_attr a =
+					tc_tattr(mg_state, BATON_SCHED_ANY_WORKER);
 
 				TC_CHECK_RC(baton_sched_spawn(mg_s, &a, mg_child, NULL), BATON_OK);
 				break;

@@ -19,7 +19,7 @@ struct member {
 };
 
 static struct member *members;
-static long bad;	/* messages that came back wrong */
+static long bad; /* messages that came back wrong */
 
 static void member_main(void *arg)
 {

@@ -101,8 +101,8 @@ static void tree_task(void *arg)
 
 		nodes[k].tree = t;
 		nodes[k].depth = n->depth - 1;
-		TC_CHECK_RC(baton_sched_spawn(baton_sched_self(), &a, tree_task,
-					     &nodes[k]), BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(baton_sched_self(), &a, tree_task, &nodes[k]),
+			    BATON_OK);
 		if (i == 1)
 			baton_sched_yield();
 	}
@@ -140,8 +140,14 @@ static void check_spawn_tree(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_spawn_tree_1(void **state) { check_spawn_tree(state, 1); }
-static void test_spawn_tree_2(void **state) { check_spawn_tree(state, 2); }
+static void test_spawn_tree_1(void **state)
+{
+	check_spawn_tree(state, 1);
+}
+static void test_spawn_tree_2(void **state)
+{
+	check_spawn_tree(state, 2);
+}
 
 /* --- in-task calls and their errors -------------------------------------- */
 
@@ -187,8 +193,14 @@ static void check_self(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(c.s), BATON_OK);
 }
 
-static void test_self_1(void **state) { check_self(state, 1); }
-static void test_self_2(void **state) { check_self(state, 2); }
+static void test_self_1(void **state)
+{
+	check_self(state, 1);
+}
+static void test_self_2(void **state)
+{
+	check_self(state, 2);
+}
 
 /* A plain coroutine that is not a task gets ENOSCHED too. */
 static void *plain_coro(void *arg, void *in)
@@ -243,8 +255,8 @@ static void test_yield_round_robin(void **state)
 	assert_int_equal(rr_len, RR_TASKS * RR_ROUNDS);
 	for (int i = 0; i < rr_len; i++)
 		if (rr_log[i] != i % RR_TASKS)
-			fail_msg("dispatch %d ran task %d, round robin wants %d",
-				 i, rr_log[i], i % RR_TASKS);
+			fail_msg("dispatch %d ran task %d, round robin wants %d", i, rr_log[i],
+				 i % RR_TASKS);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
@@ -265,8 +277,7 @@ static void stop_task(void *arg)
 	int first = baton_sched_worker_index();
 
 	for (int i = 0; i < 200; i++) {
-		if (__atomic_add_fetch(&stp.steps, 1, __ATOMIC_RELAXED) >= 150 &&
-		    arg) {
+		if (__atomic_add_fetch(&stp.steps, 1, __ATOMIC_RELAXED) >= 150 && arg) {
 			TC_CHECK_RC(baton_sched_stop(baton_sched_self()), BATON_OK);
 			arg = NULL;
 		}
@@ -274,8 +285,7 @@ static void stop_task(void *arg)
 			baton_sched_sleep(100000);
 		else
 			baton_sched_yield();
-		if (stp.model == BATON_CORO_COPYSTACK &&
-		    baton_sched_worker_index() != first)
+		if (stp.model == BATON_CORO_COPYSTACK && baton_sched_worker_index() != first)
 			__atomic_store_n(&stp.moved, 1, __ATOMIC_RELAXED);
 	}
 	__atomic_add_fetch(&stp.done, 1, __ATOMIC_RELAXED);
@@ -307,8 +317,14 @@ static void check_stop_continue(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_stop_continue_1(void **state) { check_stop_continue(state, 1); }
-static void test_stop_continue_2(void **state) { check_stop_continue(state, 2); }
+static void test_stop_continue_1(void **state)
+{
+	check_stop_continue(state, 1);
+}
+static void test_stop_continue_2(void **state)
+{
+	check_stop_continue(state, 2);
+}
 
 /* baton_sched_stop from another thread; destroy frees the tasks that were
  * still runnable (ASan/valgrind would report a leak otherwise). */
@@ -347,8 +363,14 @@ static void check_stop_from_thread(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_stop_from_thread_1(void **state) { check_stop_from_thread(state, 1); }
-static void test_stop_from_thread_2(void **state) { check_stop_from_thread(state, 2); }
+static void test_stop_from_thread_1(void **state)
+{
+	check_stop_from_thread(state, 1);
+}
+static void test_stop_from_thread_2(void **state)
+{
+	check_stop_from_thread(state, 2);
+}
 
 /* --- spawn from another thread while running ------------------------------ */
 
@@ -424,8 +446,14 @@ static void check_spawn_from_thread(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(e.s), BATON_OK);
 }
 
-static void test_spawn_from_thread_1(void **state) { check_spawn_from_thread(state, 1); }
-static void test_spawn_from_thread_2(void **state) { check_spawn_from_thread(state, 2); }
+static void test_spawn_from_thread_1(void **state)
+{
+	check_spawn_from_thread(state, 1);
+}
+static void test_spawn_from_thread_2(void **state)
+{
+	check_spawn_from_thread(state, 2);
+}
 
 /* --- many tasks ------------------------------------------------------------ */
 
@@ -452,8 +480,14 @@ static void check_many(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_many_1(void **state) { check_many(state, 1); }
-static void test_many_2(void **state) { check_many(state, 2); }
+static void test_many_1(void **state)
+{
+	check_many(state, 1);
+}
+static void test_many_2(void **state)
+{
+	check_many(state, 2);
+}
 
 int main(void)
 {

@@ -31,11 +31,11 @@ struct world {
 	baton_wg_t *wg;
 	baton_gate_t *gate;
 	int sv[2];
-	int blocked; /* tasks that reached their wait (atomic) */
+	int blocked;                 /* tasks that reached their wait (atomic) */
 	struct baton_gate_pass hold; /* the holder's slot: the program's to end */
-	baton_stage_t *work, *quick;  /* with handlers: runners, a dispatcher */
-	baton_chan_t *never_ch;	      /* the stuck handlers wait here */
-	int quick_done;		      /* quick's items handled (atomic) */
+	baton_stage_t *work, *quick; /* with handlers: runners, a dispatcher */
+	baton_chan_t *never_ch;      /* the stuck handlers wait here */
+	int quick_done;              /* quick's items handled (atomic) */
 };
 
 static struct world W;
@@ -46,17 +46,54 @@ static void reached(void)
 	__atomic_add_fetch(&W.blocked, 1, __ATOMIC_RELAXED);
 }
 
-static void on_recv(void *a) { (void)a; reached(); baton_chan_recv(W.recv_ch, NULL, FOREVER); TC_CHECK(0); }
-static void on_send(void *a) { (void)a; reached(); baton_chan_send(W.send_ch, NULL, FOREVER); TC_CHECK(0); }
-static void on_timed(void *a) { (void)a; reached(); baton_chan_recv(W.timed_ch, NULL, 60000000000LL); TC_CHECK(0); }
-static void on_sem(void *a) { (void)a; reached(); baton_sem_acquire(W.sem, 1, FOREVER); TC_CHECK(0); }
-static void on_wg(void *a) { (void)a; reached(); baton_wg_wait(W.wg, FOREVER); TC_CHECK(0); }
-static void on_sleep(void *a) { (void)a; reached(); baton_sched_sleep(60000000000LL); TC_CHECK(0); }
+static void on_recv(void *a)
+{
+	(void)a;
+	reached();
+	baton_chan_recv(W.recv_ch, NULL, FOREVER);
+	TC_CHECK(0);
+}
+static void on_send(void *a)
+{
+	(void)a;
+	reached();
+	baton_chan_send(W.send_ch, NULL, FOREVER);
+	TC_CHECK(0);
+}
+static void on_timed(void *a)
+{
+	(void)a;
+	reached();
+	baton_chan_recv(W.timed_ch, NULL, 60000000000LL);
+	TC_CHECK(0);
+}
+static void on_sem(void *a)
+{
+	(void)a;
+	reached();
+	baton_sem_acquire(W.sem, 1, FOREVER);
+	TC_CHECK(0);
+}
+static void on_wg(void *a)
+{
+	(void)a;
+	reached();
+	baton_wg_wait(W.wg, FOREVER);
+	TC_CHECK(0);
+}
+static void on_sleep(void *a)
+{
+	(void)a;
+	reached();
+	baton_sched_sleep(60000000000LL);
+	TC_CHECK(0);
+}
 
 static void on_select(void *a)
 {
 	struct baton_chan_op ops[2] = {
-		{ W.sel_a, BATON_CHAN_RECV, NULL, 0 }, { W.sel_b, BATON_CHAN_RECV, NULL, 0 },
+		{ W.sel_a, BATON_CHAN_RECV, NULL, 0 },
+		{ W.sel_b, BATON_CHAN_RECV, NULL, 0 },
 	};
 	size_t i;
 
@@ -76,7 +113,13 @@ static void holder(void *a)
 	TC_CHECK(0);
 }
 
-static void on_mutex(void *a) { (void)a; reached(); baton_mutex_lock(W.mutex, FOREVER); TC_CHECK(0); }
+static void on_mutex(void *a)
+{
+	(void)a;
+	reached();
+	baton_mutex_lock(W.mutex, FOREVER);
+	TC_CHECK(0);
+}
 
 static void on_stage(void *a)
 {
@@ -101,7 +144,11 @@ static void on_io(void *a)
 	TC_CHECK(0);
 }
 
-static void on_never(void *a) { (void)a; TC_CHECK(0); } /* spawned after the stop */
+static void on_never(void *a)
+{
+	(void)a;
+	TC_CHECK(0);
+} /* spawned after the stop */
 
 static baton_task_fn const blockers[] = {
 	on_recv, on_send, on_timed, on_sem, on_wg, on_sleep, on_select, holder, on_io,

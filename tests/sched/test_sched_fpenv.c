@@ -17,7 +17,6 @@
 #define BATON_TEST_UCONTEXT 0
 #endif
 
-
 static baton_sched_t *make_sched(unsigned workers)
 {
 	struct baton_sched_attr a;
@@ -100,11 +99,11 @@ static void default_tasks_do_no_fp_work(void **state)
 
 struct own_run {
 	baton_chan_t *to_own, *to_peer;
-	int mode;		 /* the own task's mode */
+	int mode; /* the own task's mode */
 	int wrong_own, wrong_peer, wrong_bystander;
-	int workers_seen;	 /* bit i: the own task ran on worker i */
+	int workers_seen; /* bit i: the own task ran on worker i */
 	int own_shared;
-	int done;		 /* atomic: the own task ends */
+	int done; /* atomic: the own task ends */
 };
 
 /* Sets its mode, then passes a token back and forth with a peer bound to
@@ -161,8 +160,7 @@ static void bystander_task(void *arg)
 	}
 }
 
-static void spawn_on(baton_sched_t *s, int worker, unsigned flags,
-		     baton_task_fn fn, void *arg)
+static void spawn_on(baton_sched_t *s, int worker, unsigned flags, baton_task_fn fn, void *arg)
 {
 	struct baton_task_attr a;
 

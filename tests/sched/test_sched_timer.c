@@ -37,17 +37,23 @@ static void check_sleep(void **state, unsigned workers)
 	TC_VERDICT();
 	for (int i = 0; i < 4; i++) {
 		if (slept[i] < sleep_ns[i])
-			fail_msg("sleep(%lld) returned after %lld ns",
-				 (long long)sleep_ns[i], (long long)slept[i]);
+			fail_msg("sleep(%lld) returned after %lld ns", (long long)sleep_ns[i],
+				 (long long)slept[i]);
 		if (slept[i] > sleep_ns[i] + slack)
-			fail_msg("sleep(%lld) took %lld ns",
-				 (long long)sleep_ns[i], (long long)slept[i]);
+			fail_msg("sleep(%lld) took %lld ns", (long long)sleep_ns[i],
+				 (long long)slept[i]);
 	}
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_sleep_1(void **state) { check_sleep(state, 1); }
-static void test_sleep_2(void **state) { check_sleep(state, 2); }
+static void test_sleep_1(void **state)
+{
+	check_sleep(state, 1);
+}
+static void test_sleep_2(void **state)
+{
+	check_sleep(state, 2);
+}
 
 /* --- many sleepers wake in deadline order ---------------------------------- */
 
@@ -98,8 +104,8 @@ static void test_sleep_order(void **state)
 
 			if (deadline[a] > deadline[b] + margin)
 				fail_msg("sleeper %d (deadline +%lld us) woke before "
-					 "sleeper %d (deadline +%lld us)", a,
-					 (long long)(deadline[a] - deadline[0]) / 1000, b,
+					 "sleeper %d (deadline +%lld us)",
+					 a, (long long)(deadline[a] - deadline[0]) / 1000, b,
 					 (long long)(deadline[b] - deadline[0]) / 1000);
 		}
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
@@ -141,8 +147,14 @@ static void check_sleep_across_stop(void **state, unsigned workers)
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_sleep_across_stop_1(void **state) { check_sleep_across_stop(state, 1); }
-static void test_sleep_across_stop_2(void **state) { check_sleep_across_stop(state, 2); }
+static void test_sleep_across_stop_1(void **state)
+{
+	check_sleep_across_stop(state, 1);
+}
+static void test_sleep_across_stop_2(void **state)
+{
+	check_sleep_across_stop(state, 2);
+}
 
 /* --- balancing ------------------------------------------------------------ */
 
@@ -150,12 +162,12 @@ static void test_sleep_across_stop_2(void **state) { check_sleep_across_stop(sta
 
 struct bal {
 	int model;
-	int first[BAL_TASKS];	  /* worker of the first dispatch */
-	int seen[BAL_TASKS][2];	  /* dispatches seen on worker 0 / 1 */
-	int moved_after_start;	  /* copy-stack task changed worker */
+	int first[BAL_TASKS];   /* worker of the first dispatch */
+	int seen[BAL_TASKS][2]; /* dispatches seen on worker 0 / 1 */
+	int moved_after_start;  /* copy-stack task changed worker */
 	long iters;
-	int stolen;		  /* some dispatch ran on worker 1 (atomic) */
-	int64_t until;		  /* stackful: keep going until stolen or then */
+	int stolen;    /* some dispatch ran on worker 1 (atomic) */
+	int64_t until; /* stackful: keep going until stolen or then */
 };
 
 static struct bal bal;
@@ -169,9 +181,9 @@ static void bal_task(void *arg)
 	/* A loaded machine may keep worker 1 off the CPU for a while: the
 	 * stackful run goes on until it was stolen from, or time is up. */
 	for (long i = 0; i < bal.iters ||
-	     (bal.model == BATON_CORO_STACKFUL &&
-	      !__atomic_load_n(&bal.stolen, __ATOMIC_RELAXED) &&
-	      tc_now() < bal.until); i++) {
+	     (bal.model == BATON_CORO_STACKFUL && !__atomic_load_n(&bal.stolen, __ATOMIC_RELAXED) &&
+	      tc_now() < bal.until);
+	     i++) {
 		w = baton_sched_worker_index();
 		if (w < 0 || w > 1) {
 			TC_FAIL("worker index out of range");
@@ -198,7 +210,8 @@ static void bal_check(void **state)
 	assert_int_equal(bal.moved_after_start, 0);
 	if (TC_ATTR(state)->model == BATON_CORO_STACKFUL && on1 == 0)
 		fail_msg("%d tasks spawned on worker 0 yielded for 3 s, none "
-			 "ever ran on idle worker 1: no steal", BAL_TASKS);
+			 "ever ran on idle worker 1: no steal",
+			 BAL_TASKS);
 }
 
 /* Tasks spawned on worker 0 before the run. */
@@ -289,8 +302,9 @@ static void test_many_short_runs(void **state)
 	int64_t until = tc_now() + TC_MS(700) * tc_time_scale();
 	long r;
 
-	tc_watchdog_phase(60, "many_short_runs (a run never returned: the stop "
-		    "did not reach an idle worker)");
+	tc_watchdog_phase(60,
+			  "many_short_runs (a run never returned: the stop "
+			  "did not reach an idle worker)");
 	for (r = 0; r < 200 || tc_now() < until; r++) {
 		switch (r % 3) {
 		case 0:
@@ -395,9 +409,11 @@ static void test_run_from_other_thread(void **state)
 	ts.tv_sec += 3 * tc_time_scale();
 	if (pthread_timedjoin_np(th, &ret, &ts) != 0) {
 		/* Cannot recover the spinning worker: end the program. */
-		fprintf(stderr, "FAIL: run from a second thread never returned "
+		fprintf(stderr,
+			"FAIL: run from a second thread never returned "
 			"(a %s task started by the first run's thread is "
-			"re-queued forever)\n", TC_ATTR(state)->name);
+			"re-queued forever)\n",
+			TC_ATTR(state)->name);
 		_exit(1);
 	}
 	if (TC_ATTR(state)->model == BATON_CORO_COPYSTACK) {

@@ -12,14 +12,14 @@
 
 struct ring {
 	baton_chan_t *ch[RING];
-	baton_chan_t *never;	/* no one ever sends here: a select decoy */
-	long hops;		/* the token's last value */
-	long passes;		/* hand-overs done (atomic) */
-	long cross;		/* hand-overs between workers (atomic) */
-	int last_worker;	/* worker of the last holder (atomic) */
+	baton_chan_t *never; /* no one ever sends here: a select decoy */
+	long hops;           /* the token's last value */
+	long passes;         /* hand-overs done (atomic) */
+	long cross;          /* hand-overs between workers (atomic) */
+	int last_worker;     /* worker of the last holder (atomic) */
 	int64_t wait_ns;
-	long total;		/* hops before the poison goes round */
-	int64_t until;		/* ... or when this time has passed */
+	long total;    /* hops before the poison goes round */
+	int64_t until; /* ... or when this time has passed */
 };
 
 static struct ring rg;
@@ -74,8 +74,10 @@ static void ring_send(int id, intptr_t v, uint64_t *x)
 	if (rc == BATON_ETIMEDOUT) {
 		char m[96];
 
-		snprintf(m, sizeof(m), "lost wake-up: send of token %ld was "
-			 "never taken", (long)v);
+		snprintf(m, sizeof(m),
+			 "lost wake-up: send of token %ld was "
+			 "never taken",
+			 (long)v);
 		TC_FAIL(m);
 	} else if (rc != BATON_OK) {
 		TC_CHECK_RC(rc, BATON_OK);
@@ -99,9 +101,10 @@ static void ring_task(void *arg)
 		if (rc == BATON_ETIMEDOUT) {
 			char m[120];
 
-			snprintf(m, sizeof(m), "lost wake-up: task %d waited "
-				 "%lld ms for the token after hop %ld", id,
-				 (long long)(rg.wait_ns / 1000000),
+			snprintf(m, sizeof(m),
+				 "lost wake-up: task %d waited "
+				 "%lld ms for the token after hop %ld",
+				 id, (long long)(rg.wait_ns / 1000000),
 				 __atomic_load_n(&rg.passes, __ATOMIC_RELAXED));
 			TC_FAIL(m);
 			return;
@@ -161,17 +164,24 @@ static void check_ring(void **state, size_t cap)
 	assert_int_equal(rg.hops, rg.passes);
 	assert_true(rg.passes >= 100);
 	if (getenv("BATON_TEST_VERBOSE"))
-		fprintf(stderr, "ring cap %zu: %ld hops, %ld across workers, "
-			"%.1f ms\n", cap, rg.passes, rg.cross,
-			(double)(tc_now() - t0) / 1e6);
+		fprintf(stderr,
+			"ring cap %zu: %ld hops, %ld across workers, "
+			"%.1f ms\n",
+			cap, rg.passes, rg.cross, (double)(tc_now() - t0) / 1e6);
 	for (int i = 0; i < RING; i++)
 		assert_int_equal(baton_chan_destroy(rg.ch[i]), BATON_OK);
 	assert_int_equal(baton_chan_destroy(rg.never), BATON_OK);
 	assert_int_equal(baton_sched_destroy(s), BATON_OK);
 }
 
-static void test_ring_unbuffered(void **state) { check_ring(state, 0); }
-static void test_ring_buffered(void **state) { check_ring(state, 1); }
+static void test_ring_unbuffered(void **state)
+{
+	check_ring(state, 0);
+}
+static void test_ring_buffered(void **state)
+{
+	check_ring(state, 1);
+}
 
 /* Wake-ups racing timeouts: pairs of tasks on different workers ping-pong
  * with timeouts close to the hand-over latency, so that the timer and the
@@ -181,7 +191,7 @@ struct pp {
 	baton_chan_t *ping, *pong;
 	long n;
 	long got;
-	int64_t until;	/* the first side stops pinging after this */
+	int64_t until; /* the first side stops pinging after this */
 };
 
 static struct pp pps[2];
@@ -222,8 +232,7 @@ static void pp_side(void *arg)
 			i = -1;
 		TC_CHECK(v == (void *)(intptr_t)i);
 		if (!first) {
-			while ((rc = baton_chan_send(out, v,
-						     (int64_t)(1 + tc_rand(&x) % 20000))) ==
+			while ((rc = baton_chan_send(out, v, (int64_t)(1 + tc_rand(&x) % 20000))) ==
 			       BATON_ETIMEDOUT)
 				if (tc_now() > deadline) {
 					TC_FAIL("lost wake-up: pong never taken");
@@ -260,8 +269,7 @@ static void test_pingpong_timeouts(void **state)
 		 * waiting); the count is what fit in the time. */
 		assert_true(pps[k].got >= 10);
 		if (getenv("BATON_TEST_VERBOSE"))
-			fprintf(stderr, "ping-pong %d: %ld round trips\n", k,
-				pps[k].got);
+			fprintf(stderr, "ping-pong %d: %ld round trips\n", k, pps[k].got);
 		assert_int_equal(baton_chan_destroy(pps[k].ping), BATON_OK);
 		assert_int_equal(baton_chan_destroy(pps[k].pong), BATON_OK);
 	}

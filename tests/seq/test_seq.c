@@ -270,10 +270,10 @@ static void test_cross_seq_cycle(void **state)
 
 struct shared {
 	baton_seq_t *s;
-	long counter;	     /* not atomic on purpose: the sequencer serialises */
-	long calls;	     /* per thread */
+	long counter; /* not atomic on purpose: the sequencer serialises */
+	long calls;   /* per thread */
 	_Atomic long errors;
-	_Atomic int stop_k;  /* set_batch test: a thread changes K while others call */
+	_Atomic int stop_k;      /* set_batch test: a thread changes K while others call */
 	pthread_barrier_t start; /* all threads call at once */
 };
 
@@ -311,8 +311,10 @@ static void *worker(void *arg)
 		    (intptr_t)res != req.v * 3 + 1)
 			atomic_fetch_add(&sh->errors, 1);
 		if (w->id == 0 && i % 997 == 0 && atomic_load(&sh->stop_k))
-			baton_seq_set_batch(sh->s, (unsigned)(i / 997) % 3 == 0 ? 0 :
-						   (i / 997) % 3 == 1 ? 4 : 16);
+			baton_seq_set_batch(sh->s,
+					    (unsigned)(i / 997) % 3 == 0 ? 0
+						    : (i / 997) % 3 == 1 ? 4
+									 : 16);
 	}
 	return NULL;
 }
@@ -345,8 +347,8 @@ static void run_threads(unsigned k, int vary_k)
 	assert_int_equal(sh.counter, THREADS * sh.calls);
 	assert_int_equal(baton_seq_stats(sh.s, &st), BATON_OK);
 	assert_int_equal(st.calls, (uint64_t)(THREADS * sh.calls));
-	fprintf(stderr, "k=%u%s: %llu calls, %llu switches, %llu combined, %llu sleeps\n",
-		k, vary_k ? " (varied)" : "", (unsigned long long)st.calls,
+	fprintf(stderr, "k=%u%s: %llu calls, %llu switches, %llu combined, %llu sleeps\n", k,
+		vary_k ? " (varied)" : "", (unsigned long long)st.calls,
 		(unsigned long long)st.switches, (unsigned long long)st.combined,
 		(unsigned long long)st.sleeps);
 	if (k == 0 && !vary_k) {
@@ -380,7 +382,7 @@ static void test_set_batch_runtime(void **state)
 struct gate {
 	baton_seq_t *s;
 	_Atomic int entered;
-	_Atomic long served;	/* requests that ran */
+	_Atomic long served; /* requests that ran */
 	int waiters;
 };
 
@@ -487,9 +489,9 @@ static void test_combining_serves_sleepers(void **state)
  */
 struct nap_shared {
 	baton_seq_t *s;
-	long counter;		/* only under the sequencer */
+	long counter; /* only under the sequencer */
 	_Atomic long errors;
-	_Atomic int callers;	/* workers not yet past their last call */
+	_Atomic int callers; /* workers not yet past their last call */
 	pthread_barrier_t start;
 };
 
@@ -581,9 +583,11 @@ static void run_naps(unsigned k, int asym, const char *phase)
 	assert_int_equal(sh.counter, 4 * tc_scale(1500, 200));
 	assert_int_equal(baton_seq_stats(sh.s, &st), BATON_OK);
 	fprintf(stderr, "naps k=%u %s: %llu calls, %llu combined, %llu sleeps\n", k,
-		saved < 0 ? "(library's mode)" : asym && saved ? "membarrier" : "fences",
-		(unsigned long long)st.calls,
-		(unsigned long long)st.combined, (unsigned long long)st.sleeps);
+		saved < 0               ? "(library's mode)"
+			: asym && saved ? "membarrier"
+					: "fences",
+		(unsigned long long)st.calls, (unsigned long long)st.combined,
+		(unsigned long long)st.sleeps);
 	assert_true(st.sleeps > 0);
 	assert_int_equal(baton_seq_destroy(sh.s), BATON_OK);
 }
@@ -633,8 +637,7 @@ static void test_sleepers_after_fork(void **state)
 		for (int i = 0; i < 4; i++)
 			pthread_join(t[i], NULL);
 		pthread_barrier_destroy(&sh.start);
-		if (atomic_load(&sh.errors) != 0 ||
-		    sh.counter != 4 * tc_scale(1500, 200))
+		if (atomic_load(&sh.errors) != 0 || sh.counter != 4 * tc_scale(1500, 200))
 			_exit(4);
 		baton_seq_stats(sh.s, &st);
 		baton_seq_destroy(sh.s);

@@ -40,8 +40,7 @@ static __attribute__((noinline)) void *aligned_fn(void *arg)
  * callee-saved registers and spills the rest; a switch or an entry that
  * lost one would change the sums. fn must return arg + 21, as aligned_fn
  * does. */
-static __attribute__((noinline)) long busy_caller_fn(baton_seq_t *s, long rounds,
-						     baton_seq_fn fn)
+static __attribute__((noinline)) long busy_caller_fn(baton_seq_t *s, long rounds, baton_seq_fn fn)
 {
 	unsigned long a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8;
 	double x = 0.5, y = 1.5, z = 2.5, w = 3.5;
@@ -50,11 +49,20 @@ static __attribute__((noinline)) long busy_caller_fn(baton_seq_t *s, long rounds
 	for (long i = 0; i < rounds; i++) {
 		void *res = NULL;
 
-		if (baton_seq_call(s, fn, (void *)i, &res) != BATON_OK ||
-		    (intptr_t)res != i + 21)
+		if (baton_seq_call(s, fn, (void *)i, &res) != BATON_OK || (intptr_t)res != i + 21)
 			bad++;
-		a += b; b += c; c += d; d += e; e += f; f += g; g += h; h += 1;
-		x += y; y += z; z += w; w += 0.25;
+		a += b;
+		b += c;
+		c += d;
+		d += e;
+		e += f;
+		f += g;
+		g += h;
+		h += 1;
+		x += y;
+		y += z;
+		z += w;
+		w += 0.25;
 	}
 	/* the sums a loop without calls computes */
 	{
@@ -62,11 +70,21 @@ static __attribute__((noinline)) long busy_caller_fn(baton_seq_t *s, long rounds
 		double ex = 0.5, ey = 1.5, ez = 2.5, ew = 3.5;
 
 		for (long i = 0; i < rounds; i++) {
-			ea += eb; eb += ec; ec += ed; ed += ee; ee += ef; ef += eg; eg += eh; eh += 1;
-			ex += ey; ey += ez; ez += ew; ew += 0.25;
+			ea += eb;
+			eb += ec;
+			ec += ed;
+			ed += ee;
+			ee += ef;
+			ef += eg;
+			eg += eh;
+			eh += 1;
+			ex += ey;
+			ey += ez;
+			ez += ew;
+			ew += 0.25;
 		}
-		if (a != ea || b != eb || c != ec || d != ed || e != ee || f != ef ||
-		    g != eg || h != eh || x != ex || y != ey || z != ez || w != ew)
+		if (a != ea || b != eb || c != ec || d != ed || e != ee || f != ef || g != eg ||
+		    h != eh || x != ex || y != ey || z != ez || w != ew)
 			bad += 1000;
 	}
 	return bad;

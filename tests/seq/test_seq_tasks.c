@@ -30,11 +30,11 @@ static int64_t now_ns(void)
 struct fixture {
 	baton_sched_t *sched;
 	baton_seq_t *seq;
-	_Atomic int holding;   /* the long call is running */
+	_Atomic int holding; /* the long call is running */
 	_Atomic int holder_done;
-	_Atomic long ticks;    /* the ticker's turns while `holding` */
-	_Atomic long served;   /* callers with the right result */
-	long serial;	       /* touched only on the dedicated stack */
+	_Atomic long ticks;  /* the ticker's turns while `holding` */
+	_Atomic long served; /* callers with the right result */
+	long serial;         /* touched only on the dedicated stack */
 	int64_t hold_ns;
 	const struct baton_coro_attr *model; /* of the tasks; NULL: stackful */
 };

@@ -206,10 +206,8 @@ static void test_barrier_kind(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_sections_and_destroy),
-		cmocka_unit_test(test_grace),
-		cmocka_unit_test(test_hazard),
+		cmocka_unit_test(test_bad_input),    cmocka_unit_test(test_sections_and_destroy),
+		cmocka_unit_test(test_grace),        cmocka_unit_test(test_hazard),
 		cmocka_unit_test(test_barrier_kind),
 	};
 

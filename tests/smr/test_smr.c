@@ -74,8 +74,8 @@ static void test_barrier_kind(void **state)
 #endif
 	} else if (force && strcmp(force, "membarrier") == 0) {
 		/* Refused by the kernel only in sandboxes: then a fallback. */
-		assert_true(k == BATON_SMR_BARRIER_MEMBARRIER ||
-			    k == BATON_SMR_BARRIER_MPROTECT || k == BATON_SMR_BARRIER_FENCE);
+		assert_true(k == BATON_SMR_BARRIER_MEMBARRIER || k == BATON_SMR_BARRIER_MPROTECT ||
+			    k == BATON_SMR_BARRIER_FENCE);
 	}
 	assert_int_equal(baton_smr_barrier_kind(), k); /* chosen once */
 }
@@ -183,12 +183,12 @@ static void test_retire_batches(void **state)
 struct shared {
 	baton_smr_t *d;
 	struct obj *cur; /* (atomic) */
-	int stop;	 /* (atomic) */
-	long reads;	 /* (atomic) */
+	int stop;        /* (atomic) */
+	long reads;      /* (atomic) */
 	long replaced;
-	int use_sync;	 /* writer: synchronize+free instead of retire */
-	int started;	 /* readers past their first section (atomic) */
-	unsigned rearm;	 /* > 0: each replacement re-arms the watchdog */
+	int use_sync;   /* writer: synchronize+free instead of retire */
+	int started;    /* readers past their first section (atomic) */
+	unsigned rearm; /* > 0: each replacement re-arms the watchdog */
 };
 
 static void read_once(struct shared *sh)
@@ -303,13 +303,13 @@ static void test_threads_synchronize(void **state)
 
 struct park {
 	baton_smr_t *d;
-	struct obj *cur;     /* (atomic) */
-	baton_chan_t *held;  /* reader -> writer: "I hold cur" */
+	struct obj *cur;      /* (atomic) */
+	baton_chan_t *held;   /* reader -> writer: "I hold cur" */
 	baton_chan_t *req[2]; /* reader -> the waker bound to worker k */
-	baton_chan_t *wake;  /* a waker -> reader */
-	baton_chan_t *done;  /* writer -> reader: round over, section may begin */
-	int ended;	     /* (atomic) sections ended (set just before unlock) */
-	int moved;	     /* rounds where the section ended on another worker */
+	baton_chan_t *wake;   /* a waker -> reader */
+	baton_chan_t *done;   /* writer -> reader: round over, section may begin */
+	int ended;            /* (atomic) sections ended (set just before unlock) */
+	int moved;            /* rounds where the section ended on another worker */
 	int rounds;
 };
 
@@ -509,7 +509,7 @@ struct stall {
 	baton_smr_hp_t *stalled;
 	struct obj *held;
 	uint64_t max_pending, bound;
-	int done;	 /* (atomic) the writer has finished (soak readers stop) */
+	int done;        /* (atomic) the writer has finished (soak readers stop) */
 	int64_t soak_ns; /* how long the writer retired (soak) */
 };
 
@@ -537,8 +537,7 @@ static void hp_reader(void *arg)
 	TC_CHECK_RC(baton_smr_hp_acquire(st->d, &hp), BATON_OK);
 	/* A soak keeps the slots busy for as long as the writer retires.
 	 * Relaxed: a stop flag, noticed eventually. */
-	for (long i = 0; i < 2000 || (soak && !__atomic_load_n(&st->done, __ATOMIC_RELAXED));
-	     i++) {
+	for (long i = 0; i < 2000 || (soak && !__atomic_load_n(&st->done, __ATOMIC_RELAXED)); i++) {
 		void *p;
 
 		TC_CHECK_RC(baton_smr_hp_protect(hp, (void *const *)&st->cur, &p), BATON_OK);
@@ -565,9 +564,9 @@ static long soak_seconds(void)
 /* The soak's figures, summed over its runs (one per model). */
 static struct {
 	unsigned runs;
-	int64_t ns;			   /* the writers' time retiring */
-	uint64_t retired, freed, slots;	   /* at each run's end */
-	uint64_t max_pending, bound;	   /* the most seen; the least bound */
+	int64_t ns;                     /* the writers' time retiring */
+	uint64_t retired, freed, slots; /* at each run's end */
+	uint64_t max_pending, bound;    /* the most seen; the least bound */
 } soak_sum;
 
 /* The share of S seconds of the run about to start: S split between the
@@ -634,9 +633,9 @@ static int soak_report(int failed)
 	       grouped(soak_sum.freed, f), (unsigned long long)soak_sum.max_pending,
 	       (unsigned long long)soak_sum.bound, (unsigned long long)soak_sum.slots,
 	       BATON_SMR_BATCH,
-	       held ? "held"
-	       : soak_sum.max_pending > soak_sum.bound ? "EXCEEDED"
-	       : "FAILED (see above)");
+	       held                                            ? "held"
+		       : soak_sum.max_pending > soak_sum.bound ? "EXCEEDED"
+							       : "FAILED (see above)");
 	fflush(stdout);
 	return held ? 0 : 1;
 }
@@ -679,8 +678,8 @@ static void test_hp_stalled_reader(void **state)
 		      TC_ATTR(state)->name, (unsigned long)ss.hp_slots, (unsigned long)st.bound,
 		      (unsigned long)st.max_pending, (unsigned long)ss.freed);
 	assert_true(st.max_pending <= st.bound);
-	assert_true(ss.hp_bound == (ss.hp_slots * 2 > BATON_SMR_BATCH ? ss.hp_slots * 2
-								 : BATON_SMR_BATCH));
+	assert_true(ss.hp_bound ==
+		    (ss.hp_slots * 2 > BATON_SMR_BATCH ? ss.hp_slots * 2 : BATON_SMR_BATCH));
 	assert_true(ss.freed + ss.hp_pending == ss.retired);
 	/* Released, the object goes with the domain. */
 	assert_int_equal(baton_smr_destroy(st.d), BATON_EBUSY);
@@ -693,14 +692,10 @@ static void test_hp_stalled_reader(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_barrier_kind),
-		cmocka_unit_test(test_args),
-		cmocka_unit_test(test_retire_batches),
-		cmocka_unit_test(test_threads_retire),
-		cmocka_unit_test(test_threads_synchronize),
-		TC_MODEL_TESTS(test_tasks_park_move),
-		TC_MODEL_TESTS(test_tasks_and_threads),
-		TC_MODEL_TESTS(test_hp_stalled_reader),
+		cmocka_unit_test(test_barrier_kind),        cmocka_unit_test(test_args),
+		cmocka_unit_test(test_retire_batches),      cmocka_unit_test(test_threads_retire),
+		cmocka_unit_test(test_threads_synchronize), TC_MODEL_TESTS(test_tasks_park_move),
+		TC_MODEL_TESTS(test_tasks_and_threads),     TC_MODEL_TESTS(test_hp_stalled_reader),
 	};
 	const struct CMUnitTest smr_soak[] = {
 		TC_MODEL_TESTS(test_hp_stalled_reader),

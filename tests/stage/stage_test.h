@@ -24,8 +24,7 @@ static inline int64_t patience(void)
 	return TC_MS(10000) * tc_time_scale();
 }
 
-static inline struct baton_stage_attr stage_attr(const char *name,
-						 baton_stage_fn fn, void *ctx,
+static inline struct baton_stage_attr stage_attr(const char *name, baton_stage_fn fn, void *ctx,
 						 size_t cap, unsigned conc)
 {
 	struct baton_stage_attr a = BATON_STAGE_ATTR_INIT;
@@ -39,9 +38,8 @@ static inline struct baton_stage_attr stage_attr(const char *name,
 	return a;
 }
 
-static inline baton_stage_t *make_stage(const char *name, baton_stage_fn fn,
-					void *ctx, size_t cap, unsigned conc,
-					const struct baton_stage_need *needs,
+static inline baton_stage_t *make_stage(const char *name, baton_stage_fn fn, void *ctx, size_t cap,
+					unsigned conc, const struct baton_stage_need *needs,
 					size_t nneeds)
 {
 	struct baton_stage_attr a = stage_attr(name, fn, ctx, cap, conc);
@@ -94,8 +92,7 @@ static inline void run(baton_task_fn main_fn, void *arg)
 
 	ta.coro = *cur->attr;
 	if (main_fn)
-		assert_int_equal(baton_sched_spawn(sched, &ta, main_fn, arg),
-				 BATON_OK);
+		assert_int_equal(baton_sched_spawn(sched, &ta, main_fn, arg), BATON_OK);
 	assert_int_equal(baton_sched_run(sched), BATON_OK);
 	TC_VERDICT();
 	assert_int_equal(baton_sched_destroy(sched), BATON_OK);
@@ -116,9 +113,8 @@ static inline void gauge_enter(struct gauge *g)
 	int m = __atomic_load_n(&g->max, __ATOMIC_RELAXED);
 
 	/* Relaxed: as above; the CAS only keeps the largest value. */
-	while (n > m && !__atomic_compare_exchange_n(&g->max, &m, n, 1,
-						     __ATOMIC_RELAXED,
-						     __ATOMIC_RELAXED))
+	while (n > m &&
+	       !__atomic_compare_exchange_n(&g->max, &m, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
 

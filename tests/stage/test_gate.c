@@ -49,7 +49,7 @@ static void lim_main(void *arg)
 	TC_CHECK(s.submitted == LIM_TASKS && s.completed == LIM_TASKS);
 	TC_CHECK(s.rejected == 0 && s.running == 0 && s.queued == 0);
 	TC_CHECK(s.handler_ns >= (uint64_t)TC_MS(LIM_TASKS));
-	TC_CHECK(s.wait_ns > 0); /* ten of them waited for a slot */
+	TC_CHECK(s.wait_ns > 0);                            /* ten of them waited for a slot */
 	TC_CHECK(s.runners == 0 && s.runners_started == 0); /* no task of its own */
 }
 
@@ -143,7 +143,7 @@ static void ref_main(void *arg)
 	TC_CHECK(s.rejected == 2 && s.submitted == 1 && s.queued == 0 && s.running == 1);
 	/* One waits (the queue holds one): a third is refused at once. */
 	TC_CHECK_RC(baton_sched_spawn(sched, &ta, ref_waiter, (void *)(intptr_t)BATON_ESHUTDOWN),
-		 BATON_OK);
+		    BATON_OK);
 	do {
 		baton_sched_yield();
 		gate_stats(ref_st, &s);

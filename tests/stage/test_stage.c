@@ -39,8 +39,7 @@ static void pipe_main(void *arg)
 	(void)arg;
 	for (long i = 0; i < PIPE_N; i++) {
 		pipe_items[i] = i;
-		TC_CHECK_RC(baton_stage_submit(pipe_a, &pipe_items[i], -1),
-			 BATON_OK);
+		TC_CHECK_RC(baton_stage_submit(pipe_a, &pipe_items[i], -1), BATON_OK);
 	}
 	close_drain(pipe_a); /* a's handlers have all submitted to b */
 	close_drain(pipe_b);
@@ -49,8 +48,7 @@ static void pipe_main(void *arg)
 	TC_CHECK(a.submitted == PIPE_N && a.completed == PIPE_N);
 	TC_CHECK(b.submitted == PIPE_N && b.completed == PIPE_N);
 	TC_CHECK(a.rejected == 0 && b.rejected == 0);
-	TC_CHECK(a.queued == 0 && a.running == 0 && b.queued == 0 &&
-	      b.running == 0);
+	TC_CHECK(a.queued == 0 && a.running == 0 && b.queued == 0 && b.running == 0);
 	TC_CHECK(a.closed && b.closed);
 }
 
@@ -138,8 +136,7 @@ static void test_shared_pool(void **state)
 
 	setup(state);
 	memset(&db_gauge, 0, sizeof(db_gauge));
-	assert_int_equal(baton_pool_create(&db_pool, "db connections", 2),
-			 BATON_OK);
+	assert_int_equal(baton_pool_create(&db_pool, "db connections", 2), BATON_OK);
 	need.pool = db_pool;
 	st[0] = make_stage("reads", db_handler, NULL, 8, 4, &need, 1);
 	st[1] = make_stage("writes", db_handler, NULL, 8, 4, &need, 1);
@@ -162,7 +159,7 @@ static void res_handler(void *item, void *ctx)
 	TC_CHECK_RC(baton_pool_snapshot(res_p1, &a), BATON_OK);
 	TC_CHECK_RC(baton_pool_snapshot(res_p2, &b), BATON_OK);
 	TC_CHECK_RC(baton_pool_snapshot(res_keep, &k), BATON_OK);
-	TC_CHECK(a.in_use == 2 && b.in_use == 1); /* concurrency 1: ours only */
+	TC_CHECK(a.in_use == 2 && b.in_use == 1);       /* concurrency 1: ours only */
 	TC_CHECK(k.in_use == (long)(intptr_t)item + 1); /* kept from before */
 }
 
@@ -190,8 +187,7 @@ static void test_resources_around_handler(void **state)
 	setup(state);
 	/* Created in an order different from the needs list's. */
 	assert_int_equal(baton_pool_create(&res_p2, "p2", 1), BATON_OK);
-	assert_int_equal(baton_pool_create(&res_keep, "inflight", 100),
-			 BATON_OK);
+	assert_int_equal(baton_pool_create(&res_keep, "inflight", 100), BATON_OK);
 	assert_int_equal(baton_pool_create(&res_p1, "p1", 4), BATON_OK);
 	needs[0] = (struct baton_stage_need){ res_p1, 2, 0 };
 	needs[1] = (struct baton_stage_need){ res_keep, 1, BATON_STAGE_KEEP };
@@ -413,7 +409,8 @@ static void hold_main(void *arg)
 	TC_CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)0, -1), BATON_OK);
 	/* The first handler is under way (on its worker) before the second
 	 * item is submitted. */
-	while (__atomic_load_n(&hold_start[0], __ATOMIC_ACQUIRE) == 0) /* pairs with the handler's release */
+	while (__atomic_load_n(&hold_start[0], __ATOMIC_ACQUIRE) ==
+	       0) /* pairs with the handler's release */
 		baton_sched_sleep(TC_MS(1) / 10);
 	TC_CHECK_RC(baton_stage_submit(st, (void *)(intptr_t)1, -1), BATON_OK);
 	TC_CHECK_RC(baton_stage_drain(st, patience()), BATON_OK);

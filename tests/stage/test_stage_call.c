@@ -25,9 +25,9 @@ static int64_t now_ns(void)
 struct job {
 	int in, out;
 	int64_t sleep_ns;
-	int *gate;   /* open when *gate != 0 (atomic) */
-	int ran;     /* the handler ran (atomic) */
-	int *freed;  /* counts abandon calls (atomic) */
+	int *gate;  /* open when *gate != 0 (atomic) */
+	int ran;    /* the handler ran (atomic) */
+	int *freed; /* counts abandon calls (atomic) */
 };
 
 static int ran_total; /* handler runs, all jobs (atomic) */
@@ -99,8 +99,7 @@ static void res_caller(void *arg)
 
 	/* A stackful caller may lend its frame: it stays until OK. The
 	 * copy-stack one must not (its stack moves while it waits). */
-	struct job *item = cur->attr == &tc_copystack ? job_new(j.in, j.sleep_ns, NULL, NULL)
-							   : &j;
+	struct job *item = cur->attr == &tc_copystack ? job_new(j.in, j.sleep_ns, NULL, NULL) : &j;
 
 	c.item = item;
 	TC_CHECK_RC(baton_stage_call(res_st, &c, patience()), BATON_OK);
@@ -123,7 +122,7 @@ static void res_main(void *arg)
 	baton_wg_add(res_wg, RES_CALLERS);
 	for (int i = 0; i < RES_CALLERS; i++)
 		TC_CHECK_RC(baton_sched_spawn(sched, &ta, res_caller, (void *)(intptr_t)(i + 1)),
-			 BATON_OK);
+			    BATON_OK);
 	TC_CHECK_RC(baton_wg_wait(res_wg, patience()), BATON_OK);
 	baton_wg_destroy(res_wg);
 	close_drain(res_st);
@@ -340,7 +339,8 @@ static void kp_main(void *arg)
 	kp_read_step(&p);
 	TC_CHECK_RC(baton_stage_set_queue_limit(kp_work, 1), BATON_OK);
 	{
-		struct job *hold = job_new(1, 0, &gate, &freed), *fill = job_new(2, 0, NULL, &freed);
+		struct job *hold = job_new(1, 0, &gate, &freed),
+			   *fill = job_new(2, 0, NULL, &freed);
 
 		TC_CHECK_RC(baton_stage_submit(kp_work, hold, 0), BATON_OK);
 		TC_CHECK_RC(baton_stage_submit(kp_work, fill, 0), BATON_OK);

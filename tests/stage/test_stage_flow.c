@@ -29,8 +29,7 @@ static void bp_main(void *arg)
 	TC_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
 	TC_CHECK_RC(baton_stage_submit(st, NULL, TC_MS(5)), BATON_ETIMEDOUT);
 	stats(st, &s);
-	TC_CHECK(s.queued == 2 && s.running == 0 && s.submitted == 2 &&
-	      s.rejected == 2);
+	TC_CHECK(s.queued == 2 && s.running == 0 && s.submitted == 2 && s.rejected == 2);
 	ta.coro = *cur->attr;
 	TC_CHECK_RC(baton_sched_spawn(sched, &ta, bp_blocked, st), BATON_OK);
 	baton_sched_sleep(TC_MS(2)); /* it is now blocked in submit */
@@ -85,8 +84,7 @@ static void cd_main(void *arg)
 	TC_CHECK_RC(baton_stage_submit(st, NULL, 0), BATON_EAGAIN);
 	ta.coro = *cur->attr;
 	for (int i = 0; i < 2; i++)
-		TC_CHECK_RC(baton_sched_spawn(sched, &ta, cd_blocked, st),
-			 BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, cd_blocked, st), BATON_OK);
 	baton_sched_sleep(TC_MS(2));
 	TC_CHECK_RC(baton_stage_set_queue_limit(st, 2), BATON_OK); /* below 3 */
 	stats(st, &s);
@@ -160,8 +158,7 @@ static void acc_main(void *arg)
 	ta.coro = *cur->attr;
 	acc_producing = ACC_PRODUCERS;
 	for (int i = 0; i < ACC_PRODUCERS; i++)
-		TC_CHECK_RC(baton_sched_spawn(sched, &ta, acc_producer, st),
-			 BATON_OK);
+		TC_CHECK_RC(baton_sched_spawn(sched, &ta, acc_producer, st), BATON_OK);
 	/* Acquire: pairs with each producer's release. */
 	while (__atomic_load_n(&acc_producing, __ATOMIC_ACQUIRE) > 0) {
 		stats(st, &s);

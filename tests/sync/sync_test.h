@@ -17,7 +17,7 @@
 
 #include <baton/sync.h>
 
-static TC_UNUSED const struct tc_cfg *cur;	/* the running test's configuration */
+static TC_UNUSED const struct tc_cfg *cur; /* the running test's configuration */
 static TC_UNUSED baton_sched_t *sched;
 
 static TC_UNUSED void spawn(baton_task_fn fn, void *arg)
@@ -69,8 +69,8 @@ static TC_UNUSED void await_arrivals(int n)
 static TC_UNUSED baton_mutex_t *mu;
 static TC_UNUSED baton_sem_t *sm;
 static TC_UNUSED baton_wg_t *wg, *wg2;
-static TC_UNUSED long counter;	/* plain: protected by the primitive under test */
-static TC_UNUSED int inside;	/* tasks in the critical section now */
+static TC_UNUSED long counter; /* plain: protected by the primitive under test */
+static TC_UNUSED int inside;   /* tasks in the critical section now */
 
 static TC_UNUSED void excl_body(void)
 {

@@ -299,10 +299,8 @@ static void test_wg(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_mutex_threads),
-		cmocka_unit_test(test_mutex_fifo),
-		cmocka_unit_test(test_sem_order),
+		cmocka_unit_test(test_bad_input),  cmocka_unit_test(test_mutex_threads),
+		cmocka_unit_test(test_mutex_fifo), cmocka_unit_test(test_sem_order),
 		cmocka_unit_test(test_wg),
 	};
 

@@ -153,8 +153,7 @@ static void ghost_mutex_waiter(void *arg)
 {
 	(void)arg;
 	ghost_rc = baton_mutex_lock(mu, 3 * ghost_x);
-	TC_CHECK(ghost_rc == BATON_ETIMEDOUT ||
-	      (cur->workers > 1 && ghost_rc == BATON_OK));
+	TC_CHECK(ghost_rc == BATON_ETIMEDOUT || (cur->workers > 1 && ghost_rc == BATON_OK));
 	if (ghost_rc == BATON_OK)
 		TC_CHECK_RC(baton_mutex_unlock(mu), BATON_OK);
 }
@@ -305,12 +304,9 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TC_CFG_TESTS(test_mutex_exclusion),
-		TC_CFG_TESTS(test_mutex_fifo),
-		TC_CFG_TESTS(test_mutex_timeout),
-		TC_CFG_TESTS(test_mutex_ghost),
-		TC_CFG_TESTS(test_outside_tasks),
-		cmocka_unit_test(test_bad_args),
+		TC_CFG_TESTS(test_mutex_exclusion), TC_CFG_TESTS(test_mutex_fifo),
+		TC_CFG_TESTS(test_mutex_timeout),   TC_CFG_TESTS(test_mutex_ghost),
+		TC_CFG_TESTS(test_outside_tasks),   cmocka_unit_test(test_bad_args),
 	};
 
 	/* e.g. BATON_TEST_FILTER='*ghost*' to run a few while debugging */

@@ -119,9 +119,8 @@ static void sem_fifo_main(void *arg)
 	/* Queue, in order: 0 asks 3, 1 asks 1, 2 asks 5 but gives up after
 	 * 5 ms, 3 asks 1, 4 asks 2. */
 	static const struct sem_req reqs[] = {
-		{ 0, 3, -1, BATON_OK }, { 1, 1, -1, BATON_OK },
-		{ 2, 5, TC_MS(5), BATON_ETIMEDOUT }, { 3, 1, -1, BATON_OK },
-		{ 4, 2, -1, BATON_OK },
+		{ 0, 3, -1, BATON_OK }, { 1, 1, -1, BATON_OK }, { 2, 5, TC_MS(5), BATON_ETIMEDOUT },
+		{ 3, 1, -1, BATON_OK }, { 4, 2, -1, BATON_OK },
 	};
 	long v;
 
@@ -168,7 +167,8 @@ static void test_sem_fifo(void **state)
  * leaves, without any release: 1 unit free, 0 asks 4 and gives up (after
  * 1 has queued behind it), 1 asks 1. */
 static struct sem_req head_reqs[] = {
-	{ 0, 4, 0 /* set below */, BATON_ETIMEDOUT }, { 1, 1, -1, BATON_OK },
+	{ 0, 4, 0 /* set below */, BATON_ETIMEDOUT },
+	{ 1, 1, -1, BATON_OK },
 };
 
 static void sem_head_main(void *arg)
@@ -190,7 +190,7 @@ static void sem_head_main(void *arg)
 	v = baton_sem_value(sm);
 	TC_CHECK(v == 0);
 	TC_CHECK_RC(baton_sem_release(sm, 2), BATON_OK);
-	TC_CHECK_RC(baton_sem_acquire(sm, 2, 0), BATON_OK);   /* try, enough */
+	TC_CHECK_RC(baton_sem_acquire(sm, 2, 0), BATON_OK);     /* try, enough */
 	TC_CHECK_RC(baton_sem_acquire(sm, 1, 0), BATON_EAGAIN); /* try, none */
 	TC_CHECK_RC(baton_sem_acquire(sm, 1, TC_MS(5)), BATON_ETIMEDOUT);
 	TC_CHECK_RC(baton_sem_release(sm, 1), BATON_OK);
@@ -342,12 +342,9 @@ static void test_wg_timeout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TC_CFG_TESTS(test_sem_exclusion),
-		TC_CFG_TESTS(test_sem_fifo),
-		TC_CFG_TESTS(test_sem_timeout),
-		TC_CFG_TESTS(test_sem_ghost),
-		TC_CFG_TESTS(test_wg_many),
-		TC_CFG_TESTS(test_wg_timeout),
+		TC_CFG_TESTS(test_sem_exclusion), TC_CFG_TESTS(test_sem_fifo),
+		TC_CFG_TESTS(test_sem_timeout),   TC_CFG_TESTS(test_sem_ghost),
+		TC_CFG_TESTS(test_wg_many),       TC_CFG_TESTS(test_wg_timeout),
 	};
 
 	/* e.g. BATON_TEST_FILTER='test_wg_*' to run a few while debugging */

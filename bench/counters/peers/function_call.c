@@ -24,54 +24,54 @@
 #define NOIPA __attribute__((noipa))
 
 struct counter {
-    int i;
+	int i;
 };
 
 static NOIPA void counter_run(struct counter *c)
 {
-    c->i++;
+	c->i++;
 }
 
 /* Kept out of main so that the timed region is exactly this loop. */
 static NOIPA void run_all(struct counter *counters, long n, long m)
 {
-    for (long r = 0; r < m; r++)
-        for (long j = 0; j < n; j++)
-            counter_run(&counters[j]);
+	for (long r = 0; r < m; r++)
+		for (long j = 0; j < n; j++)
+			counter_run(&counters[j]);
 }
 
 int main(int argc, char **argv)
 {
-    struct pc_opts o;
-    pc_parse_args(argc, argv, &o, 0);
+	struct pc_opts o;
+	pc_parse_args(argc, argv, &o, 0);
 
-    /* Construction: outside the timed region. */
-    struct counter *counters = calloc((size_t)o.counters, sizeof *counters);
-    double *samples = malloc((size_t)o.runs * sizeof *samples);
-    if (counters == NULL || samples == NULL) {
-        fprintf(stderr, "counters-function-call: out of memory\n");
-        return 1;
-    }
+	/* Construction: outside the timed region. */
+	struct counter *counters = calloc((size_t)o.counters, sizeof *counters);
+	double *samples = malloc((size_t)o.runs * sizeof *samples);
+	if (counters == NULL || samples == NULL) {
+		fprintf(stderr, "counters-function-call: out of memory\n");
+		return 1;
+	}
 
-    const double ops = (double)o.counters * (double)o.resumes;
-    for (long run = 0; run < o.runs; run++) {
-        int64_t t0 = pc_now_ns();
-        run_all(counters, o.counters, o.resumes);
-        int64_t t1 = pc_now_ns();
-        samples[run] = (double)(t1 - t0) / ops;
-    }
+	const double ops = (double)o.counters * (double)o.resumes;
+	for (long run = 0; run < o.runs; run++) {
+		int64_t t0 = pc_now_ns();
+		run_all(counters, o.counters, o.resumes);
+		int64_t t1 = pc_now_ns();
+		samples[run] = (double)(t1 - t0) / ops;
+	}
 
-    const long want = o.runs * o.resumes;
-    for (long j = 0; j < o.counters; j++) {
-        if (counters[j].i != want) {
-            fprintf(stderr, "counters-function-call: counter %ld is %d, expected %ld\n", j,
-                    counters[j].i, want);
-            return 1;
-        }
-    }
+	const long want = o.runs * o.resumes;
+	for (long j = 0; j < o.counters; j++) {
+		if (counters[j].i != want) {
+			fprintf(stderr, "counters-function-call: counter %ld is %d, expected %ld\n",
+				j, counters[j].i, want);
+			return 1;
+		}
+	}
 
-    pc_report("function-call", 0, &o, samples, NULL);
-    free(samples);
-    free(counters);
-    return 0;
+	pc_report("function-call", 0, &o, samples, NULL);
+	free(samples);
+	free(counters);
+	return 0;
 }

@@ -28,82 +28,82 @@
  */
 #define CR_STATE int cr_state
 #define CR_INIT(self) ((self)->cr_state = 0)
-#define CR_BEGIN(self)           \
-    switch ((self)->cr_state) { \
-    case 0:
-#define CR_YIELD(self)                  \
-    do {                                \
-        (self)->cr_state = __LINE__;    \
-        return;                         \
-    case __LINE__:;                     \
-    } while (0)
+#define CR_BEGIN(self)              \
+	switch ((self)->cr_state) { \
+	case 0:
+#define CR_YIELD(self)                       \
+	do {                                 \
+		(self)->cr_state = __LINE__; \
+		return;                      \
+	case __LINE__:;                      \
+	} while (0)
 /* A state that is neither 0 nor a yield point is a bug: stop loudly (the
  * seed spins forever instead). */
-#define CR_END(self)   \
-    default:           \
-        abort();       \
-        }              \
-    (self)->cr_state = -1
+#define CR_END(self)     \
+	default:         \
+		abort(); \
+		}        \
+		(self)->cr_state = -1
 
 struct counter {
-    CR_STATE;
-    int i;
+	CR_STATE;
+	int i;
 };
 
 static NOIPA void counter_run(struct counter *self)
 {
-    CR_BEGIN(self);
-    for (;;) {
-        self->i++;
-        CR_YIELD(self);
-    }
-    CR_END(self);
+	CR_BEGIN(self);
+	for (;;) {
+		self->i++;
+		CR_YIELD(self);
+	}
+	CR_END(self);
 }
 
 /* Kept out of main so that the timed region is exactly this loop. */
 static NOIPA void run_all(struct counter *counters, long n, long m)
 {
-    for (long r = 0; r < m; r++)
-        for (long j = 0; j < n; j++)
-            counter_run(&counters[j]);
+	for (long r = 0; r < m; r++)
+		for (long j = 0; j < n; j++)
+			counter_run(&counters[j]);
 }
 
 int main(int argc, char **argv)
 {
-    struct pc_opts o;
-    pc_parse_args(argc, argv, &o, 0);
+	struct pc_opts o;
+	pc_parse_args(argc, argv, &o, 0);
 
-    /* Construction: outside the timed region. */
-    struct counter *counters = malloc((size_t)o.counters * sizeof *counters);
-    double *samples = malloc((size_t)o.runs * sizeof *samples);
-    if (counters == NULL || samples == NULL) {
-        fprintf(stderr, "counters-switch-macros: out of memory\n");
-        return 1;
-    }
-    for (long j = 0; j < o.counters; j++) {
-        CR_INIT(&counters[j]);
-        counters[j].i = 0;
-    }
+	/* Construction: outside the timed region. */
+	struct counter *counters = malloc((size_t)o.counters * sizeof *counters);
+	double *samples = malloc((size_t)o.runs * sizeof *samples);
+	if (counters == NULL || samples == NULL) {
+		fprintf(stderr, "counters-switch-macros: out of memory\n");
+		return 1;
+	}
+	for (long j = 0; j < o.counters; j++) {
+		CR_INIT(&counters[j]);
+		counters[j].i = 0;
+	}
 
-    const double ops = (double)o.counters * (double)o.resumes;
-    for (long run = 0; run < o.runs; run++) {
-        int64_t t0 = pc_now_ns();
-        run_all(counters, o.counters, o.resumes);
-        int64_t t1 = pc_now_ns();
-        samples[run] = (double)(t1 - t0) / ops;
-    }
+	const double ops = (double)o.counters * (double)o.resumes;
+	for (long run = 0; run < o.runs; run++) {
+		int64_t t0 = pc_now_ns();
+		run_all(counters, o.counters, o.resumes);
+		int64_t t1 = pc_now_ns();
+		samples[run] = (double)(t1 - t0) / ops;
+	}
 
-    const long want = o.runs * o.resumes;
-    for (long j = 0; j < o.counters; j++) {
-        if (counters[j].i != want) {
-            fprintf(stderr, "counters-switch-macros: counter %ld is %d, expected %ld\n", j,
-                    counters[j].i, want);
-            return 1;
-        }
-    }
+	const long want = o.runs * o.resumes;
+	for (long j = 0; j < o.counters; j++) {
+		if (counters[j].i != want) {
+			fprintf(stderr, "counters-switch-macros: counter %ld is %d, expected %ld\n",
+				j, counters[j].i, want);
+			return 1;
+		}
+	}
 
-    pc_report("switch-macros", 1, &o, samples, NULL);
-    free(samples);
-    free(counters);
-    return 0;
+	pc_report("switch-macros", 1, &o, samples, NULL);
+	free(samples);
+	free(counters);
+	return 0;
 }

@@ -20,22 +20,22 @@
 struct inbox {
 	sem_t sem;
 	long msg;
-} __attribute__((aligned(64)));	/* one cache line each: no false sharing */
+} __attribute__((aligned(64))); /* one cache line each: no false sharing */
 
 struct member {
 	struct inbox *in, *right;
-	long index;	/* position in the ring: 0 leads */
+	long index; /* position in the ring: 0 leads */
 };
 
 static long n_per_ring, rounds;
-static atomic_long blocked;	/* threads that reached their first wait */
-static atomic_long errors;	/* rounds whose message did not grow by n */
-static atomic_int quitting;	/* set when creation failed: threads exit */
+static atomic_long blocked; /* threads that reached their first wait */
+static atomic_long errors;  /* rounds whose message did not grow by n */
+static atomic_int quitting; /* set when creation failed: threads exit */
 
 static long inbox_wait(struct inbox *in)
 {
 	while (sem_wait(&in->sem) != 0)
-		;	/* EINTR: wait again */
+		; /* EINTR: wait again */
 	return in->msg;
 }
 
@@ -53,7 +53,7 @@ static void *member_main(void *arg)
 	/* relaxed: only counts; main polls it, the semaphores order the data */
 	atomic_fetch_add_explicit(&blocked, 1, memory_order_relaxed);
 	if (m->index == 0) {
-		v = inbox_wait(m->in);	/* start token */
+		v = inbox_wait(m->in); /* start token */
 		/* acquire: pairs with the release store in abort_all() */
 		if (atomic_load_explicit(&quitting, memory_order_acquire))
 			return NULL;
@@ -107,7 +107,7 @@ static double one_run(const struct rc_opts *o, double *rss_per_coro)
 	tid = malloc((size_t)c * sizeof(*tid));
 	if (inbox == NULL || mem == NULL || tid == NULL)
 		rc_fail("pthreads", o, "out of memory for the thread table");
-	atomic_store_explicit(&blocked, 0, memory_order_relaxed);	/* no thread yet */
+	atomic_store_explicit(&blocked, 0, memory_order_relaxed); /* no thread yet */
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, RING_STACK_SIZE);
 	rss0 = rc_rss_bytes();
@@ -134,13 +134,13 @@ static double one_run(const struct rc_opts *o, double *rss_per_coro)
 	/* relaxed: a count; the threads may still be between the add and sem_wait */
 	while (atomic_load_explicit(&blocked, memory_order_relaxed) < c)
 		usleep(1000);
-	usleep(10000);	/* let the last ones reach sem_wait */
+	usleep(10000); /* let the last ones reach sem_wait */
 	if (rss_per_coro != NULL)
 		*rss_per_coro = (double)(rc_rss_bytes() - rss0) / (double)c;
 
 	t0 = rc_now_ns();
 	for (k = 0; k < c; k += o->n)
-		inbox_post(&inbox[k], 0);	/* start token for each coroutine 0 */
+		inbox_post(&inbox[k], 0); /* start token for each coroutine 0 */
 	for (k = 0; k < c; k++)
 		pthread_join(tid[k], NULL);
 	t1 = rc_now_ns();

@@ -10,7 +10,7 @@
 #define BATON_BENCH_RING_COMMON_H
 
 #if !defined(_GNU_SOURCE) && !defined(__cplusplus)
-#define _GNU_SOURCE 1	/* clock_gettime, pthread extensions under -std=c11 */
+#define _GNU_SOURCE 1 /* clock_gettime, pthread extensions under -std=c11 */
 #endif
 
 #include <errno.h>
@@ -22,10 +22,10 @@
 #include <time.h>
 
 struct rc_opts {
-	long n;		/* coroutines per ring */
-	long coroutines;	/* all coroutines: n * rings */
-	long rounds;	/* rounds each ring makes per run */
-	long runs;	/* timed runs; the median is reported */
+	long n;          /* coroutines per ring */
+	long coroutines; /* all coroutines: n * rings */
+	long rounds;     /* rounds each ring makes per run */
+	long runs;       /* timed runs; the median is reported */
 };
 
 static void rc_usage(const char *prog)
@@ -36,7 +36,8 @@ static void rc_usage(const char *prog)
 		"  --coroutines C  all coroutines, a multiple of N (C/N rings)\n"
 		"  --rounds M      rounds of each ring per run\n"
 		"  --runs R        timed runs, the median is reported (default 1)\n"
-		"Prints two JSON lines on stdout (docs/bench-format.md).\n", prog);
+		"Prints two JSON lines on stdout (docs/bench-format.md).\n",
+		prog);
 }
 
 /* Strict decimal integer in [1, max]; 0 on error. */
@@ -97,8 +98,8 @@ static void rc_parse_args(int argc, char **argv, struct rc_opts *o)
 		}
 		*dst = rc_parse_pos(argv[++i], max);
 		if (*dst == 0) {
-			snprintf(msg, sizeof(msg), "%s wants an integer in [1, %ld], got '%s'",
-				 a, max, argv[i]);
+			snprintf(msg, sizeof(msg), "%s wants an integer in [1, %ld], got '%s'", a,
+				 max, argv[i]);
 			rc_bad(prog, msg);
 		}
 	}
@@ -147,8 +148,8 @@ static int rc_cmp_double(const void *a, const void *b)
 
 static void rc_params(FILE *f, const struct rc_opts *o)
 {
-	fprintf(f, "\"params\":{\"n\":%ld,\"coroutines\":%ld,\"rounds\":%ld}",
-		o->n, o->coroutines, o->rounds);
+	fprintf(f, "\"params\":{\"n\":%ld,\"coroutines\":%ld,\"rounds\":%ld}", o->n, o->coroutines,
+		o->rounds);
 }
 
 /*
@@ -170,14 +171,17 @@ static void rc_report(const char *impl, const struct rc_opts *o, const double *s
 	qsort(s, (size_t)n, sizeof(*s), rc_cmp_double);
 	med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":true,\"metric\":\"msgs_per_s\","
-	       "\"value\":%.1f,\"unit\":\"msgs/s\",", impl, med);
+	       "\"value\":%.1f,\"unit\":\"msgs/s\",",
+	       impl, med);
 	rc_params(stdout, o);
 	printf(",\"runs\":%ld,\"min\":%.1f,\"max\":%.1f,\"samples\":[", n, s[0], s[n - 1]);
 	for (i = 0; i < n; i++)
 		printf("%s%.1f", i ? "," : "", samples[i]);
 	printf("]}\n");
-	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":true,\"metric\":\"rss_bytes_per_coro\","
-	       "\"value\":%.1f,\"unit\":\"bytes\",", impl, rss_per_coro);
+	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":true,\"metric\":\"rss_bytes_per_"
+	       "coro\","
+	       "\"value\":%.1f,\"unit\":\"bytes\",",
+	       impl, rss_per_coro);
 	rc_params(stdout, o);
 	printf(",\"runs\":1,\"min\":%.1f,\"max\":%.1f}\n", rss_per_coro, rss_per_coro);
 	fflush(stdout);
@@ -185,12 +189,14 @@ static void rc_report(const char *impl, const struct rc_opts *o, const double *s
 }
 
 /* The line of a run that could not complete; exits 1. */
-__attribute__((noreturn)) static void rc_fail(const char *impl, const struct rc_opts *o, const char *error)
+__attribute__((noreturn)) static void rc_fail(const char *impl, const struct rc_opts *o,
+					      const char *error)
 {
 	fprintf(stderr, "%s\n", error);
 	printf("{\"suite\":\"ring\",\"impl\":\"%s\",\"peer\":true,\"metric\":\"msgs_per_s\","
-	       "\"value\":null,\"unit\":\"msgs/s\",\"status\":\"failed\",\"error\":\"", impl);
-	for (; *error; error++)	/* JSON string: escape quotes, backslashes, controls */
+	       "\"value\":null,\"unit\":\"msgs/s\",\"status\":\"failed\",\"error\":\"",
+	       impl);
+	for (; *error; error++) /* JSON string: escape quotes, backslashes, controls */
 		if (*error == '"' || *error == '\\')
 			printf("\\%c", *error);
 		else if ((unsigned char)*error < 0x20)

@@ -109,8 +109,8 @@ static void *hammer(void *arg)
 
 		if (r != expect(tid, i)) {
 			if (bad++ < 5)
-				fprintf(stderr, "thread %d call %d: got %ld, want %ld\n",
-					tid, i, r, expect(tid, i));
+				fprintf(stderr, "thread %d call %d: got %ld, want %ld\n", tid, i, r,
+					expect(tid, i));
 		}
 	}
 	/* Totals are summed after join. */
@@ -134,8 +134,7 @@ static void threads_hammer_with_gc(void **state)
 		assert_int_equal(pthread_join(th[t], NULL), 0);
 	assert_int_equal(baton_chicken_gc_stats(&b), BATON_OK);
 	fprintf(stderr, "# %d threads x %ld calls: %lu minor, %lu major GCs, %lu ms in GC\n",
-		THREADS, calls_per_thread, b.minor - a.minor, b.major - a.major,
-		b.ms - a.ms);
+		THREADS, calls_per_thread, b.minor - a.minor, b.major - a.major, b.ms - a.ms);
 	assert_int_equal(baton_seq_stats(baton_chicken_seq(), &sb), BATON_OK);
 	fprintf(stderr, "# sequencer: %llu calls, %llu switches, %llu combined, %llu sleeps\n",
 		(unsigned long long)(sb.calls - sa.calls),

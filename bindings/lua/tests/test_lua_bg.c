@@ -53,7 +53,8 @@ static const char *src =
 	"function count() return #fired .. ':' .. table.concat(fired, ',') end\n"
 	"function race()\n"
 	"  local slow = baton.spawn(function() baton.sleep(5) return 'slow' end)\n"
-	"  local fast = baton.spawn(function(a, b) baton.sleep(0.01) return a + b, 'fast' end, 2, 3)\n"
+	"  local fast = baton.spawn(function(a, b) baton.sleep(0.01) return a + b, 'fast' end, 2, "
+	"3)\n"
 	"  local th, ok, sum, name = baton.wait_any(slow, fast)\n"
 	"  local was = slow:cancel()\n"
 	"  local th2, ok2, err2 = baton.wait_any({ slow })\n"
@@ -66,7 +67,8 @@ static const char *src =
 	"  return tostring(ok) .. ' ' .. err\n"
 	"end\n"
 	"function orphan() baton.spawn(function() baton.sleep(10) end) return 'left' end\n"
-	"function bad_timer() baton.after(1, function() error('timer boom') end) return 'set' end\n";
+	"function bad_timer() baton.after(1, function() error('timer boom') end) return 'set' "
+	"end\n";
 
 struct job {
 	baton_lua_t *bl;

@@ -37,7 +37,8 @@ static const char *src =
 	"  local co = coroutine.create(spin) return select(2, coroutine.resume(co))\n"
 	"end\n"
 	"function spin_pcall() while true do pcall(spin) pcall(spin_in_sort) end end\n"
-	"function hog() local t = {} while true do t[#t + 1] = string.rep('x', 1000) .. #t end end\n"
+	"function hog() local t = {} while true do t[#t + 1] = string.rep('x', 1000) .. #t end "
+	"end\n"
 	"function hog_caught() local ok, e = pcall(hog) return e end\n"
 	"function little() local t = {} for i = 1, 1000 do t[i] = { i } end return #t end\n"
 	"function short() return 'short' end\n"
@@ -112,9 +113,16 @@ static void run_limited(void *arg)
 	struct limited *l = arg;
 	struct job j = { l->bl, l->fn, 0, 0, "", 0 };
 	int64_t t0 = tc_now();
-	struct baton_lua_run r = { start, finish, NULL, NULL, &j, l->slice_ns,
+	struct baton_lua_run r = { start,
+				   finish,
+				   NULL,
+				   NULL,
+				   &j,
+				   l->slice_ns,
 				   l->deadline_ms ? t0 + TC_MS(l->deadline_ms) : 0,
-				   l->cpu_ms * 1000000, l->mem, &l->use };
+				   l->cpu_ms * 1000000,
+				   l->mem,
+				   &l->use };
 	struct baton_lua_value err;
 
 	l->rc = baton_lua_run(l->bl, &r, &err);
@@ -183,8 +191,9 @@ static void test_sleep_parks_the_task(void **state)
 	(void)state;
 	jobs[0].fn = "nap";
 	jobs[0].arg = 0; /* replaced below: sleep 50 ms */
-	assert_int_equal(baton_lua_dostring(bl, "local f = nap function nap() return f(0.05) end",
-					    NULL), BATON_OK);
+	assert_int_equal(
+		baton_lua_dostring(bl, "local f = nap function nap() return f(0.05) end", NULL),
+		BATON_OK);
 	run_jobs(jobs, 2);
 	assert_int_equal(jobs[0].rc, BATON_OK);
 	assert_true(atof(jobs[0].out) >= 0.05);
@@ -241,9 +250,12 @@ static void test_slices_in_coroutines_and_off(void **state)
 				{ bl, "short", 100000, 0, 0, 0, 0, "", { 0 }, 0, 0 } };
 
 	(void)state;
-	assert_int_equal(baton_lua_dostring(bl, "local f = long_in_co "
-					    "function long_in_co() return f(3000000) + long(3000000) end",
-					    NULL), BATON_OK);
+	assert_int_equal(
+		baton_lua_dostring(bl,
+				   "local f = long_in_co "
+				   "function long_in_co() return f(3000000) + long(3000000) end",
+				   NULL),
+		BATON_OK);
 	run_limited_all(l, 2);
 	assert_int_equal(l[0].rc, BATON_OK);
 	assert_int_equal(l[1].rc, BATON_OK);
@@ -252,8 +264,9 @@ static void test_slices_in_coroutines_and_off(void **state)
 	assert_int_equal(l[1].order, 1);
 	assert_true(l[0].use.slices > 1);
 	l[0].fn = "long";
-	assert_int_equal(baton_lua_dostring(bl, "local f = long function long() return f(3000000) end",
-					    NULL), BATON_OK);
+	assert_int_equal(baton_lua_dostring(
+				 bl, "local f = long function long() return f(3000000) end", NULL),
+			 BATON_OK);
 	l[0].slice_ns = l[1].slice_ns = -1; /* off */
 	run_limited_all(l, 2);
 	assert_int_equal(l[0].order, 1);
@@ -274,7 +287,8 @@ static void test_deadline_stops_endless_loops(void **state)
 					{ bl, "short", 0, 0, 0, 0, 0, "", { 0 }, 0, 0 } };
 
 		run_limited_all(l, 2);
-		printf("# %s: rc %d after %.1f ms: %s\n", fns[i], l[0].rc, l[0].took / 1e6, l[0].out);
+		printf("# %s: rc %d after %.1f ms: %s\n", fns[i], l[0].rc, l[0].took / 1e6,
+		       l[0].out);
 		assert_non_null(strstr(l[0].out, "deadline has passed"));
 		if (strcmp(fns[i], "spin_in_resume") == 0 && l[0].rc == BATON_OK) {
 			/* The coroutine's error, which the run returned before
@@ -286,7 +300,7 @@ static void test_deadline_stops_endless_loops(void **state)
 		assert_true(l[0].took >= TC_MS(100));
 		assert_true(l[0].took < TC_MS(100) + TC_MS(500) * tc_time_scale());
 		assert_int_equal(l[1].rc, BATON_OK); /* the state goes on */
-		if (i == 0) /* a loop that can yield is sliced */
+		if (i == 0)                          /* a loop that can yield is sliced */
 			assert_int_equal(l[1].order, 1);
 	}
 	assert_int_equal(baton_lua_destroy(bl), BATON_OK);
@@ -309,8 +323,9 @@ static void test_cpu_budget_stops_endless_loops(void **state)
 	run_limited_all(&sort, 1);
 	assert_int_equal(sort.rc, BATON_LUA_BUDGET);
 	/* A 50 ms sleep with a 20 ms budget: sleeping is not computing. */
-	assert_int_equal(baton_lua_dostring(bl, "function nap() baton.sleep(0.05) return 'rested' end",
-					    NULL), BATON_OK);
+	assert_int_equal(baton_lua_dostring(
+				 bl, "function nap() baton.sleep(0.05) return 'rested' end", NULL),
+			 BATON_OK);
 	run_limited_all(&nap, 1);
 	assert_int_equal(nap.rc, BATON_OK);
 	assert_string_equal(nap.out, "rested");

@@ -56,9 +56,8 @@ static void *worker(void *arg)
 
 	snprintf(s, sizeof(s), "thread-%ld", w->id);
 	for (long i = 0; i < w->sh->calls; i++) {
-		struct baton_lua_value args[3] = {
-			BATON_LUA_INT(w->id * 1000000 + i), BATON_LUA_INT(i), BATON_LUA_STR("")
-		};
+		struct baton_lua_value args[3] = { BATON_LUA_INT(w->id * 1000000 + i),
+						   BATON_LUA_INT(i), BATON_LUA_STR("") };
 		struct baton_lua_value res;
 		long long a = w->id * 1000000 + i, want;
 		char tmp[64];
@@ -68,11 +67,12 @@ static void *worker(void *arg)
 		args[2].u.s.len = strlen(s);
 		/* #str = len(s) + 1 + digits(a + b) + a % 7 */
 		want = a * 3 + i + (long long)strlen(s) + 1 +
-		       snprintf(tmp, sizeof(tmp), "%lld", a + i) + a % 7 + 8;
+			snprintf(tmp, sizeof(tmp), "%lld", a + i) + a % 7 + 8;
 		rc = baton_lua_call(w->sh->bl, "work", args, 3, &res);
 		if (rc != BATON_OK || res.type != BATON_LUA_INTEGER || res.u.i != want) {
 			if (atomic_fetch_add(&w->sh->errors, 1) < 5)
-				fprintf(stderr, "call %ld/%ld: rc %d type %d value %lld, want %lld\n",
+				fprintf(stderr,
+					"call %ld/%ld: rc %d type %d value %lld, want %lld\n",
 					w->id, i, rc, res.type, res.u.i, want);
 		}
 		baton_lua_value_clear(&res);
@@ -109,7 +109,8 @@ static void test_threads_gc(void **state)
 	cycles = res.u.i / 1000000000;
 	finalized = res.u.i % 1000000000;
 	assert_int_equal(baton_seq_stats(baton_lua_seq(sh.bl), &st), BATON_OK);
-	fprintf(stderr, "%ld calls: %lld GC cycles, %lld objects finalized; "
+	fprintf(stderr,
+		"%ld calls: %lld GC cycles, %lld objects finalized; "
 		"%llu switches, %llu combined, %llu sleeps\n",
 		THREADS * sh.calls, cycles, finalized, (unsigned long long)st.switches,
 		(unsigned long long)st.combined, (unsigned long long)st.sleeps);
@@ -129,7 +130,9 @@ static void test_types_and_errors(void **state)
 	baton_lua_t *bl;
 	struct baton_lua_value err, res;
 	struct baton_lua_value args[4] = {
-		BATON_LUA_NUM(1.5), BATON_LUA_STR("ab"), { BATON_LUA_BOOLEAN, { .b = 1 } },
+		BATON_LUA_NUM(1.5),
+		BATON_LUA_STR("ab"),
+		{ BATON_LUA_BOOLEAN, { .b = 1 } },
 		{ BATON_LUA_NIL, { 0 } },
 	};
 	char path[] = "/tmp/baton_lua_testXXXXXX";
@@ -141,10 +144,13 @@ static void test_types_and_errors(void **state)
 	assert_int_equal(baton_lua_create(NULL, NULL), BATON_EINVAL);
 	assert_int_equal(baton_lua_create(&bl, NULL), BATON_OK);
 	assert_int_equal(baton_lua_dostring(bl,
-		"function echo(...) return ... end\n"
-		"function desc(n, s, b, z) return string.format('%g|%s|%s|%s', n, s, b, z) end\n"
-		"function boom() error('kaput') end\n"
-		"function tbl() return {} end\n", NULL), BATON_OK);
+					    "function echo(...) return ... end\n"
+					    "function desc(n, s, b, z) return "
+					    "string.format('%g|%s|%s|%s', n, s, b, z) end\n"
+					    "function boom() error('kaput') end\n"
+					    "function tbl() return {} end\n",
+					    NULL),
+			 BATON_OK);
 	assert_int_equal(baton_lua_call(bl, "desc", args, 4, &res), BATON_OK);
 	assert_int_equal(res.type, BATON_LUA_STRING);
 	assert_string_equal(res.u.s.ptr, "1.5|ab|true|nil");

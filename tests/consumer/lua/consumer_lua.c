@@ -11,8 +11,8 @@ int main(void)
 
 	if (baton_lua_create(&L, NULL) != BATON_OK ||
 	    baton_lua_dostring(L, "function times7(x) return x * 7 end", NULL) != BATON_OK ||
-	    baton_lua_call(L, "times7", &arg, 1, &v) != BATON_OK ||
-	    v.type != BATON_LUA_INTEGER || v.u.i != 42)
+	    baton_lua_call(L, "times7", &arg, 1, &v) != BATON_OK || v.type != BATON_LUA_INTEGER ||
+	    v.u.i != 42)
 		return 2;
 	baton_lua_value_clear(&v);
 	baton_lua_destroy(L);
