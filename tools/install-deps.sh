@@ -17,7 +17,8 @@ what=${1:-test}
 # Build: compilers, CMake, and the runtimes of the handlers and bindings.
 pkgs="build-essential cmake ninja-build pkg-config python3-venv
       chicken-bin libchicken-dev liblua5.4-dev lua5.4 liburing-dev"
-# Test: cmocka, valgrind, clang (the fuzzer), Spin, the AArch64 cross
+# Test: cmocka, valgrind, clang (the fuzzer), clang-format (the format
+# check), Spin, the AArch64 cross
 # toolchain with qemu-user, arm64 cmocka (multiarch) for the cross tests,
 # and what the ring peers checked by tools/tests/test_ring_peers.py build
 # and run with (g++, Boost.Fiber, CAF, Erlang).
@@ -26,8 +27,8 @@ soak)
 	pkgs="$pkgs libcmocka-dev" ;;
 *)
 	pkgs="$pkgs libcmocka-dev valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-	      qemu-user spin clang libclang-rt-14-dev g++ libboost-fiber-dev libcaf-dev
-	      erlang-base" ;;
+	      qemu-user spin clang libclang-rt-14-dev clang-format g++ libboost-fiber-dev
+	      libcaf-dev erlang-base" ;;
 esac
 # Packages (make deb, and make test's package tests): debhelper and
 # dpkg-dev build them, help2man writes the man page, lintian checks them.
