@@ -510,32 +510,63 @@ static void take_signal(struct signal_ctx *sc, int sig)
 		drain(sc, sig, false);
 }
 
+/* Read every signal the signalfd holds (it never blocks). */
+static void read_signals(struct signal_ctx *sc)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sc->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		take_signal(sc, (int)si.ssi_signo);
+}
+
+/* Whether a SIGTERM or SIGINT was taken: nothing is read after it. */
+static bool draining(struct signal_ctx *sc)
+{
+	bool term;
+
+	pthread_mutex_lock(&sc->lock);
+	term = sc->term != 0;
+	pthread_mutex_unlock(&sc->lock);
+	return term;
+}
+
 /* The signalfd is readable: read what it holds, then arm the notification
  * again (an edge after the last read makes that say EAGAIN: read again). */
 static void on_signal(baton_io_t *io, void *arg)
 {
 	struct signal_ctx *sc = arg;
-	struct signalfd_siginfo si;
 	int rc;
 
 	do {
-		while (read(sc->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-			take_signal(sc, (int)si.ssi_signo);
+		read_signals(sc);
 	} while ((rc = baton_io_notify(io, BATON_IO_READABLE, on_signal, sc)) == BATON_EAGAIN);
 	if (rc != BATON_OK)
 		fprintf(stderr, "baton-httpd: signals are no longer read: %s\n",
 			baton_strerror(rc));
 }
 
-/* The first task: the signalfd's handle, on this worker's reactor. Without
- * it no signal could stop the server: it stops at once, status 1. */
+/* The first task: the signalfd's handle, on this worker's reactor. While
+ * memory for the handle is short, this task reads the signalfd itself
+ * every 10 ms (or at every turn, without memory for a timer either), so
+ * that a SIGTERM stops even a server that cannot get it, and tries again;
+ * without the handle for another reason no signal could stop the server:
+ * it stops at once, status 1. */
 static void signal_start(void *arg)
 {
 	struct signal_ctx *sc = arg;
 	baton_io_t *io;
 	int rc;
 
-	if ((rc = baton_io_open(&io, sc->sfd, true)) != BATON_OK) {
+	while ((rc = baton_io_open(&io, sc->sfd, true)) == BATON_ENOMEM) {
+		read_signals(sc);
+		if (draining(sc)) { /* the rest needs no more signals */
+			close(sc->sfd);
+			return;
+		}
+		if (baton_sched_sleep(10000000) != BATON_OK)
+			baton_sched_yield(); /* no timer either */
+	}
+	if (rc != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot read signals: %s\n", baton_strerror(rc));
 		close(sc->sfd);
 		sc->failed = true;
@@ -832,7 +863,13 @@ int main(int argc, char **argv)
 	 * handler that never returns (the drain timeout's case). */
 	sig_task.worker = 0;
 	sig_task.flags = BATON_TASK_BOUND;
-	if ((rc = baton_sched_spawn(s, &sig_task, signal_start, &sc)) != BATON_OK) {
+	/* A spawn that finds no memory is tried again: a shortage passes. */
+	for (int tries = 0;
+	     (rc = baton_sched_spawn(s, &sig_task, signal_start, &sc)) == BATON_ENOMEM &&
+	     tries < 100;
+	     tries++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	if (rc != BATON_OK) {
 		fprintf(stderr, "baton-httpd: cannot read signals: %s\n", baton_strerror(rc));
 		close(sc.sfd);
 		sc.failed = true;
