@@ -234,6 +234,32 @@ static inline struct baton_task *take_solo_receiver(struct baton_chan *ch, void 
 	return r; /* wait_result is BATON_OK from the wait */
 }
 
+/* Wait in q, one of ch's queues, holding `held` (baton__chan_lock's):
+ * steps 1-4 of wait.h's one-queue wait. The waiter records `lock`, what
+ * anybody but its claimant takes to unlink it (the task after a timeout,
+ * a scheduler's destroy): the bias worker's `own`, which `held` may be,
+ * keeps nobody out once the bias is revoked. `held` is released once the
+ * task has stopped. */
+static inline __attribute__((always_inline)) int
+chan_wait(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t,
+	  struct baton_waitq *q, const struct baton_wait_carry *c, int64_t timeout_ns)
+{
+	baton__wait_one_link(t, q, &ch->lock, c, timeout_ns);
+	return baton__wait_one_park(t, held, c, timeout_ns);
+}
+
+/* The same off the hop's path, out of line: for any timeout, in any
+ * task. A cancellable task's waiter is unlinked by wait.c if it is
+ * cancelled, under `lock`: see baton__chan_pin_waiter. */
+static __attribute__((noinline)) int
+chan_wait_general(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t,
+		  struct baton_waitq *q, const struct baton_wait_carry *c, int64_t timeout_ns)
+{
+	if (t->cancellable)
+		baton__chan_pin_waiter(ch, t->owner, t);
+	return chan_wait(ch, held, t, q, c, timeout_ns);
+}
+
 /* The general steps, out of line so that the hop's paths above them need
  * no wake list on the stack. Called with `held` (see baton__chan_lock). */
 static __attribute__((noinline)) int send_general(struct baton_chan *ch, baton_spinlock_t *held,
@@ -248,10 +274,8 @@ static __attribute__((noinline)) int send_general(struct baton_chan *ch, baton_s
 		baton__wakelist_run(&wl);
 		return rc == BATON_CHAN_BLOCK ? BATON_EAGAIN : rc;
 	}
-	if (t->cancellable) /* unlinked by wait.c if cancelled: see there */
-		baton__chan_pin_waiter(ch, t->owner, t);
-	return baton__wait_one_held(t, &ch->sendq, &ch->lock, held,
-				    &(struct baton_wait_carry){ .value = value }, timeout_ns);
+	return chan_wait_general(ch, held, t, &ch->sendq,
+				 &(struct baton_wait_carry){ .value = value }, timeout_ns);
 }
 
 static __attribute__((noinline)) int recv_general(struct baton_chan *ch, baton_spinlock_t *held,
@@ -267,13 +291,10 @@ static __attribute__((noinline)) int recv_general(struct baton_chan *ch, baton_s
 		return rc;
 	}
 	rc = baton__chan_try_recv_locked(ch, &v, &wl);
-	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0) {
-		if (t->cancellable) /* as in send_general */
-			baton__chan_pin_waiter(ch, t->owner, t);
-		return baton__wait_one_held(t, &ch->recvq, &ch->lock, held,
-					    &(struct baton_wait_carry){ .received = value },
-					    timeout_ns);
-	}
+	if (rc == BATON_CHAN_BLOCK && timeout_ns != 0)
+		return chan_wait_general(ch, held, t, &ch->recvq,
+					 &(struct baton_wait_carry){ .received = value },
+					 timeout_ns);
 	baton__spin_unlock(held);
 	baton__wakelist_run(&wl);
 	if (rc == BATON_CHAN_BLOCK)
@@ -342,7 +363,7 @@ int baton_chan_send(baton_chan_t *ch, void *value, int64_t timeout_ns)
  * channel's receive queue, which only the owner ever waits in, so it is
  * empty now and the owner's first inline waiter becomes its head and tail
  * with plain stores (no link to follow, no count to read). Otherwise a
- * solo wait as baton__wait_one_inline's: one claimant, the sender (or a
+ * solo wait as chan_wait's: one claimant, the sender (or a
  * close) that takes the waiter out under the lock, so no wait state is
  * published (nothing reads it: the task is not cancellable) and the claim
  * is the sender's plain store. The waiter stays a real one, so a
@@ -355,7 +376,7 @@ owner_park(struct baton_chan *ch, baton_spinlock_t *held, struct baton_task *t, 
 	int rc;
 
 	/* At rest the first inline waiter's task and index are t and 0, and
-	 * t->waiters is the inline array (see baton__wait_one_inline). */
+	 * t->waiters is the inline array (see baton__wait_one_link). */
 	t->nwaiters = 1;
 	t->wait_result = BATON_OK;
 	t->wait_index = -1;
@@ -427,8 +448,8 @@ static inline __attribute__((always_inline)) int recv_any(struct baton_chan *ch,
 	 * smaller frame measured 7 instructions more per hop, not fewer.) */
 	if (BATON_LIKELY(ch->len == 0 && baton__waitq_empty(&ch->sendq) && !ch->closed &&
 			 timeout_ns < 0 && !t->cancellable)) /* general: pins */
-		return baton__wait_one_inline(t, &ch->recvq, &ch->lock, held,
-					      &(struct baton_wait_carry){ .received = value }, -1);
+		return chan_wait(ch, held, t, &ch->recvq,
+				 &(struct baton_wait_carry){ .received = value }, -1);
 	return recv_general(ch, held, t, value, timeout_ns);
 }
 

@@ -70,11 +70,10 @@ void baton__wait_unlink_rest(struct baton_task *t)
 
 /* The blocking step of a primitive that waits on one queue, out of line
  * (wait.h has it inline, and says what it does). */
-int baton__wait_one_held(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
-			 baton_spinlock_t *held, const struct baton_wait_carry *c,
-			 int64_t timeout_ns)
+int baton__wait_one_carry(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
+			  const struct baton_wait_carry *c, int64_t timeout_ns)
 {
-	return baton__wait_one_inline(t, q, lock, held, c, timeout_ns);
+	return baton__wait_one_inline(t, q, lock, c, timeout_ns);
 }
 
 /* A cancellable task, its waiters linked under the locks it holds and

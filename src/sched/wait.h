@@ -342,78 +342,88 @@ static inline void baton__wait_finish(struct baton_task *t)
 	baton__wait_finish_inline(t);
 }
 
-/* Steps 2-4 of a solo wait, its waiter linked under `held`: switch away
- * leaving `held` to the after-switch hook; once the claimant (who
+/* Steps 3-4 of a solo wait, its waiter linked, holding `lock`: switch
+ * away leaving `lock` to the after-switch hook; once the claimant (who
  * unlinked the waiter) readied us, its result. */
 static inline __attribute__((always_inline)) int baton__wait_park_solo(struct baton_task *t,
-								       baton_spinlock_t *held)
+								       baton_spinlock_t *lock)
 {
-	baton__switch_away_unlock(t, BATON_AFTER_PARK, held);
+	baton__switch_away_unlock(t, BATON_AFTER_PARK, lock);
 	/* Resumed, perhaps on another worker: t->owner runs us now. */
 	baton__after_switch(t->owner);
 	return t->wait_result;
 }
 
 /* --- waiting on one queue: steps 1-4 in one call ---------------------------- */
-/* The blocking step of every primitive that waits on one queue, inline
- * for the hop (baton__wait_one_held is its out-of-line instance): called
- * with `held` taken - q's `lock`, or what a biased channel takes instead
- * (src/chan/chan_internal.h) - it links the task's first inline waiter,
- * parks, and returns the claimant's result with `held` released and the
- * waiter unlinked; `lock` is what unlinking after a timeout takes. The
- * waiter carries c's amount and value (none if c is NULL); a message
- * handed over lands in *c->received (if not NULL) on success. With
- * no timeout only a claimant, which unlinked the waiter, can wake us
- * (wait_solo), and the task switches away and back in this frame; with a
- * timeout, or in a cancellable task, baton__wait_park parks it. */
-static inline __attribute__((always_inline)) int
-baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
-		       baton_spinlock_t *held, const struct baton_wait_carry *c, int64_t timeout_ns)
+/* Steps 1-2 of a wait on one queue: link the task's first inline waiter
+ * into q, which `lock` guards (what anybody but its claimant takes to
+ * unlink it: the task after a timeout, a scheduler's destroy), carrying
+ * c's amount and value (none if c is NULL). With no timeout, in a task
+ * that is not cancellable, only a claimant - who unlinks the waiter - can
+ * wake it (wait_solo). */
+static inline __attribute__((always_inline)) void
+baton__wait_one_link(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
+		     const struct baton_wait_carry *c, int64_t timeout_ns)
 {
-	struct baton_waiter *w = &t->inline_waiters[0];
-	int rc;
-
 	/* At rest, t->waiters and t->locks are the inline arrays, and the
 	 * first inline waiter's task and index are t and 0 (spawn sets them,
-	 * every other wait restores them): only what changes is written. A
-	 * solo wait's lock goes to the after-switch hook directly, and
-	 * nothing reads its t->locks. */
+	 * every other wait restores them): only what changes is written. */
 	t->nwaiters = 1;
 	/* A cancellable task's waits have two claimants (step 5). */
 	baton__wait_begin_as(t, timeout_ns < 0 && !t->cancellable);
-	baton__waiter_link(w, q, lock, c);
+	baton__waiter_link(&t->inline_waiters[0], q, lock, c);
+}
+
+/* Steps 3-4 after baton__wait_one_link: park, leaving `lock` - the one
+ * lock the caller holds - to be released once the task has stopped, and
+ * return the claimant's result with the waiter unlinked; a message handed
+ * over lands in *c->received (if c and it are not NULL) on success. A
+ * solo wait switches away and back in the caller's frame, its lock going
+ * to the after-switch hook directly (nothing reads its t->locks); a timed
+ * or cancellable one parks through baton__wait_park. */
+static inline __attribute__((always_inline)) int
+baton__wait_one_park(struct baton_task *t, baton_spinlock_t *lock, const struct baton_wait_carry *c,
+		     int64_t timeout_ns)
+{
+	int rc;
+
 	if (BATON_LIKELY(t->wait_solo)) {
-		rc = baton__wait_park_solo(t, held);
+		rc = baton__wait_park_solo(t, lock);
 	} else {
-		t->inline_locks[0] = held;
+		t->inline_locks[0] = lock;
 		t->nlocks = 1;
-		rc = baton__wait_park(t, timeout_ns); /* releases held once parked */
+		rc = baton__wait_park(t, timeout_ns); /* releases lock once parked */
 	}
 	if (rc == BATON_OK && c && c->received)
-		*c->received = w->value;
+		*c->received = t->inline_waiters[0].value;
 	baton__wait_finish_inline(t);
 	return rc;
 }
 
-/* The same, out of line (wait.c): for the waits off the hop's path. */
-int baton__wait_one_held(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
-			 baton_spinlock_t *held, const struct baton_wait_carry *c,
-			 int64_t timeout_ns);
+/* The blocking step of every primitive that waits on one queue, inline
+ * for the hop (baton__wait_one_carry is its out-of-line instance): called
+ * with q's `lock` held, it links the task's first inline waiter and parks
+ * (the two steps above), and returns the claimant's result with `lock`
+ * released and the waiter unlinked. */
+static inline __attribute__((always_inline)) int
+baton__wait_one_inline(struct baton_task *t, struct baton_waitq *q, baton_spinlock_t *lock,
+		       const struct baton_wait_carry *c, int64_t timeout_ns)
+{
+	baton__wait_one_link(t, q, lock, c, timeout_ns);
+	return baton__wait_one_park(t, lock, c, timeout_ns);
+}
+
+/* The same, out of line (wait.c): the waiter carrying c (units, a
+ * message, where one lands), for the waits off the hop's path. */
+int baton__wait_one_carry(struct baton_task *task, struct baton_waitq *q, baton_spinlock_t *lock,
+			  const struct baton_wait_carry *c, int64_t timeout_ns);
 
 /* Wait on q, whose `lock` the caller holds, for a claimant's result: the
  * common case (a mutex, a wait group, a drain). */
 static inline int baton__wait_one(struct baton_task *task, struct baton_waitq *q,
 				  baton_spinlock_t *lock, int64_t timeout_ns)
 {
-	return baton__wait_one_held(task, q, lock, lock, NULL, timeout_ns);
-}
-
-/* The same, the waiter carrying c (units, a message, where one lands). */
-static inline int baton__wait_one_carry(struct baton_task *task, struct baton_waitq *q,
-					baton_spinlock_t *lock, const struct baton_wait_carry *c,
-					int64_t timeout_ns)
-{
-	return baton__wait_one_held(task, q, lock, lock, c, timeout_ns);
+	return baton__wait_one_carry(task, q, lock, NULL, timeout_ns);
 }
 
 #endif /* BATON_SRC_SCHED_WAIT_H */
