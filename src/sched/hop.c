@@ -13,11 +13,14 @@
 #include "sched_internal.h"
 
 /* A task is back on a worker's thread: do what the task that ran before
- * it there asked for once its context was saved. */
-__attribute__((noinline)) void baton__after_switch_slow(struct baton_worker *w,
-							struct baton_task *t)
+ * it there asked for once its context was saved (`after`, a task and its
+ * kind). */
+__attribute__((noinline)) void baton__after_switch_slow(struct baton_worker *w, uintptr_t after)
 {
-	switch (w->after_kind) {
+	struct baton_task *t = (struct baton_task *)(after & ~BATON_AFTER_KIND_MASK);
+
+	w->after = BATON_AFTER_NOTHING;
+	switch ((enum baton_after)(after & BATON_AFTER_KIND_MASK)) {
 	case BATON_AFTER_YIELD:
 		baton__runq_push(w, t);
 		break;
@@ -34,10 +37,11 @@ __attribute__((noinline)) void baton__after_switch_slow(struct baton_worker *w,
 				baton__spin_unlock(locks[i]);
 		}
 		break;
+	case BATON_AFTER_PARK_CANCELLABLE:
+		baton__wait_parked_cancellable(w, t);
+		break;
 	case BATON_AFTER_DONE:
 		baton__task_finish(w, t);
-		break;
-	default:
 		break;
 	}
 }

@@ -20,7 +20,7 @@
  * though local work remains (a prime, so it does not beat with ring sizes). */
 #define BATON_POLL_TICKS 61
 
-void baton__after_switch_slow(struct baton_worker *w, struct baton_task *t);
+void baton__after_switch_slow(struct baton_worker *w, uintptr_t after);
 /* The hook of a cancellable task that parked (wait.c, see wait.h): release
  * its locks and meet a cancellation's claim. */
 void baton__wait_parked_cancellable(struct baton_worker *w, struct baton_task *task);
@@ -62,24 +62,19 @@ baton__next_from_task(struct baton_worker *w)
 }
 
 /* What the task switched away from left for us (see enum baton_after):
- * the hop's case, a park under one lock, is only that lock to release. */
+ * the hop's case, a park under one lock (an even word), is only that lock
+ * to release. */
 static inline __attribute__((always_inline)) void baton__after_switch(struct baton_worker *w)
 {
-	baton_spinlock_t *l = w->after_unlock;
-	struct baton_task *t;
+	uintptr_t a = w->after;
 
-	if (BATON_LIKELY(l != NULL)) {
-		w->after_unlock = NULL;
-		baton__spin_unlock(l);
+	if (BATON_LIKELY(!(a & 1))) {
+		w->after = BATON_AFTER_NOTHING;
+		baton__spin_unlock((baton_spinlock_t *)a);
 		return;
 	}
-	if ((t = w->after_task) == NULL)
-		return;
-	w->after_task = NULL;
-	if (w->after_kind == BATON_AFTER_PARK_CANCELLABLE)
-		baton__wait_parked_cancellable(w, t);
-	else
-		baton__after_switch_slow(w, t);
+	if (a != BATON_AFTER_NOTHING)
+		baton__after_switch_slow(w, a);
 }
 
 /* The inline hop in a function of its own: its asm makes the function it
@@ -108,12 +103,7 @@ baton__switch_away_unlock(struct baton_task *t, enum baton_after after, baton_sp
 	/* Once stopped, destroy must be able to find it (sched->all). */
 	if (after != BATON_AFTER_DONE && BATON_UNLIKELY(!t->linked))
 		baton__task_link(t);
-	if (unlock) {
-		w->after_unlock = unlock;
-	} else {
-		w->after_task = t;
-		w->after_kind = (unsigned char)after;
-	}
+	w->after = unlock ? (uintptr_t)unlock : (uintptr_t)t | (uintptr_t)after;
 	next = baton__next_from_task(w);
 	if (BATON_LIKELY(next != NULL)) {
 		int rc;

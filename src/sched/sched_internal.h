@@ -88,21 +88,29 @@ struct baton_waitq {
 };
 
 /* What must happen once a task's context is saved: the after-switch hook.
- * The task that stops records it in its worker (after_task, after_kind;
- * after_unlock alone for the hop's park under one lock) and the side that
- * runs next - the next task, or the worker's loop - carries it out first
- * thing (baton__after_switch, hop.h). Until then nobody else can
+ * The task that stops records it in its worker's `after` word and the side
+ * that runs next - the next task, or the worker's loop - carries it out
+ * first thing (baton__after_switch, hop.h). Until then nobody else can
  * reach the task: a parked task's wait queues stay locked, a yielding one
- * is in no queue. */
+ * is in no queue.
+ *
+ * One word, tagged by its low bit. Even: the hop's case, a park under one
+ * lock, is that lock's address (spinlocks are int-aligned), so the
+ * landing side releases it with one load, a test and two stores, as with a
+ * word for it alone. Odd: a task's address (8-byte aligned at least) with
+ * one of the odd kinds below in its low three bits; BATON_AFTER_NOTHING is
+ * the kind with no task. */
 enum baton_after {
-	BATON_AFTER_NONE = 0,
 	BATON_AFTER_YIELD = 1, /* runnable again: back of the run queue */
-	BATON_AFTER_PARK = 2,  /* blocked: release its locks */
-	BATON_AFTER_DONE = 3,  /* its function returned: free it */
+	BATON_AFTER_PARK = 3,  /* blocked: release its locks */
+	BATON_AFTER_DONE = 5,  /* its function returned: free it */
 	/* blocked, and its handle was taken: release its locks and meet a
 	 * cancellation's claim (baton__wait_parked_cancellable) */
-	BATON_AFTER_PARK_CANCELLABLE = 4,
+	BATON_AFTER_PARK_CANCELLABLE = 7,
 };
+#define BATON_AFTER_KIND_MASK ((uintptr_t)7)
+/* The word when there is nothing to do: a kind with no task. */
+#define BATON_AFTER_NOTHING ((uintptr_t)BATON_AFTER_YIELD)
 
 #define BATON_TASK_INLINE_WAITERS 2
 
@@ -165,6 +173,10 @@ struct baton_task {
 /* The hop's fields fill the first line; the first waiter is the second. */
 _Static_assert(offsetof(struct baton_task, inline_waiters) == BATON_CACHELINE,
 	       "the inline waiters open the task's second cache line");
+/* The after-switch word's tags (enum baton_after): a lock's address is
+ * even, a task's leaves room for a kind. */
+_Static_assert(_Alignof(struct baton_task) > BATON_AFTER_KIND_MASK, "a task's low bits are free");
+_Static_assert(_Alignof(baton_spinlock_t) % 2 == 0, "a lock's address is even");
 
 /* --- workers ---------------------------------------------------------------- */
 struct baton_timer_heap {
@@ -178,9 +190,7 @@ struct baton_worker {
 	struct baton_task *runq_head, *runq_tail;
 	size_t runq_len;
 	struct baton_task *current;
-	baton_spinlock_t *after_unlock; /* the hook's hop case: release it */
-	struct baton_task *after_task;  /* the after-switch hook's task */
-	unsigned char after_kind;       /* enum baton_after */
+	uintptr_t after;                /* the after-switch hook (see enum baton_after) */
 	unsigned runnext_streak;        /* runnext dispatches in a row */
 	unsigned ticks;                 /* dispatches since inbox/timers were polled */
 	struct baton_sched_stats stats; /* this worker's share */

@@ -175,6 +175,7 @@ void baton__worker_loop(struct baton_worker *w)
 	if (fp_was_shared == 0)
 		baton_coro_thread_share_fpenv(1);
 	baton__worker_self = w;
+	w->after = BATON_AFTER_NOTHING; /* no switch to land from yet */
 	for (;;) {
 		if (BATON_UNLIKELY(w->ticks >= BATON_POLL_TICKS || !baton__worker_runnable(w))) {
 			poll_worker(w);
