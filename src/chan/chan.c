@@ -16,19 +16,25 @@
 #include "../common/alloc.h"
 #include "chan_internal.h"
 
+/* Every channel's memory: slots of 128 bytes, cache-line aligned, many
+ * to a block (an aligned allocation of each would take 264). */
+static struct baton_slab_pool chan_pool = BATON_SLAB_POOL_INIT(sizeof(struct baton_chan));
+
 static int chan_new(baton_chan_t **out, size_t capacity, bool single)
 {
 	struct baton_chan *ch;
+	struct baton_slab *slab;
 
 	if (out == NULL || capacity > BATON_CHAN_MAX_CAPACITY)
 		return BATON_EINVAL;
-	if ((ch = baton__aligned(BATON_CACHELINE, sizeof(*ch))) == NULL)
+	if ((ch = baton__slab_get(&chan_pool, &slab)) == NULL)
 		return BATON_ENOMEM;
 	memset(ch, 0, sizeof(*ch));
+	ch->slab = slab;
 	if (capacity) {
 		ch->buf = baton__malloc(capacity * sizeof(*ch->buf));
 		if (ch->buf == NULL) {
-			baton__free(ch);
+			baton__slab_put(&chan_pool, slab, ch);
 			return BATON_ENOMEM;
 		}
 	}
@@ -510,7 +516,7 @@ int baton_chan_destroy(baton_chan_t *ch)
 	if (busy)
 		return BATON_EBUSY;
 	baton__free(ch->buf);
-	baton__free(ch);
+	baton__slab_put(&chan_pool, ch->slab, ch);
 	return BATON_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <baton/chan.h>
 
 #include "../common/barrier.h"
+#include "../common/slab.h"
 #include "../sched/wait.h"
 
 /*
@@ -60,7 +61,8 @@
 
 /* What a hop touches (the locks, the bias, both wait queues, the
  * length and the closed flag) fits in the first cache line; channels are
- * allocated on a line of their own, so two channels never share one. */
+ * slots of a slab pool (src/common/slab.h), cache-line aligned, so two
+ * channels never share a line and each costs its 128 bytes. */
 struct baton_chan {
 	baton_spinlock_t lock; /* all but W's own uses (see above) */
 	baton_spinlock_t own;  /* the bias worker's: plain stores */
@@ -78,7 +80,11 @@ struct baton_chan {
 	 * one before it reads anything of the task (atomic: read unlocked). */
 	struct baton_task *owner;
 	baton_coro_t *owner_co;
+	struct baton_slab *slab; /* the block its slot is in */
 } __attribute__((aligned(BATON_CACHELINE)));
+
+/* Two lines, filled: a field more would cost a third. */
+_Static_assert(sizeof(struct baton_chan) == 2 * BATON_CACHELINE, "a channel is two lines");
 
 /* Under the lock: may task t (NULL: not a task's own coroutine) receive
  * from ch? A single-receiver channel is bound to its first receiver here.
