@@ -76,14 +76,23 @@ int baton__wait_one_carry(struct baton_task *t, struct baton_waitq *q, baton_spi
 	return baton__wait_one_inline(t, q, lock, c, timeout_ns);
 }
 
+/* A cancellation's claim of t's wait (the task's own or its canceller's):
+ * true if it won, the result then ECANCELED and no waiter claimed. */
+static bool claim_cancelled(struct baton_task *t)
+{
+	if (!baton__wait_claim_race(t))
+		return false;
+	t->wait_result = BATON_ECANCELED;
+	t->wait_index = -1;
+	return true;
+}
+
 /* A cancellable task, its waiters linked under the locks it holds and
  * WAITING published: was it cancelled meanwhile? If so, and the claim is
  * ours, it leaves its queues and does not park. If the canceller claimed
  * first, the task parks as usual and the two meet at cancel_park. */
 static bool cancelled_before_park(struct baton_task *t)
 {
-	uint32_t expected = BATON_WAIT_WAITING;
-
 	/* Seq_cst fence: orders the store of WAITING before the load of the
 	 * flag; pairs with the fence in baton_task_cancel between its store
 	 * of the flag and its claim (one of the two sees the other). */
@@ -91,12 +100,8 @@ static bool cancelled_before_park(struct baton_task *t)
 	/* Relaxed: the fence above orders it. */
 	if (!__atomic_load_n(&t->cancel, __ATOMIC_RELAXED))
 		return false;
-	/* Acq_rel: as baton__wait_claim. */
-	if (!__atomic_compare_exchange_n(&t->wait_state, &expected, BATON_WAIT_CLAIMED, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	if (!claim_cancelled(t))
 		return false;
-	t->wait_result = BATON_ECANCELED;
-	t->wait_index = -1;
 	/* We hold every lock our waiters are linked under. */
 	for (unsigned i = 0; i < t->nwaiters; i++)
 		if (t->waiters[i].linked)
@@ -198,8 +203,6 @@ baton_task_t *baton_task_handle(void)
  * ours (handle.h). */
 bool baton__task_cancel_claim(struct baton_task *t, struct baton_wakelist *wl)
 {
-	uint32_t expected = BATON_WAIT_WAITING;
-
 	/* Relaxed: the fence below orders it before the claim. Sticky: a
 	 * second cancel has nothing more to do. */
 	if (__atomic_exchange_n(&t->cancel, 1, __ATOMIC_RELAXED))
@@ -207,13 +210,10 @@ bool baton__task_cancel_claim(struct baton_task *t, struct baton_wakelist *wl)
 	/* Seq_cst fence: pairs with the task's fence between WAITING and its
 	 * load of the flag (cancelled_before_park). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* Acq_rel: as baton__wait_claim. Not WAITING: the task runs, or was
-	 * woken with its result; its next wait sees the flag. */
-	if (!__atomic_compare_exchange_n(&t->wait_state, &expected, BATON_WAIT_CLAIMED, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	/* Lost (not WAITING): the task runs, or was woken with its result;
+	 * its next wait sees the flag. */
+	if (!claim_cancelled(t))
 		return true;
-	t->wait_result = BATON_ECANCELED;
-	t->wait_index = -1;
 	/* Acq_rel: our result before the worker's ready, or its switch before
 	 * ours (see baton__wait_parked_cancellable). */
 	if (__atomic_exchange_n(&t->cancel_park, 1, __ATOMIC_ACQ_REL))

@@ -177,19 +177,26 @@ static inline void baton__wait_claim_solo(struct baton_task *t)
 	__atomic_store_n(&t->wait_state, BATON_WAIT_CLAIMED, __ATOMIC_RELAXED);
 }
 
-/* Claim t's wake-up: true for exactly one claimant of each wait. */
-static inline bool baton__wait_claim(struct baton_task *t)
+/* The claim of a wait with several possible claimants (a timeout, a
+ * select's other cases, a canceller): true for exactly one of them. */
+static inline bool baton__wait_claim_race(struct baton_task *t)
 {
 	uint32_t expected = BATON_WAIT_WAITING;
 
-	if (BATON_LIKELY(t->wait_solo)) {
-		baton__wait_claim_solo(t);
-		return true;
-	}
 	/* Acq_rel: the winner's later writes of the result are ordered after
 	 * its win, and it sees the task's state as the task left it. */
 	return __atomic_compare_exchange_n(&t->wait_state, &expected, BATON_WAIT_CLAIMED, false,
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* Claim t's wake-up: true for exactly one claimant of each wait. */
+static inline bool baton__wait_claim(struct baton_task *t)
+{
+	if (BATON_LIKELY(t->wait_solo)) {
+		baton__wait_claim_solo(t);
+		return true;
+	}
+	return baton__wait_claim_race(t);
 }
 
 /* Unlink waiters from the front until one's task can be claimed; return it
