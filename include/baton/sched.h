@@ -441,7 +441,8 @@ typedef int (*baton_task_result_fn)(void *arg, void **result);
  * @param attr the attributes, or NULL for the defaults
  * @param fn the task's body
  * @param arg passed to `fn`
- * @param tid receives the id
+ * @param tid receives the id (after an error, maybe an id that names no
+ * task: every call on it returns BATON_EDEAD)
  * @return BATON_OK, or an error: those of baton_sched_spawn, BATON_EINVAL
  * (NULL tid), BATON_ENOMEM. */
 BATON_API int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr,

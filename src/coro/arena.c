@@ -367,12 +367,19 @@ int baton__arena_take(size_t slot_size, bool want_guard, void **map, struct bato
 	return rc;
 }
 
-void baton__arena_give(struct baton_arena *a, void *map)
+/* Giving back takes the lock once for a batch (stack.c gives a thread's
+ * spare stacks back 64 at a time): the per-stack part is a few stores,
+ * and the clock read and the bounds' checks are paid once a batch. */
+void baton__arena_give_begin(void)
+{
+	pthread_mutex_lock(&arena_lock);
+}
+
+void baton__arena_give_one(struct baton_arena *a, void *map)
 {
 	struct baton_arena_class *c = a->cls;
 	uint32_t idx = (uint32_t)(((char *)map - a->base) / c->slot_size);
 
-	pthread_mutex_lock(&arena_lock);
 	a->free_idx[a->nfree++] = idx;
 	a->dirty[idx] = 1;
 	a->ndirty++;
@@ -385,10 +392,21 @@ void baton__arena_give(struct baton_arena *a, void *map)
 		c->nempty++;
 		free_empty_excess(c);
 	}
+}
+
+void baton__arena_give_end(void)
+{
 	peaks_decay();
 	if (dirty_total > dirty_bound())
 		release_excess();
 	pthread_mutex_unlock(&arena_lock);
+}
+
+void baton__arena_give(struct baton_arena *a, void *map)
+{
+	baton__arena_give_begin();
+	baton__arena_give_one(a, map);
+	baton__arena_give_end();
 }
 
 size_t baton__arena_trim(void)

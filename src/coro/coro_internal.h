@@ -243,6 +243,10 @@ struct baton_stack {
 int baton__arena_take(size_t slot_size, bool want_guard, void **map, struct baton_arena **arena,
 		      bool *guarded);
 void baton__arena_give(struct baton_arena *a, void *map);
+/* A batch of gives under one lock: begin, give_one for each, end. */
+void baton__arena_give_begin(void);
+void baton__arena_give_one(struct baton_arena *a, void *map);
+void baton__arena_give_end(void);
 size_t baton__arena_trim(void);
 
 /* stack.c */

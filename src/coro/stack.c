@@ -27,6 +27,8 @@
 /* Stacks a thread keeps for reuse; past this, freed stacks go back to
  * their arena. */
 #define POOL_MAX 256
+/* Stacks given back to the arenas at a time once the pool is full. */
+#define GIVE_BATCH 64
 
 /* A pooled stack's record sits at the top of its slot, where the control
  * block was. */
@@ -97,12 +99,30 @@ int baton__stack_take(struct baton_thread *t, size_t map_size, bool canary, stru
 	return baton__arena_take(map_size, !canary, &out->map, &out->arena, &out->guarded);
 }
 
+/* The pool is full: st and the GIVE_BATCH - 1 stacks pooled last go back
+ * to their arenas under one lock (a burst of ends - a cancelled group's
+ * tasks - would otherwise take the arenas' mutex once a stack). */
+static __attribute__((noinline)) void give_batch(struct baton_thread *t,
+						 const struct baton_stack *st)
+{
+	baton__arena_give_begin();
+	baton__arena_give_one(st->arena, st->map);
+	for (unsigned i = 1; i < GIVE_BATCH && t->pool; i++) {
+		struct baton_pooled_stack *s = t->pool;
+
+		t->pool = s->next;
+		t->pool_count--;
+		baton__arena_give_one(s->stack.arena, s->stack.map);
+	}
+	baton__arena_give_end();
+}
+
 void baton__stack_give(struct baton_thread *t, const struct baton_stack *st)
 {
 	struct baton_pooled_stack *s;
 
-	if (t->pool_count >= POOL_MAX) {
-		baton__arena_give(st->arena, st->map);
+	if (BATON_UNLIKELY(t->pool_count >= POOL_MAX)) {
+		give_batch(t, st);
 		return;
 	}
 	s = record_of(st);
@@ -117,12 +137,12 @@ size_t baton_coro_pool_trim(void)
 	struct baton_thread *t = baton__thread_get();
 	struct baton_pooled_stack *s, *next;
 
+	baton__arena_give_begin();
 	for (s = t->pool; s; s = next) {
-		struct baton_stack st = s->stack;
-
 		next = s->next;
-		baton__arena_give(st.arena, st.map);
+		baton__arena_give_one(s->stack.arena, s->stack.map);
 	}
+	baton__arena_give_end();
 	t->pool = NULL;
 	t->pool_count = 0;
 	return baton__copystack_trim(t) + baton__arena_trim();

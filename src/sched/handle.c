@@ -7,8 +7,11 @@
  *
  * The table is a list of chunks of growing size (chunk k holds 1024 << k
  * slots), allocated on demand and never freed: a stale id is looked up in
- * memory that is still a slot, and its generation says it is stale. Free
- * slots are a lock-free stack whose head carries a tag against ABA.
+ * memory that is still a slot, and its generation says it is stale. The
+ * first chunk is static (zero pages until used): most programs' ids are
+ * all there, and are looked up without a load of the chunk list. Free
+ * slots are a lock-free stack whose head carries a tag against ABA, in
+ * front of which each worker keeps spares of its own.
  */
 #include <pthread.h>
 
@@ -19,7 +22,10 @@
 #define CHUNK0_SHIFT 10
 #define NCHUNKS 22 /* 1024 * (2^22 - 1) slots: more than 32 bits of index */
 
-static struct baton_tslot *chunks[NCHUNKS];
+/* Its slots get their generation and index when first handed out
+ * (slot_fresh): an id never given out meets generation 0 there, stale. */
+static struct baton_tslot chunk0[1u << CHUNK0_SHIFT];
+static struct baton_tslot *chunks[NCHUNKS] = { chunk0 };
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t fresh;     /* slots handed out of the chunks so far (atomic) */
 static uint64_t free_head; /* tag << 32 | (index + 1), 0 = empty (atomic) */
@@ -36,10 +42,12 @@ static inline unsigned chunk_of(uint32_t idx, uint32_t *off)
 static inline struct baton_tslot *slot_at(uint32_t idx)
 {
 	uint32_t off;
-	unsigned k = chunk_of(idx, &off);
+	unsigned k;
 	struct baton_tslot *c;
 
-	if (k >= NCHUNKS)
+	if (BATON_LIKELY(idx < (1u << CHUNK0_SHIFT)))
+		return &chunk0[idx];
+	if ((k = chunk_of(idx, &off)) >= NCHUNKS)
 		return NULL;
 	/* Acquire: pairs with the release that publishes a chunk, so its
 	 * slots read as initialised. */
@@ -68,6 +76,12 @@ static struct baton_tslot *slot_fresh(void)
 
 	if (k >= NCHUNKS || idx == UINT32_MAX)
 		return NULL;
+	if (k == 0) { /* nobody else has this number */
+		sl = &chunk0[idx];
+		sl->gen = 1;
+		sl->index = idx;
+		return sl;
+	}
 	if ((sl = slot_at(idx)) != NULL)
 		return sl;
 	pthread_mutex_lock(&grow_lock);
@@ -129,15 +143,8 @@ static struct baton_tslot *slot_pop_free(void)
  * its generation (bumped under the lock when the slot was freed, not
  * written here) and stops there. The first lock taken after these writes
  * publishes them (baton__tslot_set_task's, before the id is given out). */
-static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg)
+static inline void tslot_init(struct baton_tslot *sl, baton_task_result_fn fn, void *arg)
 {
-	struct baton_worker *w = baton__worker_get();
-	struct baton_tslot *sl;
-
-	if (BATON_LIKELY(w != NULL && w->ntslots != 0))
-		sl = w->tslots[--w->ntslots];
-	else if ((sl = slot_pop_free()) == NULL && (sl = slot_fresh()) == NULL)
-		return NULL;
 	sl->state = BATON_TSLOT_LIVE;
 	sl->detached = false;
 	sl->cancel_pending = false;
@@ -146,12 +153,32 @@ static inline struct baton_tslot *tslot_alloc(baton_task_result_fn fn, void *arg
 	sl->fn = fn;
 	sl->arg = arg;
 	sl->group = NULL;
-	return sl;
+}
+
+/* A slot from the worker's spares, or NULL. */
+static inline struct baton_tslot *tslot_spare(void)
+{
+	struct baton_worker *w = baton__worker_get();
+
+	return BATON_LIKELY(w != NULL && w->ntslots != 0) ? w->tslots[--w->ntslots] : NULL;
+}
+
+/* A slot from the shared table, or NULL (out of memory). */
+static struct baton_tslot *tslot_shared(void)
+{
+	struct baton_tslot *sl = slot_pop_free();
+
+	return sl != NULL ? sl : slot_fresh();
 }
 
 struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
 {
-	return tslot_alloc(fn, arg);
+	struct baton_tslot *sl = tslot_spare();
+
+	if (sl == NULL && (sl = tslot_shared()) == NULL)
+		return NULL;
+	tslot_init(sl, fn, arg);
+	return sl;
 }
 
 /* Its result taken, or detached and ended: the id goes stale. Lock held;
@@ -183,6 +210,14 @@ void baton__tslot_cache_flush(struct baton_worker *w)
 		slot_push_free(w->tslots[--w->ntslots]);
 }
 
+/* The slot's lock if it is free, without a spin (no call: the callers'
+ * fast paths stay without a frame). */
+static inline bool slot_trylock(struct baton_tslot *sl)
+{
+	/* Acquire: as baton__spin_lock's, which is this exchange first. */
+	return __atomic_exchange_n(&sl->lock.locked, 1, __ATOMIC_ACQUIRE) == 0;
+}
+
 /* The id's slot, locked, if the id still names its task; else NULL. */
 static inline struct baton_tslot *slot_lock_id(baton_tid_t id)
 {
@@ -211,27 +246,19 @@ void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *w
 		baton__task_cancel_tree(sl->task, wl);
 }
 
-/* The end: the slot records it and wakes its joiners, then its group
- * hears. A slot still in a group's list is freed only once the group has
- * unlinked it (a join or detach meanwhile leaves that to us). */
-static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, int status,
-							   void *result, bool wake)
+/* The end's general case, the slot's lock held (released), its end
+ * recorded: joiners to wake, plain threads to tell, or a group to hear of
+ * it once the slot's lock is released (the slot is freed only once the
+ * group has unlinked it: a join or detach meanwhile leaves that to us). */
+static __attribute__((noinline)) void slot_end_slow(struct baton_tslot *sl, bool wake)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
-	struct baton_group *g;
-	uint64_t id;
-	bool bump;
+	struct baton_group *g = sl->group;
+	uint64_t id = baton__tslot_id(sl); /* the group reports it */
+	bool bump = sl->nthreads != 0;
 
-	baton__spin_lock(&sl->lock);
-	g = sl->group;
-	id = g ? baton__tslot_id(sl) : 0; /* the group reports it */
-	sl->status = status;
-	sl->result = result;
-	sl->task = NULL;
-	sl->state = BATON_TSLOT_ENDED;
 	if (wake)
 		baton__waitq_wake_all(&sl->joiners, &wl, BATON_OK);
-	bump = sl->nthreads != 0;
 	if (g == NULL && sl->detached)
 		tslot_free_locked(sl);
 	else
@@ -239,7 +266,8 @@ static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *s
 	if (bump)
 		baton_ec_inc(&sl->ec);
 	if (g) {
-		baton__group_child_end(g, sl, id, status, result, wake);
+		/* Its status and result stay: the group holds the slot. */
+		baton__group_child_end(g, sl, id, sl->status, sl->result, wake);
 		baton__spin_lock(&sl->lock);
 		sl->group = NULL;
 		if (sl->detached && !sl->queued)
@@ -250,19 +278,40 @@ static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *s
 	baton__wakelist_run_back(&wl);
 }
 
+/* The end: the slot records it; the common case - nobody waits, no group
+ * - then frees the slot if it is detached or leaves it for the join. */
+static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, int status,
+							   bool wake)
+{
+	baton__spin_lock(&sl->lock);
+	sl->status = status; /* the result is there already */
+	sl->task = NULL;
+	sl->state = BATON_TSLOT_ENDED;
+	if (BATON_UNLIKELY(!baton__waitq_empty(&sl->joiners) || sl->group != NULL ||
+			   sl->nthreads != 0)) {
+		slot_end_slow(sl, wake);
+		return;
+	}
+	if (sl->detached)
+		tslot_free_locked(sl);
+	else
+		baton__spin_unlock(&sl->lock);
+}
+
 void baton__tslot_main(void *arg)
 {
 	struct baton_tslot *sl = arg;
-	/* Set before the task could run (baton__tslot_set_task); only our
-	 * end clears it. */
-	struct baton_task *t = sl->task;
-	void *result = NULL;
-	int status = sl->fn(sl->arg, &result);
+	/* The body writes its result into the slot (NULL there since the
+	 * slot was freed, or new): nobody reads it before the end below
+	 * publishes it, and no local's address is taken. */
+	int status = sl->fn(sl->arg, &sl->result);
 
-	/* Its groups end before it does. */
-	if (BATON_UNLIKELY(t->groups != NULL))
-		baton__task_close_groups(t);
-	slot_end(sl, status, result, true);
+	/* Its groups end before it does. Its task was given to the slot
+	 * before it could run (baton__tslot_set_task); only our end clears
+	 * it. */
+	if (BATON_UNLIKELY(sl->task->groups != NULL))
+		baton__task_close_groups(sl->task);
+	slot_end(sl, status, true);
 }
 
 /* The scheduler's destroy frees t unfinished. Nothing may be readied now
@@ -270,8 +319,12 @@ void baton__tslot_main(void *arg)
  * it through the slot's event count. */
 void baton__task_abandon(struct baton_task *t)
 {
-	if (t->fn == baton__tslot_main)
-		slot_end(t->arg, BATON_ESHUTDOWN, NULL, false);
+	if (t->fn == baton__tslot_main) {
+		struct baton_tslot *sl = t->arg;
+
+		sl->result = NULL; /* what the body may have written: not its end */
+		slot_end(sl, BATON_ESHUTDOWN, false);
+	}
 	if (t->groups != NULL) {
 		baton__spin_lock(&t->glock);
 		for (struct baton_group *g = t->groups; g; g = baton__group_forget_owner(g))
@@ -282,34 +335,63 @@ void baton__task_abandon(struct baton_task *t)
 }
 
 /* --- the public calls -------------------------------------------------------- */
+/* A spawn whose task could not be made: its slot goes back (the id,
+ * given out already, is stale). */
+void baton__tslot_unspawned(struct baton_tslot *sl)
+{
+	baton__spin_lock(&sl->lock);
+	tslot_free_locked(sl);
+}
+
+/* baton_task_spawn once the worker has no spare slot (or off a worker). */
+static __attribute__((noinline)) int spawn_shared(baton_sched_t *s,
+						  const struct baton_task_attr *attr,
+						  baton_task_result_fn fn, void *arg,
+						  baton_tid_t *tid)
+{
+	struct baton_tslot *sl = tslot_shared();
+
+	if (sl == NULL)
+		return BATON_ENOMEM;
+	tslot_init(sl, fn, arg);
+	*tid = baton__tslot_id(sl);
+	return baton__task_spawn_held(s, attr, sl, true);
+}
+
 int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_result_fn fn,
 		     void *arg, baton_tid_t *tid)
 {
+	struct baton_worker *w = baton__worker_get();
 	struct baton_tslot *sl;
-	uint64_t id;
-	int rc;
 
 	if (s == NULL || fn == NULL || tid == NULL)
 		return BATON_EINVAL;
-	if ((sl = tslot_alloc(fn, arg)) == NULL)
-		return BATON_ENOMEM;
-	id = baton__tslot_id(sl);
-	if ((rc = baton__task_spawn_held(s, attr, sl)) != BATON_OK) {
-		baton__spin_lock(&sl->lock);
-		tslot_free_locked(sl);
-		return rc;
-	}
-	*tid = id;
-	return BATON_OK;
+	if (BATON_UNLIKELY(w == NULL || w->ntslots == 0))
+		return spawn_shared(s, attr, fn, arg, tid);
+	sl = w->tslots[--w->ntslots];
+	tslot_init(sl, fn, arg);
+	/* Stored before the spawn, which ends in a tail call: nothing lives
+	 * across it, so this path needs no frame (and read before it: on
+	 * another worker the task may end, and a detach of its own id free
+	 * the slot, before the spawn returns). The caller has it once we
+	 * return; a failed spawn leaves a stale id there. */
+	*tid = baton__tslot_id(sl);
+	return baton__task_spawn_held(s, attr, sl, true);
 }
 
-/* Take an ended task's status and result (lock held; released). */
-static inline int join_take(struct baton_tslot *sl, int *status, void **result)
+/* An ended task's status and result, to the caller's (NULL: not asked). */
+static inline void copy_end(const struct baton_tslot *sl, int *status, void **result)
 {
 	if (status)
 		*status = sl->status;
 	if (result)
 		*result = sl->result;
+}
+
+/* Take an ended task's status and result (lock held; released). */
+static inline int join_take(struct baton_tslot *sl, int *status, void **result)
+{
+	copy_end(sl, status, result);
 	if (BATON_LIKELY(sl->group == NULL && !sl->queued)) {
 		tslot_free_locked(sl);
 	} else { /* its end frees it once its group let go (slot_end), or
@@ -375,17 +457,40 @@ static __attribute__((noinline)) int join_slow(struct baton_tslot *sl, baton_tid
 	}
 }
 
-int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
+/* Join's general path: the id looked up again, under the slot's lock. */
+static __attribute__((noinline)) int join_general(baton_tid_t tid, int64_t timeout_ns, int *status,
+						  void **result)
 {
 	struct baton_tslot *sl = slot_lock_id(tid);
 
 	if (sl == NULL)
 		return BATON_EDEAD;
-	/* The fast path: the task has ended (a fan-out's joins after the
-	 * first, which waited). */
-	if (BATON_LIKELY(sl->state == BATON_TSLOT_ENDED && !sl->detached))
+	/* slot_lock_id turned away one that ended and was detached. */
+	if (sl->state == BATON_TSLOT_ENDED)
 		return join_take(sl, status, result);
 	return join_slow(sl, tid, timeout_ns, status, result);
+}
+
+int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
+{
+	uint32_t gen = (uint32_t)(tid >> 32);
+	struct baton_tslot *sl;
+
+	/* The fast path, short and without a frame: the task has ended, in
+	 * no group (a fan-out's joins after the first, which waited), and
+	 * its slot's lock is free. Anything else takes the general path. */
+	if (BATON_LIKELY(gen != 0 && (sl = slot_at((uint32_t)tid)) != NULL)) {
+		if (BATON_LIKELY(slot_trylock(sl))) {
+			if (BATON_LIKELY(sl->gen == gen && sl->state == BATON_TSLOT_ENDED &&
+					 !sl->detached && sl->group == NULL && !sl->queued)) {
+				copy_end(sl, status, result);
+				tslot_free_locked(sl);
+				return BATON_OK;
+			}
+			baton__spin_unlock(&sl->lock);
+		}
+	}
+	return join_general(tid, timeout_ns, status, result);
 }
 
 int baton_task_abort(baton_tid_t tid)

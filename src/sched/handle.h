@@ -140,8 +140,11 @@ static inline void baton__tslot_set_task(struct baton_tslot *sl, struct baton_ta
 }
 
 /* task.c: spawn sl's task (baton__tslot_main), given to sl before it can
- * run (baton__tslot_set_task). */
+ * run (baton__tslot_set_task). Failed, with `own`, sl is freed
+ * (baton__tslot_unspawned); else the caller frees it. */
 int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
-			   struct baton_tslot *sl);
+			   struct baton_tslot *sl, bool own);
+/* handle.c: free the slot of a spawn that failed. */
+void baton__tslot_unspawned(struct baton_tslot *sl);
 
 #endif /* BATON_SRC_SCHED_HANDLE_H */

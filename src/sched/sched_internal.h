@@ -207,7 +207,7 @@ struct baton_worker {
 	/* Free task-id slots kept for this worker's spawns (handle.c): no
 	 * atomic on a spawn's or a join's slot. Given back at destroy. */
 	unsigned ntslots;
-	struct baton_tslot *tslots[32];
+	struct baton_tslot *tslots[128];
 
 	/* Read by other workers. */
 	size_t runq_len_pub __attribute__((aligned(BATON_CACHELINE)));

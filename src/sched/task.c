@@ -359,16 +359,19 @@ static inline void task_start(baton_sched_t *s, struct baton_task *t)
 /* A spawn with an id: the task is made, given to its slot (handle.h),
  * then made runnable. */
 int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
-			   struct baton_tslot *sl)
+			   struct baton_tslot *sl, bool own)
 {
 	struct baton_task *t;
 	int rc = task_create(s, attr, baton__tslot_main, sl, &t);
 
-	if (rc == BATON_OK) {
-		baton__tslot_set_task(sl, t);
-		task_start(s, t);
+	if (BATON_UNLIKELY(rc != BATON_OK)) {
+		if (own)
+			baton__tslot_unspawned(sl);
+		return rc;
 	}
-	return rc;
+	baton__tslot_set_task(sl, t);
+	task_start(s, t);
+	return BATON_OK;
 }
 
 int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_fn fn,

@@ -11,7 +11,8 @@
  * waits for a group; a task's open groups close when it returns; destroy
  * ends the ids of the tasks it frees with BATON_ESHUTDOWN; a collecting
  * group hands its children's ends out one at a time (baton_group_next),
- * in the order they ended, to a task or a plain thread.
+ * in the order they ended, to a task or a plain thread; a close of
+ * hundreds of children from a task cancels and waits for every one.
  */
 #include "check.h"
 
@@ -461,6 +462,47 @@ static void test_group_nested(void **state)
 	finish();
 }
 
+/* A close of many children from a task: every child is cancelled, some
+ * end only a few yields after their cancel, and the close returns once
+ * the last has ended. */
+#define CM_N 300
+static long cm_ended; /* (atomic) */
+
+static int cm_child(void *arg, void **result)
+{
+	int rc = block(arg, result);
+
+	TC_CHECK(rc == BATON_ECANCELED);
+	for (intptr_t i = 0; i < (intptr_t)arg % 4; i++)
+		baton_sched_yield(); /* ends after the batches behind it began */
+	/* Relaxed: a count read after the close that waited for us. */
+	__atomic_add_fetch(&cm_ended, 1, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static void close_many(void *arg)
+{
+	struct baton_task_end first;
+	baton_group_t *g;
+
+	(void)arg;
+	cm_ended = 0;
+	TC_CHECK_RC(baton_group_create(&g, S, 0), BATON_OK);
+	for (intptr_t i = 0; i < CM_N; i++)
+		TC_CHECK_RC(baton_group_spawn(g, &T_ATTR, cm_child, (void *)i, NULL), BATON_OK);
+	baton_sched_sleep(TC_MS(5)); /* all block */
+	TC_CHECK_RC(baton_group_close(g, &first), BATON_OK);
+	TC_CHECK(__atomic_load_n(&cm_ended, __ATOMIC_RELAXED) == CM_N);
+	TC_CHECK(first.tid != BATON_TID_NONE && first.status == BATON_ECANCELED);
+}
+
+static void test_group_close_many(void **state)
+{
+	setup(state, "group close of many");
+	assert_int_equal(baton_sched_spawn(S, &T_ATTR, close_many, NULL), BATON_OK);
+	finish();
+}
+
 /* baton_task_cancel on a task that took its handle cancels its groups. */
 static baton_task_t *owner_handle; /* (atomic) */
 
@@ -569,7 +611,7 @@ int main(void)
 		TC_CFG_TESTS(test_group_fail_fast), TC_CFG_TESTS(test_group_collect),
 		TC_CFG_TESTS(test_group_next),      TC_CFG_TESTS(test_group_next_thread),
 		TC_CFG_TESTS(test_group_nested),    TC_CFG_TESTS(test_cancel_owner),
-		TC_CFG_TESTS(test_destroy),
+		TC_CFG_TESTS(test_destroy),         TC_CFG_TESTS(test_group_close_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
