@@ -76,6 +76,30 @@ static int worker_poller(struct baton_worker *w)
 	return BATON_OK;
 }
 
+/* Closing io (under its lock): its accept queue, taken off the handle,
+ * which is marked closed; its storage is then free for dead_next. What
+ * the backend accepts after this it closes (baton__io_accept_queue). */
+static struct baton_io_accq *accq_detach(struct baton_io *io)
+{
+	struct baton_io_accq *q = io->accq;
+
+	io->accq = NULL;
+	io->ready |= BATON_IO_CLOSED;
+	return q;
+}
+
+/* A closed listener's accepted descriptors that no task took: closed,
+ * with the queue. */
+static void accq_free(struct baton_io_accq *q)
+{
+	if (q == NULL)
+		return;
+	for (unsigned i = q->head; i < q->len; i++)
+		close(q->fds[i]);
+	baton__free(q->fds);
+	baton__free(q);
+}
+
 /* On w's thread: free a closed handle, unless the backend still has
  * requests naming it (io_uring), in which case it frees it later. */
 static void release_io(struct baton_worker *w, struct baton_io *io)
@@ -124,7 +148,12 @@ static void hook_fini(struct baton_worker *w)
 	while (!baton__list_empty(&r->live)) {
 		struct baton_io *io =
 			BATON_LIST_ENTRY(baton__list_first(&r->live), struct baton_io, live_link);
+		struct baton_io_accq *q;
 
+		baton__spin_lock(&io->lock);
+		q = accq_detach(io);
+		baton__spin_unlock(&io->lock);
+		accq_free(q);
 		r->pops->del(w, io);
 		if (io->owns_fd)
 			close(io->fd);
@@ -442,6 +471,115 @@ int baton_io_write(baton_io_t *io, const void *buf, size_t len, int64_t timeout_
 	return rc;
 }
 
+/* --- the accept queue ---------------------------------------------------- */
+/*
+ * A backend that accepts ahead of the task (io_uring's multishot accept)
+ * queues each descriptor here and then reports a read edge, in that order:
+ * the task that found the queue empty and active, and then waits for an
+ * edge under the same lock, cannot miss it. While the queue is active an
+ * empty queue means "wait", with no accept4 to learn it; once the backend
+ * ends it (the descriptor table full, EMFILE or ENFILE; the queue full; a
+ * kernel that cannot) the task takes what is left and then calls accept4,
+ * which reports the error, as without the queue.
+ */
+enum { ACCQ_NONE, ACCQ_TOOK, ACCQ_WAIT };
+
+unsigned baton__io_accept_queue(struct baton_io *io, int fd, bool active)
+{
+	struct baton_io_accq *q;
+	bool kept = fd < 0;
+	unsigned n;
+
+	baton__spin_lock(&io->lock);
+	if (io->ready & BATON_IO_CLOSED) {
+		baton__spin_unlock(&io->lock);
+		if (!kept)
+			close(fd);
+		return 0;
+	}
+	q = io->accq;
+	q->active = active;
+	if (fd >= 0 && q->len == q->cap && q->head > 0) {
+		memmove(q->fds, q->fds + q->head, (q->len - q->head) * sizeof(*q->fds));
+		q->len -= q->head;
+		q->head = 0;
+	}
+	if (fd >= 0 && q->len == q->cap) {
+		/* Rare (a burst while the request's cancellation is on its
+		 * way), so under the lock. */
+		int *more = baton__realloc(q->fds, 2 * q->cap * sizeof(*more));
+
+		if (more) {
+			q->fds = more;
+			q->cap *= 2;
+		}
+	}
+	if (fd >= 0 && q->len < q->cap) {
+		q->fds[q->len++] = fd;
+		kept = true;
+	}
+	n = q->len - q->head;
+	baton__spin_unlock(&io->lock);
+	if (!kept)
+		close(fd);
+	return n;
+}
+
+/* The next queued descriptor (TOOK), or WAIT for an edge (the queue is
+ * empty and active), or NONE: call accept4. */
+static int accq_take(struct baton_io *io, int *fd)
+{
+	/* Acquire: pairs with accept_arm's release (the queue's fields). */
+	struct baton_io_accq *q = __atomic_load_n(&io->accq, __ATOMIC_ACQUIRE);
+	int got = ACCQ_NONE;
+
+	if (q == NULL)
+		return ACCQ_NONE;
+	baton__spin_lock(&io->lock);
+	if (io->ready & BATON_IO_CLOSED) {
+		/* (A call on a closed handle: let accept4 say EBADF.) */
+	} else if (q->head < q->len) {
+		*fd = q->fds[q->head++];
+		if (q->head == q->len)
+			q->head = q->len = 0;
+		got = ACCQ_TOOK;
+	} else if (q->active) {
+		got = ACCQ_WAIT;
+	}
+	baton__spin_unlock(&io->lock);
+	return got;
+}
+
+/* accept4 said EAGAIN: on the listener's home thread, ask the backend to
+ * accept ahead (armed lazily, here rather than at open: no probe of every
+ * handle for SO_ACCEPTCONN). True if it does: the queue is active. */
+static bool accept_arm(struct baton_io *io)
+{
+	struct baton_worker *w = baton__worker_get();
+	const struct baton_poller_ops *ops;
+
+	if (w != io->home || w->hook_data == NULL)
+		return false;
+	ops = baton__reactor_of(w)->pops;
+	if (ops->accept == NULL)
+		return false;
+	if (io->accq == NULL) {
+		struct baton_io_accq *q = baton__calloc(1, sizeof(*q));
+
+		if (q == NULL)
+			return false;
+		q->fds = baton__malloc(BATON_IO_ACCQ_LIMIT * sizeof(*q->fds));
+		if (q->fds == NULL) {
+			baton__free(q);
+			return false;
+		}
+		q->cap = BATON_IO_ACCQ_LIMIT;
+		/* Release: a taker on another thread sees the fields. */
+		__atomic_store_n(&io->accq, q, __ATOMIC_RELEASE);
+	}
+	return ops->accept(w, io);
+}
+
 int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
 {
 	int64_t deadline = DEADLINE_UNSET;
@@ -449,17 +587,25 @@ int baton_io_accept(baton_io_t *listener, int *fd, int64_t timeout_ns)
 	if (listener == NULL || fd == NULL)
 		return BATON_EINVAL;
 	for (;;) {
-		int c = accept4(listener->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		int rc;
+		int c, rc, queued = accq_take(listener, &c);
 
-		if (c >= 0) {
+		if (queued == ACCQ_TOOK) {
 			*fd = c;
 			return BATON_OK;
 		}
-		if (errno == EINTR || errno == ECONNABORTED)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return BATON_ESYS;
+		if (queued == ACCQ_NONE) {
+			c = accept4(listener->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (c >= 0) {
+				*fd = c;
+				return BATON_OK;
+			}
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return BATON_ESYS;
+			if (accept_arm(listener))
+				continue; /* the queue may have taken one already */
+		}
 		rc = would_block(listener, 0, &deadline, timeout_ns);
 		if (rc != BATON_OK)
 			return rc;
@@ -615,6 +761,7 @@ int baton_io_fd(const baton_io_t *io)
 int baton_io_close(baton_io_t *io)
 {
 	struct baton_worker *home, *self = baton__worker_get();
+	struct baton_io_accq *q = NULL;
 	bool busy;
 
 	if (io == NULL)
@@ -622,9 +769,12 @@ int baton_io_close(baton_io_t *io)
 	baton__spin_lock(&io->lock);
 	busy = !baton__waitq_empty(&io->waiters[0]) || !baton__waitq_empty(&io->waiters[1]) ||
 		io->notify_fn;
+	if (!busy)
+		q = accq_detach(io);
 	baton__spin_unlock(&io->lock);
 	if (busy)
 		return BATON_EBUSY;
+	accq_free(q);
 	home = io->home;
 	baton__reactor_of(home)->pops->del(home, io);
 	if (io->owns_fd)

@@ -29,6 +29,10 @@ enum {
 	BATON_IO_RDHUP = 4, /* with IN: the peer ended its sending side */
 };
 
+/* In baton_io.ready: the handle is closed, its accept queue gone (accq's
+ * storage may be the dead list's link now). */
+#define BATON_IO_CLOSED 0x100u
+
 struct baton_io {
 	int fd;
 	bool owns_fd;
@@ -51,7 +55,14 @@ struct baton_io {
 	 * waiting task (under lock; NULL: none armed). */
 	baton_io_notify_fn notify_fn;
 	void *notify_arg;
-	struct baton_io *dead_next;       /* closed elsewhere: home's dead list */
+	union {
+		/* Open: a listener's accept queue (io_uring's multishot
+		 * accept), set on the home thread, read anywhere (under the
+		 * lock once set). baton_io_close() detaches it and marks the
+		 * handle BATON_IO_CLOSED before the link below is used. */
+		struct baton_io_accq *accq;
+		struct baton_io *dead_next; /* closed elsewhere: home's dead list */
+	};
 	struct baton_io *retry_next;      /* io_uring: the poller's retry list */
 	struct baton_list_node live_link; /* in its reactor's `live` (io_uring:
 					   * then in its poller's limbo) */
@@ -59,6 +70,22 @@ struct baton_io {
 
 _Static_assert(sizeof(struct baton_io) <= 136 || sizeof(void *) != 8,
 	       "a handle fits a 144-byte malloc chunk on 64-bit targets");
+
+/* A listener's accept queue: descriptors a backend accepted ahead of the
+ * task (io_uring's multishot accept), taken by baton_io_accept() in order.
+ * Under the handle's lock. */
+struct baton_io_accq {
+	bool active;   /* a request feeds it: empty means wait, not accept4 */
+	unsigned head; /* the next to take... */
+	unsigned len;  /* ...up to here */
+	unsigned cap;  /* room in fds (it grows past BATON_IO_ACCQ_LIMIT only
+			   while the request's cancellation is on its way) */
+	int *fds;
+};
+
+/* Queued descriptors at which the backend stops accepting ahead of a slow
+ * acceptor (the listener's backlog holds the rest, as without it). */
+#define BATON_IO_ACCQ_LIMIT 64
 
 /* A worker's reactor: its hook_data. */
 struct baton_reactor {
@@ -93,6 +120,10 @@ struct baton_poller_ops {
 	/* Interrupt a poll in progress on another thread. */
 	void (*wake)(struct baton_worker *w);
 	void (*destroy)(struct baton_worker *w);
+	/* On io's home thread, after accept4 on the listener io said EAGAIN:
+	 * start accepting into io->accq (allocated by io.c), marking it
+	 * active; false if the backend does not (NULL: never). */
+	bool (*accept)(struct baton_worker *w, struct baton_io *io);
 };
 
 extern const struct baton_poller_ops baton__poller_epoll;
@@ -100,5 +131,12 @@ extern const struct baton_poller_ops baton__poller_uring;
 
 /* io.c: an edge was seen on io; ready its waiters. Any thread. */
 void baton__io_edge(struct baton_io *io, unsigned events, bool hup);
+
+/* io.c, on io's home thread: queue the accepted descriptor fd (-1: none)
+ * on io->accq and mark the queue active or not; the caller reports the
+ * edge after it. Returns the descriptors queued. On a closed handle, or
+ * without memory to queue it, fd is closed (its client sees the
+ * connection end). */
+unsigned baton__io_accept_queue(struct baton_io *io, int fd, bool active);
 
 #endif /* BATON_SRC_IO_POLLER_H */

@@ -9,9 +9,10 @@
  * Handle lifetime. A poll request names its handle by address (user_data)
  * and its completions can arrive in any later round, so a closed handle
  * must outlive its request. Per handle, and only on the home thread:
- * io->pending counts the poll requests in flight (0 or 1) and carries two
- * flags. UR_CANCELLED: the handle was closed and its request's
- * cancellation queued, for the next poll to submit; its edges are ignored
+ * io->pending counts the requests in flight (the poll, 0 or 1; a
+ * listener's accept, below) and carries two flags. UR_CANCELLED: the
+ * handle was closed and its request's cancellation queued, for the next
+ * poll to submit; its edges are ignored
  * from then on. del() on the home thread cancels at once (the request
  * keeps the descriptor's file alive, so the peer of a socket would not
  * see the close); del() on another thread leaves the ring alone, and release(), which io.c calls
@@ -22,6 +23,21 @@
  * move to another thread) can free it too. A live handle whose multishot
  * request ended (a full completion queue, a cancellation by the kernel)
  * gets a new one.
+ *
+ * Multishot accept. A listener on which baton_io_accept() found nothing
+ * (accept4 said EAGAIN) gets a second request, a multishot accept, armed
+ * on its home thread (ur_accept); it is counted in UR_COUNT like the poll
+ * and flagged UR_ACCEPT, its user_data is the handle's address with
+ * UD_ACCEPT. Each accepted descriptor is queued on the handle (io.c's
+ * accept queue), then reported as a read edge. The request ends on an
+ * error (EMFILE, ENFILE: accept4 then reports it to the task), when the
+ * queue reaches BATON_IO_ACCQ_LIMIT (cancelled: the backlog keeps the rest
+ * until the task catches up), or with the handle (close cancels both
+ * requests; what is accepted after that is closed here, what was queued
+ * io.c closes). The next EAGAIN arms it again, unless the kernel refused
+ * it for another reason (UR_NOACCEPT). Not on a SINGLE_ISSUER ring: a
+ * ring move drops the old ring's completions, and the descriptors an
+ * accept request had put in them would leak.
  *
  * A poll makes one io_uring_enter at most, submitting what is queued and
  * getting or waiting for completions in the same call. The ring's setup
@@ -52,25 +68,31 @@
 #include <string.h>
 #include <time.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define UR_SQ_ENTRIES 256
 #define UR_SUBMIT_TRIES 4  /* submissions to make room before giving up */
 #define UR_CQ_ENTRIES 4096 /* room for a burst of edges of many handles */
-/* io->pending: a count of poll requests in flight, and two flags. */
+/* io->pending: a count of requests in flight (the poll, and a listener's
+ * accept), and flags. */
 #define UR_COUNT 0x0000ffffu
-#define UR_RETRY 0x08000000u     /* on the poller's retry list */
-#define UR_BARE 0x10000000u      /* the last request ended at its first CQE */
-#define UR_MORE 0x20000000u      /* this request has said "more to come" */
-#define UR_CANCELLED 0x40000000u /* closed: cancel queued, edges ignored */
-#define UR_DEAD 0x80000000u      /* released by io.c: free at the last CQE */
+#define UR_RETRY 0x01000000u      /* on the poller's retry list */
+#define UR_ACCEPT_END 0x02000000u /* the accept's cancellation is queued */
+#define UR_NOACCEPT 0x04000000u   /* the kernel refused a multishot accept */
+#define UR_ACCEPT 0x08000000u     /* a multishot accept is in flight (counted) */
+#define UR_BARE 0x10000000u       /* the last request ended at its first CQE */
+#define UR_MORE 0x20000000u       /* this request has said "more to come" */
+#define UR_CANCELLED 0x40000000u  /* closed: cancel queued, edges ignored */
+#define UR_DEAD 0x80000000u       /* released by io.c: free at the last CQE */
 
 /* user_data: a handle's address names its poll request (handles are
- * aligned); the address with UD_CANCEL names a cancellation of it; 0 is
- * the eventfd's poll. */
+ * aligned), with UD_ACCEPT its accept request; either with UD_CANCEL
+ * names a cancellation of it; 0 is the eventfd's poll. */
 #define UD_WAKE 0u
 #define UD_CANCEL 1u
+#define UD_ACCEPT 2u
 
 struct uring_poller {
 	struct io_uring ring;
@@ -118,6 +140,12 @@ static void arm_wake(struct uring_poller *p)
 		return;
 	io_uring_prep_poll_multishot(sqe, p->evfd, POLLIN);
 	io_uring_sqe_set_data64(sqe, UD_WAKE);
+}
+
+/* The poll requests in flight for io (its accept is counted too). */
+static inline unsigned polls(const struct baton_io *io)
+{
+	return (io->pending & UR_COUNT) - ((io->pending & UR_ACCEPT) != 0);
 }
 
 static bool arm(struct uring_poller *p, struct baton_io *io)
@@ -338,6 +366,8 @@ static int ring_move(struct baton_worker *w, struct uring_poller *p)
 	for (io = __atomic_load_n(&r->dead_ios, __ATOMIC_ACQUIRE); io; io = io->dead_next)
 		io->pending |= UR_CANCELLED;
 	BATON_LIST_FOR_EACH (io, &r->live, live_link) {
+		/* (No accept request: ur_accept arms none on a ring that may
+		 * move.) */
 		io->pending &= ~(UR_COUNT | UR_MORE | UR_BARE);
 		if (!(io->pending & UR_CANCELLED) && !arm(p, io))
 			retry_later(p, io);
@@ -422,13 +452,25 @@ static int ur_add(struct baton_worker *w, struct baton_io *io)
 	return BATON_OK;
 }
 
-/* Stop watching io (home thread): cancel its poll request, once. */
+/* End io's multishot accept (home thread), once. */
+static void cancel_accept(struct uring_poller *p, struct baton_io *io)
+{
+	uint64_t ud = (uintptr_t)io | UD_ACCEPT;
+
+	io->pending |= UR_ACCEPT_END;
+	if (!queue_cancel(p, ud))
+		cancel_later(p, ud);
+}
+
+/* Stop watching io (home thread): cancel its requests, once. */
 static void cancel(struct uring_poller *p, struct baton_io *io)
 {
 	if (io->pending & UR_CANCELLED)
 		return;
 	io->pending |= UR_CANCELLED;
-	if ((io->pending & UR_COUNT) == 0)
+	if ((io->pending & (UR_ACCEPT | UR_ACCEPT_END)) == UR_ACCEPT)
+		cancel_accept(p, io);
+	if (polls(io) == 0)
 		return; /* no request names it (a re-arm still to retry) */
 	if (!queue_cancel(p, (uintptr_t)io))
 		retry_later(p, io);
@@ -465,6 +507,27 @@ static bool ur_release(struct baton_worker *w, struct baton_io *io)
 	io->pending |= UR_DEAD;
 	limbo_add(p, io);
 	return false;
+}
+
+/* On the home thread, after accept4 on the listener io said EAGAIN: a
+ * multishot accept, submitted with the next poll (it takes what the
+ * backlog holds by then, so no connection waits for an edge). */
+static bool ur_accept(struct baton_worker *w, struct baton_io *io)
+{
+	struct uring_poller *p = baton__reactor_of(w)->poller;
+	struct io_uring_sqe *sqe;
+
+	if ((io->pending & (UR_ACCEPT | UR_NOACCEPT | UR_CANCELLED)) ||
+	    (p->setup & IORING_SETUP_SINGLE_ISSUER))
+		return false;
+	sqe = get_sqe(p);
+	if (sqe == NULL)
+		return false;
+	io_uring_prep_multishot_accept(sqe, io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, (uintptr_t)io | UD_ACCEPT);
+	io->pending = (io->pending + 1) | UR_ACCEPT;
+	baton__io_accept_queue(io, -1, true);
+	return true;
 }
 
 /* A completion of io's poll request. */
@@ -522,6 +585,39 @@ static void on_poll_cqe(struct uring_poller *p, struct baton_io *io, const struc
 	}
 }
 
+/* A completion of io's multishot accept: a descriptor, or its end. */
+static void on_accept_cqe(struct uring_poller *p, struct baton_io *io,
+			  const struct io_uring_cqe *cqe, bool edges)
+{
+	bool more = cqe->flags & IORING_CQE_F_MORE;
+	int res = cqe->res;
+
+	if (!more)
+		io->pending = (io->pending - 1) & ~(UR_ACCEPT | UR_ACCEPT_END);
+	if ((io->pending & UR_CANCELLED) || !edges) {
+		/* Closed, or the ring goes: no queue to put it in. */
+		if (res >= 0)
+			close(res);
+		if ((io->pending & UR_DEAD) && (io->pending & UR_COUNT) == 0)
+			limbo_free(p, io);
+		return;
+	}
+	if (res < 0 && res != -EMFILE && res != -ENFILE && res != -ECANCELED && res != -ENOMEM &&
+	    res != -ENOBUFS)
+		io->pending |= UR_NOACCEPT; /* EINVAL: a kernel without it */
+	if (baton__io_accept_queue(io, res, more && !(io->pending & UR_ACCEPT_END)) >=
+		    BATON_IO_ACCQ_LIMIT &&
+	    more && !(io->pending & UR_ACCEPT_END)) {
+		/* The task is behind: stop accepting ahead of it (what
+		 * comes before the cancellation lands is still queued). */
+		cancel_accept(p, io);
+		baton__io_accept_queue(io, -1, false);
+	}
+	/* After the queue: a waiter that saw it empty sees this edge. At
+	 * the end too: a task waiting on the active queue tries accept4. */
+	baton__io_edge(io, BATON_IO_IN, false);
+}
+
 /* Handle every completion in the queue; edges false: only account for
  * them (destroy). Returns how many there were. */
 static unsigned reap(struct uring_poller *p, bool edges)
@@ -550,6 +646,11 @@ static unsigned reap(struct uring_poller *p, bool edges)
 				arm_wake(p);
 			continue;
 		}
+		if (ud & UD_ACCEPT) {
+			on_accept_cqe(p, (struct baton_io *)(uintptr_t)(ud & ~(uint64_t)UD_ACCEPT),
+				      cqe, edges);
+			continue;
+		}
 		on_poll_cqe(p, (struct baton_io *)(uintptr_t)ud, cqe, edges);
 	}
 	io_uring_cq_advance(&p->ring, n);
@@ -574,9 +675,9 @@ static void retry_pending(struct uring_poller *p)
 		next = io->retry_next;
 		io->pending &= ~UR_RETRY;
 		if (io->pending & UR_CANCELLED) {
-			if ((io->pending & UR_COUNT) && !queue_cancel(p, (uintptr_t)io))
+			if (polls(io) && !queue_cancel(p, (uintptr_t)io))
 				retry_later(p, io);
-		} else if ((io->pending & UR_COUNT) == 0 && !arm(p, io)) {
+		} else if (polls(io) == 0 && !arm(p, io)) {
 			retry_later(p, io);
 		}
 	}
@@ -697,6 +798,7 @@ const struct baton_poller_ops baton__poller_uring = {
 	.poll = ur_poll,
 	.wake = ur_wake,
 	.destroy = ur_destroy,
+	.accept = ur_accept,
 };
 
 #else /* !BATON_HAVE_LIBURING */

@@ -6,6 +6,7 @@
  * the backend chosen by BATON_IO_BACKEND (CTest runs this file once per
  * backend).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -219,6 +221,190 @@ static void run_alone(void **state, baton_task_fn fn)
 static void test_timeouts(void **state)
 {
 	run_alone(state, timeouts_task);
+}
+
+/* --- accepting: a burst, a full descriptor table, a closed listener ------ */
+/* On io_uring a listener whose accept found nothing accepts ahead of its
+ * task (multishot accept) into a queue; on epoll accept4 does it all.
+ * Both must look the same to the task. */
+#define BURST 200
+
+/* Open descriptors of this process (the directory's own not counted). */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = -1; /* the directory's descriptor */
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static baton_io_t *listen_here(unsigned short *port, int backlog)
+{
+	baton_io_t *l = NULL;
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+
+	TC_CHECK(baton_io_listen_tcp(&l, "127.0.0.1", 0, backlog) == BATON_OK);
+	getsockname(baton_io_fd(l), (struct sockaddr *)&sa, &len);
+	*port = ntohs(sa.sin_port);
+	return l;
+}
+
+/* A connected client socket (blocking connect: loopback, into the backlog). */
+static int dial(unsigned short port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	TC_CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
+}
+
+/* Nothing to accept: the attempt arms the backend's accept (io_uring); a
+ * short sleep lets the worker's poll submit it. */
+static void accept_nothing(baton_io_t *l)
+{
+	int fd;
+
+	TC_CHECK(baton_io_accept(l, &fd, 0) == BATON_EAGAIN);
+	TC_CHECK(baton_sched_sleep(10000000) == BATON_OK);
+}
+
+static void *burst_clients(void *arg)
+{
+	unsigned short port = *(unsigned short *)arg;
+	static int fds[BURST];
+
+	for (int i = 0; i < BURST; i++)
+		fds[i] = dial(port);
+	usleep(200000); /* held open while the task accepts */
+	for (int i = 0; i < BURST; i++)
+		close(fds[i]);
+	return NULL;
+}
+
+static void accept_burst(void)
+{
+	unsigned short port;
+	baton_io_t *l = listen_here(&port, 256);
+	int before = count_fds(), accepted = 0;
+	pthread_t th;
+
+	accept_nothing(l);
+	TC_CHECK(pthread_create(&th, NULL, burst_clients, &port) == 0);
+	for (int i = 0; i < BURST; i++) {
+		int fd;
+
+		if (baton_io_accept(l, &fd, 5000000000LL) != BATON_OK)
+			break;
+		TC_CHECK((fcntl(fd, F_GETFL) & O_NONBLOCK) && (fcntl(fd, F_GETFD) & FD_CLOEXEC));
+		close(fd);
+		accepted++;
+	}
+	TC_CHECK(accepted == BURST);
+	pthread_join(th, NULL);
+	TC_CHECK(count_fds() == before);
+	TC_CHECK(baton_io_close(l) == BATON_OK);
+}
+
+#define EMFILE_CLIENTS 4
+
+/* Room for one more descriptor: the first connection is accepted, the
+ * next finds the table full. (io_uring's accept reads the limit when it is
+ * submitted, so the limit is set before the wait that arms it.) */
+static void accept_emfile(void)
+{
+	unsigned short port;
+	baton_io_t *l = listen_here(&port, 64);
+	struct rlimit old, low;
+	int clients[EMFILE_CLIENTS + 1], fd, rc, lowest;
+
+	for (int i = 0; i < EMFILE_CLIENTS; i++)
+		clients[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Descriptors are taken lowest first: below this one all are used. */
+	lowest = dup(0);
+	close(lowest);
+	getrlimit(RLIMIT_NOFILE, &old);
+	low = old;
+	low.rlim_cur = (rlim_t)lowest + 1;
+	TC_CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	accept_nothing(l);
+	for (int i = 0; i < EMFILE_CLIENTS; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+		TC_CHECK(connect(clients[i], (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	}
+	TC_CHECK(baton_sched_sleep(20000000) == BATON_OK); /* the backend tries */
+	TC_CHECK(baton_io_accept(l, &fd, 2000000000LL) == BATON_OK);
+	rc = baton_io_accept(l, &lowest, 2000000000LL);
+	TC_CHECK(rc == BATON_ESYS && errno == EMFILE);
+	close(fd);
+	TC_CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	/* Recovered: the connections the table had no room for are there. */
+	for (int i = 1; i < EMFILE_CLIENTS; i++) {
+		TC_CHECK(baton_io_accept(l, &fd, 2000000000LL) == BATON_OK);
+		close(fd);
+	}
+	/* And the backend accepts ahead again after the next wait. */
+	accept_nothing(l);
+	clients[EMFILE_CLIENTS] = dial(port);
+	TC_CHECK(baton_io_accept(l, &fd, 2000000000LL) == BATON_OK);
+	close(fd);
+	for (int i = 0; i <= EMFILE_CLIENTS; i++)
+		close(clients[i]);
+	TC_CHECK(baton_io_close(l) == BATON_OK);
+}
+
+#define QUEUED_CLIENTS 100
+
+static void accept_close_with_queue(void)
+{
+	unsigned short port;
+	baton_io_t *l = listen_here(&port, 256);
+	bool uring = strcmp(baton_io_backend(), "io_uring") == 0;
+	int clients[QUEUED_CLIENTS], before, held;
+
+	accept_nothing(l);
+	before = count_fds();
+	for (int i = 0; i < QUEUED_CLIENTS; i++)
+		clients[i] = dial(port);
+	TC_CHECK(baton_sched_sleep(50000000) == BATON_OK); /* the backend accepts */
+	held = count_fds();
+	/* io_uring accepted up to its queue's limit ahead of the task; epoll
+	 * left them all in the backlog. */
+	if (uring)
+		TC_CHECK(held >= before + QUEUED_CLIENTS + 1);
+	else
+		TC_CHECK(held == before + QUEUED_CLIENTS);
+	TC_CHECK(baton_io_close(l) == BATON_OK);
+	TC_CHECK(baton_sched_sleep(50000000) == BATON_OK); /* the cancellations land */
+	/* The listener and every queued descriptor are gone; the clients stay. */
+	TC_CHECK(count_fds() == before - 1 + QUEUED_CLIENTS);
+	for (int i = 0; i < QUEUED_CLIENTS; i++)
+		close(clients[i]);
+	TC_CHECK(count_fds() == before - 1);
+}
+
+static void accept_task(void *arg)
+{
+	(void)arg;
+	accept_burst();
+	accept_emfile();
+	accept_close_with_queue();
+}
+
+static void test_accept(void **state)
+{
+	run_alone(state, accept_task);
 }
 
 /* --- end of file that came with the last bytes ---------------------------- */
@@ -578,6 +764,7 @@ int main(void)
 		TC_MODEL_TESTS(test_notify),
 		TC_MODEL_TESTS(test_wake_from_thread),
 		TC_MODEL_TESTS(test_yield_polls_io),
+		TC_MODEL_TESTS(test_accept),
 		cmocka_unit_test(test_outside_task),
 		cmocka_unit_test(test_listen_socket_anywhere),
 		cmocka_unit_test(test_backend_values),

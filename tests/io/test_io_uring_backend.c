@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -529,6 +531,8 @@ static void test_setup_fallback(void **state)
 /* --- worker 0 on another thread in a later run ----------------------------- */
 static struct {
 	baton_io_t *kept, *dropped; /* opened in run 1, used in run 2 */
+	baton_io_t *listener;       /* accepted on with nothing there in run 1 */
+	struct sockaddr_in addr;
 	int kept_peer, dropped_peer;
 	unsigned setup;
 	struct later_write lw; /* not on the copy-stack task's stack */
@@ -545,6 +549,10 @@ static void open_for_later(void *arg)
 	TC_CHECK(baton_io_open(&moved.dropped, b[0], true) == BATON_OK);
 	moved.kept_peer = a[1];
 	moved.dropped_peer = b[1];
+	/* An accept that finds nothing would arm a multishot accept on a
+	 * ring that cannot move; on the SINGLE_ISSUER one, none. */
+	TC_CHECK(baton_io_listen_tcp(&moved.listener, "127.0.0.1", 0, 16) == BATON_OK);
+	TC_CHECK(baton_io_accept(moved.listener, &a[0], 0) == BATON_EAGAIN);
 #if BATON_EXPECT_URING
 	moved.setup = baton__uring_setup_of_self();
 #endif
@@ -579,6 +587,16 @@ static void use_after_move(void *arg)
 	}
 	TC_CHECK(r == 0);
 	close(moved.dropped_peer);
+	/* The listener accepts through the new ring (or accept4). */
+	socklen_t len = sizeof(moved.addr);
+	int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd = -1;
+
+	getsockname(baton_io_fd(moved.listener), (struct sockaddr *)&moved.addr, &len);
+	TC_CHECK(connect(client, (struct sockaddr *)&moved.addr, len) == 0);
+	TC_CHECK(baton_io_accept(moved.listener, &fd, 3000000000LL) == BATON_OK);
+	close(fd);
+	close(client);
+	TC_CHECK(baton_io_close(moved.listener) == BATON_OK);
 	/* moved.kept stays open: destroy closes and frees it. */
 }
 

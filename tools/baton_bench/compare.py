@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, cast
 
-from .csm import ABOVE, BELOW, beta_icdf, csm_driver, split_epsilon
+from .csm import ABOVE, BELOW, DriverResult, beta_icdf, csm_driver, split_epsilon
 from .runner import OK, RunOutcome
 
 FASTER = "faster"
@@ -96,6 +96,32 @@ def compare(a: str, b: str, run_a: Callable[[], RunOutcome], run_b: Callable[[],
             yield won
 
     decided = csm_driver(outcomes(), 0.5, epsilon, max_count=budget)
+    return _conclude(result, decided, epsilon)
+
+
+def compare_pairs(a: str, b: str, pairs: Sequence[tuple[float, float]], *, better: str,
+                  epsilon: float, rng: random.Random, stopped: str = "budget",
+                  status: str = OK, error: Optional[str] = None) -> Comparison:
+    """A comparison decided from pairs that were already run: another
+    metric of the runs ``compare`` alternated for the suite's own (the
+    server's CPU per request beside its requests per second).  The CSM reads
+    ``pairs`` (``(a's value, b's value)``) in their order and stops at its
+    first decision, as it would have live; its guarantee does not depend on
+    why the runs stopped.  ``stopped``, ``status`` and ``error`` are those of
+    the comparison that ran them."""
+    result = Comparison(a, b, stopped=stopped, status=status, error=error)
+
+    def outcomes() -> Iterator[bool]:
+        for pair in pairs:
+            result.pairs.append(pair)
+            yield a_wins(pair[0], pair[1], better, rng)
+
+    return _conclude(result, csm_driver(outcomes(), 0.5, epsilon), epsilon)
+
+
+def _conclude(result: Comparison, decided: DriverResult, epsilon: float) -> Comparison:
+    """``result`` with the CSM's decision over its pairs, the win rate's
+    interval and the median ratio with its interval."""
     result.wins, result.n = decided.successes, decided.n
     if decided.n:
         result.win_lo, result.win_hi = decided.lo, decided.hi

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, cast
 
 from .budget import DEFAULT, FULL, MODE_MINUTES, MODES, QUICK, PairBudget, Planner, Timings
-from .compare import Comparison, compare
+from .compare import Comparison, compare, compare_pairs
 from .csm import min_decisive_count
 from .machine import describe_machine
 from .progress import Progress
@@ -315,18 +315,24 @@ class SuiteRunner:
         # the suite's claims get it.
         work.sort(key=lambda item: not self._targeted(item[0].params, item[1], item[2]))
         comparisons: dict[int, list[Comparison]] = {id(state): [] for state in states}
+        others: dict[int, list[tuple[dict[str, str], Comparison]]] = {
+            id(state): [] for state in states}
         for index, (state, a, b) in enumerate(work):
             if index == 0 or work[index - 1][0] is not state:
                 self.say(f"-- {param_label(state.params)}")
-            comparisons[id(state)].append(self._compare(state, a, b, len(work) - index))
+            result, more = self._compare(state, a, b, len(work) - index)
+            comparisons[id(state)].append(result)
+            others[id(state)] += more
         for state in states:
             for name in suite.impls:
                 state.top_up(name, median_runs)
-            self._emit(state, comparisons[id(state)])
+            self._emit(state, comparisons[id(state)], others[id(state)])
         self._print_tables()
 
-    def _compare(self, state: "ParamRun", a: str, b: str, left: int) -> Comparison:
-        """One pair at one parameter set, within its share of the time."""
+    def _compare(self, state: "ParamRun", a: str, b: str,
+                 left: int) -> tuple[Comparison, list[tuple[dict[str, str], Comparison]]]:
+        """One pair at one parameter set, within its share of the time; and
+        the same pairs judged on each of the suite's ``pair_metrics``."""
         assert self.config.budget is not None
         cap = self.suite.budget_for(self.config.mode, self.config.budget)
         pair_cost = sum(self.timings.get(self.suite.name, name, state.params) or 0.0
@@ -334,24 +340,50 @@ class SuiteRunner:
         need = min_decisive_count(self.config.epsilon) * pair_cost
         pair_budget = PairBudget(cap, self.planner.comparison_deadline(self.deadline, left, need),
                                  self.config.epsilon, self.planner.clock)
+        # Each run's values of the pair metrics, per impl, in run order.
+        extras: dict[str, list[dict[str, Optional[float]]]] = {a: [], b: []}
+
+        def run(name: str) -> RunOutcome:
+            outcome = state.run_impl(name)
+            if outcome[0] == OK:
+                extras[name].append(state.last_extras.get(name, {}))
+            return outcome
+
         result = state.unrunnable(a, b) or compare(
             # cast: mypy cannot infer a lambda with a default argument
             # against Callable[[], RunOutcome].
-            a, b, cast(_Run, lambda a=a: state.run_impl(a)),
-            cast(_Run, lambda b=b: state.run_impl(b)),
+            a, b, cast(_Run, lambda a=a: run(a)), cast(_Run, lambda b=b: run(b)),
             better=self.suite.better, epsilon=self.config.epsilon,
             budget=cap, rng=self.rng, stop_reason=pair_budget.stop_reason)
         self.say(f"   {a} vs {b}: {_describe(result)}")
+        more: list[tuple[dict[str, str], Comparison]] = []
+        # A failed pair's good run is past the pairs: cut at their count.
+        runs = list(zip(extras[a], extras[b]))[:len(result.pairs)]
+        for spec in self.suite.pair_metrics:
+            metric = spec["metric"]
+            pairs = [(x_value, y_value) for x, y in runs
+                     if (x_value := x.get(metric)) is not None
+                     and (y_value := y.get(metric)) is not None]
+            other = compare_pairs(a, b, pairs, better=spec["better"],
+                                  epsilon=self.config.epsilon, rng=self.rng,
+                                  stopped=result.stopped, status=result.status,
+                                  error=result.error)
+            more.append((spec, other))
+            self.say(f"   {a} vs {b} on {metric} ({spec['better']} is better): "
+                     f"{_describe(other)}")
         self.progress.step(f"{self.suite.name}: {a} vs {b}")
-        return result
+        return result, more
 
     def _targeted(self, params: dict[str, Any], a: str, b: str) -> bool:
         """Whether a target of the suite is decided from this comparison."""
         return any(applies(t, params) and {t.get("a"), t.get("b")} == {a, b}
                    for t in self.suite.targets)
 
-    def _emit(self, state: "ParamRun", comparisons: list[Comparison]) -> None:
-        """Summary, verdict and target lines of one parameter set."""
+    def _emit(self, state: "ParamRun", comparisons: list[Comparison],
+              others: Optional[list[tuple[dict[str, str], Comparison]]] = None) -> None:
+        """Summary, verdict and target lines of one parameter set (verdicts
+        on the pair metrics after the suite metric's; targets from the
+        suite metric's alone)."""
         suite, params = self.suite, state.params
         assert self.config.budget is not None
         budget = suite.budget_for(self.config.mode, self.config.budget)
@@ -363,6 +395,11 @@ class SuiteRunner:
         for result in comparisons:
             self.sink.emit({"suite": suite.name, "kind": "verdict", "params": params,
                             "metric": suite.metric, "better": suite.better,
+                            "epsilon": self.config.epsilon, "budget": budget,
+                            **result.fields()})
+        for spec, result in others or []:
+            self.sink.emit({"suite": suite.name, "kind": "verdict", "params": params,
+                            "metric": spec["metric"], "better": spec["better"],
                             "epsilon": self.config.epsilon, "budget": budget,
                             **result.fields()})
         # A set the manifest keeps to medians (pair_params) decides no target.
@@ -444,6 +481,8 @@ class ParamRun:
         self.units: dict[str, Optional[str]] = {}
         #: impl -> (status, error) of its first failure.
         self.failures: dict[str, tuple[str, Optional[str]]] = {}
+        #: impl -> its last good run's value of each pair metric (None: absent).
+        self.last_extras: dict[str, dict[str, Optional[float]]] = {}
         for name in runner.suite.impls:
             self._check(name)
 
@@ -501,6 +540,8 @@ class ParamRun:
         assert value is not None  # measurement() has a value with OK
         self.samples[name].append(value)
         self.units.setdefault(name, _unit_of(result.lines, suite.metric))
+        self.last_extras[name] = {spec["metric"]: measurement(result, spec["metric"])[1]
+                                  for spec in suite.pair_metrics}
         return OK, value, None
 
     def _fail(self, name: str, status: str, error: Optional[str]) -> RunOutcome:

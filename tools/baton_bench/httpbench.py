@@ -9,9 +9,13 @@
 It starts the server of ``--impl`` on 127.0.0.1:P (configuration generated
 into a temporary directory from the templates beside this file), waits until
 the port accepts, checks the body with one plain GET, runs a warm-up and then
-``--runs`` timed loads, stops the server and prints three JSON lines
-(docs/bench-format.md): ``req_per_s``, ``p50_ms`` and ``p99_ms``, each the
-median of the runs with min, max and samples.
+``--runs`` timed loads, stops the server and prints five JSON lines
+(docs/bench-format.md): ``req_per_s``, ``p50_ms``, ``p99_ms``,
+``cpu_us_per_req`` (the server's CPU time over a load, all its processes
+and threads, divided by the requests the load generator completed) and
+``client_cpu_share`` (the load generator's CPU time over its wall time:
+near 1, the client's core bounds the rate and req/s cannot tell a cheaper
+server), each the median of the runs with min, max and samples.
 
 Load: ``wrk -t1 -cC -dSs --latency`` for keep-alive, ``ab -c C -t S`` (one
 connection per request, HTTP/1.0) without.  With ``--cores 1`` the server is
@@ -19,7 +23,7 @@ pinned to CPU 1 and the load generator to CPU 0 (``taskset``), one worker;
 with ``--cores 2`` the server gets two workers and nothing is pinned.
 
 A server or tool that is not installed (or baton-httpd not built) gives the
-three lines with ``"status": "missing"`` and the reason, exit status 0: the
+five lines with ``"status": "missing"`` and the reason, exit status 0: the
 driver passes that status on.  Any other failure (server does not start,
 wrong body, load generator errors) is one line on standard error and exit
 status 1.  Every step is bounded in time (an alarm covers the whole run) and
@@ -34,6 +38,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -43,14 +48,22 @@ import sys
 import tempfile
 import time
 from types import FrameType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 # The repository (this file is tools/baton_bench/httpbench.py) and the suite's
 # folder, which holds the servers' configuration templates and handlers.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(REPO, "bench", "http")
 BODY = b"Hello, World!\n"
-IMPLS = ("baton-c", "baton-lua", "baton-scheme", "nginx", "nginx-lua", "guile", "h2o")
+IMPLS = ("baton-c", "baton-c-epoll", "baton-lua", "baton-scheme", "nginx", "nginx-lua", "guile",
+         "h2o")
+#: The baton impls' handlers, and the reactor backend each asks for (None:
+#: baton-httpd's default, io_uring where the kernel has it).
+BATON_HANDLERS = {"baton-c": (["hello"], None), "baton-c-epoll": (["hello"], "epoll"),
+                  "baton-lua": (["lua", "bench/http/baton-hello.lua"], None),
+                  "baton-scheme": (["scheme", "bench/http/baton-hello.scm"], None)}
+#: How each backend shows among the server's descriptors (/proc/PID/fd).
+BACKEND_FD = {"epoll": "anon_inode:[eventpoll]", "io_uring": "anon_inode:[io_uring]"}
 START_TIMEOUT = 10.0      # seconds for a server to accept on its port
 STOP_TIMEOUT = 5.0        # seconds between SIGTERM and SIGKILL
 SERVER_CPU, CLIENT_CPU = "1", "0"
@@ -144,12 +157,14 @@ def server_command(args: argparse.Namespace, tmp: str) -> tuple[list[str], Optio
             print(f"baton_bench.httpbench: no baton-httpd {'at ' + httpd if httpd else 'under ' + args.build}",
                   file=sys.stderr)
             raise Missing("baton-httpd not built")
-        handler = {"baton-c": ["hello"],
-                   "baton-lua": ["lua", os.path.join(args.src, "bench/http/baton-hello.lua")],
-                   "baton-scheme": ["scheme", os.path.join(args.src, "bench/http/baton-hello.scm")],
-                   }[args.impl]
-        return [os.path.abspath(httpd), "--address", "127.0.0.1", "--port", str(port),
-                "--workers", str(workers), "--handler", *handler], None
+        words, backend = BATON_HANDLERS[args.impl]
+        handler = [words[0], *(os.path.join(args.src, w) for w in words[1:])]
+        argv = [os.path.abspath(httpd), "--address", "127.0.0.1", "--port", str(port),
+                "--workers", str(workers), "--handler", *handler]
+        if backend is None:
+            return argv, None
+        # The environment's choice overrides --io (docs/io.md): set both.
+        return argv + ["--io", backend], dict(os.environ, BATON_IO_BACKEND=backend)
     if args.impl in ("nginx", "nginx-lua"):
         nginx = need_tool("nginx", "nginx")
         modules, content = "", 'return 200 "Hello, World!\\n";'
@@ -366,6 +381,67 @@ def parse_ab(text: str) -> tuple[float, float, float]:
     return float(rate.group(1)), pct["50"], pct["99"]
 
 
+def parse_requests(text: str) -> int:
+    """The requests a load completed: wrk's ``N requests in``, ab's
+    ``Complete requests``."""
+    found = (re.search(r"^\s*(\d+) requests in", text, re.M)
+             or re.search(r"^Complete requests:\s+(\d+)", text, re.M))
+    if not found:
+        raise Failed(f"no request count in the load generator's output: {_last(text)}")
+    return int(found.group(1))
+
+
+#: Clock ticks per second, the unit of /proc/PID/stat's times.
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(stat: str) -> tuple[int, float]:
+    """``(process group, user + system CPU seconds)`` from the text of
+    /proc/PID/stat (all the process's threads, those that ended included)."""
+    # The command (field 2) is in parentheses and may hold spaces or ")".
+    fields = stat[stat.rindex(")") + 1:].split()
+    # fields[0] is field 3 (state): pgrp is field 5, utime and stime 14 and 15.
+    return int(fields[2]), (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def group_cpu_seconds(pgid: int, exclude: tuple[int, ...] = (), proc: str = "/proc") -> float:
+    """The CPU seconds of the live processes of group ``pgid`` (a server and
+    its workers) but ``exclude``."""
+    total = 0.0
+    for name in os.listdir(proc):
+        if not name.isdigit() or int(name) in exclude:
+            continue
+        try:
+            with open(os.path.join(proc, name, "stat")) as f:
+                group, seconds = proc_cpu(f.read())
+        except (OSError, ValueError, IndexError):
+            continue    # ended meanwhile, or not a process's stat
+        if group == pgid:
+            total += seconds
+    return total
+
+
+class Sample(NamedTuple):
+    """One timed load: what the load generator printed, and the CPU."""
+
+    req_per_s: float
+    p50_ms: float
+    p99_ms: float
+    #: The server's CPU time over the load per completed request, in us.
+    cpu_us_per_req: float
+    #: The load generator's CPU time over its wall time (1: a whole core).
+    client_cpu_share: float
+
+
+def sample(parsed: tuple[float, float, float], requests: int, server_cpu_s: float,
+           client_cpu_s: float, wall_s: float) -> Sample:
+    """A Sample from a parsed load and the CPU seconds measured around it."""
+    if requests <= 0 or wall_s <= 0:
+        raise Failed(f"no CPU per request: {requests} requests in {wall_s:g} s")
+    return Sample(*parsed, cpu_us_per_req=server_cpu_s * 1e6 / requests,
+                  client_cpu_share=client_cpu_s / wall_s)
+
+
 def _last(text: str) -> str:
     lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
     return lines[-1][:200] if lines else "no output"
@@ -391,8 +467,12 @@ def load_command(args: argparse.Namespace, seconds: int, tools: dict[str, str]) 
     return argv, parse
 
 
-def run_load(argv: list[str], parse: Callable[[str], tuple[float, float, float]], seconds: float) -> tuple[float, float, float]:
-    """Run the load generator (bounded: ``seconds`` + 30 s) and parse it."""
+def _run_tool(argv: list[str], seconds: float) -> tuple[str, float, float]:
+    """Run the load generator (bounded: ``seconds`` + 30 s): its output, its
+    CPU seconds (user + system, from its rusage once reaped) and the wall
+    seconds it ran."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
     # In the runner's process group, so that the driver's timeout reaches it.
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace")
@@ -404,9 +484,28 @@ def run_load(argv: list[str], parse: Callable[[str], tuple[float, float, float]]
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    wall = time.monotonic() - started
+    # The only child reaped meanwhile: the server and the guard still run.
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise Failed(f"{' '.join(argv[:4])}... exit {proc.returncode}: {_last(out)}")
-    return parse(out)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out, cpu, wall
+
+
+def run_load(argv: list[str], parse: Callable[[str], tuple[float, float, float]], seconds: float) -> tuple[float, float, float]:
+    """Run the load generator (bounded: ``seconds`` + 30 s) and parse it."""
+    return parse(_run_tool(argv, seconds)[0])
+
+
+def run_measured_load(argv: list[str], parse: Callable[[str], tuple[float, float, float]],
+                      seconds: float, server_cpu: Callable[[], float]) -> Sample:
+    """``run_load`` with the CPU: ``server_cpu()`` (the server's CPU
+    seconds so far) is read just before and after the load generator."""
+    start = server_cpu()
+    out, client, wall = _run_tool(argv, seconds)
+    server = server_cpu() - start
+    return sample(parse(out), parse_requests(out), server, client, wall)
 
 
 def line(impl: str, metric: str, unit: str, params: dict[str, Any], values: Optional[list[float]] = None, status: str = "ok", error: Optional[str] = None) -> dict[str, Any]:
@@ -422,18 +521,37 @@ def line(impl: str, metric: str, unit: str, params: dict[str, Any], values: Opti
     return out
 
 
-def lines(args: argparse.Namespace, samples: Optional[list[tuple[float, float, float]]] = None, status: str = "ok", error: Optional[str] = None) -> list[dict[str, Any]]:
-    """The three JSON lines: per metric, median/min/max/samples, or null
-    values with a status and reason."""
+#: The metrics of a run's lines, in the order of Sample's fields.
+METRICS = (("req_per_s", "req/s"), ("p50_ms", "ms"), ("p99_ms", "ms"),
+           ("cpu_us_per_req", "us"), ("client_cpu_share", "fraction"))
+
+
+def lines(args: argparse.Namespace, samples: Optional[list[Sample]] = None, status: str = "ok", error: Optional[str] = None) -> list[dict[str, Any]]:
+    """The JSON lines: per metric, median/min/max/samples, or null values
+    with a status and reason.  A baton impl's lines name the backend its
+    server ran on (``backend``)."""
     params = {"keepalive": args.keepalive, "cores": args.cores}
-    metrics = (("req_per_s", "req/s"), ("p50_ms", "ms"), ("p99_ms", "ms"))
-    return [line(args.impl, metric, unit, params,
-                 [s[i] for s in samples] if samples else None, status, error)
-            for i, (metric, unit) in enumerate(metrics)]
+    out = [line(args.impl, metric, unit, params,
+                [s[i] for s in samples] if samples else None, status, error)
+           for i, (metric, unit) in enumerate(METRICS)]
+    if getattr(args, "backend", None):
+        for each in out:
+            each["backend"] = args.backend
+    return out
 
 
-def measure(args: argparse.Namespace, tmp: str) -> list[tuple[float, float, float]]:
-    """Start, check, load, stop: the samples ``[(req/s, p50, p99)]``."""
+def server_backend(pid: int) -> Optional[str]:
+    """The reactor backend among a baton-httpd's descriptors, or None."""
+    try:
+        links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except OSError:
+        return None
+    return next((name for name in ("io_uring", "epoll") if BACKEND_FD[name] in links), None)
+
+
+def measure(args: argparse.Namespace, tmp: str) -> list[Sample]:
+    """Start, check, load, stop: a Sample per timed load.  Sets
+    ``args.backend`` for a baton impl."""
     tools = {}
     need = ["wrk"] if args.keepalive else ["ab"]
     if args.cores == 1:
@@ -453,9 +571,20 @@ def measure(args: argparse.Namespace, tmp: str) -> list[tuple[float, float, floa
     try:
         server.wait_ready(args.port, START_TIMEOUT)
         check_body(args.port)
-        def load(seconds: int) -> tuple[float, float, float]:
+        if args.impl.startswith("baton-"):
+            args.backend = server_backend(server.proc.pid)
+            wanted = BATON_HANDLERS[args.impl][1]
+            if wanted and args.backend != wanted:
+                raise Failed(f"baton-httpd --io {wanted}: no {BACKEND_FD[wanted]} among "
+                             f"its descriptors")
+        # The server's processes (nginx: master and workers), not the guard.
+        def server_cpu() -> float:
+            return group_cpu_seconds(server.proc.pid, exclude=(server.guard.pid,))
+
+        def load(seconds: int) -> Sample:
             try:
-                result = run_load(*load_command(args, seconds, tools), seconds)
+                result = run_measured_load(*load_command(args, seconds, tools), seconds,
+                                           server_cpu)
             except Failed:
                 server.check_alive()    # a crash explains the load's errors
                 raise

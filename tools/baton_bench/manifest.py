@@ -98,6 +98,10 @@ class Suite:
     weight: float = 1.0
     #: Optional: at most this many runs per median, per mode.
     median_runs: Optional[dict[str, Any]] = None
+    #: Optional: other metrics of the same runs each pair is also judged on,
+    #: ``[{"metric": ..., "better": "lower"|"higher"}]`` (no runs of their
+    #: own, no targets: the verdict lines only).
+    pair_metrics: list[dict[str, str]] = field(default_factory=list)
 
     def pairs_for(self, params: Mapping[str, Any], mode: str = "default") -> list[list[str]]:
         """The pairs to compare on this parameter set.  ``pair_params`` is a
@@ -141,7 +145,8 @@ class Suite:
         return {"suite": self.name, "kind": "suite", "metric": self.metric,
                 "better": self.better, "unit": self.unit, "reference": self.reference,
                 "impls": {n: {"peer": i.peer} for n, i in self.impls.items()},
-                "pairs": self.pairs, "seed": self.seed, "plot": self.plot}
+                "pairs": self.pairs, "seed": self.seed, "plot": self.plot,
+                "pair_metrics": self.pair_metrics}
 
 
 def find_manifests(src: str | Path, names: Optional[Sequence[str]] = None) -> list[Path]:
@@ -201,7 +206,25 @@ def load_suite(path: str | Path) -> Suite:
         plot=data.get("plot", DEFAULT_PLOTS.get(name)), unit=data.get("unit"),
         path=path, pair_params=data.get("pair_params"), budget=data.get("budget"),
         targets=list(data.get("targets") or []), weight=_weight(data, path),
-        median_runs=data.get("median_runs"))
+        median_runs=data.get("median_runs"),
+        pair_metrics=_pair_metrics(data, path))
+
+
+def _pair_metrics(data: Mapping[str, Any], path: Path) -> list[dict[str, str]]:
+    """``pair_metrics``: each a metric other than the suite's, with its
+    ``better``."""
+    raw = data.get("pair_metrics") or []
+    out = []
+    for entry in raw if isinstance(raw, list) else [raw]:
+        metric = entry.get("metric") if isinstance(entry, dict) else None
+        better = entry.get("better") if isinstance(entry, dict) else None
+        if not isinstance(metric, str) or better not in ("lower", "higher"):
+            raise ManifestError(f"{path}: pair_metrics: each entry needs a \"metric\" and "
+                                f"\"better\": \"lower\" or \"higher\", got {entry!r}")
+        if metric == data.get("metric"):
+            raise ManifestError(f"{path}: pair_metrics: {metric} is the suite's own metric")
+        out.append({"metric": metric, "better": better})
+    return out
 
 
 def _weight(data: Mapping[str, Any], path: Path) -> float:

@@ -205,15 +205,28 @@ def ratio_cell(line: Mapping[str, Any]) -> str:
 
 def verdict_table(suite: SuiteData) -> tuple[list[str], Rows]:
     """One row per comparison: params, A, B, ratio A/B with its interval,
-    wins / pairs, verdict.  Returns ``(headers, rows)``."""
+    wins / pairs, verdict; and the metric with its direction when the suite
+    judged its pairs on more than one (``pair_metrics``), each metric's row
+    after the suite metric's.  Returns ``(headers, rows)``."""
     headers = ["params", "A", "B", "A/B [interval]", "wins/n", "verdict"]
+    several = len({line.get("metric") for line in suite.verdicts}) > 1
+    if several:
+        headers.insert(3, "metric")
     rows: list[list[object]] = []
     for line in suite.verdicts:
         verdict = line.get("verdict", "-")
         if line.get("status", OK) != OK:
             verdict = f"{verdict}; {status_cell(line)}"
-        rows.append([param_label(line.get("params") or {}), line.get("a"), line.get("b"),
-                     ratio_cell(line), f"{line.get('wins', 0)}/{line.get('n', 0)}", verdict])
+        row: list[object] = [param_label(line.get("params") or {}), line.get("a"), line.get("b"),
+                             ratio_cell(line), f"{line.get('wins', 0)}/{line.get('n', 0)}",
+                             verdict]
+        if several:
+            row.insert(3, f"{line.get('metric')} ({line.get('better', 'lower')} is better)")
+        rows.append(row)
+    if several:
+        # Each comparison's rows together, in the order they were run.
+        order = {(row[0], row[1], row[2]): i for i, row in reversed(list(enumerate(rows)))}
+        rows.sort(key=lambda row: order[(row[0], row[1], row[2])])
     return headers, rows
 
 
