@@ -14,6 +14,8 @@
  * front of which each worker keeps spares of its own.
  */
 #include <pthread.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "../common/alloc.h"
 #include "handle.h"
@@ -186,8 +188,7 @@ struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
 static inline void tslot_free_locked(struct baton_tslot *sl)
 {
 	sl->state = BATON_TSLOT_FREE;
-	if (++sl->gen == 0)
-		sl->gen = 1;
+	sl->gen += 2; /* odd, so never 0 (handle.h) */
 	sl->result = NULL;
 	baton__spin_unlock(&sl->lock);
 	struct baton_worker *w = baton__worker_get();
@@ -208,6 +209,18 @@ void baton__tslot_cache_flush(struct baton_worker *w)
 {
 	while (w->ntslots != 0)
 		slot_push_free(w->tslots[--w->ntslots]);
+}
+
+/* Neither detached nor queued: join's fast path reads both in one load. */
+static inline bool slot_unclaimed(const struct baton_tslot *sl)
+{
+	_Static_assert(offsetof(struct baton_tslot, queued) ==
+			       offsetof(struct baton_tslot, detached) + 1,
+		       "detached and queued are one 16-bit load");
+	uint16_t both;
+
+	memcpy(&both, &sl->detached, sizeof(both));
+	return both == 0;
 }
 
 /* The slot's lock if it is free, without a spin (no call: the callers'
@@ -280,12 +293,11 @@ static __attribute__((noinline)) void slot_end_slow(struct baton_tslot *sl, bool
 
 /* The end: the slot records it; the common case - nobody waits, no group
  * - then frees the slot if it is detached or leaves it for the join. */
-static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, int status,
-							   bool wake)
+static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, bool wake)
 {
 	baton__spin_lock(&sl->lock);
-	sl->status = status; /* the result is there already */
-	sl->task = NULL;
+	/* Its status and result are there already. Its task stays: only a
+	 * LIVE slot's is read (cancel, join's deadlock check). */
 	sl->state = BATON_TSLOT_ENDED;
 	if (BATON_UNLIKELY(!baton__waitq_empty(&sl->joiners) || sl->group != NULL ||
 			   sl->nthreads != 0)) {
@@ -301,17 +313,18 @@ static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *s
 void baton__tslot_main(void *arg)
 {
 	struct baton_tslot *sl = arg;
-	/* The body writes its result into the slot (NULL there since the
-	 * slot was freed, or new): nobody reads it before the end below
-	 * publishes it, and no local's address is taken. */
-	int status = sl->fn(sl->arg, &sl->result);
 
+	/* The body writes its result into the slot (NULL there since the
+	 * slot was freed, or new), and its status goes there too: nobody
+	 * reads either before the end below publishes them (state ENDED,
+	 * under the lock), and nothing of ours lives across the call but
+	 * sl. */
+	sl->status = sl->fn(sl->arg, &sl->result);
 	/* Its groups end before it does. Its task was given to the slot
-	 * before it could run (baton__tslot_set_task); only our end clears
-	 * it. */
+	 * before it could run (baton__tslot_set_task). */
 	if (BATON_UNLIKELY(sl->task->groups != NULL))
 		baton__task_close_groups(sl->task);
-	slot_end(sl, status, true);
+	slot_end(sl, true);
 }
 
 /* The scheduler's destroy frees t unfinished. Nothing may be readied now
@@ -323,7 +336,8 @@ void baton__task_abandon(struct baton_task *t)
 		struct baton_tslot *sl = t->arg;
 
 		sl->result = NULL; /* what the body may have written: not its end */
-		slot_end(sl, BATON_ESHUTDOWN, false);
+		sl->status = BATON_ESHUTDOWN;
+		slot_end(sl, false);
 	}
 	if (t->groups != NULL) {
 		baton__spin_lock(&t->glock);
@@ -482,7 +496,7 @@ int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **res
 	if (BATON_LIKELY(gen != 0 && (sl = slot_at((uint32_t)tid)) != NULL)) {
 		if (BATON_LIKELY(slot_trylock(sl))) {
 			if (BATON_LIKELY(sl->gen == gen && sl->state == BATON_TSLOT_ENDED &&
-					 !sl->detached && sl->group == NULL && !sl->queued)) {
+					 slot_unclaimed(sl) && sl->group == NULL)) {
 				copy_end(sl, status, result);
 				tslot_free_locked(sl);
 				return BATON_OK;

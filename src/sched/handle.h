@@ -37,11 +37,12 @@ struct baton_group;
 
 struct baton_tslot {
 	baton_spinlock_t lock;
-	uint32_t gen;            /* the generation ids of this use carry (never 0) */
+	uint32_t gen;            /* the generation ids of this use carry: odd (1, 3, ...,
+				  * wrapping to 1), so never 0 */
 	uint8_t state;           /* enum baton_tslot_state */
 	bool detached;           /* nobody will join: freed at the end */
-	bool cancel_pending;     /* cancelled before it had its task */
 	bool queued;             /* ended, in its group's `done` list (next) */
+	bool cancel_pending;     /* cancelled before it had its task */
 	unsigned nthreads;       /* plain threads waiting in join (on ec) */
 	int status;              /* the body's return, once ENDED */
 	void *result;            /* the body's *result, once ENDED */
