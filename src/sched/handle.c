@@ -149,8 +149,8 @@ static inline void tslot_init(struct baton_tslot *sl, baton_task_result_fn fn, v
 {
 	sl->state = BATON_TSLOT_LIVE;
 	sl->detached = false;
-	sl->cancel_pending = false;
 	sl->queued = false;
+	sl->watched = false; /* cancel_pending is false in a free slot */
 	sl->task = NULL;
 	sl->fn = fn;
 	sl->arg = arg;
@@ -211,16 +211,23 @@ void baton__tslot_cache_flush(struct baton_worker *w)
 		slot_push_free(w->tslots[--w->ntslots]);
 }
 
-/* Neither detached nor queued: join's fast path reads both in one load. */
-static inline bool slot_unclaimed(const struct baton_tslot *sl)
+/* Ended, and neither detached, queued nor watched (so in no group): join's
+ * fast path, the four flags read in one load. */
+static inline bool slot_ended_plain(const struct baton_tslot *sl)
 {
-	_Static_assert(offsetof(struct baton_tslot, queued) ==
-			       offsetof(struct baton_tslot, detached) + 1,
-		       "detached and queued are one 16-bit load");
-	uint16_t both;
+	static const uint8_t want[4] = { BATON_TSLOT_ENDED, false, false, false };
+	uint32_t have, w;
 
-	memcpy(&both, &sl->detached, sizeof(both));
-	return both == 0;
+	_Static_assert(offsetof(struct baton_tslot, detached) ==
+				       offsetof(struct baton_tslot, state) + 1 &&
+			       offsetof(struct baton_tslot, queued) ==
+				       offsetof(struct baton_tslot, state) + 2 &&
+			       offsetof(struct baton_tslot, watched) ==
+				       offsetof(struct baton_tslot, state) + 3,
+		       "state, detached, queued and watched are one 32-bit load");
+	memcpy(&have, &sl->state, sizeof(have));
+	memcpy(&w, want, sizeof(w));
+	return have == w;
 }
 
 /* The slot's lock if it is free, without a spin (no call: the callers'
@@ -299,8 +306,7 @@ static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *s
 	/* Its status and result are there already. Its task stays: only a
 	 * LIVE slot's is read (cancel, join's deadlock check). */
 	sl->state = BATON_TSLOT_ENDED;
-	if (BATON_UNLIKELY(!baton__waitq_empty(&sl->joiners) || sl->group != NULL ||
-			   sl->nthreads != 0)) {
+	if (BATON_UNLIKELY(sl->watched)) {
 		slot_end_slow(sl, wake);
 		return;
 	}
@@ -354,6 +360,7 @@ void baton__task_abandon(struct baton_task *t)
 void baton__tslot_unspawned(struct baton_tslot *sl)
 {
 	baton__spin_lock(&sl->lock);
+	sl->cancel_pending = false; /* never passed on */
 	tslot_free_locked(sl);
 }
 
@@ -422,7 +429,8 @@ static int join_wait(struct baton_tslot *sl, struct baton_task *self, int64_t ti
 {
 	int rc;
 
-	if (self != NULL) /* woken by the end (OK) or not */
+	sl->watched = true; /* its end wakes us (slot_end_slow) */
+	if (self != NULL)   /* woken by the end (OK) or not */
 		return baton__wait_one(self, &sl->joiners, &sl->lock, timeout_ns);
 	rc = baton__thread_wait_locked(&sl->lock, &sl->ec, &sl->nthreads, timeout_ns);
 	baton__spin_unlock(&sl->lock);
@@ -495,8 +503,7 @@ int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **res
 	 * its slot's lock is free. Anything else takes the general path. */
 	if (BATON_LIKELY(gen != 0 && (sl = slot_at((uint32_t)tid)) != NULL)) {
 		if (BATON_LIKELY(slot_trylock(sl))) {
-			if (BATON_LIKELY(sl->gen == gen && sl->state == BATON_TSLOT_ENDED &&
-					 slot_unclaimed(sl) && sl->group == NULL)) {
+			if (BATON_LIKELY(sl->gen == gen && slot_ended_plain(sl))) {
 				copy_end(sl, status, result);
 				tslot_free_locked(sl);
 				return BATON_OK;

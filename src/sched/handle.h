@@ -37,12 +37,16 @@ struct baton_group;
 
 struct baton_tslot {
 	baton_spinlock_t lock;
-	uint32_t gen;            /* the generation ids of this use carry: odd (1, 3, ...,
+	uint32_t gen;  /* the generation ids of this use carry: odd (1, 3, ...,
 				  * wrapping to 1), so never 0 */
-	uint8_t state;           /* enum baton_tslot_state */
-	bool detached;           /* nobody will join: freed at the end */
-	bool queued;             /* ended, in its group's `done` list (next) */
-	bool cancel_pending;     /* cancelled before it had its task */
+	uint8_t state; /* enum baton_tslot_state */
+	bool detached; /* nobody will join: freed at the end */
+	bool queued;   /* ended, in its group's `done` list (next) */
+	/* A group holds it, or somebody waited for its end (joiners, nthreads):
+	 * its end takes the general path. Set under the lock, cleared at the
+	 * next spawn; it may outlive the waiters. */
+	bool watched;
+	bool cancel_pending;     /* cancelled before it had its task (false when free) */
 	unsigned nthreads;       /* plain threads waiting in join (on ec) */
 	int status;              /* the body's return, once ENDED */
 	void *result;            /* the body's *result, once ENDED */
@@ -136,6 +140,7 @@ static inline void baton__tslot_set_task(struct baton_tslot *sl, struct baton_ta
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
 		baton__task_cancel_claim(t, &wl); /* not waiting: claims nothing */
+		sl->cancel_pending = false;       /* passed on: the slot's next use */
 	}
 	baton__spin_unlock(&sl->lock);
 }
