@@ -22,7 +22,8 @@
 #include "queue.h"
 
 #define CHUNK0_SHIFT 10
-#define NCHUNKS 22 /* 1024 * (2^22 - 1) slots: more than 32 bits of index */
+#define NCHUNKS 22                  /* 1024 * (2^22 - 1) slots: more than 32 bits of index */
+#define GEN_ONE ((uint64_t)1 << 32) /* generation 1 in an id */
 
 /* Its slots get their generation and index when first handed out
  * (slot_fresh): an id never given out meets generation 0 there, stale. */
@@ -64,7 +65,7 @@ static inline uint32_t slot_index(const struct baton_tslot *sl)
 
 uint64_t baton__tslot_id(const struct baton_tslot *sl)
 {
-	return (uint64_t)sl->gen << 32 | slot_index(sl);
+	return sl->id;
 }
 
 /* A slot never used: make sure its chunk exists. */
@@ -80,7 +81,7 @@ static struct baton_tslot *slot_fresh(void)
 		return NULL;
 	if (k == 0) { /* nobody else has this number */
 		sl = &chunk0[idx];
-		sl->gen = 1;
+		sl->id = GEN_ONE | idx;
 		sl->index = idx;
 		return sl;
 	}
@@ -94,8 +95,8 @@ static struct baton_tslot *slot_fresh(void)
 		if (c != NULL) {
 			memset(c, 0, n * sizeof(*c));
 			for (size_t i = 0; i < n; i++) {
-				c[i].gen = 1;
 				c[i].index = (uint32_t)(n - (1u << CHUNK0_SHIFT) + i);
+				c[i].id = GEN_ONE | c[i].index;
 			}
 			/* Release: see slot_at. */
 			__atomic_store_n(&chunks[k], c, __ATOMIC_RELEASE);
@@ -188,7 +189,7 @@ struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
 static inline void tslot_free_locked(struct baton_tslot *sl)
 {
 	sl->state = BATON_TSLOT_FREE;
-	sl->gen += 2; /* odd, so never 0 (handle.h) */
+	sl->id += 2 * GEN_ONE; /* odd, so never 0 (handle.h) */
 	sl->result = NULL;
 	baton__spin_unlock(&sl->lock);
 	struct baton_worker *w = baton__worker_get();
@@ -211,11 +212,12 @@ void baton__tslot_cache_flush(struct baton_worker *w)
 		slot_push_free(w->tslots[--w->ntslots]);
 }
 
-/* Ended, and neither detached, queued nor watched (so in no group): join's
- * fast path, the four flags read in one load. */
-static inline bool slot_ended_plain(const struct baton_tslot *sl)
+/* In state `state`, and neither detached, queued nor watched (so in no
+ * group): the fast paths of the end and of join, the four read in one
+ * load. */
+static inline bool slot_plain(const struct baton_tslot *sl, enum baton_tslot_state state)
 {
-	static const uint8_t want[4] = { BATON_TSLOT_ENDED, false, false, false };
+	const uint8_t want[4] = { (uint8_t)state, false, false, false };
 	uint32_t have, w;
 
 	_Static_assert(offsetof(struct baton_tslot, detached) ==
@@ -247,7 +249,7 @@ static inline struct baton_tslot *slot_lock_id(baton_tid_t id)
 		return NULL;
 	baton__spin_lock(&sl->lock);
 	/* Detached and ended: only its group's bookkeeping keeps it. */
-	if (sl->gen != (uint32_t)(id >> 32) || sl->state == BATON_TSLOT_FREE ||
+	if (sl->id != id || sl->state == BATON_TSLOT_FREE ||
 	    (sl->state == BATON_TSLOT_ENDED && sl->detached)) {
 		baton__spin_unlock(&sl->lock);
 		return NULL;
@@ -267,9 +269,10 @@ void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *w
 }
 
 /* The end's general case, the slot's lock held (released), its end
- * recorded: joiners to wake, plain threads to tell, or a group to hear of
- * it once the slot's lock is released (the slot is freed only once the
- * group has unlinked it: a join or detach meanwhile leaves that to us). */
+ * recorded: joiners to wake, plain threads to tell, a detached slot to
+ * free, or a group to hear of it once the slot's lock is released (the
+ * slot is freed only once the group has unlinked it: a join or detach
+ * meanwhile leaves that to us). */
 static __attribute__((noinline)) void slot_end_slow(struct baton_tslot *sl, bool wake)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
@@ -298,22 +301,22 @@ static __attribute__((noinline)) void slot_end_slow(struct baton_tslot *sl, bool
 	baton__wakelist_run_back(&wl);
 }
 
-/* The end: the slot records it; the common case - nobody waits, no group
- * - then frees the slot if it is detached or leaves it for the join. */
+/* The end: the slot records it; the common case - nobody waits, no group,
+ * not detached - leaves it for the join. */
 static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, bool wake)
 {
+	bool plain;
+
 	baton__spin_lock(&sl->lock);
+	plain = slot_plain(sl, BATON_TSLOT_LIVE); /* read before the store below */
 	/* Its status and result are there already. Its task stays: only a
 	 * LIVE slot's is read (cancel, join's deadlock check). */
 	sl->state = BATON_TSLOT_ENDED;
-	if (BATON_UNLIKELY(sl->watched)) {
+	if (BATON_UNLIKELY(!plain)) {
 		slot_end_slow(sl, wake);
 		return;
 	}
-	if (sl->detached)
-		tslot_free_locked(sl);
-	else
-		baton__spin_unlock(&sl->lock);
+	baton__spin_unlock(&sl->lock);
 }
 
 void baton__tslot_main(void *arg)
@@ -495,15 +498,16 @@ static __attribute__((noinline)) int join_general(baton_tid_t tid, int64_t timeo
 
 int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
 {
-	uint32_t gen = (uint32_t)(tid >> 32);
 	struct baton_tslot *sl;
 
 	/* The fast path, short and without a frame: the task has ended, in
 	 * no group (a fan-out's joins after the first, which waited), and
-	 * its slot's lock is free. Anything else takes the general path. */
-	if (BATON_LIKELY(gen != 0 && (sl = slot_at((uint32_t)tid)) != NULL)) {
+	 * its slot's lock is free. Anything else takes the general path. An
+	 * id of generation 0 matches only a slot never used (id 0), which is
+	 * not ENDED. */
+	if (BATON_LIKELY((sl = slot_at((uint32_t)tid)) != NULL)) {
 		if (BATON_LIKELY(slot_trylock(sl))) {
-			if (BATON_LIKELY(sl->gen == gen && slot_ended_plain(sl))) {
+			if (BATON_LIKELY(sl->id == tid && slot_plain(sl, BATON_TSLOT_ENDED))) {
 				copy_end(sl, status, result);
 				tslot_free_locked(sl);
 				return BATON_OK;

@@ -37,8 +37,10 @@ struct baton_group;
 
 struct baton_tslot {
 	baton_spinlock_t lock;
-	uint32_t gen;  /* the generation ids of this use carry: odd (1, 3, ...,
-				  * wrapping to 1), so never 0 */
+	unsigned nthreads; /* plain threads waiting in join (on ec) */
+	/* The id of this use: its generation (odd: 1, 3, ..., wrapping to
+	 * 1, so never 0) above the slot's index, bumped as a whole. */
+	uint64_t id;
 	uint8_t state; /* enum baton_tslot_state */
 	bool detached; /* nobody will join: freed at the end */
 	bool queued;   /* ended, in its group's `done` list (next) */
@@ -47,7 +49,6 @@ struct baton_tslot {
 	 * next spawn; it may outlive the waiters. */
 	bool watched;
 	bool cancel_pending;     /* cancelled before it had its task (false when free) */
-	unsigned nthreads;       /* plain threads waiting in join (on ec) */
 	int status;              /* the body's return, once ENDED */
 	void *result;            /* the body's *result, once ENDED */
 	struct baton_task *task; /* LIVE and started: the task */
