@@ -245,7 +245,7 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr, bato
 	baton__list_push_head(&g->live, &sl->glink);
 	g->nlive++;
 	baton__spin_unlock(&g->lock);
-	if ((rc = baton__task_spawn_held(g->sched, attr, sl, false)) != BATON_OK) {
+	if ((rc = baton__task_spawn_held(g->sched, attr, sl)) != BATON_OK) {
 		baton__spin_lock(&g->lock);
 		unlink_child(g, sl);
 		child_gone_locked(g, &wl, true, false);

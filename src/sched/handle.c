@@ -379,7 +379,7 @@ static __attribute__((noinline)) int spawn_shared(baton_sched_t *s,
 		return BATON_ENOMEM;
 	tslot_init(sl, fn, arg);
 	*tid = baton__tslot_id(sl);
-	return baton__task_spawn_held(s, attr, sl, true);
+	return baton__task_spawn_own(s, attr, sl);
 }
 
 int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_result_fn fn,
@@ -388,7 +388,8 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton
 	struct baton_worker *w = baton__worker_get();
 	struct baton_tslot *sl;
 
-	if (s == NULL || fn == NULL || tid == NULL)
+	/* s is the spawn's to check: a NULL one frees the slot there. */
+	if (fn == NULL || tid == NULL)
 		return BATON_EINVAL;
 	if (BATON_UNLIKELY(w == NULL || w->ntslots == 0))
 		return spawn_shared(s, attr, fn, arg, tid);
@@ -400,7 +401,7 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton
 	 * the slot, before the spawn returns). The caller has it once we
 	 * return; a failed spawn leaves a stale id there. */
 	*tid = baton__tslot_id(sl);
-	return baton__task_spawn_held(s, attr, sl, true);
+	return baton__task_spawn_own(s, attr, sl);
 }
 
 /* An ended task's status and result, to the caller's (NULL: not asked). */

@@ -147,10 +147,12 @@ static inline void baton__tslot_set_task(struct baton_tslot *sl, struct baton_ta
 }
 
 /* task.c: spawn sl's task (baton__tslot_main), given to sl before it can
- * run (baton__tslot_set_task). Failed, with `own`, sl is freed
- * (baton__tslot_unspawned); else the caller frees it. */
+ * run (baton__tslot_set_task). Failed, the caller frees sl (held) or sl
+ * is freed (own: baton__tslot_unspawned). */
 int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
-			   struct baton_tslot *sl, bool own);
+			   struct baton_tslot *sl);
+int baton__task_spawn_own(baton_sched_t *s, const struct baton_task_attr *attr,
+			  struct baton_tslot *sl);
 /* handle.c: free the slot of a spawn that failed. */
 void baton__tslot_unspawned(struct baton_tslot *sl);
 
