@@ -234,6 +234,7 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr, bato
 	 * keeps its result for baton_group_next all the same. */
 	sl->detached = tid == NULL && !(g->flags & BATON_GROUP_COLLECT);
 	sl->group = g;
+	sl->watched = true; /* its end tells the group */
 	baton__spin_unlock(&sl->lock);
 	baton__spin_lock(&g->lock);
 	if (g->cancelled) {
@@ -244,7 +245,7 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr, bato
 	baton__list_push_head(&g->live, &sl->glink);
 	g->nlive++;
 	baton__spin_unlock(&g->lock);
-	if ((rc = baton__task_spawn_held(g->sched, attr, sl, false)) != BATON_OK) {
+	if ((rc = baton__task_spawn_held(g->sched, attr, sl)) != BATON_OK) {
 		baton__spin_lock(&g->lock);
 		unlink_child(g, sl);
 		child_gone_locked(g, &wl, true, false);
@@ -258,6 +259,7 @@ int baton_group_spawn(baton_group_t *g, const struct baton_task_attr *attr, bato
 fail:
 	baton__spin_lock(&sl->lock);
 	sl->group = NULL;
+	sl->cancel_pending = false; /* never passed on: false in a free slot */
 	baton__tslot_free_locked(sl);
 	return rc;
 }

@@ -14,13 +14,16 @@
  * front of which each worker keeps spares of its own.
  */
 #include <pthread.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "../common/alloc.h"
 #include "handle.h"
 #include "queue.h"
 
 #define CHUNK0_SHIFT 10
-#define NCHUNKS 22 /* 1024 * (2^22 - 1) slots: more than 32 bits of index */
+#define NCHUNKS 22                  /* 1024 * (2^22 - 1) slots: more than 32 bits of index */
+#define GEN_ONE ((uint64_t)1 << 32) /* generation 1 in an id */
 
 /* Its slots get their generation and index when first handed out
  * (slot_fresh): an id never given out meets generation 0 there, stale. */
@@ -62,7 +65,7 @@ static inline uint32_t slot_index(const struct baton_tslot *sl)
 
 uint64_t baton__tslot_id(const struct baton_tslot *sl)
 {
-	return (uint64_t)sl->gen << 32 | slot_index(sl);
+	return sl->id;
 }
 
 /* A slot never used: make sure its chunk exists. */
@@ -78,7 +81,7 @@ static struct baton_tslot *slot_fresh(void)
 		return NULL;
 	if (k == 0) { /* nobody else has this number */
 		sl = &chunk0[idx];
-		sl->gen = 1;
+		sl->id = GEN_ONE | idx;
 		sl->index = idx;
 		return sl;
 	}
@@ -92,8 +95,8 @@ static struct baton_tslot *slot_fresh(void)
 		if (c != NULL) {
 			memset(c, 0, n * sizeof(*c));
 			for (size_t i = 0; i < n; i++) {
-				c[i].gen = 1;
 				c[i].index = (uint32_t)(n - (1u << CHUNK0_SHIFT) + i);
+				c[i].id = GEN_ONE | c[i].index;
 			}
 			/* Release: see slot_at. */
 			__atomic_store_n(&chunks[k], c, __ATOMIC_RELEASE);
@@ -147,8 +150,8 @@ static inline void tslot_init(struct baton_tslot *sl, baton_task_result_fn fn, v
 {
 	sl->state = BATON_TSLOT_LIVE;
 	sl->detached = false;
-	sl->cancel_pending = false;
 	sl->queued = false;
+	sl->watched = false; /* cancel_pending is false in a free slot */
 	sl->task = NULL;
 	sl->fn = fn;
 	sl->arg = arg;
@@ -186,8 +189,7 @@ struct baton_tslot *baton__tslot_alloc(baton_task_result_fn fn, void *arg)
 static inline void tslot_free_locked(struct baton_tslot *sl)
 {
 	sl->state = BATON_TSLOT_FREE;
-	if (++sl->gen == 0)
-		sl->gen = 1;
+	sl->id += 2 * GEN_ONE; /* odd, so never 0 (handle.h) */
 	sl->result = NULL;
 	baton__spin_unlock(&sl->lock);
 	struct baton_worker *w = baton__worker_get();
@@ -210,6 +212,26 @@ void baton__tslot_cache_flush(struct baton_worker *w)
 		slot_push_free(w->tslots[--w->ntslots]);
 }
 
+/* In state `state`, and neither detached, queued nor watched (so in no
+ * group): the fast paths of the end and of join, the four read in one
+ * load. */
+static inline bool slot_plain(const struct baton_tslot *sl, enum baton_tslot_state state)
+{
+	const uint8_t want[4] = { (uint8_t)state, false, false, false };
+	uint32_t have, w;
+
+	_Static_assert(offsetof(struct baton_tslot, detached) ==
+				       offsetof(struct baton_tslot, state) + 1 &&
+			       offsetof(struct baton_tslot, queued) ==
+				       offsetof(struct baton_tslot, state) + 2 &&
+			       offsetof(struct baton_tslot, watched) ==
+				       offsetof(struct baton_tslot, state) + 3,
+		       "state, detached, queued and watched are one 32-bit load");
+	memcpy(&have, &sl->state, sizeof(have));
+	memcpy(&w, want, sizeof(w));
+	return have == w;
+}
+
 /* The slot's lock if it is free, without a spin (no call: the callers'
  * fast paths stay without a frame). */
 static inline bool slot_trylock(struct baton_tslot *sl)
@@ -227,7 +249,7 @@ static inline struct baton_tslot *slot_lock_id(baton_tid_t id)
 		return NULL;
 	baton__spin_lock(&sl->lock);
 	/* Detached and ended: only its group's bookkeeping keeps it. */
-	if (sl->gen != (uint32_t)(id >> 32) || sl->state == BATON_TSLOT_FREE ||
+	if (sl->id != id || sl->state == BATON_TSLOT_FREE ||
 	    (sl->state == BATON_TSLOT_ENDED && sl->detached)) {
 		baton__spin_unlock(&sl->lock);
 		return NULL;
@@ -247,9 +269,10 @@ void baton__tslot_cancel_locked(struct baton_tslot *sl, struct baton_wakelist *w
 }
 
 /* The end's general case, the slot's lock held (released), its end
- * recorded: joiners to wake, plain threads to tell, or a group to hear of
- * it once the slot's lock is released (the slot is freed only once the
- * group has unlinked it: a join or detach meanwhile leaves that to us). */
+ * recorded: joiners to wake, plain threads to tell, a detached slot to
+ * free, or a group to hear of it once the slot's lock is released (the
+ * slot is freed only once the group has unlinked it: a join or detach
+ * meanwhile leaves that to us). */
 static __attribute__((noinline)) void slot_end_slow(struct baton_tslot *sl, bool wake)
 {
 	struct baton_wakelist wl = BATON_WAKELIST_INIT;
@@ -278,40 +301,39 @@ static __attribute__((noinline)) void slot_end_slow(struct baton_tslot *sl, bool
 	baton__wakelist_run_back(&wl);
 }
 
-/* The end: the slot records it; the common case - nobody waits, no group
- * - then frees the slot if it is detached or leaves it for the join. */
-static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, int status,
-							   bool wake)
+/* The end: the slot records it; the common case - nobody waits, no group,
+ * not detached - leaves it for the join. */
+static inline __attribute__((always_inline)) void slot_end(struct baton_tslot *sl, bool wake)
 {
+	bool plain;
+
 	baton__spin_lock(&sl->lock);
-	sl->status = status; /* the result is there already */
-	sl->task = NULL;
+	plain = slot_plain(sl, BATON_TSLOT_LIVE); /* read before the store below */
+	/* Its status and result are there already. Its task stays: only a
+	 * LIVE slot's is read (cancel, join's deadlock check). */
 	sl->state = BATON_TSLOT_ENDED;
-	if (BATON_UNLIKELY(!baton__waitq_empty(&sl->joiners) || sl->group != NULL ||
-			   sl->nthreads != 0)) {
+	if (BATON_UNLIKELY(!plain)) {
 		slot_end_slow(sl, wake);
 		return;
 	}
-	if (sl->detached)
-		tslot_free_locked(sl);
-	else
-		baton__spin_unlock(&sl->lock);
+	baton__spin_unlock(&sl->lock);
 }
 
 void baton__tslot_main(void *arg)
 {
 	struct baton_tslot *sl = arg;
-	/* The body writes its result into the slot (NULL there since the
-	 * slot was freed, or new): nobody reads it before the end below
-	 * publishes it, and no local's address is taken. */
-	int status = sl->fn(sl->arg, &sl->result);
 
+	/* The body writes its result into the slot (NULL there since the
+	 * slot was freed, or new), and its status goes there too: nobody
+	 * reads either before the end below publishes them (state ENDED,
+	 * under the lock), and nothing of ours lives across the call but
+	 * sl. */
+	sl->status = sl->fn(sl->arg, &sl->result);
 	/* Its groups end before it does. Its task was given to the slot
-	 * before it could run (baton__tslot_set_task); only our end clears
-	 * it. */
+	 * before it could run (baton__tslot_set_task). */
 	if (BATON_UNLIKELY(sl->task->groups != NULL))
 		baton__task_close_groups(sl->task);
-	slot_end(sl, status, true);
+	slot_end(sl, true);
 }
 
 /* The scheduler's destroy frees t unfinished. Nothing may be readied now
@@ -323,7 +345,8 @@ void baton__task_abandon(struct baton_task *t)
 		struct baton_tslot *sl = t->arg;
 
 		sl->result = NULL; /* what the body may have written: not its end */
-		slot_end(sl, BATON_ESHUTDOWN, false);
+		sl->status = BATON_ESHUTDOWN;
+		slot_end(sl, false);
 	}
 	if (t->groups != NULL) {
 		baton__spin_lock(&t->glock);
@@ -340,6 +363,7 @@ void baton__task_abandon(struct baton_task *t)
 void baton__tslot_unspawned(struct baton_tslot *sl)
 {
 	baton__spin_lock(&sl->lock);
+	sl->cancel_pending = false; /* never passed on */
 	tslot_free_locked(sl);
 }
 
@@ -355,7 +379,7 @@ static __attribute__((noinline)) int spawn_shared(baton_sched_t *s,
 		return BATON_ENOMEM;
 	tslot_init(sl, fn, arg);
 	*tid = baton__tslot_id(sl);
-	return baton__task_spawn_held(s, attr, sl, true);
+	return baton__task_spawn_own(s, attr, sl);
 }
 
 int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_result_fn fn,
@@ -364,7 +388,8 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton
 	struct baton_worker *w = baton__worker_get();
 	struct baton_tslot *sl;
 
-	if (s == NULL || fn == NULL || tid == NULL)
+	/* s is the spawn's to check: a NULL one frees the slot there. */
+	if (fn == NULL || tid == NULL)
 		return BATON_EINVAL;
 	if (BATON_UNLIKELY(w == NULL || w->ntslots == 0))
 		return spawn_shared(s, attr, fn, arg, tid);
@@ -376,7 +401,7 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton
 	 * the slot, before the spawn returns). The caller has it once we
 	 * return; a failed spawn leaves a stale id there. */
 	*tid = baton__tslot_id(sl);
-	return baton__task_spawn_held(s, attr, sl, true);
+	return baton__task_spawn_own(s, attr, sl);
 }
 
 /* An ended task's status and result, to the caller's (NULL: not asked). */
@@ -408,7 +433,8 @@ static int join_wait(struct baton_tslot *sl, struct baton_task *self, int64_t ti
 {
 	int rc;
 
-	if (self != NULL) /* woken by the end (OK) or not */
+	sl->watched = true; /* its end wakes us (slot_end_slow) */
+	if (self != NULL)   /* woken by the end (OK) or not */
 		return baton__wait_one(self, &sl->joiners, &sl->lock, timeout_ns);
 	rc = baton__thread_wait_locked(&sl->lock, &sl->ec, &sl->nthreads, timeout_ns);
 	baton__spin_unlock(&sl->lock);
@@ -473,16 +499,16 @@ static __attribute__((noinline)) int join_general(baton_tid_t tid, int64_t timeo
 
 int baton_task_join(baton_tid_t tid, int64_t timeout_ns, int *status, void **result)
 {
-	uint32_t gen = (uint32_t)(tid >> 32);
 	struct baton_tslot *sl;
 
 	/* The fast path, short and without a frame: the task has ended, in
 	 * no group (a fan-out's joins after the first, which waited), and
-	 * its slot's lock is free. Anything else takes the general path. */
-	if (BATON_LIKELY(gen != 0 && (sl = slot_at((uint32_t)tid)) != NULL)) {
+	 * its slot's lock is free. Anything else takes the general path. An
+	 * id of generation 0 matches only a slot never used (id 0), which is
+	 * not ENDED. */
+	if (BATON_LIKELY((sl = slot_at((uint32_t)tid)) != NULL)) {
 		if (BATON_LIKELY(slot_trylock(sl))) {
-			if (BATON_LIKELY(sl->gen == gen && sl->state == BATON_TSLOT_ENDED &&
-					 !sl->detached && sl->group == NULL && !sl->queued)) {
+			if (BATON_LIKELY(sl->id == tid && slot_plain(sl, BATON_TSLOT_ENDED))) {
 				copy_end(sl, status, result);
 				tslot_free_locked(sl);
 				return BATON_OK;

@@ -37,12 +37,18 @@ struct baton_group;
 
 struct baton_tslot {
 	baton_spinlock_t lock;
-	uint32_t gen;            /* the generation ids of this use carry (never 0) */
-	uint8_t state;           /* enum baton_tslot_state */
-	bool detached;           /* nobody will join: freed at the end */
-	bool cancel_pending;     /* cancelled before it had its task */
-	bool queued;             /* ended, in its group's `done` list (next) */
-	unsigned nthreads;       /* plain threads waiting in join (on ec) */
+	unsigned nthreads; /* plain threads waiting in join (on ec) */
+	/* The id of this use: its generation (odd: 1, 3, ..., wrapping to
+	 * 1, so never 0) above the slot's index, bumped as a whole. */
+	uint64_t id;
+	uint8_t state; /* enum baton_tslot_state */
+	bool detached; /* nobody will join: freed at the end */
+	bool queued;   /* ended, in its group's `done` list (next) */
+	/* A group holds it, or somebody waited for its end (joiners, nthreads):
+	 * its end takes the general path. Set under the lock, cleared at the
+	 * next spawn; it may outlive the waiters. */
+	bool watched;
+	bool cancel_pending;     /* cancelled before it had its task (false when free) */
 	int status;              /* the body's return, once ENDED */
 	void *result;            /* the body's *result, once ENDED */
 	struct baton_task *task; /* LIVE and started: the task */
@@ -135,15 +141,18 @@ static inline void baton__tslot_set_task(struct baton_tslot *sl, struct baton_ta
 		struct baton_wakelist wl = BATON_WAKELIST_INIT;
 
 		baton__task_cancel_claim(t, &wl); /* not waiting: claims nothing */
+		sl->cancel_pending = false;       /* passed on: the slot's next use */
 	}
 	baton__spin_unlock(&sl->lock);
 }
 
 /* task.c: spawn sl's task (baton__tslot_main), given to sl before it can
- * run (baton__tslot_set_task). Failed, with `own`, sl is freed
- * (baton__tslot_unspawned); else the caller frees it. */
+ * run (baton__tslot_set_task). Failed, the caller frees sl (held) or sl
+ * is freed (own: baton__tslot_unspawned). */
 int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
-			   struct baton_tslot *sl, bool own);
+			   struct baton_tslot *sl);
+int baton__task_spawn_own(baton_sched_t *s, const struct baton_task_attr *attr,
+			  struct baton_tslot *sl);
 /* handle.c: free the slot of a spawn that failed. */
 void baton__tslot_unspawned(struct baton_tslot *sl);
 

@@ -357,9 +357,9 @@ static inline void task_start(baton_sched_t *s, struct baton_task *t)
 }
 
 /* A spawn with an id: the task is made, given to its slot (handle.h),
- * then made runnable. */
-int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
-			   struct baton_tslot *sl, bool own)
+ * then made runnable. Two copies, `own` a constant in each. */
+static inline __attribute__((always_inline)) int
+spawn_held(baton_sched_t *s, const struct baton_task_attr *attr, struct baton_tslot *sl, bool own)
 {
 	struct baton_task *t;
 	int rc = task_create(s, attr, baton__tslot_main, sl, &t);
@@ -372,6 +372,18 @@ int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
 	baton__tslot_set_task(sl, t);
 	task_start(s, t);
 	return BATON_OK;
+}
+
+int baton__task_spawn_held(baton_sched_t *s, const struct baton_task_attr *attr,
+			   struct baton_tslot *sl)
+{
+	return spawn_held(s, attr, sl, false);
+}
+
+int baton__task_spawn_own(baton_sched_t *s, const struct baton_task_attr *attr,
+			  struct baton_tslot *sl)
+{
+	return spawn_held(s, attr, sl, true);
 }
 
 int baton_sched_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton_task_fn fn,
