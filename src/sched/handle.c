@@ -373,11 +373,10 @@ static __attribute__((noinline)) int spawn_shared(baton_sched_t *s,
 						  baton_task_result_fn fn, void *arg,
 						  baton_tid_t *tid)
 {
-	struct baton_tslot *sl = tslot_shared();
+	struct baton_tslot *sl = baton__tslot_alloc(fn, arg);
 
 	if (sl == NULL)
 		return BATON_ENOMEM;
-	tslot_init(sl, fn, arg);
 	*tid = baton__tslot_id(sl);
 	return baton__task_spawn_own(s, attr, sl);
 }
@@ -388,8 +387,7 @@ int baton_task_spawn(baton_sched_t *s, const struct baton_task_attr *attr, baton
 	struct baton_worker *w = baton__worker_get();
 	struct baton_tslot *sl;
 
-	/* s is the spawn's to check: a NULL one frees the slot there. */
-	if (fn == NULL || tid == NULL)
+	if (s == NULL || fn == NULL || tid == NULL)
 		return BATON_EINVAL;
 	if (BATON_UNLIKELY(w == NULL || w->ntslots == 0))
 		return spawn_shared(s, attr, fn, arg, tid);
